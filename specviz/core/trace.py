@@ -1,0 +1,237 @@
+"""The trace of a speculative run: every decision, as frozen dataclasses that round-trip through JSON losslessly.
+
+The JSON document (format "specviz.trace", version 1) is what `python -m specviz run --json` prints and what the app
+downloads and replays. Its shape is documented in README.md ("Trace format") and is stable within a version.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+import pandas as pd
+
+from specviz.core.settings import RunSettings
+from specviz.errors import SettingsError, TraceFormatError
+
+TRACE_FORMAT = "specviz.trace"
+TRACE_VERSION = 1
+
+# Verdict of one drafted position.
+ACCEPTED, REJECTED, UNREACHED, AFTER_STOP = "accepted", "rejected", "unreached", "after_stop"
+# Origin of the token the target adds at the end of a round.
+CORRECTION, BONUS, TARGET = "correction", "bonus", "target"
+
+
+@dataclass(frozen=True)
+class TokenProb:
+    """One entry of a top-N list: token id, its text, and its probability."""
+
+    token_id: int
+    text: str
+    prob: float
+
+
+@dataclass(frozen=True)
+class Position:
+    """One drafted token and how the target judged it."""
+
+    index: int  # 0-based position within the round
+    token_id: int
+    text: str
+    q: float  # q_i(x): draft probability (1.0 for a deterministic drafter)
+    p: float  # p_i(x): target probability under the same sampling settings
+    ratio: float  # min(1, p/q): the acceptance probability
+    u: float  # the uniform draw; accepted iff u <= ratio (and every earlier position was accepted)
+    accepted: bool  # committed as part of the output
+    verdict: str  # accepted | rejected | unreached (after a rejection) | after_stop (after EOS / length limit)
+    p_top: tuple[TokenProb, ...] = ()  # top-10 of p_i
+    q_top: tuple[TokenProb, ...] = ()  # top-10 of q_i
+
+
+@dataclass(frozen=True)
+class ExtraToken:
+    """The token the target adds after the accepted drafts: a correction, a bonus, or (plain decoding) the next token."""
+
+    token_id: int
+    text: str
+    kind: str  # correction | bonus | target
+    prob: float  # its probability in the distribution it was drawn from (the residual for a correction)
+    p: float  # p(x) at that position
+    u: float  # the uniform used to draw it
+
+
+@dataclass(frozen=True)
+class Round:
+    """Draft K, one target pass, accept/reject, commit: what happened, with timings and cache lengths."""
+
+    index: int
+    positions: tuple[Position, ...]
+    extra: ExtraToken | None  # None when a stop condition was met before it
+    residual_top: tuple[TokenProb, ...]  # top-10 of norm(max(0, p - q)) at the rejection; empty otherwise
+    committed: tuple[int, ...]  # token ids committed this round, in order
+    draft_ms: float
+    verify_ms: float
+    target_cache: tuple[int, int]  # target KV length after the verify pass, and after rollback
+    draft_cache: tuple[int, int]  # draft KV length after drafting, and after rollback (0, 0 without a draft model)
+    stop: str | None = None  # "eos" or "max_new_tokens" when this round ended the run
+
+    @property
+    def proposed(self) -> int:
+        """Drafts that count as proposed: all but those cut off by a stop condition earlier in the round."""
+        return sum(pos.verdict != AFTER_STOP for pos in self.positions)
+
+    @property
+    def accepted(self) -> int:
+        return sum(pos.accepted for pos in self.positions)
+
+
+@dataclass(frozen=True)
+class Totals:
+    """Run totals; alpha = accepted / proposed, tau = committed / rounds (= 1 for plain decoding)."""
+
+    proposed: int
+    accepted: int
+    rounds: int
+    committed: int
+    alpha: float | None  # None when nothing was proposed (plain decoding)
+    tau: float
+    wall_s: float
+    tokens_per_s: float
+
+    @classmethod
+    def of(cls, rounds: tuple[Round, ...], wall_s: float) -> "Totals":
+        proposed = sum(r.proposed for r in rounds)
+        accepted = sum(r.accepted for r in rounds)
+        committed = sum(len(r.committed) for r in rounds)
+        return cls(
+            proposed=proposed,
+            accepted=accepted,
+            rounds=len(rounds),
+            committed=committed,
+            alpha=accepted / proposed if proposed else None,
+            tau=committed / len(rounds) if rounds else 0.0,
+            wall_s=wall_s,
+            tokens_per_s=committed / wall_s if wall_s > 0 else 0.0,
+        )
+
+
+@dataclass(frozen=True)
+class Trace:
+    """A whole run: prompt, settings, rounds, the generated text and the totals, plus where it ran."""
+
+    settings: RunSettings
+    prompt: str
+    prompt_ids: tuple[int, ...]
+    rounds: tuple[Round, ...]
+    text: str
+    totals: Totals
+    meta: dict[str, Any] = field(default_factory=dict)  # target, draft, device, dtype, specviz version
+
+    @property
+    def output_ids(self) -> tuple[int, ...]:
+        return tuple(t for r in self.rounds for t in r.committed)
+
+    def to_dict(self) -> dict:
+        body = asdict(self)
+        body["settings"] = self.settings.to_dict()
+        return {"format": TRACE_FORMAT, "version": TRACE_VERSION, **body}
+
+    def to_json(self, indent: int | None = None) -> str:
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+
+    @classmethod
+    def from_dict(cls, doc: Any) -> "Trace":
+        _check_header(doc)
+        try:
+            return cls(
+                settings=RunSettings.from_dict(doc["settings"]),
+                prompt=doc["prompt"],
+                prompt_ids=tuple(doc["prompt_ids"]),
+                rounds=tuple(_round_from_dict(r) for r in doc["rounds"]),
+                text=doc["text"],
+                totals=Totals(**doc["totals"]),
+                meta=dict(doc.get("meta", {})),
+            )
+        except SettingsError as exc:
+            raise TraceFormatError(f"The trace's settings are invalid: {exc}") from exc
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise TraceFormatError(
+                f"This trace JSON is damaged or hand-edited: {_describe(exc)}. "
+                "Re-export it from specviz (download button or `python -m specviz run --json`)."
+            ) from exc
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> "Trace":
+        try:
+            doc = json.loads(text)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise TraceFormatError(f"This file is not JSON ({exc}); a specviz trace is a .json file.") from exc
+        return cls.from_dict(doc)
+
+    def rounds_frame(self) -> pd.DataFrame:
+        """One row per round: proposed, accepted, committed, extra token kind, timings, cache lengths."""
+        return pd.DataFrame(
+            {
+                "round": r.index,
+                "proposed": r.proposed,
+                "accepted": r.accepted,
+                "committed": len(r.committed),
+                "extra_kind": r.extra.kind if r.extra else None,
+                "extra_text": r.extra.text if r.extra else None,
+                "draft_ms": r.draft_ms,
+                "verify_ms": r.verify_ms,
+                "target_cache_before": r.target_cache[0],
+                "target_cache_after": r.target_cache[1],
+                "draft_cache_before": r.draft_cache[0],
+                "draft_cache_after": r.draft_cache[1],
+                "stop": r.stop,
+            }
+            for r in self.rounds
+        )
+
+    def positions_frame(self) -> pd.DataFrame:
+        """One row per drafted position: token, q, p, ratio, u, accepted, verdict."""
+        scalar = [f.name for f in fields(Position) if f.name not in ("p_top", "q_top")]
+        rows = [{"round": r.index, **{name: getattr(pos, name) for name in scalar}} for r in self.rounds for pos in r.positions]
+        return pd.DataFrame(rows, columns=["round", *scalar])
+
+
+def _check_header(doc: Any) -> None:
+    if not isinstance(doc, dict) or doc.get("format") != TRACE_FORMAT:
+        raise TraceFormatError(
+            f'This JSON is not a specviz trace (expected "format": "{TRACE_FORMAT}" at the top level).'
+        )
+    if doc.get("version") != TRACE_VERSION:
+        raise TraceFormatError(
+            f"This trace is format version {doc.get('version')!r}; this specviz reads version {TRACE_VERSION}. "
+            "Re-run it with this version of specviz to get a readable trace."
+        )
+
+
+def _tops(items: list) -> tuple[TokenProb, ...]:
+    return tuple(TokenProb(**item) for item in items)
+
+
+def _round_from_dict(r: dict) -> Round:
+    positions = tuple(
+        Position(**{**pos, "p_top": _tops(pos["p_top"]), "q_top": _tops(pos["q_top"])}) for pos in r["positions"]
+    )
+    return Round(
+        **{
+            **r,
+            "positions": positions,
+            "extra": ExtraToken(**r["extra"]) if r["extra"] is not None else None,
+            "residual_top": _tops(r["residual_top"]),
+            "committed": tuple(r["committed"]),
+            "target_cache": tuple(r["target_cache"]),
+            "draft_cache": tuple(r["draft_cache"]),
+        }
+    )
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, KeyError):
+        return f"missing field {exc}"
+    return str(exc)

@@ -1,0 +1,105 @@
+"""The accept/reject maths of speculative sampling (Leviathan et al. 2023; Chen et al. 2023), as pure functions.
+
+Names, used the same way everywhere in specviz:
+    p   the target's processed distribution at a position      (K+1, V) for one round
+    q   the draft's processed distribution the token was drawn from   (K, V)
+    K   draft length: tokens proposed per round (the paper's gamma)
+    alpha  acceptance rate; per position alpha(p, q) = sum_x min(p(x), q(x))
+    tau    mean tokens committed per target pass (includes the correction or bonus token)
+    c      cost of one draft step as a fraction of one target step
+
+Rule per drafted token x_i: accept if u_i <= min(1, p_i(x_i) / q_i(x_i)); at the first rejection draw the correction
+from norm(max(0, p_i - q_i)); if all K pass, draw a bonus token from p_{K+1}. A deterministic drafter is a one-hot q.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from specviz.core.sampling import sample
+
+
+def acceptance_probability(p_x: torch.Tensor, q_x: torch.Tensor) -> torch.Tensor:
+    """min(1, p(x) / q(x)) elementwise; q(x) > 0 because x was drawn from q."""
+    return (p_x / q_x).clamp(max=1.0)
+
+
+def residual(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """norm(max(0, p - q)) over the last axis: what p still owes after q's accepted mass.
+
+    Guard: if the positive part sums to 0 (p == q up to rounding, so rejection was a numerical accident), use p.
+    """
+    owed = (p - q).clamp(min=0.0)
+    total = owed.sum(-1, keepdim=True)
+    return torch.where(total > 0, owed / total.clamp(min=torch.finfo(p.dtype).tiny), p)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """The two choices that make the sampler exact; the exactness lab swaps in buggy ones to show the bias."""
+
+    acceptance: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = acceptance_probability
+    resample: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = residual
+
+
+EXACT = Rule()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One round's decision; every field is a tensor on the models' device (read them with one host sync)."""
+
+    p_x: torch.Tensor  # (K,) target probability of each draft token
+    q_x: torch.Tensor  # (K,) draft probability of each draft token
+    accept_prob: torch.Tensor  # (K,) min(1, p/q)
+    passed: torch.Tensor  # (K,) bool: u_i <= accept_prob_i (only the leading run counts)
+    n_accepted: torch.Tensor  # () long: length of the leading run of passes
+    next_dist: torch.Tensor  # (V,) residual at the first rejection, or p_{K+1} when all passed
+    next_token: torch.Tensor  # () long: the correction or bonus token
+
+
+def verify(
+    p: torch.Tensor,
+    q: torch.Tensor,
+    drafts: torch.Tensor,
+    u_accept: torch.Tensor,
+    u_next: torch.Tensor,
+    rule: Rule = EXACT,
+) -> Verdict:
+    """Accept the longest passing prefix of the drafts and draw the token that follows it.
+
+    p (K+1, V), q (K, V), drafts (K,), u_accept (K,), u_next (). Works for K = 0 (plain decoding: sample p_1).
+    Everything stays on the device: no host sync here.
+    """
+    k = drafts.shape[0]
+    p_x = p[:k].gather(1, drafts[:, None]).squeeze(1)  # (K,)
+    q_x = q.gather(1, drafts[:, None]).squeeze(1)  # (K,)
+    accept_prob = rule.acceptance(p_x, q_x)
+    passed = u_accept.to(accept_prob.dtype) <= accept_prob
+    n_accepted = passed.long().cumprod(0).sum()  # () leading run of passes
+    # With q extended by an all-zero row, "resample at the stopping position" covers both cases:
+    # a rejection at i draws from norm(max(0, p_i - q_i)); all K accepted draws the bonus from p_{K+1}.
+    q_padded = torch.cat([q, q.new_zeros(1, q.shape[1])])  # (K+1, V)
+    stop_p = p.index_select(0, n_accepted.view(1)).squeeze(0)  # (V,)
+    stop_q = q_padded.index_select(0, n_accepted.view(1)).squeeze(0)  # (V,)
+    next_dist = rule.resample(stop_p, stop_q) if k else stop_p
+    next_dist = torch.where(n_accepted == k, stop_p, next_dist)
+    return Verdict(p_x, q_x, accept_prob, passed, n_accepted, next_dist, sample(next_dist, u_next))
+
+
+def next_token_distribution(p: torch.Tensor, q: torch.Tensor, rule: Rule = EXACT) -> torch.Tensor:
+    """Exact distribution of the first committed token when x ~ q is proposed and judged against p.
+
+    P(x) = q(x) * a(x) + (1 - sum_y q(y) a(y)) * resample(p, q)(x); equals p for the exact rule.
+    """
+    kept = q * rule.acceptance(p, q.clamp(min=torch.finfo(q.dtype).tiny)) * (q > 0)  # (..., V)
+    rejected_mass = 1.0 - kept.sum(-1, keepdim=True)
+    return kept + rejected_mass * rule.resample(p, q)
+
+
+def acceptance_rate(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """Analytic per-position acceptance alpha(p, q) = sum_x min(p(x), q(x)) = 1 - TV(p, q)."""
+    return torch.minimum(p, q).sum(-1)

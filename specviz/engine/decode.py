@@ -1,0 +1,267 @@
+"""The speculative loop and the plain baseline, both yielding `Round`s from real forward passes.
+
+Each round: 1. the drafter proposes k tokens, 2. one target pass scores them all, 3. verify accepts a prefix and draws
+the correction or bonus token, 4. both KV caches roll back to the committed prefix. Plain decoding is the same loop
+with k = 0, so the two are measured on equal terms. The prompt is read once; each round ends with one host sync.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Iterator
+
+import torch
+
+from specviz import __version__
+from specviz.core.sampling import logits_to_probs, one_hot, uniforms
+from specviz.core.settings import RunSettings
+from specviz.core.trace import (
+    ACCEPTED,
+    AFTER_STOP,
+    BONUS,
+    CORRECTION,
+    REJECTED,
+    TARGET,
+    UNREACHED,
+    ExtraToken,
+    Position,
+    Round,
+    TokenProb,
+    Totals,
+    Trace,
+)
+from specviz.core.verify import Verdict, verify
+from specviz.engine.kv import CachedModel
+from specviz.engine.models import ModelPair
+from specviz.engine.proposers import DraftModelProposer, Drafter, NgramProposer, Proposal, Proposer
+from specviz.errors import SettingsError
+
+TOP_N = 10
+
+
+def generate(pair: ModelPair, prompt: str, settings: RunSettings) -> Trace:
+    """Run speculative (or plain) decoding on a prompt and return the full trace."""
+    prompt_ids = encode_prompt(pair, prompt)
+    start = time.perf_counter()
+    rounds = tuple(decode_rounds(pair, prompt_ids, settings))
+    return build_trace(pair, prompt, prompt_ids, settings, rounds, time.perf_counter() - start)
+
+
+def encode_prompt(pair: ModelPair, prompt: str) -> list[int]:
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise SettingsError("The prompt is empty: type some text for the model to continue.")
+    ids = pair.tokenizer.encode(prompt)
+    if not ids:
+        raise SettingsError("The prompt produced no tokens; type some ordinary text.")
+    return ids
+
+
+def build_trace(
+    pair: ModelPair, prompt: str, prompt_ids: list[int], settings: RunSettings, rounds: tuple[Round, ...], wall_s: float
+) -> Trace:
+    output = [t for r in rounds for t in r.committed]
+    return Trace(
+        settings=settings,
+        prompt=prompt,
+        prompt_ids=tuple(prompt_ids),
+        rounds=rounds,
+        text=pair.tokenizer.decode(output, skip_special_tokens=True),
+        totals=Totals.of(rounds, wall_s),
+        meta={**pair.describe(), "specviz": __version__},
+    )
+
+
+def make_proposer(pair: ModelPair, settings: RunSettings) -> Proposer | None:
+    """The proposer for settings.method; None for plain decoding."""
+    if settings.method == "draft":
+        if pair.draft is None:
+            raise SettingsError("The draft-model method needs a draft model: load a pair with a draft, or use n-gram.")
+        return DraftModelProposer(pair.draft, pair.vocab_size, settings.sampling)
+    if settings.method == "ngram":
+        return NgramProposer(pair.device, settings.ngram_min, settings.ngram_max)
+    return None
+
+
+def check_fits(pair: ModelPair, prompt_ids: list[int], settings: RunSettings) -> None:
+    """Refuse up front a run that would overflow the context or a sliding-window cache."""
+    needed = len(prompt_ids) + settings.max_new_tokens
+    if pair.context_length and needed > pair.context_length:
+        raise SettingsError(
+            f"The prompt is {len(prompt_ids)} tokens and max new tokens is {settings.max_new_tokens}: {needed} in all, "
+            f"more than the model's context of {pair.context_length} tokens. Shorten the prompt or lower max new tokens."
+        )
+    if pair.sliding_window and needed >= pair.sliding_window:
+        raise SettingsError(
+            f"This model uses a sliding-window cache of {pair.sliding_window} tokens, which cannot be rolled back once "
+            f"full; this run needs {needed}. Shorten the prompt or lower max new tokens below the window."
+        )
+
+
+@torch.inference_mode()
+def decode_rounds(pair: ModelPair, prompt_ids: list[int], settings: RunSettings) -> Iterator[Round]:
+    """Yield one Round per target pass until EOS or max_new_tokens. Same settings and seed -> same rounds."""
+    check_fits(pair, prompt_ids, settings)
+    proposer = make_proposer(pair, settings)
+    generator = torch.Generator().manual_seed(settings.seed)
+    target = CachedModel(pair.target, pair.vocab_size, prompt_ids)
+    target.prefill()
+    drafter = proposer.start(prompt_ids) if proposer else None
+    big_k, produced = settings.draft_length, 0
+    for index in range(settings.max_new_tokens):
+        # Same number of draws every round, so shortening the last round does not shift the random stream.
+        u = uniforms(generator, 2 * big_k + 1).float()  # (2K+1,): draft draws | accept draws | next-token draw
+        k = min(big_k, settings.max_new_tokens - produced - 1)  # never draft past the length limit
+
+        # 1. fetch candidates
+        start = time.perf_counter()
+        proposal = drafter.propose(k, u[:k].to(pair.device)) if drafter and k > 0 else _nothing(pair.device)
+        _synchronize(pair.device)
+        drafted = time.perf_counter()
+        k = proposal.tokens.numel()  # a lookup may find fewer than asked
+        draft_cache = drafter.cache_length if drafter else 0
+
+        # 2. one target pass over the pending token + k drafts: p_1..p_{k+1}
+        p = logits_to_probs(target.forward(proposal.tokens, logits_to_keep=k + 1), settings.sampling)  # (k+1, V)
+        q = proposal.q if proposal.q is not None else one_hot(proposal.tokens, pair.vocab_size)  # (k, V)
+
+        # 3. accept / reject, then bring the round's numbers to the host in one go
+        u_accept, u_next = u[big_k : big_k + k], u[2 * big_k]
+        verdict = verify(p, q, proposal.tokens, u_accept.to(pair.device), u_next.to(pair.device))
+        facts = _RoundFacts.read(verdict, p, q, proposal)
+        verified = time.perf_counter()
+        committed, stop = _apply_stops(facts, pair, settings, produced)
+        produced += len(committed)
+
+        # 4. roll both caches back to the committed prefix
+        target_cache = target.length
+        if stop is None:
+            target.advance(committed, facts.n_accepted)
+            if drafter:
+                drafter.advance(committed, facts.n_accepted)
+        yield _make_round(
+            index, facts, committed, stop, u_accept, float(u_next), pair, settings,
+            draft_ms=(drafted - start) * 1e3, verify_ms=(verified - drafted) * 1e3,
+            target_cache=(target_cache, target.length),
+            draft_cache=(draft_cache, drafter.cache_length if drafter else 0),
+        )  # fmt: skip
+        if stop:
+            return
+
+
+@dataclass(frozen=True)
+class _RoundFacts:
+    """A round's numbers on the host (one device-to-host read)."""
+
+    drafts: list[int]
+    p_x: list[float]
+    q_x: list[float]
+    accept_prob: list[float]
+    n_accepted: int
+    next_token: int
+    next_prob: float
+    next_p: float
+    p_top: list[list[tuple[int, float]]]  # (k+1) x top-N
+    q_top: list[list[tuple[int, float]]]  # k x top-N
+    residual_top: list[tuple[int, float]]
+
+    @classmethod
+    def read(cls, v: Verdict, p: torch.Tensor, q: torch.Tensor, proposal: Proposal) -> "_RoundFacts":
+        n, token = int(v.n_accepted), int(v.next_token)
+        return cls(
+            drafts=proposal.tokens.tolist(),
+            p_x=v.p_x.tolist(),
+            q_x=v.q_x.tolist(),
+            accept_prob=v.accept_prob.tolist(),
+            n_accepted=n,
+            next_token=token,
+            next_prob=float(v.next_dist[token]),
+            next_p=float(p[n, token]),
+            p_top=_top(p),
+            q_top=_top(q),
+            residual_top=_top(v.next_dist[None])[0],
+        )
+
+
+def _top(dists: torch.Tensor) -> list[list[tuple[int, float]]]:
+    """(R, V) -> per row the top-N (token, prob) pairs with prob > 0."""
+    if dists.shape[0] == 0:
+        return []
+    values, indices = dists.topk(min(TOP_N, dists.shape[-1]), dim=-1)  # (R, N)
+    return [[(i, v) for i, v in zip(ids, vals) if v > 0] for ids, vals in zip(indices.tolist(), values.tolist())]
+
+
+def _apply_stops(facts: _RoundFacts, pair: ModelPair, settings: RunSettings, produced: int) -> tuple[list[int], str | None]:
+    """The round's committed tokens, cut at the first EOS or at max_new_tokens (checked per token)."""
+    candidates = facts.drafts[: facts.n_accepted] + [facts.next_token]
+    for i, token in enumerate(candidates):
+        if settings.stop_at_eos and token in pair.eos_ids:
+            return candidates[: i + 1], "eos"
+        if produced + i + 1 >= settings.max_new_tokens:
+            return candidates[: i + 1], "max_new_tokens"
+    return candidates, None
+
+
+def _make_round(
+    index: int,
+    facts: _RoundFacts,
+    committed: list[int],
+    stop: str | None,
+    u_accept: torch.Tensor,
+    u_next: float,
+    pair: ModelPair,
+    settings: RunSettings,
+    **timing_and_caches,
+) -> Round:
+    texts = pair.token_texts
+    tops = lambda pairs: tuple(TokenProb(t, texts[t], prob) for t, prob in pairs)  # noqa: E731
+    n, k = facts.n_accepted, len(facts.drafts)
+    positions = tuple(
+        Position(
+            index=i,
+            token_id=token,
+            text=texts[token],
+            q=facts.q_x[i],
+            p=facts.p_x[i],
+            ratio=facts.accept_prob[i],
+            u=float(u_accept[i]),
+            accepted=i < n and i < len(committed),
+            verdict=_verdict(i, n, len(committed)),
+            p_top=tops(facts.p_top[i]),
+            q_top=tops(facts.q_top[i]),
+        )
+        for i, token in enumerate(facts.drafts)
+    )
+    extra = None
+    if len(committed) > n:  # the correction / bonus survived the stop checks
+        kind = CORRECTION if n < k else (TARGET if settings.method == "plain" else BONUS)
+        extra = ExtraToken(facts.next_token, texts[facts.next_token], kind, facts.next_prob, facts.next_p, u_next)
+    return Round(
+        index=index,
+        positions=positions,
+        extra=extra,
+        residual_top=tops(facts.residual_top) if n < k else (),
+        committed=tuple(committed),
+        stop=stop,
+        **timing_and_caches,
+    )
+
+
+def _verdict(i: int, n_accepted: int, n_committed: int) -> str:
+    if i >= n_committed and i <= n_accepted:
+        return AFTER_STOP  # accepted or about to be judged, but the run had already stopped
+    if i < n_accepted:
+        return ACCEPTED
+    return REJECTED if i == n_accepted else UNREACHED
+
+
+def _nothing(device: torch.device) -> Proposal:
+    return Proposal(torch.empty(0, dtype=torch.long, device=device), None)
+
+
+def _synchronize(device: torch.device) -> None:
+    """Wait for queued GPU work so the draft time is the draft's (a no-op on CPU)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()

@@ -1,0 +1,271 @@
+"""Load a target and a draft by hub id or local path, pick device and dtype, and refuse pairs that cannot work.
+
+Loading is safe by default: safetensors weights only and no remote code. A `ModelPair` is read-only once built and is
+shared by every run (and every browser session): runs keep their KV caches to themselves.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache, PreTrainedModel, PreTrainedTokenizerBase
+from transformers.utils import logging as hf_logging
+
+from specviz.errors import IncompatiblePairError, ModelLoadError, SettingsError
+
+ASSETS = Path(__file__).resolve().parents[2] / "assets"
+BUNDLED_PAIR = ASSETS / "models" / "pystdlib"
+BUNDLED_TARGET = str(BUNDLED_PAIR / "target")
+BUNDLED_DRAFT = str(BUNDLED_PAIR / "draft")
+DEVICES = ("auto", "cpu", "cuda", "mps")
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+
+
+@dataclass(frozen=True, eq=False)
+class ModelPair:
+    """A target, an optional draft sharing its tokenizer, and what runs need to know about them."""
+
+    target: PreTrainedModel
+    draft: PreTrainedModel | None
+    tokenizer: PreTrainedTokenizerBase
+    target_name: str
+    draft_name: str | None
+    device: torch.device
+    dtype: torch.dtype
+    vocab_size: int  # V: ids below this are real tokens in both models (logits are sliced to it)
+    context_length: int | None  # the target's maximum positions, when its config says
+    sliding_window: int | None  # a run must stay shorter than this, or the cache could not be rolled back
+    eos_ids: frozenset[int]
+    token_texts: tuple[str, ...]  # decoded text of every token id, for the trace
+
+    def describe(self) -> dict:
+        return {
+            "target": self.target_name,
+            "draft": self.draft_name,
+            "device": str(self.device),
+            "dtype": str(self.dtype).removeprefix("torch."),
+        }
+
+
+def choose_device(requested: str | None = "auto") -> torch.device:
+    """cuda > mps > cpu for "auto"; an explicit choice must be available here."""
+    requested = (requested or "auto").lower()
+    if requested not in DEVICES:
+        raise SettingsError(f"device must be one of {', '.join(DEVICES)}; got {requested!r}.")
+    available = {"cpu": True, "cuda": torch.cuda.is_available(), "mps": torch.backends.mps.is_available()}
+    if requested == "auto":
+        return torch.device(next(name for name in ("cuda", "mps", "cpu") if available[name]))
+    if not available[requested]:
+        raise SettingsError(f"device {requested!r} is not available on this machine; use auto or cpu.")
+    return torch.device(requested)
+
+
+def default_dtype(device: torch.device) -> torch.dtype:
+    """float32 on CPU (half precision is slow there), bfloat16 on CUDA when supported, else float16."""
+    if device.type == "cuda":
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    if device.type == "mps":
+        return torch.float16
+    return torch.float32
+
+
+def load_pair(
+    target: str = BUNDLED_TARGET,
+    draft: str | None = BUNDLED_DRAFT,
+    device: str | None = "auto",
+    dtype: torch.dtype | None = None,
+    allow_pickle: bool = False,
+    trust_remote_code: bool = False,
+) -> ModelPair:
+    """Load target (and draft, unless None) onto one device, check they share a tokenizer, and freeze them for reuse."""
+    dev = choose_device(device)
+    dtype = dtype or default_dtype(dev)
+    tokenizer = load_tokenizer(target, trust_remote_code)
+    target_model = load_model(target, dev, dtype, allow_pickle, trust_remote_code)
+    draft_model = None
+    if draft is not None:
+        check_same_tokenizer(tokenizer, load_tokenizer(draft, trust_remote_code), target, draft)
+        draft_model = load_model(draft, dev, dtype, allow_pickle, trust_remote_code)
+    models = [m for m in (target_model, draft_model) if m is not None]
+    vocab_size = min([len(tokenizer)] + [m.get_output_embeddings().weight.shape[0] for m in models])
+    return ModelPair(
+        target=target_model,
+        draft=draft_model,
+        tokenizer=tokenizer,
+        target_name=target,
+        draft_name=draft,
+        device=dev,
+        dtype=dtype,
+        vocab_size=vocab_size,
+        context_length=_context_length(target_model),
+        sliding_window=_sliding_window(models),
+        eos_ids=_eos_ids(target_model, tokenizer),
+        token_texts=tuple(tokenizer.batch_decode([[i] for i in range(vocab_size)])),
+    )
+
+
+def load_tokenizer(source: str, trust_remote_code: bool = False) -> PreTrainedTokenizerBase:
+    return _from_source(AutoTokenizer, source, "tokenizer", trust_remote_code=trust_remote_code)
+
+
+def load_model(
+    source: str, device: torch.device, dtype: torch.dtype, allow_pickle: bool = False, trust_remote_code: bool = False
+) -> PreTrainedModel:
+    """Load one causal LM in eval mode on `device`, refusing pickle weights and caches that cannot be rolled back."""
+    try:
+        model = _from_source(
+            AutoModelForCausalLM,
+            source,
+            "model",
+            dtype=dtype,
+            use_safetensors=None if allow_pickle else True,
+            trust_remote_code=trust_remote_code,
+        )
+    except torch.OutOfMemoryError as exc:
+        raise ModelLoadError(f"Ran out of memory loading {source!r}: pick a smaller model or another device.") from exc
+    _require_croppable_cache(model, source)
+    model.requires_grad_(False)
+    return model.to(device).eval()
+
+
+def check_same_tokenizer(
+    target_tok: PreTrainedTokenizerBase, draft_tok: PreTrainedTokenizerBase, target_name: str, draft_name: str
+) -> None:
+    """Both models must number tokens identically; compare the vocabularies, not `vocab_size` (embeddings get padded)."""
+    target_vocab, draft_vocab = target_tok.get_vocab(), draft_tok.get_vocab()
+    if target_vocab == draft_vocab:
+        return
+    differing = sorted(t for t in target_vocab.keys() | draft_vocab.keys() if target_vocab.get(t) != draft_vocab.get(t))
+    example = differing[0]
+    raise IncompatiblePairError(
+        f"The draft {draft_name!r} and the target {target_name!r} use different tokenizers: {len(differing)} token(s) "
+        f"are missing from one of them or have different ids (e.g. {example!r} is id {target_vocab.get(example)} in the "
+        f"target and {draft_vocab.get(example)} in the draft). Speculative decoding compares the two models token by "
+        "token, so they must share a tokenizer: pick a draft from the same model family as the target."
+    )
+
+
+def _from_source(auto_class, source: str, what: str, **kwargs):
+    """from_pretrained with clear messages: local directory, hub cache, or hub download (only when reachable)."""
+    source = str(source).strip()
+    if not source:
+        raise ModelLoadError(f"No {what} given: enter a Hugging Face hub id (e.g. gpt2) or a local directory.")
+    path = Path(source).expanduser()
+    if path.exists() or source.startswith((".", "/", "~")) or "\\" in source:
+        return _from_directory(auto_class, path, what, **kwargs)
+    if not _HUB_ID.match(source):
+        raise ModelLoadError(
+            f"{source!r} is neither an existing directory nor a valid hub id (like 'gpt2' or 'HuggingFaceTB/SmolLM2-135M')."
+        )
+    try:
+        return _quietly(auto_class.from_pretrained, source, local_files_only=True, **kwargs)
+    except OSError as exc:
+        if _mentions_safetensors(exc):
+            raise _pickle_refused(source) from exc
+    if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes") or not _hub_reachable():
+        raise ModelLoadError(
+            f"Cannot load {source!r}: it is not in the local Hugging Face cache and the hub cannot be reached from "
+            "here (offline). On a connected machine run `hf download "
+            f"{source}` and copy ~/.cache/huggingface to this one, or save the model to a directory and give its path."
+        )
+    try:
+        return _quietly(auto_class.from_pretrained, source, **kwargs)
+    except OSError as exc:
+        if _mentions_safetensors(exc):
+            raise _pickle_refused(source) from exc
+        raise ModelLoadError(
+            f"Cannot load {source!r} from the Hugging Face hub: {_first_line(exc)} Check the id (and, for a gated or "
+            "private model, log in with `hf auth login`)."
+        ) from exc
+
+
+def _from_directory(auto_class, path: Path, what: str, **kwargs):
+    if not path.is_dir():
+        raise ModelLoadError(f"{str(path)!r} is not a directory. Give a directory saved with save_pretrained, or a hub id.")
+    if what == "model" and not (path / "config.json").is_file():
+        raise ModelLoadError(f"{str(path)!r} is not a model directory: it has no config.json.")
+    try:
+        return _quietly(auto_class.from_pretrained, str(path), local_files_only=True, **kwargs)
+    except (OSError, ValueError, KeyError) as exc:
+        if _mentions_safetensors(exc):
+            raise _pickle_refused(str(path)) from exc
+        raise ModelLoadError(f"Cannot load a {what} from {str(path)!r}: {_first_line(exc)}") from exc
+
+
+def _quietly(load, *args, **kwargs):
+    """Call a transformers loader with its own progress and warning chatter turned down."""
+    previous = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        return load(*args, **kwargs)
+    finally:
+        hf_logging.set_verbosity(previous)
+
+
+def _hub_reachable(timeout_s: float = 3.0) -> bool:
+    """A quick TCP connect to the hub, so an offline machine gets a message in seconds instead of minutes of retries."""
+    host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname or "huggingface.co"
+    try:
+        socket.create_connection((host, 443), timeout=timeout_s).close()
+        return True
+    except OSError:
+        return False
+
+
+def _mentions_safetensors(exc: Exception) -> bool:
+    return "safetensors" in str(exc).lower()
+
+
+def _pickle_refused(source: str) -> ModelLoadError:
+    return ModelLoadError(
+        f"{source!r} has no safetensors weights, only pickle files, which can run arbitrary code when loaded. "
+        "Convert it to safetensors, or, if you trust its author, allow pickle weights explicitly (--allow-pickle)."
+    )
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _require_croppable_cache(model: PreTrainedModel, source: str) -> None:
+    cache = DynamicCache(config=model.config)
+    if not all(getattr(layer, "is_croppable", True) for layer in cache.layers):
+        raise ModelLoadError(
+            f"{source!r} keeps a recurrent or linear-attention state that cannot be rolled back after a rejected "
+            "draft, so it cannot be used for speculative decoding here. Pick a standard attention model."
+        )
+
+
+def _sliding_window(models: list[PreTrainedModel]) -> int | None:
+    windows = [
+        layer.sliding_window
+        for model in models
+        for layer in DynamicCache(config=model.config).layers
+        if getattr(layer, "is_sliding", False)
+    ]
+    return min(windows) if windows else None
+
+
+def _context_length(model: PreTrainedModel) -> int | None:
+    config = model.config.get_text_config()
+    for name in ("max_position_embeddings", "n_positions", "max_sequence_length"):
+        if isinstance(getattr(config, name, None), int):
+            return getattr(config, name)
+    return None
+
+
+def _eos_ids(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> frozenset[int]:
+    ids = set()
+    for value in (getattr(model.generation_config, "eos_token_id", None), tokenizer.eos_token_id):
+        if isinstance(value, int):
+            ids.add(value)
+        elif isinstance(value, (list, tuple)):
+            ids.update(v for v in value if isinstance(v, int))
+    return frozenset(ids)

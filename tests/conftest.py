@@ -1,0 +1,46 @@
+"""Shared fixtures: tiny model pairs built and saved by the tests, then loaded through specviz's own loader."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from tiny_models import build_model, build_tokenizer, truncated_copy  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def model_dirs(tmp_path_factory) -> dict[str, Path]:
+    """Directories of tiny saved models: per architecture a target, a truncated-copy draft and a random draft."""
+    root = tmp_path_factory.mktemp("models")
+    tokenizer = build_tokenizer(root / "tokenizer")
+    dirs = {}
+    for arch in ("llama", "gpt2"):
+        build_model(root / f"{arch}-target", tokenizer, arch, layers=3, seed=1)
+        truncated_copy(root / f"{arch}-target", root / f"{arch}-truncated", layers=1)
+        build_model(root / f"{arch}-random", tokenizer, arch, layers=1, seed=2, padded_vocab=3)
+        dirs.update({f"{arch}-target": root / f"{arch}-target", f"{arch}-truncated": root / f"{arch}-truncated",
+                     f"{arch}-random": root / f"{arch}-random"})  # fmt: skip
+    other = build_tokenizer(root / "other-tokenizer", vocab_size=280, corpus="completely different text " * 50)
+    build_model(root / "other-vocab", other, "llama", layers=1, seed=3)
+    dirs["other-vocab"] = root / "other-vocab"
+    return dirs
+
+
+@pytest.fixture(scope="session")
+def load(model_dirs):
+    """load(target, draft) -> ModelPair, cached per pair for the session (pairs are read-only)."""
+    from specviz.engine.models import load_pair
+
+    cache = {}
+
+    def _load(target: str, draft: str | None = None):
+        key = (target, draft)
+        if key not in cache:
+            cache[key] = load_pair(str(model_dirs[target]), str(model_dirs[draft]) if draft else None, device="cpu")
+        return cache[key]
+
+    return _load

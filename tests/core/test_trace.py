@@ -1,0 +1,96 @@
+import json
+
+import pytest
+
+from specviz.core.sampling import SamplingSettings
+from specviz.core.settings import RunSettings
+from specviz.core.trace import ExtraToken, Position, Round, TokenProb, Totals, Trace
+from specviz.errors import TraceFormatError
+
+
+def hand_trace() -> Trace:
+    """Two rounds: a rejection with a correction, then two accepted drafts and a bonus."""
+    top = (TokenProb(5, " x", 0.75), TokenProb(6, " y", 0.25))
+    r0 = Round(
+        index=0,
+        positions=(
+            Position(0, 5, " x", q=0.5, p=0.75, ratio=1.0, u=0.9, accepted=True, verdict="accepted", p_top=top, q_top=top),
+            Position(1, 6, " y", q=0.5, p=0.1, ratio=0.2, u=0.6, accepted=False, verdict="rejected"),
+        ),
+        extra=ExtraToken(7, " z", "correction", prob=1.0, p=0.9, u=0.3),
+        residual_top=(TokenProb(7, " z", 1.0),),
+        committed=(5, 7),
+        draft_ms=1.5,
+        verify_ms=3.25,
+        target_cache=(6, 4),
+        draft_cache=(5, 4),
+    )
+    r1 = Round(
+        index=1,
+        positions=(
+            Position(0, 5, " x", 1.0, 1.0, 1.0, 0.2, True, "accepted"),
+            Position(1, 5, " x", 1.0, 1.0, 1.0, 0.4, True, "accepted"),
+        ),
+        extra=ExtraToken(8, "!", "bonus", 1.0, 1.0, 0.5),
+        residual_top=(),
+        committed=(5, 5, 8),
+        draft_ms=1.0,
+        verify_ms=3.0,
+        target_cache=(7, 7),
+        draft_cache=(6, 6),
+        stop="max_new_tokens",
+    )
+    settings = RunSettings(k=2, sampling=SamplingSettings(temperature=0.7, top_k=20), max_new_tokens=5, seed=3)
+    rounds = (r0, r1)
+    return Trace(settings, "Hello", (1, 2, 3), rounds, " x z x x!", Totals.of(rounds, wall_s=0.5), {"target": "t"})
+
+
+def test_totals_follow_the_paper_definitions():
+    totals = hand_trace().totals
+    assert (totals.proposed, totals.accepted, totals.rounds, totals.committed) == (4, 3, 2, 5)
+    assert totals.alpha == 0.75 and totals.tau == 2.5 and totals.tokens_per_s == 10.0
+
+
+def test_json_round_trips_losslessly():
+    trace = hand_trace()
+    assert Trace.from_json(trace.to_json()) == trace
+    assert Trace.from_json(trace.to_json(indent=2)).to_json() == trace.to_json()
+
+
+def test_json_has_the_documented_shape():
+    doc = json.loads(hand_trace().to_json())
+    assert doc["format"] == "specviz.trace" and doc["version"] == 1
+    assert {"settings", "rounds", "text", "totals"} <= doc.keys()
+    position = doc["rounds"][0]["positions"][0]
+    assert {"token_id", "text", "p", "q", "ratio", "u", "accepted"} <= position.keys()
+    assert set(doc["totals"]) == {"proposed", "accepted", "rounds", "committed", "alpha", "tau", "wall_s", "tokens_per_s"}
+    assert doc["settings"]["sampling"] == {"temperature": 0.7, "top_k": 20, "top_p": 1.0}
+
+
+def test_data_frames_one_row_per_round_and_per_position():
+    trace = hand_trace()
+    rounds, positions = trace.rounds_frame(), trace.positions_frame()
+    assert list(rounds["committed"]) == [2, 3] and list(rounds["extra_kind"]) == ["correction", "bonus"]
+    assert len(positions) == 4 and list(positions["verdict"]) == ["accepted", "rejected", "accepted", "accepted"]
+    assert {"round", "token_id", "p", "q", "ratio", "u", "accepted"} <= set(positions.columns)
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda d: d.update(version=99), "format version 99"),
+        (lambda d: d.pop("format"), "not a specviz trace"),
+        (lambda d: d["rounds"][0].pop("positions"), "missing field 'positions'"),
+        (lambda d: d["settings"].update(k=0), "settings are invalid"),
+    ],
+)
+def test_damaged_or_foreign_traces_are_refused_clearly(edit, message):
+    doc = json.loads(hand_trace().to_json())
+    edit(doc)
+    with pytest.raises(TraceFormatError, match=message):
+        Trace.from_json(json.dumps(doc))
+
+
+def test_non_json_is_refused_clearly():
+    with pytest.raises(TraceFormatError, match="not JSON"):
+        Trace.from_json(b"\x89PNG\r\n")
