@@ -1,0 +1,142 @@
+"""The five stages. Each reads what the previous one wrote in the work dir and skips work already done."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .corpus import build_corpus, check_workloads
+from .models import Arch, build, init_draft_from_target, n_params
+from .tok import EOS, PAD, build_tokenizer_stage, load_tokenizer, load_tokens
+
+CE_BASELINE_SHARE = 0.3  # of --draft-minutes for the CE-only control (a CE step costs ~0.4 of a distillation step)
+
+
+def _done(path: Path) -> bool:
+    return path.exists()
+
+
+def stage_corpus(args, work: Path, device, log) -> None:
+    corpus_dir = work / "corpus"
+    if _done(corpus_dir / "manifest.json"):
+        log("corpus: already gathered")
+    else:
+        m = build_corpus(corpus_dir, seed=args.seed, use_docs=args.docs, log=log)
+        log(f"corpus: code {m['all_code']['bytes'] / 1e6:.2f} MB in {m['all_code']['documents']} files, "
+            f"prose {m['all_prose']['bytes'] / 1e6:.2f} MB in {m['all_prose']['documents']} documents")
+    check_workloads(corpus_dir, _workloads(), log)
+
+
+def _workloads():
+    from . import WORKLOADS
+
+    return WORKLOADS
+
+
+def stage_tokenizer(args, work: Path, device, log) -> None:
+    if _done(work / "data" / "info.json"):
+        log("tokenizer: already built")
+        return
+    build_tokenizer_stage(work / "corpus", work, vocab_size=args.vocab_size, log=log)
+
+
+def _ids(work: Path):
+    tok = load_tokenizer(work / "tokenizer")
+    return tok, len(tok), tok.convert_tokens_to_ids(EOS), tok.convert_tokens_to_ids(PAD)
+
+
+def _archs(args):
+    target = Arch(layers=args.target_layers, width=args.width, context=args.context)
+    draft = Arch(layers=args.draft_layers, width=args.width, context=args.context)
+    return target, draft
+
+
+def _val(work: Path):
+    return {"val_code": load_tokens(work, "val_code"), "val_prose": load_tokens(work, "val_prose")}
+
+
+def _run_config(args, name, *, budget_min, max_steps, lr, ce_weight=1.0):
+    from .loop import RunConfig
+
+    return RunConfig(name=name, batch_size=args.batch_size, context=args.context, lr=lr, min_lr=lr / 10,
+                     warmup_steps=100, budget_s=budget_min * 60, max_steps=max_steps,
+                     ckpt_every_s=args.ckpt_minutes * 60, eval_every_s=args.eval_minutes * 60, seed=args.seed,
+                     ce_weight=ce_weight)
+
+
+def load_target(args, work: Path, device):
+    import torch
+
+    _, vocab, eos, pad = _ids(work)
+    target_arch, _ = _archs(args)
+    model = build(target_arch, vocab, eos, pad, seed=args.seed)
+    model.load_state_dict(torch.load(work / "target" / "final.pt", map_location=device))
+    return model.to(device).eval()
+
+
+def stage_target(args, work: Path, device, log) -> None:
+    from .loop import train
+
+    _, vocab, eos, pad = _ids(work)
+    arch, _ = _archs(args)
+    model = build(arch, vocab, eos, pad, seed=args.seed)
+    log(f"target: {arch.as_dict()}, {n_params(model) / 1e6:.2f} M parameters")
+    cfg = _run_config(args, "target", budget_min=args.target_minutes, max_steps=args.target_steps,
+                      lr=args.target_lr)
+    train(model, load_tokens(work, "train"), _val(work), cfg, work / "target", log, device=device)
+
+
+def _fresh_draft(args, work: Path, device, target):
+    _, vocab, eos, pad = _ids(work)
+    _, arch = _archs(args)
+    draft = build(arch, vocab, eos, pad, seed=args.seed + 1)
+    init_draft_from_target(draft, target)
+    return draft.to(device)
+
+
+def stage_draft(args, work: Path, device, log) -> None:
+    from .loop import evaluate, eval_windows, train
+
+    target = load_target(args, work, device)
+    for p in target.parameters():
+        p.requires_grad_(False)
+    data, val = load_tokens(work, "train"), _val(work)
+    summary_path = work / "draft_eval.json"
+    summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
+
+    draft = _fresh_draft(args, work, device, target)
+    log(f"draft: {args.draft_layers} layer(s), {n_params(draft) / 1e6:.2f} M parameters, "
+        f"initialised from the target's embeddings, layer 0 and final norm")
+    if "init" not in summary:
+        summary["init"] = {k: evaluate(draft, eval_windows(v, 48, args.context), device, target)
+                           for k, v in val.items()}
+        log(f"draft init (no training): {json.dumps(summary['init'])}")
+        summary_path.write_text(json.dumps(summary, indent=2))
+
+    kd_budget = args.draft_minutes * (1 if args.no_baseline else 1 - CE_BASELINE_SHARE)
+    cfg = _run_config(args, "draft_kd", budget_min=kd_budget, max_steps=args.draft_steps, lr=args.draft_lr,
+                      ce_weight=args.ce_weight)
+    kd = train(draft, data, val, cfg, work / "draft_kd", log, teacher=target, device=device)
+    summary["distilled"] = {"ce_weight": args.ce_weight, "steps": kd["steps"], "train_minutes": kd["train_minutes"],
+                            **{k: evaluate(draft, eval_windows(v, 48, args.context), device, target)
+                               for k, v in val.items()}}
+    summary_path.write_text(json.dumps(summary, indent=2))
+    log(f"draft distilled: {json.dumps(summary['distilled'])}")
+
+    if not args.no_baseline:
+        # Control: same init, same data order, same number of steps, plain CE (a = 1).
+        base = _fresh_draft(args, work, device, target)
+        cfg = _run_config(args, "draft_ce", budget_min=args.draft_minutes * CE_BASELINE_SHARE,
+                          max_steps=kd["steps"], lr=args.draft_lr, ce_weight=1.0)
+        ce = train(base, data, val, cfg, work / "draft_ce", log, teacher=None, device=device)
+        summary["ce_only"] = {"ce_weight": 1.0, "steps": ce["steps"], "train_minutes": ce["train_minutes"],
+                              "stopped_by": ce["stopped_by"],
+                              **{k: evaluate(base, eval_windows(v, 48, args.context), device, target)
+                                 for k, v in val.items()}}
+        summary_path.write_text(json.dumps(summary, indent=2))
+        log(f"draft CE-only control: {json.dumps(summary['ce_only'])}")
+
+
+def stage_export(args, work: Path, device, log) -> None:
+    from .export import export
+
+    export(args, work, device, log)
