@@ -51,3 +51,10 @@ class RunSettings:
 def _require_int(name: str, value: object, low: int, high: int) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
         raise SettingsError(f"{name} must be a whole number from {low} to {high}; got {value!r}.")
+
+
+def check_prompt(prompt: object) -> str:
+    """The prompt must be some non-blank text."""
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise SettingsError("The prompt is empty: type some text for the model to continue.")
+    return prompt

@@ -7,7 +7,7 @@ downloads and replays. Its shape is documented in README.md ("Trace format") and
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 import pandas as pd
@@ -132,6 +132,20 @@ class Trace:
     @property
     def output_ids(self) -> tuple[int, ...]:
         return tuple(t for r in self.rounds for t in r.committed)
+
+    def tokens(self) -> list[tuple[int, str, str]]:
+        """Every output token as (token_id, text, origin); origin is accepted, correction, bonus or target."""
+        out = []
+        for r in self.rounds:
+            out += [(pos.token_id, pos.text, ACCEPTED) for pos in r.positions if pos.accepted]
+            if r.extra:
+                out.append((r.extra.token_id, r.extra.text, r.extra.kind))
+        return out
+
+    def without_timings(self) -> "Trace":
+        """The same trace with every clock reading zeroed: what two runs with one seed must agree on."""
+        rounds = tuple(replace(r, draft_ms=0.0, verify_ms=0.0) for r in self.rounds)
+        return replace(self, rounds=rounds, totals=replace(self.totals, wall_s=0.0, tokens_per_s=0.0))
 
     def to_dict(self) -> dict:
         body = asdict(self)

@@ -15,7 +15,7 @@ import torch
 
 from specviz import __version__
 from specviz.core.sampling import logits_to_probs, one_hot, uniforms
-from specviz.core.settings import RunSettings
+from specviz.core.settings import RunSettings, check_prompt
 from specviz.core.trace import (
     ACCEPTED,
     AFTER_STOP,
@@ -49,9 +49,7 @@ def generate(pair: ModelPair, prompt: str, settings: RunSettings) -> Trace:
 
 
 def encode_prompt(pair: ModelPair, prompt: str) -> list[int]:
-    if not isinstance(prompt, str) or not prompt.strip():
-        raise SettingsError("The prompt is empty: type some text for the model to continue.")
-    ids = pair.tokenizer.encode(prompt)
+    ids = pair.tokenizer.encode(check_prompt(prompt))
     if not ids:
         raise SettingsError("The prompt produced no tokens; type some ordinary text.")
     return ids

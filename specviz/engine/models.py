@@ -84,6 +84,11 @@ def load_pair(
     trust_remote_code: bool = False,
 ) -> ModelPair:
     """Load target (and draft, unless None) onto one device, check they share a tokenizer, and freeze them for reuse."""
+    if not Path(BUNDLED_TARGET).is_dir() and BUNDLED_TARGET in (target, draft):
+        raise ModelLoadError(
+            f"The bundled model pair is missing from {BUNDLED_PAIR}: build it with `python -m specviz train-tiny`, "
+            "or give a target and draft by hub id or path."
+        )
     dev = choose_device(device)
     dtype = dtype or default_dtype(dev)
     tokenizer = load_tokenizer(target, trust_remote_code)
@@ -200,12 +205,15 @@ def _from_directory(auto_class, path: Path, what: str, **kwargs):
 
 def _quietly(load, *args, **kwargs):
     """Call a transformers loader with its own progress and warning chatter turned down."""
-    previous = hf_logging.get_verbosity()
+    previous, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
     hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
     try:
         return load(*args, **kwargs)
     finally:
         hf_logging.set_verbosity(previous)
+        if bars:
+            hf_logging.enable_progress_bar()
 
 
 def _hub_reachable(timeout_s: float = 3.0) -> bool:

@@ -1,0 +1,147 @@
+"""Command line: python -m specviz run | train-tiny. Errors a user can fix are printed as one message, never a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Sequence
+
+from specviz.core.sampling import SamplingSettings
+from specviz.core.settings import RunSettings, check_prompt
+from specviz.core.trace import Trace
+from specviz.errors import SpecvizError
+
+ANSI = {"accepted": "\033[32m", "correction": "\033[1;31m", "bonus": "\033[1;34m", "target": "", "prompt": "\033[2m"}
+RESET = "\033[0m"
+MARKERS = {"accepted": ("", ""), "correction": ("[!", "]"), "bonus": ("[+", "]"), "target": ("", "")}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["train-tiny"]:
+        from specviz.train import main as train_main
+
+        return train_main(argv[1:])
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except SpecvizError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m specviz", description="Speculative decoding, traced.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="run speculative (or plain) decoding on one prompt and print the trace")
+    run.add_argument("--prompt", help="the text to continue")
+    run.add_argument("--prompt-file", help="read the prompt from this file instead")
+    add_model_arguments(run)
+    add_sampling_arguments(run)
+    run.add_argument("--plain", action="store_true", help="run the target alone (the baseline), no drafts")
+    run.add_argument("--json", action="store_true", help="print the full trace as JSON (format specviz.trace v1)")
+    run.set_defaults(handler=cmd_run)
+    commands.add_parser("train-tiny", help="build the bundled model pair (see python -m specviz train-tiny --help)")
+    return parser
+
+
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET
+
+    parser.add_argument("--target", default=BUNDLED_TARGET, help="hub id or local directory (default: bundled pair)")
+    parser.add_argument(
+        "--draft", default=BUNDLED_DRAFT, help="hub id or local directory of the draft model, or 'ngram' for prompt lookup"
+    )
+    parser.add_argument("--device", default="auto", help="auto (cuda > mps > cpu), cpu, cuda or mps")
+    parser.add_argument("--allow-pickle", action="store_true", help="allow non-safetensors weights (runs their code!)")
+
+
+def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--k", type=int, default=4, help="draft tokens per round (1-16)")
+    parser.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
+    parser.add_argument("--top-k", type=int, default=0, help="0 = off")
+    parser.add_argument("--top-p", type=float, default=1.0, help="1 = off")
+    parser.add_argument("--max-new-tokens", type=int, default=64)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--ngram-min", type=int, default=1, help="shortest suffix n-gram lookup matches")
+    parser.add_argument("--ngram-max", type=int, default=3, help="longest suffix n-gram lookup matches")
+
+
+def settings_from(args: argparse.Namespace, method: str) -> RunSettings:
+    return RunSettings(
+        method=method,
+        k=args.k,
+        sampling=SamplingSettings(args.temperature, args.top_k, args.top_p),
+        max_new_tokens=args.max_new_tokens,
+        seed=args.seed,
+        ngram_min=args.ngram_min,
+        ngram_max=args.ngram_max,
+    )
+
+
+def method_of(args: argparse.Namespace) -> str:
+    if getattr(args, "plain", False):
+        return "plain"
+    return "ngram" if args.draft.strip().lower() == "ngram" else "draft"
+
+
+def load_for(args: argparse.Namespace, method: str):
+    from specviz.engine.models import load_pair
+
+    draft = args.draft if method == "draft" else None
+    return load_pair(args.target, draft, device=args.device, allow_pickle=args.allow_pickle)
+
+
+def read_prompt(args: argparse.Namespace) -> str:
+    if args.prompt_file:
+        try:
+            with open(args.prompt_file, encoding="utf-8") as handle:
+                return handle.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SpecvizError(f"Cannot read the prompt file {args.prompt_file!r}: {exc}") from exc
+    if args.prompt is None:
+        raise SpecvizError("Give a prompt with --prompt TEXT or --prompt-file FILE.")
+    return args.prompt
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from specviz.engine.decode import generate
+
+    method = method_of(args)
+    settings = settings_from(args, method)  # validate before the slow model load
+    prompt = check_prompt(read_prompt(args))
+    trace = generate(load_for(args, method), prompt, settings)
+    if args.json:
+        print(trace.to_json(indent=2))
+    else:
+        colour = sys.stdout.isatty() and "NO_COLOR" not in os.environ
+        print(render_text(trace, colour))
+        print(summary_line(trace))
+    return 0
+
+
+def render_text(trace: Trace, colour: bool) -> str:
+    """The prompt and the output, each token marked by origin: colour on a terminal, [!x] / [+x] markers elsewhere."""
+    if colour:
+        parts = [ANSI["prompt"] + trace.prompt + RESET]
+        parts += [ANSI[origin] + text + (RESET if ANSI[origin] else "") for _, text, origin in trace.tokens()]
+        legend = f"{ANSI['accepted']}accepted draft{RESET} · {ANSI['correction']}correction{RESET} · {ANSI['bonus']}bonus{RESET}"
+    else:
+        parts = [trace.prompt] + [MARKERS[o][0] + text + MARKERS[o][1] for _, text, o in trace.tokens()]
+        legend = "plain text = accepted draft · [!x] = correction · [+x] = bonus"
+    return "".join(parts) + "\n\n" + ("" if trace.settings.method == "plain" else legend)
+
+
+def summary_line(trace: Trace) -> str:
+    t, s = trace.totals, trace.settings
+    alpha = "n/a" if t.alpha is None else f"{t.alpha:.2f}"
+    how = "greedy" if s.sampling.greedy else f"T={s.sampling.temperature:g}"
+    what = "plain decoding" if s.method == "plain" else f"{s.method}, K={s.k}"
+    return (
+        f"{what}, {how}: {t.committed} tokens in {t.rounds} rounds · α {alpha} · τ {t.tau:.2f} · "
+        f"{t.tokens_per_s:.1f} tokens/s ({t.wall_s:.2f} s)"
+    )

@@ -1,0 +1,59 @@
+"""The CLI prints marked text and a summary, or the full trace as JSON; bad input is one line on stderr, exit 2."""
+
+import json
+
+import pytest
+
+from specviz.cli import main
+from specviz.core.trace import Trace
+
+
+def run_cli(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_run_prints_marked_text_and_a_summary(model_dirs, capsys):
+    target = str(model_dirs["llama-target"])
+    code, out, err = run_cli(capsys, "run", "--prompt", "def add", "--target", target, "--draft", target, "--k", "3",
+                             "--max-new-tokens", "12", "--device", "cpu")  # fmt: skip
+    assert code == 0, err
+    assert out.startswith("def add") and "[+" in out  # a self-draft accepts everything: bonus tokens are marked
+    assert "K=3, greedy: 12 tokens in 3 rounds · α 1.00 · τ 4.00" in out
+
+
+def test_run_json_is_a_trace_document(model_dirs, capsys):
+    target, draft = str(model_dirs["gpt2-target"]), str(model_dirs["gpt2-truncated"])
+    code, out, _ = run_cli(capsys, "run", "--prompt", "for item in", "--target", target, "--draft", draft,
+                           "--temperature", "1", "--top-p", "0.9", "--seed", "3", "--max-new-tokens", "16", "--json")  # fmt: skip
+    assert code == 0
+    trace = Trace.from_json(out)
+    assert trace.settings.sampling.top_p == 0.9 and trace.settings.seed == 3
+    assert len(trace.output_ids) == 16 and json.loads(out)["totals"]["committed"] == 16
+
+
+@pytest.mark.parametrize("mode", ["ngram", "plain"])
+def test_ngram_and_plain_need_no_draft_model(model_dirs, capsys, mode):
+    extra = ["--draft", "ngram"] if mode == "ngram" else ["--plain", "--draft", "/not/loaded"]
+    code, out, err = run_cli(capsys, "run", "--prompt", "a b a b a", "--target", str(model_dirs["llama-target"]), *extra,
+                             "--max-new-tokens", "8", "--json")  # fmt: skip
+    assert code == 0, err
+    assert Trace.from_json(out).settings.method == mode
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--k", "0"], "K (draft length) must be a whole number from 1 to 16"),
+        (["--temperature", "-1"], "temperature must be >= 0"),
+        (["--top-p", "1.5", "--temperature", "1"], "top-p must be in (0, 1]"),
+        (["--target", "/no/such/model"], "is not a directory"),
+        (["--prompt", "  "], "The prompt is empty"),
+    ],
+)
+def test_bad_input_is_one_clear_line(model_dirs, capsys, argv, message):
+    base = ["run", "--prompt", "hello", "--target", str(model_dirs["llama-target"]), "--draft", "ngram"]
+    code, _, err = run_cli(capsys, *base, *argv)
+    assert code == 2
+    assert err.startswith("error: ") and message in err and "Traceback" not in err
