@@ -1,0 +1,1 @@
+"""The only package that imports streamlit: cached loaders, shared controls and renderers."""

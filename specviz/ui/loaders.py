@@ -1,0 +1,19 @@
+"""Models cached once per process and shared, read-only, by every browser session."""
+
+from __future__ import annotations
+
+import os
+
+import streamlit as st
+
+from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET, ModelPair, load_pair
+
+
+def default_sources() -> tuple[str, str]:
+    """The bundled pair, unless the operator points SPECVIZ_TARGET / SPECVIZ_DRAFT elsewhere."""
+    return os.environ.get("SPECVIZ_TARGET", BUNDLED_TARGET), os.environ.get("SPECVIZ_DRAFT", BUNDLED_DRAFT)
+
+
+@st.cache_resource(show_spinner="Loading the model pair…", max_entries=3)
+def cached_pair(target: str, draft: str | None, device: str = "auto") -> ModelPair:
+    return load_pair(target, draft, device=device)

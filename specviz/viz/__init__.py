@@ -1,0 +1,1 @@
+"""Pure presentation: pandas frames, HTML snippets and Altair charts built from traces (no streamlit here)."""
