@@ -76,6 +76,7 @@ class Round:
     target_cache: tuple[int, int]  # target KV length after the verify pass, and after rollback
     draft_cache: tuple[int, int]  # draft KV length after drafting, and after rollback (0, 0 without a draft model)
     stop: str | None = None  # "eos" or "max_new_tokens" when this round ended the run
+    bonus_top: tuple[TokenProb, ...] = ()  # top-10 of p_{K+1} when no draft was rejected (the bonus / plain token)
 
     @property
     def proposed(self) -> int:
@@ -133,10 +134,10 @@ class Trace:
     def output_ids(self) -> tuple[int, ...]:
         return tuple(t for r in self.rounds for t in r.committed)
 
-    def tokens(self) -> list[tuple[int, str, str]]:
-        """Every output token as (token_id, text, origin); origin is accepted, correction, bonus or target."""
+    def tokens(self, n_rounds: int | None = None) -> list[tuple[int, str, str]]:
+        """Output tokens (of the first n_rounds rounds) as (token_id, text, origin): accepted/correction/bonus/target."""
         out = []
-        for r in self.rounds:
+        for r in self.rounds[:n_rounds]:
             out += [(pos.token_id, pos.text, ACCEPTED) for pos in r.positions if pos.accepted]
             if r.extra:
                 out.append((r.extra.token_id, r.extra.text, r.extra.kind))
@@ -238,6 +239,7 @@ def _round_from_dict(r: dict) -> Round:
             "positions": positions,
             "extra": ExtraToken(**r["extra"]) if r["extra"] is not None else None,
             "residual_top": _tops(r["residual_top"]),
+            "bonus_top": _tops(r["bonus_top"]),
             "committed": tuple(r["committed"]),
             "target_cache": tuple(r["target_cache"]),
             "draft_cache": tuple(r["draft_cache"]),

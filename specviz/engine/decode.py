@@ -239,6 +239,7 @@ def _make_round(
         positions=positions,
         extra=extra,
         residual_top=tops(facts.residual_top) if n < k else (),
+        bonus_top=tops(facts.p_top[n]) if n == k else (),
         committed=tuple(committed),
         stop=stop,
         **timing_and_caches,

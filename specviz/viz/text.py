@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import html
 
-from specviz.core.trace import ACCEPTED, Trace
+from specviz.core.trace import ACCEPTED, Round, Trace
 from specviz.viz.palette import ORIGIN_COLORS, ORIGIN_LABELS
 
 
-def token_tooltips(trace: Trace) -> list[str]:
+def token_tooltips(trace: Trace, n_rounds: int | None = None) -> list[str]:
     """Per output token: p(x), q(x), min(1, p/q) and u for accepted drafts; how it was drawn for the others."""
     tips = []
-    for r in trace.rounds:
+    for r in trace.rounds[:n_rounds]:
         for pos in r.positions:
             if pos.accepted:
                 tips.append(f"accepted draft · p(x)={pos.p:.3f} · q(x)={pos.q:.3f} · min(1,p/q)={pos.ratio:.3f} · u={pos.u:.3f}")
@@ -27,12 +27,38 @@ def span(text: str, origin: str, tooltip: str = "") -> str:
     return f'<span class="tok tok-{origin}" style="{style}" title="{html.escape(tooltip)}">{html.escape(text)}</span>'
 
 
-def trace_html(trace: Trace) -> str:
-    """Prompt plus output in a pre-wrapped block; one span per output token."""
+def trace_html(trace: Trace, n_rounds: int | None = None) -> str:
+    """Prompt plus the output of the first n_rounds rounds (all by default); one span per output token."""
     spans = [span(trace.prompt, "prompt", "prompt")]
-    spans += [span(text, origin, tip) for (_, text, origin), tip in zip(trace.tokens(), token_tooltips(trace))]
+    tokens = trace.tokens(n_rounds)
+    spans += [span(text, origin, tip) for (_, text, origin), tip in zip(tokens, token_tooltips(trace, n_rounds))]
     return '<div class="specviz-text" style="white-space:pre-wrap;font-family:monospace;line-height:1.6">' + "".join(spans) + "</div>"
 
 
 def legend_html(origins: tuple[str, ...] = (ACCEPTED, "correction", "bonus")) -> str:
     return " ".join(span(f"■ {ORIGIN_LABELS[o]}", o) for o in origins)
+
+
+def proposals_html(r: Round) -> str:
+    """The round's K draft tokens as chips that appear one after another, each with its q."""
+    chips = []
+    for pos in r.positions:
+        delay = 0.25 * pos.index
+        chips.append(
+            f'<span class="chip" style="animation-delay:{delay:.2f}s" title="q(x) = {pos.q:.4f}">'
+            f"<b>{html.escape(visible(pos.text))}</b><br><small>q = {pos.q:.3f}</small></span>"
+        )
+    return CHIP_CSS + '<div class="chips">' + "".join(chips) + "</div>"
+
+
+def visible(text: str) -> str:
+    """Whitespace made visible, so a draft of a space or newline can be seen."""
+    return text.replace(" ", "␣").replace("\n", "↵").replace("\t", "⇥") or "∅"
+
+
+CHIP_CSS = """<style>
+.chips{display:flex;flex-wrap:wrap;gap:.4rem;margin:.3rem 0}
+.chip{display:inline-block;padding:.25rem .55rem;border:2px solid #ef6c00;border-radius:.4rem;font-family:monospace;
+text-align:center;opacity:0;animation:chipin .35s ease forwards}
+@keyframes chipin{from{opacity:0;transform:translateY(-6px)}to{opacity:1;transform:none}}
+</style>"""

@@ -1,39 +1,35 @@
-"""The app runs a real speculative run on the default pair and shows what the trace says."""
+"""The home page runs speculative and plain decoding on the default pair and reports what the traces say."""
 
-from pathlib import Path
-
-import pytest
 from streamlit.testing.v1 import AppTest
 
-from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
+from specviz.engine.catalogue import presets_for
 from specviz.engine.decode import generate
 from specviz.engine.models import load_pair
 
-APP = str(Path(__file__).resolve().parents[2] / "app.py")
+from app_helpers import open_page, page
 
 
-@pytest.fixture
-def tiny_default(model_dirs, monkeypatch):
-    target, draft = str(model_dirs["llama-target"]), str(model_dirs["llama-truncated"])
-    monkeypatch.setenv("SPECVIZ_TARGET", target)
-    monkeypatch.setenv("SPECVIZ_DRAFT", draft)
-    return target, draft
-
-
-def test_app_shows_one_speculative_run(tiny_default):
-    at = AppTest.from_file(APP, default_timeout=60).run()
+def test_home_shows_a_live_run_with_alpha_tau_and_speedup(tiny_default):
+    at = open_page("pages/home.py")
     assert not at.exception and not at.error
-    expected = generate(load_pair(*tiny_default, device="cpu"), at.text_area[0].value, RunSettings(k=4, max_new_tokens=48))
+    expected = generate(load_pair(*tiny_default, device="cpu"), presets_for(tiny_default[0])["code"], RunSettings(k=4, max_new_tokens=48))
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Rounds (target passes)"] == str(expected.totals.rounds)
+    assert metrics["α (accepted / proposed)"] == f"{expected.totals.alpha:.2f}"
     assert metrics["τ (tokens per target pass)"] == f"{expected.totals.tau:.2f}"
+    assert metrics["Measured speedup vs plain"].endswith("×")
     html = "".join(m.value for m in at.markdown)
     assert "tok-accepted" in html or "tok-correction" in html
 
 
-def test_app_reports_bad_input_instead_of_crashing(tiny_default):
-    at = AppTest.from_file(APP, default_timeout=60).run()
-    at.text_area[0].set_value("   ").run()
+def test_app_entry_point_navigates_to_home(tiny_default):
+    at = AppTest.from_file(page("app.py"), default_timeout=60).run()
     assert not at.exception
-    assert "The prompt is empty" in at.error[0].value
+    assert at.title[0].value.startswith("specviz")
+
+
+def test_home_reports_a_missing_pair_instead_of_crashing(monkeypatch):
+    monkeypatch.setenv("SPECVIZ_TARGET", "/no/such/model")
+    at = open_page("pages/home.py")
+    assert not at.exception
+    assert "is not a directory" in at.error[0].value

@@ -1,0 +1,120 @@
+"""The shared sidebar: model pair, proposer, K, sampling, seed, length, device, lecture mode; and the prompt box.
+
+Widget values survive page switches (kept in session state under a second key), and a pair that fails to load
+leaves the previous pair in use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+from specviz.core.sampling import SamplingSettings
+from specviz.core.settings import MAX_K, RunSettings
+from specviz.engine.catalogue import CATALOGUE, presets_for
+from specviz.engine.models import ModelPair
+from specviz.errors import SpecvizError
+from specviz.ui.loaders import cached_pair, default_sources
+
+CUSTOM = "Custom: any two hub ids or local paths"
+METHOD_LABELS = {"draft": "draft model", "ngram": "n-gram lookup (prompt lookup)"}
+
+
+@dataclass(frozen=True)
+class Controls:
+    target: str
+    draft: str
+    device: str
+    settings: RunSettings | None  # None when the sidebar holds an invalid combination (an error is shown)
+    lecture: bool
+
+
+def keep(key: str, default):
+    """Give a widget key its last value (or default) so that it survives page switches; returns the key."""
+    if key not in st.session_state:
+        st.session_state[key] = st.session_state.get("_kept_" + key, default)
+    st.session_state["_kept_" + key] = st.session_state[key]
+    return key
+
+
+def remember(key: str) -> None:
+    st.session_state["_kept_" + key] = st.session_state[key]
+
+
+def active_sources() -> tuple[str, str, str]:
+    """(target, draft, device) of the pair in use: the last one that loaded, else the default."""
+    if "active_pair" not in st.session_state:
+        st.session_state["active_pair"] = (*default_sources(), "auto")
+    return st.session_state["active_pair"]
+
+
+def active_pair() -> ModelPair:
+    """The loaded pair in use (cached for the whole process); raises SpecvizError with the reason if it cannot load."""
+    return cached_pair(*active_sources())
+
+
+def pair_picker() -> None:
+    """Catalogue or custom pair, loaded on request; a failure is reported and the previous pair stays."""
+    names = [spec.name for spec in CATALOGUE] + [CUSTOM]
+    choice = st.sidebar.selectbox("Model pair", names, key=keep("pair_choice", names[0]), on_change=remember, args=("pair_choice",))
+    if choice == CUSTOM:
+        target = st.sidebar.text_input("Target (hub id or path)", key=keep("custom_target", ""), on_change=remember, args=("custom_target",))
+        draft = st.sidebar.text_input("Draft (hub id or path)", key=keep("custom_draft", ""), on_change=remember, args=("custom_draft",))
+    else:
+        spec = next(s for s in CATALOGUE if s.name == choice)
+        target, draft = default_sources() if spec.offline else (spec.target, spec.draft)
+        st.sidebar.caption(spec.note)
+    device = st.sidebar.selectbox("Device", ["auto", "cpu", "cuda", "mps"], key=keep("device", "auto"), on_change=remember, args=("device",))
+    wanted = (target.strip(), draft.strip(), device)
+    if wanted != active_sources() and st.sidebar.button("Load this pair", type="primary"):
+        try:
+            cached_pair(*wanted)
+        except SpecvizError as exc:
+            st.sidebar.error(f"{exc}\n\nStill using {active_sources()[0]}.")
+        else:
+            st.session_state["active_pair"] = wanted
+    target_in_use, draft_in_use, device_in_use = active_sources()
+    st.sidebar.caption(f"In use: **{_short(target_in_use)}** ← draft **{_short(draft_in_use)}** on {device_in_use}")
+
+
+def sidebar_controls() -> Controls:
+    """Render the shared sidebar and return what it says."""
+    st.sidebar.header("Models")
+    pair_picker()
+    st.sidebar.header("Decoding")
+    method = st.sidebar.radio("Proposer", list(METHOD_LABELS), format_func=METHOD_LABELS.get, key=keep("method", "draft"), on_change=remember, args=("method",))
+    k = st.sidebar.slider("K: draft tokens per round", 1, MAX_K, key=keep("k", 4), on_change=remember, args=("k",))
+    temperature = st.sidebar.slider("Temperature (0 = greedy)", 0.0, 2.0, step=0.05, key=keep("temperature", 0.0), on_change=remember, args=("temperature",))
+    top_k = st.sidebar.number_input("Top-k (0 = off)", 0, 1000, step=1, key=keep("top_k", 0), on_change=remember, args=("top_k",))
+    top_p = st.sidebar.slider("Top-p (1 = off)", 0.05, 1.0, step=0.05, key=keep("top_p", 1.0), on_change=remember, args=("top_p",))
+    seed = st.sidebar.number_input("Seed", 0, 2**31 - 1, step=1, key=keep("seed", 0), on_change=remember, args=("seed",))
+    max_new = st.sidebar.slider("Max new tokens", 1, 256, key=keep("max_new_tokens", 48), on_change=remember, args=("max_new_tokens",))
+    lecture = st.sidebar.toggle("Lecture mode (large, high contrast)", key=keep("lecture", False), on_change=remember, args=("lecture",))
+    settings = None
+    try:
+        sampling = SamplingSettings(float(temperature), int(top_k), float(top_p))
+        settings = RunSettings(method=method, k=int(k), sampling=sampling, max_new_tokens=int(max_new), seed=int(seed))
+    except SpecvizError as exc:
+        st.sidebar.error(str(exc))
+    target, draft, device = active_sources()
+    return Controls(target, draft, device, settings, lecture)
+
+
+def prompt_box(target: str, key: str = "prompt") -> str:
+    """A prompt text area with presets (code, structured, prose) suited to the pair in use."""
+    presets = presets_for(target)
+    if key not in st.session_state:
+        st.session_state[key] = st.session_state.get("_kept_" + key, presets["code"])
+    cols = st.columns(len(presets) + 1)
+    cols[0].write("Presets:")
+    for col, (name, text) in zip(cols[1:], presets.items()):
+        if col.button(name, key=f"{key}_preset_{name}"):
+            st.session_state[key] = text
+    prompt = st.text_area("Prompt", key=key, height=110)
+    st.session_state["_kept_" + key] = prompt
+    return prompt
+
+
+def _short(source: str) -> str:
+    return source.rstrip("/").split("/")[-1] if "/" in source and source.startswith((".", "/", "~")) else source

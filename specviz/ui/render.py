@@ -1,0 +1,38 @@
+"""Streamlit renderers shared by pages: coloured text, lecture-mode styling, cached runs."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from specviz.core.settings import RunSettings
+from specviz.core.trace import Trace
+from specviz.engine.decode import generate
+from specviz.ui.loaders import cached_pair
+from specviz.viz.text import legend_html, trace_html
+
+LECTURE_CSS = """<style>
+html, body, [class*="st-"], .stMarkdown, .stMetric {font-size: 1.35rem !important;}
+h1 {font-size: 3rem !important;} h2, h3 {font-size: 2.2rem !important;}
+.specviz-text {font-size: 1.6rem !important; background: #000; color: #fff; padding: .6rem; border-radius: .4rem;}
+.specviz-text .tok-prompt {color: #e0e0e0 !important;}
+.specviz-text .tok-accepted {color: #69f0ae !important; border-color: #69f0ae !important;}
+.specviz-text .tok-correction {color: #ff5252 !important; border-color: #ff5252 !important;}
+.specviz-text .tok-bonus {color: #40c4ff !important; border-color: #40c4ff !important;}
+.chip {font-size: 1.5rem !important; border-width: 3px !important;}
+</style>"""
+
+
+def apply_lecture_mode(on: bool) -> None:
+    if on:
+        st.markdown(LECTURE_CSS, unsafe_allow_html=True)
+
+
+def show_text(trace: Trace, n_rounds: int | None = None) -> None:
+    st.markdown(trace_html(trace, n_rounds), unsafe_allow_html=True)
+    st.markdown(legend_html(), unsafe_allow_html=True)
+
+
+@st.cache_data(show_spinner="Running the models…", max_entries=64)
+def cached_run(target: str, draft: str, device: str, prompt: str, settings: RunSettings) -> Trace:
+    """A finished run, cached per (pair, prompt, settings): same seed, same trace, so caching changes nothing shown."""
+    return generate(cached_pair(target, draft, device), prompt, settings)

@@ -1,0 +1,21 @@
+"""Helpers for AppTests: absolute page paths and clicking a button by its label."""
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def page(name: str) -> str:
+    return str(ROOT / name)
+
+
+def click(at, label: str):
+    return next(b for b in at.button if b.label == label).click().run()
+
+
+def open_page(name: str, timeout: float = 60):
+    """Start the app from its entry point (as a browser does) and switch to a page under pages/."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(page("app.py"), default_timeout=timeout).run()
+    return at if name == "pages/home.py" else at.switch_page(name).run()

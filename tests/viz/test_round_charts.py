@@ -1,0 +1,82 @@
+"""Chart builders are pure: check their specs (marks, encodings, data) with to_dict()."""
+
+import pytest
+
+from specviz.core.trace import Position, Round, TokenProb
+from specviz.viz import round_charts as charts
+from specviz.viz.explain import commit_sentence, judge_sentence, resolve_sentence
+from specviz.viz.text import proposals_html, trace_html
+
+P_TOP = (TokenProb(5, " x", 0.6), TokenProb(6, " y", 0.3), TokenProb(7, "\n", 0.1))
+Q_TOP = (TokenProb(6, " y", 0.7), TokenProb(5, " x", 0.2), TokenProb(8, "(", 0.1))
+REJECTED = Position(0, 6, " y", q=0.7, p=0.3, ratio=0.3 / 0.7, u=0.9, accepted=False, verdict="rejected", p_top=P_TOP, q_top=Q_TOP)
+ACCEPTED = Position(0, 5, " x", q=0.2, p=0.6, ratio=1.0, u=0.5, accepted=True, verdict="accepted", p_top=P_TOP, q_top=Q_TOP)
+
+
+def correction_round():
+    from specviz.core.trace import ExtraToken
+
+    return Round(0, (REJECTED,), ExtraToken(5, " x", "correction", 0.8, 0.6, 0.2),
+                 (TokenProb(5, " x", 0.8), TokenProb(7, "\n", 0.2)), (5,), 1.0, 2.0, (9, 8), (8, 8))  # fmt: skip
+
+
+def test_pq_chart_pairs_q_and_p_and_outlines_the_proposal():
+    spec = charts.pq_chart(REJECTED).to_dict()
+    assert spec["mark"]["type"] == "bar"
+    assert spec["encoding"]["xOffset"]["field"] == "dist" and spec["encoding"]["y"]["field"] == "prob"
+    rows = next(iter(spec["datasets"].values()))
+    proposal = [r for r in rows if r["proposal"]]
+    assert {(r["dist"], r["prob"]) for r in proposal} == {("q (draft)", 0.7), ("p (target)", 0.3)}
+    assert "title" in spec and spec["encoding"]["tooltip"]
+
+
+def test_acceptance_chart_marks_u_on_the_ratio_bar():
+    spec = charts.acceptance_chart(REJECTED).to_dict()
+    marks = [layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"] for layer in spec["layer"]]
+    assert marks == ["bar", "bar", "tick", "text"]
+    assert spec["title"].startswith("REJECTED: u = 0.900 > min(1, 0.300 / 0.700)")
+    assert charts.acceptance_chart(ACCEPTED).to_dict()["title"].startswith("ACCEPTED")
+
+
+def test_residual_chart_highlights_the_correction():
+    spec = charts.residual_chart(correction_round()).to_dict()
+    rows = next(iter(spec["datasets"].values()))
+    assert [r["chosen"] for r in rows] == [True, False]
+    assert spec["encoding"]["y"]["title"] == "residual probability"
+
+
+def test_cache_timing_and_length_charts():
+    r = correction_round()
+    cache = charts.cache_frame(r, has_draft=True)
+    assert list(cache["tokens"]) == [9, 8, 8, 8]
+    assert charts.cache_chart(r).to_dict()["encoding"]["x"]["field"] == "tokens"
+    timing = charts.timing_frame((r,))
+    assert list(timing["ms"]) == [1.0, 2.0]
+    lengths = charts.accepted_length_frame((r,), k=3)
+    assert list(lengths["rounds"]) == [1, 0, 0, 0]
+    assert charts.accepted_length_chart((r,), 3).to_dict()["mark"]["type"] == "bar"
+
+
+def test_sentences_carry_the_numbers():
+    assert "u = 0.900" in judge_sentence(REJECTED) and "**Rejected**" in judge_sentence(REJECTED)
+    assert "**Accepted**" in judge_sentence(ACCEPTED)
+    r = correction_round()
+    assert "residual probability 0.800" in resolve_sentence(r)
+    assert "from 9 to 8 tokens" in commit_sentence(r)
+
+
+def test_html_escapes_token_text_and_shows_whitespace():
+    r = correction_round()
+    assert "␣y" in proposals_html(r)
+    from specviz.core.settings import RunSettings
+    from specviz.core.trace import Totals, Trace
+
+    trace = Trace(RunSettings(), "<b>hi</b>", (1,), (r,), " x", Totals.of((r,), 1.0))
+    html = trace_html(trace)
+    assert "&lt;b&gt;hi&lt;/b&gt;" in html and html.count('class="tok tok-correction"') == 1
+
+
+@pytest.mark.parametrize("position", [REJECTED, ACCEPTED])
+def test_pq_frame_always_contains_the_proposal(position):
+    frame = charts.pq_frame(position)
+    assert frame[frame["proposal"]]["token"].nunique() == 1
