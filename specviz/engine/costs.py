@@ -1,0 +1,175 @@
+"""Measure what the speedup formula needs on this machine: one draft step, one target step, and a verify pass for K.
+
+Every timing runs the models the way the engine does (`CachedModel`: a KV cache holding the prompt, then one step or
+one pass over 1 + K tokens) and then crops the cache back, so each repeat starts from the same state. The reported
+numbers are medians of several repeats after a warm-up.
+
+    c     = draft step / target step
+    v(K)  = verify pass over K drafts (K + 1 tokens) / target step
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from specviz.core.theory import MAX_K, VerifyCost
+from specviz.engine.kv import CachedModel
+from specviz.engine.models import ModelPair
+from specviz.errors import SettingsError
+
+Progress = Callable[[int, int], None]  # (steps done, steps in all)
+DEFAULT_PROMPT = "def mean(values):\n    return sum(values) / len(values)\n\n\nclass Stack:\n    def push(self, item):\n"
+
+
+@dataclass(frozen=True)
+class MeasuredCosts:
+    """Median seconds for each kind of forward, and the ratios the calculator uses."""
+
+    target_name: str
+    draft_name: str
+    device: str
+    dtype: str
+    context_tokens: int  # prompt length the timings were taken at
+    repeats: int
+    draft_step_s: float
+    target_step_s: float
+    verify_s: tuple[float, ...]  # verify_s[K - 1]: one pass over 1 + K tokens
+
+    @property
+    def c(self) -> float:
+        """Draft step cost as a fraction of a target step."""
+        return self.draft_step_s / self.target_step_s
+
+    @property
+    def verify_relative(self) -> tuple[float, ...]:
+        """v(K) for K = 1..k_max, in target steps."""
+        return tuple(v / self.target_step_s for v in self.verify_s)
+
+    @property
+    def k_max(self) -> int:
+        return len(self.verify_s)
+
+    def verify_cost(self) -> VerifyCost:
+        return VerifyCost.measured(self.verify_relative)
+
+    def to_dict(self) -> dict:
+        return {
+            "target": self.target_name,
+            "draft": self.draft_name,
+            "device": self.device,
+            "dtype": self.dtype,
+            "context_tokens": self.context_tokens,
+            "repeats": self.repeats,
+            "draft_step_ms": self.draft_step_s * 1e3,
+            "target_step_ms": self.target_step_s * 1e3,
+            "verify_ms": [v * 1e3 for v in self.verify_s],
+            "c": self.c,
+            "verify_relative": list(self.verify_relative),
+        }
+
+
+@torch.inference_mode()
+def measure_costs(
+    pair: ModelPair,
+    k_max: int = MAX_K,
+    repeats: int = 5,
+    prompt: str = DEFAULT_PROMPT,
+    on_progress: Progress | None = None,
+) -> MeasuredCosts:
+    """Time a draft step, a target step and verify passes for K = 1..k_max (median of `repeats`, after a warm-up)."""
+    if pair.draft is None:
+        raise SettingsError("Measuring costs needs a draft model: load a pair with a draft.")
+    if not isinstance(k_max, int) or not 1 <= k_max <= MAX_K:
+        raise SettingsError(f"the largest K to measure must be from 1 to {MAX_K}; got {k_max!r}.")
+    if not isinstance(repeats, int) or not 1 <= repeats <= 50:
+        raise SettingsError(f"repeats must be from 1 to 50; got {repeats!r}.")
+    ids = pair.tokenizer.encode(prompt) or [next(iter(pair.eos_ids), 0)]
+    if pair.context_length:
+        ids = ids[: max(1, pair.context_length - k_max - 2)]
+    target = _ready(pair.target, pair.vocab_size, ids)
+    draft = _ready(pair.draft, pair.vocab_size, ids)
+    drafts = torch.tensor((ids * (k_max // len(ids) + 1))[:k_max], device=pair.device)  # (k_max,) any real tokens
+
+    total, done = 2 + k_max, 0
+
+    def tick() -> None:
+        nonlocal done
+        done += 1
+        if on_progress:
+            on_progress(done, total)
+
+    draft_step = _median(lambda: draft.forward(logits_to_keep=1), draft, pair.device, repeats)
+    tick()
+    target_step = _median(lambda: target.forward(logits_to_keep=1), target, pair.device, repeats)
+    tick()
+    verify = []
+    for k in range(1, k_max + 1):
+        verify.append(_median(lambda: target.forward(drafts[:k], logits_to_keep=k + 1), target, pair.device, repeats))
+        tick()
+    return MeasuredCosts(
+        target_name=pair.target_name,
+        draft_name=pair.draft_name or "",
+        device=str(pair.device),
+        dtype=str(pair.dtype).removeprefix("torch."),
+        context_tokens=len(ids),
+        repeats=repeats,
+        draft_step_s=draft_step,
+        target_step_s=target_step,
+        verify_s=tuple(verify),
+    )
+
+
+class _Restorable:
+    """A CachedModel after prefill, put back exactly (cache length, pending token) after each timing.
+
+    A step (draft or target) reads the one pending token; a verify pass reads it plus K drafts.
+    """
+
+    def __init__(self, state: CachedModel):
+        self.state = state
+        self.length = state.length
+        self.pending = list(state.pending)
+
+    def forward(self, extra: torch.Tensor | None = None, logits_to_keep: int = 1) -> torch.Tensor:
+        return self.state.forward(extra, logits_to_keep)
+
+    def restore(self) -> None:
+        if self.state.length > self.length:
+            self.state.cache.crop(self.length - self.state.length)  # negative: tokens to remove from the end
+        self.state.pending, self.state.fed_extra = list(self.pending), 0
+
+
+def _ready(model, vocab_size: int, ids: list[int]) -> _Restorable:
+    state = CachedModel(model, vocab_size, ids)
+    state.prefill()  # the cache holds all but the last prompt token; that one is pending
+    if state.length == 0:  # a one-token prompt: read it so that every timing runs on top of a cache
+        state.forward()
+        state.pending = [ids[-1]]
+    return _Restorable(state)
+
+
+def _median(call: Callable[[], object], model: _Restorable, device: torch.device, repeats: int) -> float:
+    """Median wall time of `call` over `repeats` runs (after one warm-up), restoring the cache after each."""
+    times = []
+    for i in range(repeats + 1):
+        _synchronize(device)
+        start = time.perf_counter()
+        call()
+        _synchronize(device)
+        elapsed = time.perf_counter() - start
+        model.restore()
+        if i:
+            times.append(elapsed)
+    return max(statistics.median(times), 1e-9)
+
+
+def _synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()
