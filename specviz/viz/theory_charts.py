@@ -1,0 +1,204 @@
+"""Frames and Altair charts for the speedup calculator (pure: no streamlit)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import altair as alt
+import pandas as pd
+
+from specviz.core.roofline import LoadPoint
+from specviz.core.theory import IDEAL, MAX_K, PositionalComparison, VerifyCost, best_k, expected_tokens, speedup
+
+HEATMAP_ALPHAS = tuple(round(0.05 * i, 2) for i in range(2, 20)) + (0.97, 0.99)  # 0.10 .. 0.95, then 0.97, 0.99
+PLAIN_COLOR = "#424242"  # = ORIGIN_COLORS["target"]: plain decoding
+SPEC_COLOR = "#1565c0"
+BREAK_EVEN_COLOR = "#c62828"
+
+
+def curve_alphas(alpha: float, others: Sequence[float] = (0.5, 0.7, 0.9)) -> list[float]:
+    """The chosen α plus a few reference values (without duplicates), sorted."""
+    return sorted({round(alpha, 4), *others})
+
+
+def speedup_frame(
+    alphas: Sequence[float], c: float, verify: VerifyCost = IDEAL, k_max: int = MAX_K, chosen_alpha: float | None = None
+) -> pd.DataFrame:
+    """One row per (α, K): E, the ideal speedup and the speedup with the verify cost model."""
+    k_max = min(k_max, verify.k_max)
+    rows = []
+    for a in alphas:
+        for k in range(1, k_max + 1):
+            rows.append(
+                {
+                    "alpha": a,
+                    "alpha_label": f"α = {a:g}" + (" (chosen)" if chosen_alpha is not None and abs(a - chosen_alpha) < 1e-9 else ""),
+                    "k": k,
+                    "expected_tokens": expected_tokens(a, k),
+                    "speedup_ideal": speedup(a, k, c),
+                    "verify_cost": verify(k),
+                    "speedup": speedup(a, k, c, verify(k)),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def speedup_vs_k_chart(frame: pd.DataFrame, current_k: int, title: str = "Speedup vs K") -> alt.LayerChart:
+    """Lines of speedup over K, one per α, with S = 1 (break-even) and the chosen K marked."""
+    base = alt.Chart(frame)
+    lines = base.mark_line(point=True).encode(
+        x=alt.X("k:O", title="K (draft tokens per round)"),
+        y=alt.Y("speedup:Q", title="speedup over plain decoding (×)"),
+        color=alt.Color("alpha_label:N", title="acceptance rate"),
+        tooltip=[
+            alt.Tooltip("alpha:Q", title="α"),
+            alt.Tooltip("k:O", title="K"),
+            alt.Tooltip("expected_tokens:Q", title="E tokens/round", format=".3f"),
+            alt.Tooltip("verify_cost:Q", title="v(K)", format=".3f"),
+            alt.Tooltip("speedup:Q", title="speedup", format=".3f"),
+            alt.Tooltip("speedup_ideal:Q", title="speedup (ideal verify)", format=".3f"),
+        ],
+    )
+    one = alt.Chart(pd.DataFrame({"speedup": [1.0]})).mark_rule(color=BREAK_EVEN_COLOR, strokeDash=[4, 4]).encode(
+        y="speedup:Q", tooltip=[alt.Tooltip("speedup:Q", title="break-even")]
+    )
+    chosen = alt.Chart(pd.DataFrame({"k": [current_k]})).mark_rule(color="black", opacity=0.4).encode(
+        x="k:O", tooltip=[alt.Tooltip("k:O", title="chosen K")]
+    )
+    return (lines + one + chosen).properties(title=title, height=300)
+
+
+def heatmap_frame(c: float, verify: VerifyCost = IDEAL, alphas: Sequence[float] = HEATMAP_ALPHAS, k_max: int = MAX_K) -> pd.DataFrame:
+    frame = speedup_frame(alphas, c, verify, k_max)
+    best = {a: best_k(a, c, verify, k_max)[0] for a in alphas}
+    frame["best"] = [best[a] == k for a, k in zip(frame["alpha"], frame["k"])]
+    return frame
+
+
+def heatmap_chart(frame: pd.DataFrame, alpha: float, k: int, title: str = "Speedup over α × K") -> alt.LayerChart:
+    """Cells coloured by speedup (diverging at 1), the best K per α outlined, the current (α, K) as a dot."""
+    low, high = float(frame["speedup"].min()), float(frame["speedup"].max())
+    domain = [min(low, 0.99), 1.0, max(high, 1.01)]
+    alpha_order = sorted(frame["alpha"].unique(), reverse=True)
+    base = alt.Chart(frame)
+    cells = base.mark_rect().encode(
+        x=alt.X("k:O", title="K (draft tokens per round)"),
+        y=alt.Y("alpha:O", title="acceptance rate α", sort=alpha_order),
+        color=alt.Color("speedup:Q", title="speedup", scale=alt.Scale(domain=domain, range=["#c62828", "#f5f5f5", "#2e7d32"])),
+        tooltip=[
+            alt.Tooltip("alpha:O", title="α"),
+            alt.Tooltip("k:O", title="K"),
+            alt.Tooltip("speedup:Q", title="speedup", format=".3f"),
+            alt.Tooltip("best:N", title="best K for this α"),
+        ],
+    )
+    best = base.transform_filter("datum.best").mark_point(shape="diamond", filled=True, color="black", size=60).encode(
+        x="k:O", y=alt.Y("alpha:O", sort=alpha_order), tooltip=[alt.Tooltip("alpha:O", title="α"), alt.Tooltip("k:O", title="best K")]
+    )
+    nearest = min(frame["alpha"].unique(), key=lambda a: abs(a - alpha))
+    here = alt.Chart(pd.DataFrame({"alpha": [nearest], "k": [k], "label": [f"you: α≈{nearest:g}, K={k}"]})).mark_point(
+        shape="circle", size=220, color="white", stroke="black", strokeWidth=2
+    ).encode(x="k:O", y=alt.Y("alpha:O", sort=alpha_order), tooltip=["label:N"])
+    return (cells + best + here).properties(title=title, height=360)
+
+
+def expected_tokens_chart(alpha: float, k_max: int = MAX_K, current_k: int | None = None) -> alt.LayerChart:
+    """E(α, K) against K, with the ceiling K + 1 (every draft accepted)."""
+    rows = []
+    for k in range(1, k_max + 1):
+        rows.append({"k": k, "series": f"E at α = {alpha:g}", "tokens": expected_tokens(alpha, k)})
+        rows.append({"k": k, "series": "K + 1 (all accepted)", "tokens": float(k + 1)})
+    frame = pd.DataFrame(rows)
+    lines = alt.Chart(frame).mark_line(point=True).encode(
+        x=alt.X("k:O", title="K (draft tokens per round)"),
+        y=alt.Y("tokens:Q", title="expected tokens per round"),
+        color=alt.Color("series:N", title=None, scale=alt.Scale(range=[SPEC_COLOR, "#9e9e9e"])),
+        tooltip=[alt.Tooltip("k:O", title="K"), "series:N", alt.Tooltip("tokens:Q", format=".3f")],
+    )
+    chart = lines
+    if current_k is not None:
+        chart = lines + alt.Chart(pd.DataFrame({"k": [current_k]})).mark_rule(color="black", opacity=0.4).encode(x="k:O")
+    limit = 1 / (1 - alpha) if alpha < 1 else None
+    title = f"Expected tokens per round (limit 1/(1 − α) = {limit:.2f} as K grows)" if limit else "Expected tokens per round"
+    return chart.properties(title=title, height=260)
+
+
+def positional_frame(comparison: PositionalComparison) -> pd.DataFrame:
+    """Per position: the rate, the chance of reaching and passing it (product so far), and the i.i.d. version."""
+    rows, survive, survive_iid = [], 1.0, 1.0
+    for i, a in enumerate(comparison.alphas, start=1):
+        survive *= a
+        survive_iid *= comparison.mean_alpha
+        rows.append({"position": i, "series": "per-position rates", "rate": a, "passes": survive})
+        rows.append({"position": i, "series": f"i.i.d. at mean α = {comparison.mean_alpha:.3f}", "rate": comparison.mean_alpha, "passes": survive_iid})
+    return pd.DataFrame(rows)
+
+
+def positional_chart(comparison: PositionalComparison) -> alt.Chart:
+    """P(draft i is accepted) = Π_{j≤i} α_j for the measured rates and for the i.i.d. assumption; E is 1 + the sum."""
+    frame = positional_frame(comparison)
+    title = (
+        f"E = 1 + Σ Π α_j = {comparison.expected_tokens:.3f} vs i.i.d. {comparison.iid_expected_tokens:.3f} "
+        f"({comparison.relative_error:+.1%})"
+    )
+    return alt.Chart(frame, title=title).mark_bar().encode(
+        x=alt.X("position:O", title="draft position i"),
+        xOffset=alt.XOffset("series:N"),
+        y=alt.Y("passes:Q", title="P(drafts 1..i all accepted)", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("series:N", title=None, scale=alt.Scale(range=[ "#2e7d32", "#9e9e9e"])),
+        tooltip=["position:O", "series:N", alt.Tooltip("rate:Q", title="α_i", format=".3f"), alt.Tooltip("passes:Q", format=".3f")],
+    ).properties(height=240)
+
+
+def load_frame(points: Sequence[LoadPoint]) -> pd.DataFrame:
+    rows = []
+    for pt in points:
+        for series, tps in (("plain decoding", pt.plain_tokens_s), ("speculative", pt.spec_tokens_s)):
+            rows.append({"batch": pt.batch, "series": series, "tokens_s": tps, "gain": pt.gain,
+                         "compute_bound": pt.verify_compute_bound, "fits": pt.fits})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def load_chart(points: Sequence[LoadPoint], break_even: int | None, hardware: str) -> alt.LayerChart:
+    """Modelled total tokens/s against concurrency, plain vs speculative, with the batch where speculation stops paying."""
+    frame = load_frame(points)
+    lines = alt.Chart(frame).mark_line(point=True).encode(
+        x=alt.X("batch:Q", title="concurrent sequences (batch)", scale=alt.Scale(type="log", base=2)),
+        y=alt.Y("tokens_s:Q", title="tokens/s, all sequences (model)", scale=alt.Scale(type="log")),
+        color=alt.Color("series:N", title=None, scale=alt.Scale(domain=["plain decoding", "speculative"], range=[PLAIN_COLOR, SPEC_COLOR])),
+        opacity=alt.condition("datum.fits", alt.value(1.0), alt.value(0.35)),
+        tooltip=[
+            "batch:Q", "series:N", alt.Tooltip("tokens_s:Q", title="tokens/s", format=",.0f"),
+            alt.Tooltip("gain:Q", title="speculative / plain", format=".2f"),
+            alt.Tooltip("compute_bound:N", title="verify pass compute-bound"), alt.Tooltip("fits:N", title="fits in memory"),
+        ],
+    )  # fmt: skip
+    title = f"A roofline model on {hardware}: " + (
+        f"speculation stops paying at batch ≈ {break_even}" if break_even else "speculation still pays at every batch shown"
+    )
+    chart = lines
+    if break_even:
+        chart = lines + alt.Chart(pd.DataFrame({"batch": [break_even]})).mark_rule(color=BREAK_EVEN_COLOR, strokeDash=[4, 4]).encode(
+            x="batch:Q", tooltip=[alt.Tooltip("batch:Q", title="break-even batch")]
+        )
+    return chart.properties(title=title, height=300)
+
+
+def measured_costs_frame(verify_relative: Sequence[float], c: float) -> pd.DataFrame:
+    """v(K) measured vs the ideal 1, per K."""
+    rows = []
+    for k, v in enumerate(verify_relative, start=1):
+        rows.append({"k": k, "series": "measured v(K)", "cost": v})
+        rows.append({"k": k, "series": "ideal v(K) = 1", "cost": 1.0})
+        rows.append({"k": k, "series": "K·c (drafting)", "cost": k * c})
+    return pd.DataFrame(rows)
+
+
+def measured_costs_chart(verify_relative: Sequence[float], c: float) -> alt.Chart:
+    """The measured verify cost and the drafting cost per round, in target steps."""
+    return alt.Chart(measured_costs_frame(verify_relative, c), title="Measured costs on this machine (in target steps)").mark_line(point=True).encode(
+        x=alt.X("k:O", title="K (draft tokens per round)"),
+        y=alt.Y("cost:Q", title="cost (one target step = 1)"),
+        color=alt.Color("series:N", title=None),
+        tooltip=[alt.Tooltip("k:O", title="K"), "series:N", alt.Tooltip("cost:Q", format=".3f")],
+    ).properties(height=240)
