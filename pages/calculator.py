@@ -1,0 +1,199 @@
+"""Speedup calculator: expected tokens, speedup (ideal and with the verify cost measured here), best K, break-even α."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from specviz.core.roofline import HARDWARE, MODELS, LoadSettings, break_even_batch, load_curve, log_batches
+from specviz.core.theory import (
+    MAX_K,
+    TheoryInputs,
+    VerifyCost,
+    analyse,
+    best_k_table,
+    compare_positional,
+    cost_examples_table,
+    expected_tokens_table,
+    formulas,
+    leviathan_table,
+    parse_rates,
+    positional_acceptance,
+)
+from specviz.errors import SpecvizError
+from specviz.viz import theory_charts as charts
+
+ROOT = Path(__file__).resolve().parents[1]
+LESSON = json.loads((ROOT / "assets" / "lessons" / "calculator.json").read_text(encoding="utf-8"))
+VERIFY_MODES = ("ideal (one target step)", "linear model", "measured on this machine")
+
+st.title("Speedup calculator")
+st.info(LESSON["teaching_point"])
+
+
+def load_pair_or_error():
+    """The app's pair (bundled, or SPECVIZ_TARGET / SPECVIZ_DRAFT), or None after showing why it could not load."""
+    from specviz.ui.loaders import cached_pair, default_sources
+
+    try:
+        return cached_pair(*default_sources())
+    except SpecvizError as exc:
+        st.error(f"Could not load the model pair: {exc}")
+        return None
+
+
+def measure_now() -> None:
+    from specviz.engine.costs import measure_costs
+
+    pair = load_pair_or_error()
+    if pair is None:
+        return
+    bar = st.progress(0.0, text="Timing draft step, target step and verify passes…")
+    try:
+        costs = measure_costs(pair, on_progress=lambda done, total: bar.progress(done / total, text=f"{done}/{total} timings"))
+    except SpecvizError as exc:
+        st.error(str(exc))
+        return
+    finally:
+        bar.empty()
+    st.session_state["measured_costs"] = costs
+
+
+# ---- inputs ----------------------------------------------------------------------------------------------------------
+st.caption(LESSON["inputs"])
+left, middle, right = st.columns(3)
+alpha = left.slider("α (acceptance rate)", 0.0, 1.0, 0.8, 0.01, key="alpha")
+k = middle.slider("K (draft tokens per round)", 1, MAX_K, 4, key="k")
+c = right.slider("c (draft step / target step)", 0.0, 1.0, 0.05, 0.01, key="c")
+with st.expander("Operations ratio ĉ (for the operations factor)"):
+    c_hat_same = st.checkbox("ĉ = c", value=True, key="c_hat_same")
+    c_hat = None if c_hat_same else st.slider("ĉ (draft ops / target ops)", 0.0, 1.0, 0.0, 0.01, key="c_hat")
+
+mode = st.radio("Verify cost v(K)", VERIFY_MODES, horizontal=True, key="verify_mode")
+verify = VerifyCost.ideal()
+if mode == VERIFY_MODES[1]:
+    per_token = st.slider("extra verify cost per drafted token (target steps)", 0.0, 0.3, 0.03, 0.01, key="per_token")
+    verify = VerifyCost.linear(per_token)
+elif mode == VERIFY_MODES[2]:
+    st.caption(LESSON["measured"])
+    st.button("Measure on this machine", key="measure", on_click=measure_now)
+    costs = st.session_state.get("measured_costs")
+    if costs is None:
+        st.warning("No measurement yet: press the button. Until then the ideal verify cost is used.")
+    else:
+        verify = costs.verify_cost()
+        cols = st.columns(4)
+        cols[0].metric("Draft step", f"{costs.draft_step_s * 1e3:.2f} ms")
+        cols[1].metric("Target step", f"{costs.target_step_s * 1e3:.2f} ms")
+        cols[2].metric("Measured c", f"{costs.c:.3f}")
+        cols[3].metric(f"Verify pass, K = {k}", f"{costs.verify_relative[k - 1]:.2f} target steps")
+        st.caption(f"{costs.target_name} ← {costs.draft_name} · {costs.device} · {costs.dtype} · median of {costs.repeats}")
+        if st.checkbox("Use the measured c", value=True, key="use_measured_c"):
+            c = costs.c
+        st.altair_chart(charts.measured_costs_chart(costs.verify_relative, costs.c), width="stretch")
+
+try:
+    inputs = TheoryInputs(alpha=alpha, k=k, c=c, c_hat=c_hat, verify=verify)
+    result = analyse(inputs)
+except SpecvizError as exc:
+    st.error(str(exc))
+    st.stop()
+
+# ---- outputs ---------------------------------------------------------------------------------------------------------
+cols = st.columns(6)
+cols[0].metric("Expected tokens per round", f"{result.expected_tokens:.3f}")
+cols[1].metric("Speedup (ideal verify)", f"{result.speedup_ideal:.2f}×")
+cols[2].metric("Speedup (with verify cost)", f"{result.speedup:.2f}×")
+cols[3].metric("Operations factor", f"{result.ops_factor:.2f}")
+cols[4].metric("Best K", f"{result.best_k}", help=f"speedup {result.best_speedup:.2f}× (K searched 1..{MAX_K})")
+be = result.break_even_alpha
+cols[5].metric("Break-even α", "none" if be is None else f"{be:.3f}", help="smallest α at which some K gives S > 1")
+if result.speedup <= 1:
+    st.warning(f"At these settings speculation is slower than plain decoding ({result.speedup:.2f}×).")
+f = formulas(result)
+st.code("\n".join([f["expected_tokens"], f["speedup"], f["speedup_measured"], f["ops_factor"], f["best_k"], f["break_even_alpha"]]), language=None)
+
+st.caption(LESSON["charts"])
+chart_left, chart_right = st.columns(2)
+frame = charts.speedup_frame(charts.curve_alphas(alpha), c, verify, chosen_alpha=alpha)
+chart_left.altair_chart(charts.speedup_vs_k_chart(frame, k), width="stretch")
+chart_right.altair_chart(charts.expected_tokens_chart(alpha, MAX_K, k), width="stretch")
+st.altair_chart(charts.heatmap_chart(charts.heatmap_frame(c, verify), alpha, k), width="stretch")
+
+# ---- tables ----------------------------------------------------------------------------------------------------------
+st.subheader("Reference tables")
+st.caption(LESSON["tables"])
+t_left, t_right = st.columns(2)
+t_left.dataframe(pd.DataFrame(leviathan_table()).round(2), hide_index=True, key="table1")
+t_right.dataframe(pd.DataFrame(best_k_table()).round(2), hide_index=True, key="best_k_table")
+st.caption(LESSON["seed_tables"])
+s_left, s_right = st.columns([1, 2])
+s_left.dataframe(pd.DataFrame(expected_tokens_table(4)).round(3), hide_index=True, key="k4_table")
+s_right.dataframe(pd.DataFrame(cost_examples_table()).round(2), hide_index=True, key="cost_table")
+
+# ---- non-uniform acceptance ------------------------------------------------------------------------------------------
+st.subheader("Non-uniform acceptance")
+st.caption(LESSON["positional"])
+
+
+def rates_from_run() -> None:
+    from specviz.core.sampling import SamplingSettings
+    from specviz.core.settings import RunSettings
+    from specviz.engine.decode import generate
+
+    pair = load_pair_or_error()
+    if pair is None:
+        return
+    lines = (ROOT / "assets" / "workloads" / "code.jsonl").read_text(encoding="utf-8").splitlines()
+    prompts = [json.loads(line)["prompt"] for line in lines if line.strip()][:4]
+    settings = RunSettings(k=st.session_state.get("k", 4), sampling=SamplingSettings(1.0), max_new_tokens=48)
+    try:
+        rounds = [r for p in prompts for r in generate(pair, p, settings).rounds]
+    except SpecvizError as exc:
+        st.session_state["rates_error"] = str(exc)
+        return
+    rates, counts = positional_acceptance(rounds)
+    st.session_state["rates_text"] = ", ".join(f"{r:.3f}" for r in rates)
+    st.session_state["rates_note"] = f"From {len(prompts)} workload prompts at T = 1: drafts reaching each position {list(counts)}."
+
+
+st.session_state.setdefault("rates_text", "0.9, 0.8, 0.75, 0.7")
+rates_text = st.text_input("Per-position acceptance rates α_1, α_2, … (conditional on reaching the position)", key="rates_text")
+st.button("Take them from a run on the loaded pair (workload prompts, T = 1)", key="rates_run", on_click=rates_from_run)
+if st.session_state.get("rates_error"):
+    st.error(st.session_state.pop("rates_error"))
+if st.session_state.get("rates_note"):
+    st.caption(st.session_state["rates_note"])
+try:
+    comparison = compare_positional(parse_rates(rates_text))
+except SpecvizError as exc:
+    st.error(str(exc))
+else:
+    p_cols = st.columns(3)
+    p_cols[0].metric("E with per-position rates", f"{comparison.expected_tokens:.3f}")
+    p_cols[1].metric(f"E i.i.d. at mean α = {comparison.mean_alpha:.3f}", f"{comparison.iid_expected_tokens:.3f}")
+    p_cols[2].metric("i.i.d. formula is off by", f"{comparison.relative_error:+.1%}")
+    st.altair_chart(charts.positional_chart(comparison), width="stretch")
+
+# ---- load and batching -----------------------------------------------------------------------------------------------
+st.subheader("Under load: a roofline model")
+st.caption(LESSON["load"])
+h_col, t_col, d_col, ctx_col = st.columns(4)
+hardware = h_col.selectbox("Hardware", list(HARDWARE), index=list(HARDWARE).index("H100 SXM"), key="hardware")
+target = t_col.selectbox("Target", list(MODELS), index=0, key="target_model")
+draft = d_col.selectbox("Draft", list(MODELS), index=3, key="draft_model")
+context = ctx_col.select_slider("Context (tokens)", [256, 512, 1024, 2048, 4096, 8192, 16384], 2048, key="context")
+try:
+    load = LoadSettings(HARDWARE[hardware], MODELS[target], MODELS[draft], alpha, k, context)
+    points = load_curve(load, log_batches(1024))
+    crossover = break_even_batch(load)
+except SpecvizError as exc:
+    st.error(str(exc))
+else:
+    l_cols = st.columns(3)
+    l_cols[0].metric("Modelled gain at batch 1", f"{points[0].gain:.2f}×")
+    l_cols[1].metric("Speculation stops paying at batch", "beyond 4096" if crossover is None else f"{crossover}")
+    l_cols[2].metric("Gain at batch 256", f"{next(p.gain for p in points if p.batch == 256):.2f}×")
+    st.altair_chart(charts.load_chart(points, crossover, hardware), width="stretch")
+    st.caption("Faded points do not fit in the device's memory (weights and both KV caches at full context).")
