@@ -5,7 +5,7 @@ import streamlit as st
 st.set_page_config(page_title="specviz", page_icon="🔮", layout="wide")
 
 PAGES = [
-    st.Page("pages/home.py", title="Home", icon="🏠", default=True),
-    st.Page("pages/rounds.py", title="Round by round", icon="🔍"),
+    st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
+    st.Page("pages/rounds.py", title="Round by round", icon=":material/slow_motion_video:"),
 ]
 st.navigation(PAGES).run()

@@ -6,9 +6,13 @@ from specviz.core.settings import RunSettings
 from specviz.engine.catalogue import presets_for
 from specviz.errors import SpecvizError
 from specviz.ui.controls import active_sources
-from specviz.ui.render import cached_run, show_text
+from specviz.ui.render import cached_run, page_header, show_text
 
-st.title("specviz: speculative decoding, token by token")
+page_header(
+    "specviz: speculative decoding, token by token",
+    "Teaching point: a cheap draft guesses, the big model checks all guesses in one pass, and a careful accept/reject "
+    "rule makes the result exactly what the big model alone would have written.",
+)
 st.markdown(
     """
 Generating text one token at a time wastes the hardware: every step streams all of the target model's weights from
@@ -44,4 +48,4 @@ else:
     )
 
 st.subheader("Explore")
-st.page_link("pages/rounds.py", label="Round by round: draft, verify, accept/reject, commit, with the real numbers", icon="🔍")
+st.page_link("pages/rounds.py", label="Round by round: draft, verify, accept/reject, commit, with the real numbers", icon=":material/slow_motion_video:")

@@ -5,16 +5,16 @@ import streamlit as st
 from specviz.core.trace import Totals, Trace
 from specviz.errors import SpecvizError
 from specviz.ui.controls import prompt_box, sidebar_controls
-from specviz.ui.render import apply_lecture_mode, cached_run, show_text
+from specviz.ui.render import apply_lecture_mode, cached_run, page_header, show_text
 from specviz.viz import round_charts as charts
 from specviz.viz import steps
 from specviz.viz.explain import commit_sentence, judge_sentence, resolve_sentence, verify_html
 from specviz.viz.text import proposals_html
 
-st.title("Round by round")
-st.info(
+page_header(
+    "Round by round",
     "Teaching point: each round costs K cheap draft steps and **one** target pass, and the accept/reject rule keeps "
-    "exactly the target's distribution, so every accepted draft is a token the target did not have to generate alone."
+    "exactly the target's distribution, so every accepted draft is a token the target did not have to generate alone.",
 )
 controls = sidebar_controls()
 apply_lecture_mode(controls.lecture)
@@ -25,15 +25,16 @@ def start(trace: Trace) -> None:
     state["rounds_trace"], state["rounds_cursor"], state["playing"] = trace, steps.Cursor(), False
 
 
-prompt = prompt_box(controls.target)
-run_col, upload_col = st.columns([1, 2])
-fresh = "rounds_trace" not in state
-if (run_col.button("▶ New run with these settings", type="primary") or fresh) and controls.settings:
+with st.expander("Prompt · new run · replay a saved trace", expanded="rounds_trace" not in state):
+    prompt = prompt_box(controls.target)
+    run_col, upload_col = st.columns([1, 2])
+    clicked = run_col.button("▶ New run with these settings", type="primary")
+    uploaded = upload_col.file_uploader("…or replay a trace JSON (no model needed)", type=["json"], key="trace_upload")
+if (clicked or "rounds_trace" not in state) and controls.settings:
     try:
         start(cached_run(controls.target, controls.draft, controls.device, prompt, controls.settings))
     except SpecvizError as exc:
         st.error(str(exc))
-uploaded = upload_col.file_uploader("…or replay a trace JSON (no model needed)", type=["json"], key="trace_upload")
 if uploaded is not None and state.get("replayed") != uploaded.file_id:
     state["replayed"] = uploaded.file_id
     try:
@@ -55,7 +56,8 @@ def set_playing(on: bool) -> None:
 
 
 def show_step(trace: Trace, r, step: steps.Step) -> None:
-    st.subheader(steps.PHASE_TITLES[step.phase])
+    if step.phase != steps.JUDGE or step.position == 0:
+        st.subheader(steps.PHASE_TITLES[step.phase])
     if step.phase == steps.DRAFT:
         st.write(f"The draft proposes {r.proposed} token(s), one cheap forward pass each ({r.draft_ms:.1f} ms in all):")
         st.markdown(proposals_html(r), unsafe_allow_html=True)
@@ -64,15 +66,15 @@ def show_step(trace: Trace, r, step: steps.Step) -> None:
     elif step.phase == steps.JUDGE:
         pos = r.positions[step.position]
         left, right = st.columns(2)
-        left.altair_chart(charts.pq_chart(pos), use_container_width=True)
-        right.altair_chart(charts.acceptance_chart(pos), use_container_width=True)
+        left.altair_chart(charts.pq_chart(pos), width="stretch")
+        right.altair_chart(charts.acceptance_chart(pos), width="stretch")
         right.markdown(judge_sentence(pos))
     elif step.phase == steps.RESOLVE:
         chart = charts.residual_chart(r) if r.extra.kind == "correction" else charts.bonus_chart(r)
-        st.altair_chart(chart, use_container_width=True)
+        st.altair_chart(chart, width="stretch")
         st.markdown(resolve_sentence(r))
     else:
-        st.altair_chart(charts.cache_chart(r, has_draft=trace.settings.method == "draft"), use_container_width=True)
+        st.altair_chart(charts.cache_chart(r, has_draft=trace.settings.method == "draft"), width="stretch")
         st.markdown(commit_sentence(r))
 
 
@@ -80,17 +82,17 @@ def show_stats(trace: Trace, done: int) -> None:
     rounds = trace.rounds[:done]
     totals = Totals.of(rounds, sum(r.draft_ms + r.verify_ms for r in rounds) / 1e3)
     cols = st.columns(4)
-    cols[0].metric("Rounds", totals.rounds)
+    cols[0].metric("Rounds committed", totals.rounds)
     cols[1].metric("α (accepted / proposed)", "n/a" if totals.alpha is None else f"{totals.alpha:.2f}")
     cols[2].metric("τ (tokens per target pass)", f"{totals.tau:.2f}")
     cols[3].metric("Tokens/s (model time)", f"{totals.tokens_per_s:.0f}")
     if rounds:
         left, right = st.columns(2)
-        left.altair_chart(charts.timing_chart(rounds), use_container_width=True)
-        right.altair_chart(charts.accepted_length_chart(rounds, trace.settings.k), use_container_width=True)
+        left.altair_chart(charts.timing_chart(rounds), width="stretch")
+        right.altair_chart(charts.accepted_length_chart(rounds, trace.settings.k), width="stretch")
 
 
-speed = st.select_slider("Play speed (seconds per phase)", [0.25, 0.5, 1.0, 2.0, 3.0], value=1.0, key="play_speed")
+speed = state.get("play_speed", 1.0)
 
 
 playing_when_defined = bool(state.get("playing"))
@@ -107,7 +109,7 @@ def playback() -> None:
             st.rerun()
         advance(steps.next_step)
         cursor = state["rounds_cursor"]
-    buttons = st.columns(5)
+    buttons = st.columns([1, 1, 1, 1, 1, 2])
     buttons[0].button("Next phase", on_click=advance, args=(steps.next_step,), disabled=steps.at_end(trace, cursor))
     buttons[1].button("Next round", on_click=advance, args=(steps.next_round,), disabled=steps.at_end(trace, cursor))
     if state.get("playing"):
@@ -116,6 +118,8 @@ def playback() -> None:
         buttons[2].button("▶ Play", on_click=set_playing, args=(True,), disabled=steps.at_end(trace, cursor))
     buttons[3].button("Run to the end", on_click=advance, args=(lambda t, c: steps.last_cursor(t),))
     buttons[4].button("Reset", on_click=advance, args=(lambda t, c: steps.Cursor(),))
+    buttons[5].select_slider("Seconds per phase when playing", [0.25, 0.5, 1.0, 2.0, 3.0], value=speed, key="play_speed",
+                             label_visibility="collapsed", help="Seconds per phase when playing")  # fmt: skip
 
     r = trace.rounds[cursor.round]
     step = steps.current_step(trace, cursor)

@@ -85,7 +85,7 @@ def sidebar_controls() -> Controls:
     st.sidebar.header("Decoding")
     method = st.sidebar.radio("Proposer", list(METHOD_LABELS), format_func=METHOD_LABELS.get, key=keep("method", "draft"), on_change=remember, args=("method",))
     k = st.sidebar.slider("K: draft tokens per round", 1, MAX_K, key=keep("k", 4), on_change=remember, args=("k",))
-    temperature = st.sidebar.slider("Temperature (0 = greedy)", 0.0, 2.0, step=0.05, key=keep("temperature", 0.0), on_change=remember, args=("temperature",))
+    temperature = st.sidebar.slider("Temperature (0 = greedy)", 0.0, 2.0, step=0.05, key=keep("temperature", 1.0), on_change=remember, args=("temperature",))
     top_k = st.sidebar.number_input("Top-k (0 = off)", 0, 1000, step=1, key=keep("top_k", 0), on_change=remember, args=("top_k",))
     top_p = st.sidebar.slider("Top-p (1 = off)", 0.05, 1.0, step=0.05, key=keep("top_p", 1.0), on_change=remember, args=("top_p",))
     seed = st.sidebar.number_input("Seed", 0, 2**31 - 1, step=1, key=keep("seed", 0), on_change=remember, args=("seed",))

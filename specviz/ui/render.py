@@ -22,6 +22,21 @@ h1 {font-size: 3rem !important;} h2, h3 {font-size: 2.2rem !important;}
 </style>"""
 
 
+def page_header(title: str, teaching_point: str) -> None:
+    """Title and the page's one-sentence teaching point; also makes sure app.py's navigation is in charge.
+
+    A fresh server whose first visitor opens a page URL directly runs that file alone (Streamlit's legacy pages/
+    mode, which ignores app.py until it has run once); switching the mode off and rerunning fixes it for everyone.
+    """
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+    st.title(title)
+    st.info(teaching_point)
+
+
 def apply_lecture_mode(on: bool) -> None:
     if on:
         st.markdown(LECTURE_CSS, unsafe_allow_html=True)

@@ -104,9 +104,11 @@ VERDICT_COLORS = {"exact": ORIGIN_COLORS["accepted"], "bias detected": ORIGIN_CO
                   "biased, not detected at this N": "#ef6c00"}  # fmt: skip
 
 
-def bug_chart(checks: Sequence[BugCheck]) -> alt.Chart:
-    """Total-variation distance of each variant's exact output from the target's, coloured by the sample test's verdict."""
-    frame = bug_frame(checks)
+def bug_chart(frame: pd.DataFrame) -> alt.Chart:
+    """Total-variation distance of each variant's exact output from the target's, coloured by the sample test's verdict.
+
+    `frame` comes from `bug_frame(checks)` (a plain frame, so a page can cache it).
+    """
     return alt.Chart(frame, title="How far each sampler's exact output is from the target (total variation)").mark_bar().encode(
         y=alt.Y("variant:N", sort=list(frame["variant"]), title=None),
         x=alt.X("tv:Q", title="TV distance from p (exact, by enumeration)"),
@@ -136,3 +138,27 @@ def real_pair_chart(rows: Sequence[dict], title: str) -> alt.Chart:
         color=alt.Color("series:N", title=None, scale=alt.Scale(domain=list(colors), range=list(colors.values()))),
         tooltip=["tokens:N", "series:N", alt.Tooltip("freq:Q", format=".3f")],
     ).properties(height=260)
+
+
+def variant_frame(labels: Sequence[str], target: Sequence[float], variant: Sequence[float], variant_label: str, top: int = 16) -> pd.DataFrame:
+    """The `top` sequences with the largest |variant − p|: exact target and exact variant probabilities."""
+    order = sorted(range(len(labels)), key=lambda i: -abs(variant[i] - target[i]))[:top]
+    rows = []
+    for rank, i in enumerate(order):
+        rows.append({"sequence": labels[i], "rank": rank, "series": "exact target p", "prob": target[i], "gap": variant[i] - target[i]})
+        rows.append({"sequence": labels[i], "rank": rank, "series": variant_label, "prob": variant[i], "gap": variant[i] - target[i]})
+    return pd.DataFrame(rows)
+
+
+def variant_chart(labels: Sequence[str], target: Sequence[float], variant: Sequence[float], variant_label: str, top: int = 16) -> alt.Chart:
+    """Exact output of one sampler variant next to p, on the sequences where they differ most."""
+    frame = variant_frame(labels, target, variant, variant_label, top)
+    order = list(dict.fromkeys(frame.sort_values("rank")["sequence"]))
+    colors = [SERIES_COLORS["exact target p"], ORIGIN_COLORS["correction"]]
+    return alt.Chart(frame, title=f"Exact output of '{variant_label}' vs p, where they differ most").mark_bar().encode(
+        x=alt.X("sequence:N", sort=order, title="sequence", axis=alt.Axis(labelAngle=-40)),
+        xOffset=alt.XOffset("series:N", sort=["exact target p", variant_label]),
+        y=alt.Y("prob:Q", title="exact probability"),
+        color=alt.Color("series:N", title=None, scale=alt.Scale(domain=["exact target p", variant_label], range=colors)),
+        tooltip=["sequence:N", "series:N", alt.Tooltip("prob:Q", format=".5f"), alt.Tooltip("gap:Q", title="variant − p", format="+.5f")],
+    ).properties(height=280)  # fmt: skip

@@ -38,7 +38,7 @@ def pq_chart(pos: Position) -> alt.Chart:
     frame = pq_frame(pos)
     order = list(dict.fromkeys(frame["token"]))
     return (
-        alt.Chart(frame, title=f"Position {pos.index + 1}: q and p for the proposal '{visible(pos.text)}' and the top tokens")
+        alt.Chart(frame, title=f"Position {pos.index + 1}: q and p of '{visible(pos.text)}' (outlined) and top tokens")
         .mark_bar()
         .encode(
             x=alt.X("token:N", sort=order, title="token", axis=alt.Axis(labelAngle=0)),
@@ -55,25 +55,28 @@ def pq_chart(pos: Position) -> alt.Chart:
 
 def acceptance_frame(pos: Position) -> pd.DataFrame:
     verdict = "accepted" if pos.u <= pos.ratio else "rejected"
-    return pd.DataFrame([{"what": "min(1, p/q)", "value": pos.ratio, "u": pos.u, "verdict": verdict, "p": pos.p, "q": pos.q}])
+    return pd.DataFrame(
+        [{"what": "min(1, p/q)", "value": pos.ratio, "u": pos.u, "verdict": verdict, "p": pos.p, "q": pos.q, "one": 1.0}]
+    )
 
 
 def acceptance_chart(pos: Position) -> alt.LayerChart:
     """The acceptance probability as a bar on [0, 1] with the uniform draw u marked: accepted iff u lands inside."""
     frame = acceptance_frame(pos)
     verdict = frame["verdict"][0]
-    base = alt.Chart(frame)
-    track = base.mark_bar(color="#e0e0e0").encode(x=alt.datum(1.0), y=alt.Y("what:N", title=None))
-    bar = base.mark_bar(color=VERDICT_COLORS[verdict]).encode(
-        x=alt.X("value:Q", title="acceptance probability min(1, p/q) and the uniform draw u", scale=alt.Scale(domain=[0, 1])),
-        y="what:N",
+    x_scale = alt.Scale(domain=[0, 1])
+    base = alt.Chart(frame).encode(y=alt.Y("what:N", title=None))
+    track = base.mark_bar(color="#eeeeee", size=34).encode(x=alt.X("one:Q", scale=x_scale, title=None))
+    bar = base.mark_bar(color=VERDICT_COLORS[verdict], size=34).encode(
+        x=alt.X("value:Q", scale=x_scale, title="acceptance probability min(1, p/q), and the uniform draw u"),
         tooltip=[alt.Tooltip("p:Q", format=".4f"), alt.Tooltip("q:Q", format=".4f"), alt.Tooltip("value:Q", title="min(1,p/q)", format=".4f"),
                  alt.Tooltip("u:Q", format=".4f"), "verdict:N"],
     )  # fmt: skip
-    u_mark = base.mark_tick(color="black", thickness=3, size=40).encode(x="u:Q", y="what:N", tooltip=[alt.Tooltip("u:Q", format=".4f")])
-    label = base.mark_text(dy=-24, fontWeight="bold").encode(x="u:Q", y="what:N", text=alt.value(f"u = {pos.u:.3f}"))
-    title = f"{verdict.upper()}: u = {pos.u:.3f} {'≤' if verdict == 'accepted' else '>'} min(1, {pos.p:.3f} / {pos.q:.3f}) = {pos.ratio:.3f}"
-    return (track + bar + u_mark + label).properties(title=title, height=90)
+    u_mark = base.mark_tick(color="black", thickness=3, size=50).encode(x=alt.X("u:Q", scale=x_scale), tooltip=[alt.Tooltip("u:Q", format=".4f")])
+    label = base.mark_text(dy=-30, fontWeight="bold").encode(x=alt.X("u:Q", scale=x_scale), text=alt.value(f"u = {pos.u:.3f}"))
+    sign = "≤" if verdict == "accepted" else ">"
+    title = f"{verdict.upper()}: u = {pos.u:.3f} {sign} min(1, {pos.p:.3f} / {pos.q:.3f}) = {pos.ratio:.3f}"
+    return (track + bar + u_mark + label).properties(title=title, height=110)
 
 
 def distribution_frame(top: tuple[TokenProb, ...], chosen: int | None) -> pd.DataFrame:

@@ -1,5 +1,6 @@
 """The round-by-round page steps through real rounds and shows exactly what the trace holds."""
 
+from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
 from specviz.core.trace import Totals
 from specviz.engine.catalogue import presets_for
@@ -11,7 +12,7 @@ from app_helpers import click, open_page
 
 
 def expected_trace(tiny_default):
-    return generate(load_pair(*tiny_default, device="cpu"), presets_for(tiny_default[0])["code"], RunSettings(k=4, max_new_tokens=48))
+    return generate(load_pair(*tiny_default, device="cpu"), presets_for(tiny_default[0])["code"], RunSettings(k=4, sampling=SamplingSettings(1.0), max_new_tokens=48))
 
 
 def test_stepping_three_rounds_matches_the_trace(tiny_default):
@@ -27,7 +28,7 @@ def test_stepping_three_rounds_matches_the_trace(tiny_default):
         cursor = steps.next_step(trace, cursor)
         step = steps.current_step(trace, cursor)
         assert at.caption[0].value.startswith(f"Round {cursor.round + 1} of {len(trace.rounds)}")
-        assert steps.PHASE_TITLES[step.phase] in [h.value for h in at.subheader]
+        assert steps.PHASE_TITLES[step.phase] in [h.value for h in at.subheader] or step.phase == steps.JUDGE
         if step.phase == steps.JUDGE:
             pos = trace.rounds[cursor.round].positions[step.position]
             verdict = "**Accepted**" if pos.accepted else "**Rejected**"
@@ -35,7 +36,7 @@ def test_stepping_three_rounds_matches_the_trace(tiny_default):
     done = trace.rounds[:3]
     totals = Totals.of(done, 1.0)
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Rounds"] == "3"
+    assert metrics["Rounds committed"] == "3"
     assert metrics["τ (tokens per target pass)"] == f"{totals.tau:.2f}"
     shown = "".join(m.value for m in at.markdown if "specviz-text" in m.value)
     assert shown.count('class="tok tok-') == 1 + sum(len(r.committed) for r in done)  # prompt + committed tokens
@@ -47,7 +48,7 @@ def test_next_round_run_to_end_and_reset(tiny_default):
     at = click(at, "Next round")
     assert at.caption[0].value.startswith(f"Round 2 of {len(trace.rounds)}")
     at = click(at, "Run to the end")
-    assert {m.label: m.value for m in at.metric}["Rounds"] == str(len(trace.rounds))
+    assert {m.label: m.value for m in at.metric}["Rounds committed"] == str(len(trace.rounds))
     at = click(at, "Reset")
     assert at.caption[0].value.startswith("Round 1 of")
 
@@ -55,6 +56,7 @@ def test_next_round_run_to_end_and_reset(tiny_default):
 def test_a_bad_sidebar_setting_is_reported_and_the_trace_is_kept(tiny_default):
     at = open_page("pages/rounds.py")
     at = click(at, "Next round")
+    at.sidebar.slider(key="temperature").set_value(0.0).run()
     at.sidebar.slider(key="top_p").set_value(0.5).run()  # top-p with greedy decoding
     assert not at.exception
     assert any("no effect at temperature 0" in e.value for e in at.sidebar.error)

@@ -1,0 +1,71 @@
+"""Helpers for real-browser tests: a free port, waiting for Streamlit, reading the page, screenshots."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = os.environ.get("SPECVIZ_CHROMIUM", "/usr/bin/chromium")
+SCREENSHOTS = ROOT / "tests" / "e2e" / "screenshots"
+CHROMIUM_FLAGS = [
+    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+]  # fmt: skip
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_healthy(url: str, process: subprocess.Popen, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"streamlit exited early with code {process.returncode}")
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise RuntimeError(f"streamlit did not become healthy within {timeout_s} s")
+
+
+def open_app_page(tab, url: str, path: str = "") -> None:
+    """Go to a page of the app and wait until Streamlit has finished running the script."""
+    tab.goto(f"{url}/{path}", wait_until="domcontentloaded")
+    settle(tab)
+
+
+def settle(tab, timeout_ms: int = 60_000) -> None:
+    """Wait until the app shows content and no script run has been in progress for a moment."""
+    tab.wait_for_selector('[data-testid="stMain"]', timeout=timeout_ms)
+    tab.wait_for_function(
+        """() => {
+            const running = [...document.querySelectorAll('[data-testid="stStatusWidget"]')]
+                .some(s => /Running|Stop/.test(s.innerText));
+            const stale = document.querySelector('[data-stale="true"]');
+            const main = document.querySelector('[data-testid="stMain"]');
+            const now = Date.now();
+            if (running || stale || !main || !main.innerText.trim()) { window.__busySince = now; return false; }
+            return now - (window.__busySince || 0) > 700;
+        }""",
+        timeout=timeout_ms,
+        polling=100,
+    )
+
+
+def main_text(tab) -> str:
+    return tab.locator('[data-testid="stMain"]').inner_text()
+
+
+def screenshot(tab, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    tab.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)

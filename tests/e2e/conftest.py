@@ -1,0 +1,54 @@
+"""Real-browser tests: the app served by `streamlit run` on a free port, driven by Playwright in Debian's Chromium."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from browser_helpers import CHROMIUM, CHROMIUM_FLAGS, ROOT, free_port, wait_healthy
+
+
+@pytest.fixture(scope="session")
+def app_url(model_dirs, tmp_path_factory):
+    """Serve the app on a free loopback port with the tiny test pair as its default; stopped after the session."""
+    port = free_port()
+    env = {**os.environ, "SPECVIZ_TARGET": str(model_dirs["llama-target"]), "SPECVIZ_DRAFT": str(model_dirs["llama-truncated"])}
+    log_path = tmp_path_factory.mktemp("streamlit") / "server.log"
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
+             "--server.address", "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none",
+             "--browser.gatherUsageStats", "false"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        url = f"http://127.0.0.1:{port}"
+        try:
+            wait_healthy(url, process)
+            yield url
+        finally:
+            process.terminate()
+            process.wait(timeout=20)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"Chromium not found at {CHROMIUM}: run tests/install.sh (it installs Debian's chromium).")
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    tab = context.new_page()
+    yield tab
+    context.close()

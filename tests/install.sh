@@ -1,0 +1,14 @@
+#!/usr/bin/env sh
+# Installs what the test suite needs: the Python packages, and Debian's Chromium for the real-browser tests.
+set -eu
+cd "$(dirname "$0")/.."
+pip install -r requirements-dev.txt
+if [ ! -x /usr/bin/chromium ]; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    apt-get update -q && apt-get install -y -q chromium
+  else
+    echo "The browser tests need Chromium at /usr/bin/chromium (Debian: apt-get install chromium)," >&2
+    echo "or set SPECVIZ_CHROMIUM to a Chromium binary." >&2
+    exit 1
+  fi
+fi
