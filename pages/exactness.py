@@ -168,6 +168,8 @@ real = st.session_state.get("real_result")
 if real:
     if real["stopped_early"]:
         st.warning(f"The time budget ran out after {real['samples']} samples each way.")
+    if real["dof"] < 1:
+        st.warning("Too few samples for a test: every outcome is rare. Raise the samples, or lower top-k.")
     cols = st.columns(3)
     cols[0].metric("Samples each way", f"{real['samples']}")
     cols[1].metric("χ² p-value, plain vs speculative", f"{real['p_value']:.3f}")
