@@ -46,6 +46,7 @@ class Position:
     u: float  # the uniform draw; accepted iff u <= ratio (and every earlier position was accepted)
     accepted: bool  # committed as part of the output
     verdict: str  # accepted | rejected | unreached (after a rejection) | after_stop (after EOS / length limit)
+    overlap: float | None = None  # sum_x min(p_i(x), q_i(x)): the probability of accepting here, before x is drawn
     p_top: tuple[TokenProb, ...] = ()  # top-10 of p_i
     q_top: tuple[TokenProb, ...] = ()  # top-10 of q_i
 

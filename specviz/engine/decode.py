@@ -31,7 +31,7 @@ from specviz.core.trace import (
     Totals,
     Trace,
 )
-from specviz.core.verify import Verdict, verify
+from specviz.core.verify import Verdict, acceptance_rate, verify
 from specviz.engine.kv import CachedModel
 from specviz.engine.models import ModelPair
 from specviz.engine.proposers import DraftModelProposer, Drafter, NgramProposer, Proposal, Proposer
@@ -155,6 +155,7 @@ class _RoundFacts:
     p_x: list[float]
     q_x: list[float]
     accept_prob: list[float]
+    overlap: list[float]  # sum_x min(p_i(x), q_i(x)) per position: the analytic acceptance rate
     n_accepted: int
     next_token: int
     next_prob: float
@@ -171,6 +172,7 @@ class _RoundFacts:
             p_x=v.p_x.tolist(),
             q_x=v.q_x.tolist(),
             accept_prob=v.accept_prob.tolist(),
+            overlap=acceptance_rate(p[: q.shape[0]], q).tolist(),
             n_accepted=n,
             next_token=token,
             next_prob=float(v.next_dist[token]),
@@ -222,6 +224,7 @@ def _make_round(
             q=facts.q_x[i],
             p=facts.p_x[i],
             ratio=facts.accept_prob[i],
+            overlap=facts.overlap[i],
             u=float(u_accept[i]),
             accepted=i < n and i < len(committed),
             verdict=_verdict(i, n, len(committed)),
