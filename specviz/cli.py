@@ -45,6 +45,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--plain", action="store_true", help="run the target alone (the baseline), no drafts")
     run.add_argument("--json", action="store_true", help="print the full trace as JSON (format specviz.trace v1)")
     run.set_defaults(handler=cmd_run)
+    measure = commands.add_parser("measure", help="measure acceptance and speedup on a file of prompts")
+    measure.add_argument("prompts_file", help=".jsonl ({prompt, tag} per line), .csv (prompt[,tag] columns) or .txt")
+    add_model_arguments(measure)
+    add_sampling_arguments(measure)
+    measure.add_argument("--method", default="draft", help="comma-separated: draft, ngram")
+    measure.set_defaults(k="4")
+    measure.add_argument("--json", dest="json_out", help="write every run and the summary to this JSON file")
+    measure.add_argument("--csv", dest="csv_out", help="write one row per prompt x method x K to this CSV file")
+    measure.set_defaults(handler=cmd_measure)
     commands.add_parser("train-tiny", help="build the bundled model pair (see python -m specviz train-tiny --help)")
     return parser
 
@@ -61,7 +70,7 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--k", type=int, default=4, help="draft tokens per round (1-16)")
+    parser.add_argument("--k", default="4", help="draft tokens per round (1-16); measure takes a list like 2,4,8")
     parser.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
     parser.add_argument("--top-k", type=int, default=0, help="0 = off")
     parser.add_argument("--top-p", type=float, default=1.0, help="1 = off")
@@ -74,7 +83,7 @@ def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
 def settings_from(args: argparse.Namespace, method: str) -> RunSettings:
     return RunSettings(
         method=method,
-        k=args.k,
+        k=int_list(args.k, "--k")[0],
         sampling=SamplingSettings(args.temperature, args.top_k, args.top_p),
         max_new_tokens=args.max_new_tokens,
         seed=args.seed,
@@ -145,3 +154,70 @@ def summary_line(trace: Trace) -> str:
         f"{what}, {how}: {t.committed} tokens in {t.rounds} rounds · α {alpha} · τ {t.tau:.2f} · "
         f"{t.tokens_per_s:.1f} tokens/s ({t.wall_s:.2f} s)"
     )
+
+
+def int_list(text: str, option: str) -> list[int]:
+    try:
+        values = [int(part) for part in str(text).split(",") if part.strip()]
+    except ValueError:
+        raise SpecvizError(f"{option} takes whole numbers separated by commas (e.g. 2,4,8); got {text!r}.") from None
+    if not values:
+        raise SpecvizError(f"{option} needs at least one value.")
+    return values
+
+
+def cmd_measure(args: argparse.Namespace) -> int:
+    from specviz.engine.decode import generate
+    from specviz.engine.models import load_pair
+    from specviz.workload import parse_workload, records_csv, results_json, summarize, run_workload
+
+    methods = [m.strip() for m in args.method.split(",") if m.strip()]
+    unknown = [m for m in methods if m not in ("draft", "ngram")]
+    if unknown or not methods:
+        raise SpecvizError(f"--method takes draft and/or ngram (comma-separated); got {args.method!r}.")
+    ks = int_list(args.k, "--k")
+    base = settings_from(args, methods[0])
+    for k in ks:
+        RunSettings(k=k)  # validate every K before loading anything
+    try:
+        data = open(args.prompts_file, "rb").read()
+    except OSError as exc:
+        raise SpecvizError(f"Cannot read {args.prompts_file!r}: {exc.strerror}.") from exc
+    workload = parse_workload(data, args.prompts_file)
+    for problem in workload.problems:
+        print(f"skipped {problem}", file=sys.stderr)
+    pair = load_pair(args.target, args.draft if "draft" in methods else None, device=args.device, allow_pickle=args.allow_pickle)
+
+    def progress(p) -> None:
+        eta = "" if p.done == 0 else f", about {p.eta_s:.0f} s left"
+        print(f"\r[{p.done}/{p.total}] {p.elapsed_s:.0f} s{eta}   ", end="", file=sys.stderr, flush=True)
+
+    run = lambda prompt, settings: generate(pair, prompt, settings)  # noqa: E731
+    records = []
+    try:
+        for record in run_workload(run, workload.rows, methods, ks, base, progress):
+            records.append(record)
+    except KeyboardInterrupt:
+        print(f"\nstopped: keeping the {len(records)} finished run(s)", file=sys.stderr)
+    print(file=sys.stderr)
+    print(summary_table(summarize(records, args.seed)))
+    if args.json_out:
+        with open(args.json_out, "w", encoding="utf-8") as handle:
+            handle.write(results_json(records, base, {"methods": methods, "ks": ks, **pair.describe()}, args.seed))
+    if args.csv_out:
+        with open(args.csv_out, "w", encoding="utf-8") as handle:
+            handle.write(records_csv(records))
+    return 0
+
+
+def summary_table(rows: list[dict]) -> str:
+    header = f"{'tag':<12} {'method':<6} {'K':>2} {'prompts':>7} {'alpha':>6} {'95% CI':>13} {'tau':>5} {'tok/s':>7} {'plain':>7} {'speedup':>7}"
+    lines = [header, "-" * len(header)]
+    for r in rows:
+        alpha = "n/a" if r["alpha"] is None else f"{r['alpha']:.3f}"
+        ci = "{:.2f}-{:.2f}".format(*r["alpha_ci"])
+        lines.append(
+            f"{r['tag'][:12]:<12} {r['method']:<6} {r['k']:>2} {r['prompts']:>7} {alpha:>6} {ci:>13} {r['tau']:>5.2f} "
+            f"{r['tokens_per_s']:>7.1f} {r['plain_tokens_per_s']:>7.1f} {r['speedup']:>6.2f}x"
+        )
+    return "\n".join(lines)
