@@ -1,0 +1,52 @@
+"""Measured costs: a draft step, a target step and verify passes timed on a real (tiny) pair, caches left as found."""
+
+import pytest
+
+from specviz.core.theory import TheoryInputs, analyse
+from specviz.engine.costs import measure_costs
+from specviz.errors import SettingsError
+
+
+@pytest.mark.parametrize("arch", ["llama", "gpt2"])
+def test_measure_costs_on_a_tiny_pair(load, arch):
+    pair = load(f"{arch}-target", f"{arch}-truncated")
+    progress = []
+    costs = measure_costs(pair, k_max=4, repeats=2, on_progress=lambda done, total: progress.append((done, total)))
+    assert progress == [(i, 6) for i in range(1, 7)]  # draft step, target step, then K = 1..4
+    assert costs.draft_step_s > 0 and costs.target_step_s > 0 and len(costs.verify_s) == 4
+    assert costs.c == pytest.approx(costs.draft_step_s / costs.target_step_s)
+    assert costs.verify_relative == pytest.approx(tuple(v / costs.target_step_s for v in costs.verify_s))
+    assert costs.context_tokens > 1 and costs.repeats == 2 and costs.device == "cpu"
+    verify = costs.verify_cost()
+    assert verify.kind == "measured" and verify.k_max == 4 and verify(3) == costs.verify_relative[2]
+    result = analyse(TheoryInputs(alpha=0.8, k=3, c=costs.c, verify=verify))
+    assert result.speedup == pytest.approx(result.expected_tokens / (3 * costs.c + costs.verify_relative[2]))
+    doc = costs.to_dict()
+    assert len(doc["verify_ms"]) == 4 and doc["target"].endswith(f"{arch}-target")
+
+
+def test_measuring_leaves_the_shared_models_usable(load):
+    """Each timing runs on its own cache and is rolled back; a run afterwards gives the same trace as before."""
+    from specviz.core.settings import RunSettings
+    from specviz.engine.decode import generate
+
+    pair = load("llama-target", "llama-truncated")
+    before = generate(pair, "def add(a, b):", RunSettings(k=3, max_new_tokens=12)).output_ids
+    measure_costs(pair, k_max=3, repeats=1)
+    assert generate(pair, "def add(a, b):", RunSettings(k=3, max_new_tokens=12)).output_ids == before
+
+
+def test_bad_measurement_requests_are_refused(load):
+    with pytest.raises(SettingsError, match="draft"):
+        measure_costs(load("llama-target"))
+    pair = load("llama-target", "llama-truncated")
+    with pytest.raises(SettingsError, match="largest K"):
+        measure_costs(pair, k_max=17)
+    with pytest.raises(SettingsError, match="repeats"):
+        measure_costs(pair, repeats=0)
+
+
+def test_one_token_prompt_still_times_on_top_of_a_cache(load):
+    pair = load("llama-target", "llama-truncated")
+    costs = measure_costs(pair, k_max=2, repeats=1, prompt="x")
+    assert costs.context_tokens == 1 and len(costs.verify_s) == 2
