@@ -57,3 +57,25 @@ def test_bad_input_is_one_clear_line(model_dirs, capsys, argv, message):
     code, _, err = run_cli(capsys, *base, *argv)
     assert code == 2
     assert err.startswith("error: ") and message in err and "Traceback" not in err
+
+
+def test_measure_writes_json_and_csv_and_reports_bad_rows(model_dirs, capsys, tmp_path):
+    prompts = tmp_path / "w.jsonl"
+    prompts.write_text('{"prompt": "def add", "tag": "code"}\n{"oops": 1}\n{"prompt": "The fox", "tag": "prose"}\n')
+    target, draft = str(model_dirs["llama-target"]), str(model_dirs["llama-truncated"])
+    code, out, err = run_cli(capsys, "measure", str(prompts), "--target", target, "--draft", draft, "--method", "draft,ngram",
+                             "--k", "2,3", "--max-new-tokens", "10", "--json", str(tmp_path / "r.json"), "--csv", str(tmp_path / "r.csv"))  # fmt: skip
+    assert code == 0, err
+    assert 'skipped line 2: missing or empty "prompt"' in err
+    assert out.splitlines()[0].split()[:3] == ["tag", "method", "K"]
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert len(doc["runs"]) == 2 * 2 * 2 and {r["tag"] for r in doc["runs"]} == {"code", "prose"}
+    assert len((tmp_path / "r.csv").read_text().splitlines()) == 1 + 8
+
+
+@pytest.mark.parametrize("argv, message", [(["--k", "2,x"], "--k takes whole numbers"), (["--method", "magic"], "--method takes draft")])
+def test_measure_bad_options(model_dirs, capsys, tmp_path, argv, message):
+    prompts = tmp_path / "w.txt"
+    prompts.write_text("hello\n")
+    code, _, err = run_cli(capsys, "measure", str(prompts), "--target", str(model_dirs["llama-target"]), *argv)
+    assert code == 2 and message in err

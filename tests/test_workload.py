@@ -1,0 +1,140 @@
+"""Workload parsing (every input form and every bad row) and the statistics, checked against hand-built traces."""
+
+import csv
+import io
+import json
+import math
+
+import pytest
+
+from specviz.core.settings import RunSettings
+from specviz.core.trace import ExtraToken, Position, Round, Totals, Trace
+from specviz.workload import (
+    WorkloadError,
+    bootstrap_ci,
+    parse_workload,
+    record_of,
+    records_csv,
+    results_json,
+    run_workload,
+    summarize,
+)
+
+
+def test_jsonl_rows_tags_and_bad_lines_by_number():
+    data = '{"prompt": "a", "tag": "code"}\n\n{"prompt": ""}\nnot json\n["x"]\n{"prompt": "b"}\n'
+    workload = parse_workload(data, "w.jsonl")
+    assert [(r.prompt, r.tag, r.line) for r in workload.rows] == [("a", "code", 1), ("b", "untagged", 6)]
+    assert workload.problems == (
+        'line 3: missing or empty "prompt"', "line 4: not valid JSON (Expecting value)",
+        'line 5: expected an object with a "prompt" field')  # fmt: skip
+
+
+def test_csv_needs_a_prompt_column_and_reports_empty_rows():
+    workload = parse_workload("Prompt,tag\nhello,greet\n,empty\n\"multi\nline\",x\n", "w.csv")
+    assert [(r.prompt, r.tag) for r in workload.rows] == [("hello", "greet"), ("multi\nline", "x")]
+    assert workload.problems == ('line 3: missing or empty "prompt"',)
+    with pytest.raises(WorkloadError, match="no 'prompt' column \\(its columns: text, tag\\)"):
+        parse_workload("text,tag\nhello,x\n", "w.csv")
+
+
+def test_text_splits_on_dashes_or_blank_lines():
+    dashed = parse_workload("def f():\n\n    pass\n---\nsecond\n---\n", "p.txt")
+    assert [r.prompt for r in dashed.rows] == ["def f():\n\n    pass", "second"]
+    blank = parse_workload("one\ntwo\n\n\nthree\n", "p.txt")
+    assert [r.prompt for r in blank.rows] == ["one\ntwo", "three"]
+
+
+@pytest.mark.parametrize(
+    "data, name, message",
+    [
+        (b"\x89PNG\r\n\x1a\n\x00\x00", "img.png", "looks binary"),
+        (b"\xff\xfe bad", "w.txt", "not UTF-8"),
+        (b"x" * 2_000_001, "big.txt", "limited to 2 MB"),
+        (b"\n\n", "w.txt", "no usable prompts"),
+        ("\n".join(f'{{"prompt": "p{i}"}}' for i in range(501)), "w.jsonl", "at most 500"),
+    ],
+)
+def test_unusable_files_are_refused_clearly(data, name, message):
+    with pytest.raises(WorkloadError, match=message):
+        parse_workload(data, name)
+
+
+def pos(i, verdict, overlap):
+    return Position(i, 1, "x", 0.5, 0.5, 1.0, 0.1, verdict == "accepted", verdict, overlap=overlap)
+
+
+def trace_of(rounds, method="draft", k=3, wall=1.0):
+    rounds = tuple(rounds)
+    return Trace(RunSettings(method=method, k=k), "prompt", (1,), rounds, "", Totals.of(rounds, wall))
+
+
+def rnd(i, verdicts, overlaps, extra="correction"):
+    positions = tuple(pos(j, v, o) for j, (v, o) in enumerate(zip(verdicts, overlaps)))
+    committed = tuple(range(sum(v == "accepted" for v in verdicts) + 1))
+    return Round(i, positions, ExtraToken(2, "y", extra, 1, 1, 0.5), (), committed, 1.0, 1.0, (0, 0), (0, 0))
+
+
+def test_record_statistics_against_a_hand_built_trace():
+    # round 1 accepts 1 then rejects; round 2 accepts all 3 (bonus): positions reached 2, 2, 1; accepted 2, 1, 1
+    spec = trace_of([rnd(0, ["accepted", "rejected", "unreached"], [0.9, 0.4, 0.7]),
+                     rnd(1, ["accepted", "accepted", "accepted"], [0.7, 0.6, 0.5], "bonus")], wall=1.0)  # fmt: skip
+    plain = trace_of([rnd(i, [], [], "target") for i in range(6)], method="plain", k=3, wall=2.0)
+    rec = record_of(spec, plain, "code")
+    assert (rec.proposed, rec.accepted, rec.rounds, rec.committed) == (6, 4, 2, 6)
+    assert rec.alpha == pytest.approx(4 / 6) and rec.tau == 3.0
+    assert rec.speedup == pytest.approx((6 / 1.0) / (6 / 2.0))
+    assert [(p["reached"], p["accepted"]) for p in rec.per_position] == [(2, 2), (2, 1), (1, 1)]
+    assert [p["rate"] for p in rec.per_position] == [1.0, 0.5, 1.0]
+    assert [p["overlap"] for p in rec.per_position] == pytest.approx([0.8, 0.5, 0.5])
+    assert rec.accepted_lengths == (0, 1, 0, 1)
+    assert rec.vllm_metrics["mean_acceptance_length"] == 3.0 and rec.vllm_metrics["num_accepted_tokens_per_pos"] == [2, 1, 1]
+
+
+def test_summary_pools_alpha_and_bootstraps_reproducibly():
+    spec_a = trace_of([rnd(0, ["accepted", "rejected", "unreached"], [1, 1, 1])])
+    spec_b = trace_of([rnd(0, ["rejected", "unreached", "unreached"], [1, 1, 1])])
+    plain = trace_of([rnd(i, [], [], "target") for i in range(2)], method="plain", wall=1.0)
+    records = [record_of(spec_a, plain, "x"), record_of(spec_b, plain, "y")]
+    rows = summarize(records)
+    overall = next(r for r in rows if r["tag"] == "all")
+    assert overall["alpha"] == pytest.approx(1 / 6) and overall["prompts"] == 2
+    assert summarize(records) == rows  # same seed, same intervals
+    assert {r["tag"] for r in rows} == {"all", "x", "y"}
+    low, high = bootstrap_ci([1.0, 2.0, 3.0, 4.0])
+    assert 1.0 <= low < 2.5 < high <= 4.0
+    assert all(math.isnan(v) for v in bootstrap_ci([]))
+
+
+def test_exports_have_the_documented_shape():
+    spec = trace_of([rnd(0, ["accepted", "rejected", "unreached"], [1, 1, 1])])
+    plain = trace_of([rnd(0, [], [], "target")], method="plain")
+    records = [record_of(spec, plain, "code")]
+    rows = list(csv.DictReader(io.StringIO(records_csv(records))))
+    assert rows[0]["method"] == "draft" and rows[0]["tag"] == "code"
+    doc = json.loads(results_json(records, RunSettings(), {"target": "t"}))
+    assert {"runs", "summary", "settings"} <= doc.keys()
+    run = doc["runs"][0]
+    for key in ("prompt", "tag", "method", "k", "alpha", "tau", "proposed", "accepted", "rounds", "tokens_per_s",
+                "plain_tokens_per_s", "speedup", "per_position", "vllm_metrics"):  # fmt: skip
+        assert key in run
+
+
+def test_run_workload_runs_plain_once_per_prompt_and_every_method_and_k(load):
+    from specviz.engine.decode import generate
+
+    pair = load("llama-target", "llama-truncated")
+    calls = []
+
+    def gen(prompt, settings):
+        calls.append((prompt, settings.method, settings.k, settings.max_new_tokens))
+        return generate(pair, prompt, settings)
+
+    rows = parse_workload("def f\n---\nclass A\n", "w.txt").rows
+    seen = []
+    records = list(run_workload(gen, rows, ["draft", "ngram"], [2, 3], RunSettings(max_new_tokens=12), seen.append))
+    assert [(r.prompt, r.method, r.k) for r in records] == [
+        (p, m, k) for p in ("def f", "class A") for m in ("draft", "ngram") for k in (2, 3)]  # fmt: skip
+    measured = [c for c in calls if c[3] == 12]
+    assert [c[1] for c in measured].count("plain") == 2
+    assert seen[-1].done == seen[-1].total == 8
