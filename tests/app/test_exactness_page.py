@@ -1,0 +1,94 @@
+"""The exactness lab page: sliders move the numbers, every bug switch is flagged, the real pair runs."""
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from specviz.core import lab
+
+PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "exactness.py")
+
+
+def metrics(at) -> dict:
+    return {m.label: m.value for m in at.metric}
+
+
+@pytest.fixture
+def page():
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    assert not at.exception and not at.error
+    return at
+
+
+def test_two_token_example_reaches_p(page):
+    m = metrics(page)
+    assert (m["Final P(A)"], m["Final P(B)"], m["Rejected, corrected from the residual"]) == ("0.7000", "0.3000", "0.2000")
+    assert page.info[0].value.startswith("Accepting a draft token")
+    page.slider(key="p_a").set_value(0.35).run()
+    page.slider(key="q_a").set_value(0.05).run()
+    flow = lab.two_token_flow(0.35, 0.05)
+    m = metrics(page)
+    assert m["Final P(A)"] == "0.3500" and m["Final P(B)"] == "0.6500"
+    assert m["Rejected, corrected from the residual"] == f"{flow.rejected_mass:.4f}"
+
+
+def test_shop_model_numbers_follow_the_sliders(page):
+    p, q = lab.shop_models()
+    e = lab.shop_experiment(p, q, k=4, samples=20_000, seed=0)
+    m = metrics(page)
+    assert m["Largest gap, plain vs speculative samples"] == f"{e.largest_gap:.4f}"
+    assert m["Verify passes per 64 events"] == f"{e.passes_per_64:.2f}"
+    assert m["Draft acceptance fraction"] == f"{e.acceptance_fraction:.1%}"
+    assert float(m["Largest gap, exact (enumeration)"]) < 1e-12
+    page.slider(key="lab_k").set_value(2).run()
+    page.select_slider(key="lab_samples").set_value(5_000).run()
+    e2 = lab.shop_experiment(p, q, k=2, samples=5_000, seed=0)
+    m = metrics(page)
+    assert m["Verify passes per 64 events"] == f"{e2.passes_per_64:.2f}"
+    assert m["χ² p-value, speculative samples vs exact p"] == f"{e2.chi2_spec.p_value:.3f}"
+    page.selectbox(key="draft_preset").set_value("a poor draft").run()
+    e3 = lab.shop_experiment(*lab.shop_models(lab.POOR_DRAFT), k=2, samples=5_000, seed=0)
+    assert metrics(page)["Draft acceptance fraction"] == f"{e3.acceptance_fraction:.1%}"
+
+
+def test_every_bug_switch_is_flagged(page):
+    assert metrics(page)["Verdict"] == "exact"
+    for variant in lab.VARIANTS[1:]:
+        page.radio(key="bug").set_value(variant.label).run()
+        m = metrics(page)
+        assert m["Verdict"] == "bias detected", variant.key
+        assert float(m["TV distance from p (exact)"]) > 0.1
+        assert float(m["χ² p-value (20,000 samples)"]) < 1e-6
+
+
+def test_close_draft_shows_a_small_bias_as_not_detected(page):
+    page.radio(key="bug_draft").set_value("the draft table above").run()
+    page.radio(key="bug").set_value("skip the residual").run()
+    m = metrics(page)
+    assert m["Verdict"] == "biased, not detected at this N" and 0 < float(m["TV distance from p (exact)"]) < 0.02
+
+
+def test_real_pair_sampling_and_greedy_check(tiny_default, page):
+    page.select_slider(key="real_samples").set_value(100).run()
+    page.button(key="real_run").click().run()
+    assert not page.exception and not page.error
+    m = metrics(page)
+    assert m["Samples each way"] == "100"
+    assert float(m["χ² p-value, plain vs speculative"]) > 1e-6
+    page.button(key="greedy_run").click().run()
+    assert not page.exception and page.success[0].value.startswith("identical")
+
+
+def test_real_pair_errors_are_messages(tiny_default, page):
+    page.slider(key="real_temperature").set_value(0.1).run()
+    page.text_input(key="real_prompt").set_value("   ").run()
+    page.button(key="real_run").click().run()
+    assert not page.exception and "The prompt is empty" in page.error[0].value
+
+
+def test_missing_pair_is_a_message(monkeypatch, tmp_path, page):
+    monkeypatch.setenv("SPECVIZ_TARGET", str(tmp_path / "nothing-here"))
+    page.button(key="greedy_run").click().run()
+    assert not page.exception and "Could not load the model pair" in page.error[0].value
+    assert metrics(page)["Final P(A)"] == "0.7000"
