@@ -49,3 +49,6 @@ else:
 
 st.subheader("Explore")
 st.page_link("pages/rounds.py", label="Round by round: draft, verify, accept/reject, commit, with the real numbers", icon=":material/slow_motion_video:")
+st.page_link("pages/calculator.py", label="Speedup calculator: expected tokens, speedup, best K, fed by costs measured here", icon=":material/calculate:")
+st.page_link("pages/exactness.py", label="Exactness lab: why the output is exactly the target's, and what each classic bug breaks", icon=":material/science:")
+st.page_link("pages/workload.py", label="Your workload: acceptance and speedup on your own prompts, with a go / no-go", icon=":material/fact_check:")

@@ -9,6 +9,7 @@ from typing import Sequence
 
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings, check_prompt
+from specviz.cli_theory import add_theory_parser
 from specviz.core.trace import Trace
 from specviz.errors import SpecvizError
 
@@ -54,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     measure.add_argument("--json", dest="json_out", help="write every run and the summary to this JSON file")
     measure.add_argument("--csv", dest="csv_out", help="write one row per prompt x method x K to this CSV file")
     measure.set_defaults(handler=cmd_measure)
+    add_theory_parser(commands)
     commands.add_parser("train-tiny", help="build the bundled model pair (see python -m specviz train-tiny --help)")
     return parser
 

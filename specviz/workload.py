@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import keyword
 import math
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -145,6 +146,8 @@ class RunRecord:
     per_position: tuple[dict, ...]  # i -> {"position", "reached", "accepted", "overlap"}: overlap = mean sum min(p, q)
     accepted_lengths: tuple[int, ...]  # rounds that accepted 0, 1, ..., K drafts
     vllm_metrics: dict = field(default_factory=dict)
+    by_class: dict = field(default_factory=dict)  # token class -> [judged, accepted] over drafted positions
+    tokens: tuple = ()  # output tokens as (text, acceptance probability or None, origin) for the heatmap
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -163,6 +166,14 @@ def record_of(trace: Trace, plain: Trace, tag: str) -> RunRecord:
                 reached[pos.index] += 1
                 accepted[pos.index] += pos.verdict == ACCEPTED
                 overlap[pos.index] += pos.overlap or 0.0
+    by_class: dict[str, list[int]] = {}
+    copied = _copied_positions(trace)
+    for r in trace.rounds:
+        for pos in r.positions:
+            if pos.verdict in (ACCEPTED, REJECTED):
+                counts = by_class.setdefault(token_class(pos.text, (r.index, pos.index) in copied), [0, 0])
+                counts[0] += 1
+                counts[1] += pos.verdict == ACCEPTED
     per_position = tuple(
         {"position": i + 1, "reached": reached[i], "accepted": accepted[i],
          "rate": accepted[i] / reached[i] if reached[i] else None, "overlap": overlap[i] / reached[i] if reached[i] else None}
@@ -186,7 +197,53 @@ def record_of(trace: Trace, plain: Trace, tag: str) -> RunRecord:
         speedup=t.tokens_per_s / base.tokens_per_s if base.tokens_per_s else math.nan,
         draft_ms=sum(r.draft_ms for r in trace.rounds), verify_ms=sum(r.verify_ms for r in trace.rounds),
         per_position=per_position, accepted_lengths=tuple(lengths), vllm_metrics=vllm,
+        by_class=by_class, tokens=tuple(_heat_tokens(trace)),
     )  # fmt: skip
+
+
+TOKEN_CLASSES = ("whitespace", "punctuation", "number", "keyword", "identifier/word", "copied from prompt")
+
+
+def token_class(text: str, copied: bool = False) -> str:
+    """Coarse class of a token's text, for acceptance by class."""
+    word = text.strip()
+    if copied:
+        return "copied from prompt"
+    if not word:
+        return "whitespace"
+    if word.replace(".", "", 1).replace("_", "").isdigit():
+        return "number"
+    if keyword.iskeyword(word) or keyword.issoftkeyword(word):
+        return "keyword"
+    if any(ch.isalnum() for ch in word):
+        return "identifier/word"
+    return "punctuation"
+
+
+def _copied_positions(trace: Trace, n: int = 3) -> set[tuple[int, int]]:
+    """(round, position) of drafts that complete an n-gram also found in the prompt: text copied from it."""
+    prompt = list(trace.prompt_ids)
+    grams = {tuple(prompt[i : i + n]) for i in range(len(prompt) - n + 1)}
+    history, copied = list(prompt), set()
+    for r in trace.rounds:
+        context = list(history)
+        for pos in r.positions:
+            context.append(pos.token_id)
+            if tuple(context[-n:]) in grams:
+                copied.add((r.index, pos.index))
+        history.extend(r.committed)
+    return copied
+
+
+def _heat_tokens(trace: Trace) -> Iterator[tuple[str, float | None, str]]:
+    """Accepted drafts carry min(1, p/q); a correction carries the rejected draft's; bonus and plain tokens none."""
+    for r in trace.rounds:
+        for pos in r.positions:
+            if pos.accepted:
+                yield (pos.text, pos.ratio, ACCEPTED)
+        if r.extra:
+            rejected = next((p.ratio for p in r.positions if p.verdict == REJECTED), None)
+            yield (r.extra.text, rejected, r.extra.kind)
 
 
 @dataclass(frozen=True)
@@ -285,3 +342,76 @@ def results_json(records: list[RunRecord], settings: RunSettings, meta: dict, se
         "summary": summarize(records, seed),
     }
     return json.dumps(doc, indent=2, ensure_ascii=False)
+
+
+
+# --------------------------------------------------------------------------------------------- recommendation
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    go: bool
+    reason: str
+    method: str
+    k: int
+    measured_speedup: float
+    predicted_speedup: float
+    vllm_config: dict
+    hf_generate: str
+
+
+def predicted_speedup(records: list[RunRecord]) -> tuple[float, float, float]:
+    """(predicted speedup, c, verify cost) from the runs' own measured alpha, draft cost and verify cost."""
+    from specviz.core.theory import speedup
+
+    plain_ms = float(np.mean([1e3 / r.plain_tokens_per_s for r in records if r.plain_tokens_per_s]))
+    proposed = sum(r.proposed for r in records)
+    rounds = sum(r.rounds for r in records)
+    alpha = sum(r.accepted for r in records) / proposed if proposed else 0.0
+    c = sum(r.draft_ms for r in records) / proposed / plain_ms if proposed else 0.0
+    v = sum(r.verify_ms for r in records) / rounds / plain_ms
+    k = records[0].k
+    return speedup(min(alpha, 1.0), k, c, v), c, v
+
+
+def recommend(records: list[RunRecord], draft_source: str | None, temperature: float) -> Recommendation | None:
+    """The method and K with the best measured speedup, whether it pays, and how to deploy it."""
+    if not records:
+        return None
+    groups: dict[tuple[str, int], list[RunRecord]] = {}
+    for rec in records:
+        groups.setdefault((rec.method, rec.k), []).append(rec)
+    (method, k), best = max(groups.items(), key=lambda item: float(np.mean([r.speedup for r in item[1]])))
+    measured = float(np.mean([r.speedup for r in best]))
+    low, _ = bootstrap_ci([r.speedup for r in best])
+    predicted, c, v = predicted_speedup(best)
+    alpha = sum(r.accepted for r in best) / max(1, sum(r.proposed for r in best))
+    go = measured >= 1.1 and low > 1.0
+    if go:
+        reason = f"{method} with K = {k} measured {measured:.2f}x (95% CI from {low:.2f}x) at alpha {alpha:.2f}."
+    else:
+        reason = (
+            f"The best setting ({method}, K = {k}) measured only {measured:.2f}x: alpha {alpha:.2f} does not pay for a "
+            f"draft step costing c = {c:.2f} of a target step and a verify pass costing {v:.2f} steps here "
+            f"(theory with these costs: {predicted:.2f}x). Decode plainly, or try a cheaper or better-matched proposer."
+        )
+    return Recommendation(go, reason, method, k, measured, predicted, vllm_config(method, k, draft_source),
+                          hf_generate_call(method, k, temperature))  # fmt: skip
+
+
+def vllm_config(method: str, k: int, draft_source: str | None) -> dict:
+    """The matching vLLM --speculative-config."""
+    if method == "ngram":
+        return {"method": "ngram", "num_speculative_tokens": k, "prompt_lookup_max": 3, "prompt_lookup_min": 1}
+    return {"method": "draft_model", "model": draft_source or "<draft model>", "num_speculative_tokens": k}
+
+
+def hf_generate_call(method: str, k: int, temperature: float) -> str:
+    """The matching Hugging Face generate() arguments."""
+    sampling = "do_sample=False" if temperature == 0 else f"do_sample=True, temperature={temperature:g}"
+    if method == "ngram":
+        return f"model.generate(**inputs, prompt_lookup_num_tokens={k}, max_matching_ngram_size=3, {sampling})"
+    return (
+        f"model.generate(**inputs, assistant_model=draft_model, num_assistant_tokens={k}, "
+        f'num_assistant_tokens_schedule="constant", {sampling})'
+    )

@@ -32,7 +32,9 @@ def page_header(title: str, teaching_point: str) -> None:
 
     if PagesManager.uses_pages_directory:
         PagesManager.uses_pages_directory = False
-        st.rerun()
+        if not st.session_state.get("_navigation_fixed"):  # once per session: a rerun would swallow a button click
+            st.session_state["_navigation_fixed"] = True
+            st.rerun()
     st.title(title)
     st.info(teaching_point)
 

@@ -1,0 +1,155 @@
+"""Charts and tables of a measured workload (pure: records in, frames and Altair charts out)."""
+
+from __future__ import annotations
+
+import html
+
+import altair as alt
+import pandas as pd
+
+from specviz.workload import RunRecord, predicted_speedup
+
+
+def _label(rec: RunRecord) -> str:
+    return f"{rec.method} K={rec.k}"
+
+
+def per_prompt_frame(records: list[RunRecord]) -> pd.DataFrame:
+    columns = ["tag", "method", "k", "alpha", "tau", "proposed", "accepted", "rounds", "tokens_per_s", "plain_tokens_per_s", "speedup", "prompt"]
+    return pd.DataFrame([{c: getattr(r, c) for c in columns} for r in records], columns=columns)
+
+
+def summary_frame(summary: list[dict]) -> pd.DataFrame:
+    rows = [
+        {**{k: v for k, v in row.items() if not k.endswith("_ci")},
+         "alpha 95% CI": "{:.2f}–{:.2f}".format(*row["alpha_ci"]), "speedup 95% CI": "{:.2f}–{:.2f}".format(*row["speedup_ci"])}
+        for row in summary
+    ]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def per_position_frame(records: list[RunRecord]) -> pd.DataFrame:
+    """Per method/K and position: measured P(accept | reached) and the analytic mean sum min(p, q)."""
+    pooled: dict[tuple[str, int], list[float]] = {}
+    for rec in records:
+        for p in rec.per_position:
+            acc = pooled.setdefault((_label(rec), p["position"]), [0, 0, 0.0])
+            acc[0] += p["reached"]
+            acc[1] += p["accepted"]
+            acc[2] += (p["overlap"] or 0.0) * p["reached"]
+    rows = []
+    for (label, position), (reached, accepted, overlap) in sorted(pooled.items()):
+        if reached:
+            rows.append({"setting": label, "position": position, "kind": "measured P(accept | reached)", "rate": accepted / reached, "reached": reached})
+            rows.append({"setting": label, "position": position, "kind": "analytic Σ min(p, q)", "rate": overlap / reached, "reached": reached})
+    return pd.DataFrame(rows, columns=["setting", "position", "kind", "rate", "reached"])
+
+
+def per_position_chart(records: list[RunRecord]) -> alt.Chart:
+    return (
+        alt.Chart(per_position_frame(records), title="Acceptance by draft position: measured vs analytic")
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("position:O", title="draft position i"),
+            y=alt.Y("rate:Q", title="acceptance rate", scale=alt.Scale(domain=[0, 1])),
+            color=alt.Color("setting:N", title="method"),
+            strokeDash=alt.StrokeDash("kind:N", title=None),
+            tooltip=["setting:N", "position:O", "kind:N", alt.Tooltip("rate:Q", format=".3f"), "reached:Q"],
+        )
+        .properties(height=260)
+    )
+
+
+def acceptance_length_frame(records: list[RunRecord]) -> pd.DataFrame:
+    counts: dict[tuple[str, int], int] = {}
+    for rec in records:
+        for accepted, n in enumerate(rec.accepted_lengths):
+            counts[(_label(rec), accepted)] = counts.get((_label(rec), accepted), 0) + n
+    return pd.DataFrame([{"setting": s, "accepted": a, "rounds": n} for (s, a), n in sorted(counts.items())])
+
+
+def acceptance_length_chart(records: list[RunRecord]) -> alt.Chart:
+    return (
+        alt.Chart(acceptance_length_frame(records), title="Accepted drafts per round")
+        .mark_bar()
+        .encode(
+            x=alt.X("accepted:O", title="drafts accepted in a round"),
+            y=alt.Y("rounds:Q", title="rounds"),
+            color=alt.Color("setting:N", title="method"),
+            xOffset="setting:N",
+            tooltip=["setting:N", "accepted:O", "rounds:Q"],
+        )
+        .properties(height=240)
+    )
+
+
+def class_frame(records: list[RunRecord]) -> pd.DataFrame:
+    pooled: dict[tuple[str, str], list[int]] = {}
+    for rec in records:
+        for cls, (judged, accepted) in rec.by_class.items():
+            acc = pooled.setdefault((_label(rec), cls), [0, 0])
+            acc[0] += judged
+            acc[1] += accepted
+    rows = [{"setting": s, "class": c, "judged": j, "rate": a / j} for (s, c), (j, a) in sorted(pooled.items()) if j]
+    return pd.DataFrame(rows, columns=["setting", "class", "judged", "rate"])
+
+
+def class_chart(records: list[RunRecord]) -> alt.Chart:
+    return (
+        alt.Chart(class_frame(records), title="Acceptance by token class")
+        .mark_bar()
+        .encode(
+            y=alt.Y("class:N", title=None),
+            x=alt.X("rate:Q", title="acceptance rate", scale=alt.Scale(domain=[0, 1])),
+            color=alt.Color("setting:N", title="method"),
+            yOffset="setting:N",
+            tooltip=["setting:N", "class:N", alt.Tooltip("rate:Q", format=".3f"), "judged:Q"],
+        )
+        .properties(height=260)
+    )
+
+
+def speedup_frame(records: list[RunRecord]) -> pd.DataFrame:
+    groups: dict[str, list[RunRecord]] = {}
+    for rec in records:
+        groups.setdefault(_label(rec), []).append(rec)
+    rows = []
+    for label, recs in groups.items():
+        predicted, c, v = predicted_speedup(recs)
+        measured = sum(r.speedup for r in recs) / len(recs)
+        rows += [{"setting": label, "kind": "measured", "speedup": measured, "c": c, "verify_cost": v},
+                 {"setting": label, "kind": "predicted from measured α, c, v(K)", "speedup": predicted, "c": c, "verify_cost": v}]  # fmt: skip
+    return pd.DataFrame(rows, columns=["setting", "kind", "speedup", "c", "verify_cost"])
+
+
+def speedup_chart(records: list[RunRecord]) -> alt.LayerChart:
+    frame = speedup_frame(records)
+    bars = (
+        alt.Chart(frame, title="Speedup over plain decoding: measured vs predicted")
+        .mark_bar()
+        .encode(
+            x=alt.X("setting:N", title="method"),
+            y=alt.Y("speedup:Q", title="speedup (×)"),
+            color=alt.Color("kind:N", title=None),
+            xOffset="kind:N",
+            tooltip=["setting:N", "kind:N", alt.Tooltip("speedup:Q", format=".2f"), alt.Tooltip("c:Q", format=".3f"),
+                     alt.Tooltip("verify_cost:Q", format=".2f")],
+        )  # fmt: skip
+    )
+    even = alt.Chart(pd.DataFrame({"y": [1.0]})).mark_rule(strokeDash=[4, 4], color="black").encode(y="y:Q")
+    return (bars + even).properties(height=260)
+
+
+def heatmap_html(rec: RunRecord) -> str:
+    """The output with each token shaded by its acceptance probability min(1, p/q) (grey: bonus or plain)."""
+    spans = [f'<span style="color:#757575">{html.escape(rec.prompt)}</span>']
+    for text, prob, origin in rec.tokens:
+        if prob is None:
+            style, tip = "background:#eeeeee", origin
+        else:
+            hue = int(120 * prob)  # 0 = red (unlikely to be accepted) ... 120 = green (certain)
+            style, tip = f"background:hsl({hue},70%,80%)", f"{origin} · min(1, p/q) = {prob:.3f}"
+        spans.append(f'<span style="{style}" title="{html.escape(tip)}">{html.escape(text)}</span>')
+    legend = '<div style="font-size:.8em">shade: <span style="background:hsl(0,70%,80%)">low</span> → <span style="background:hsl(120,70%,80%)">high</span> acceptance probability; grey: bonus token</div>'
+    return '<div style="white-space:pre-wrap;font-family:monospace">' + "".join(spans) + "</div>" + legend
+

@@ -1,0 +1,35 @@
+"""The workload page runs a three-prompt workload and its tables agree with the records it measured."""
+
+from app_helpers import click, open_page
+
+PROMPTS = "def add(a, b):\n---\nclass Counter:\n---\nThe quick brown fox"
+
+
+def test_three_prompt_workload_fills_the_tables(tiny_default):
+    at = open_page("pages/workload.py")
+    at.radio[0].set_value("pasted text").run()
+    at.text_area[0].set_value(PROMPTS).run()
+    at.sidebar.slider(key="max_new_tokens").set_value(12).run()
+    at = click(at, "▶ Measure")
+    assert not at.exception and not at.error
+    records = at.session_state["workload_records"]
+    assert [r.prompt for r in records] == ["def add(a, b):", "class Counter:", "The quick brown fox"]
+    per_prompt = at.dataframe[1].value
+    assert list(per_prompt["prompt"]) == [r.prompt for r in records]
+    assert list(per_prompt["alpha"].round(6)) == [round(r.alpha, 6) for r in records]
+    summary = at.dataframe[0].value
+    overall = summary[summary["tag"] == "all"].iloc[0]
+    assert overall["alpha"] == sum(r.accepted for r in records) / sum(r.proposed for r in records)
+    verdicts = [e.value for e in (*at.success, *at.warning)]
+    assert any(v.startswith(("GO:", "NO-GO:")) for v in verdicts)
+    # results survive a rerun (another widget changed)
+    at.sidebar.slider(key="k").set_value(2).run()
+    assert len(at.session_state["workload_records"]) == 3
+
+
+def test_bad_upload_rows_are_listed_and_valid_rows_kept(tiny_default):
+    at = open_page("pages/workload.py")
+    at.radio[0].set_value("pasted text").run()
+    at.text_area[0].set_value("   ").run()
+    assert not at.exception
+    assert [b for b in at.button if b.label == "▶ Measure"][0].disabled
