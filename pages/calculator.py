@@ -101,10 +101,10 @@ except SpecvizError as exc:
     st.stop()
 
 # ---- outputs ---------------------------------------------------------------------------------------------------------
-cols = st.columns(6)
+cols = st.columns(3) + st.columns(3)
 cols[0].metric("Expected tokens per round", f"{result.expected_tokens:.3f}")
 cols[1].metric("Speedup (ideal verify)", f"{result.speedup_ideal:.2f}×")
-cols[2].metric("Speedup (with verify cost)", f"{result.speedup:.2f}×")
+cols[2].metric("Speedup (with verify cost)", f"{result.speedup:.2f}×", help=verify.describe())
 cols[3].metric("Operations factor", f"{result.ops_factor:.2f}")
 cols[4].metric("Best K", f"{result.best_k}", help=f"speedup {result.best_speedup:.2f}× (K searched 1..{MAX_K})")
 be = result.break_even_alpha
@@ -180,10 +180,10 @@ else:
 st.subheader("Under load: a roofline model")
 st.caption(LESSON["load"])
 h_col, t_col, d_col, ctx_col = st.columns(4)
-hardware = h_col.selectbox("Hardware", list(HARDWARE), index=list(HARDWARE).index("H100 SXM"), key="hardware")
-target = t_col.selectbox("Target", list(MODELS), index=0, key="target_model")
-draft = d_col.selectbox("Draft", list(MODELS), index=3, key="draft_model")
-context = ctx_col.select_slider("Context (tokens)", [256, 512, 1024, 2048, 4096, 8192, 16384], 2048, key="context")
+hardware = h_col.selectbox("Hardware", list(HARDWARE), index=list(HARDWARE).index("H200"), key="hardware")
+target = t_col.selectbox("Target", list(MODELS), index=list(MODELS).index("8B (Llama-3-8B shape)"), key="target_model")
+draft = d_col.selectbox("Draft", list(MODELS), index=list(MODELS).index("1B (Llama-3.2-1B shape)"), key="draft_model")
+context = ctx_col.select_slider("Context (tokens)", [256, 512, 1024, 2048, 4096, 8192, 16384], 512, key="context")
 try:
     load = LoadSettings(HARDWARE[hardware], MODELS[target], MODELS[draft], alpha, k, context)
     points = load_curve(load, log_batches(1024))
@@ -196,4 +196,7 @@ else:
     l_cols[1].metric("Speculation stops paying at batch", "beyond 4096" if crossover is None else f"{crossover}")
     l_cols[2].metric("Gain at batch 256", f"{next(p.gain for p in points if p.batch == 256):.2f}×")
     st.altair_chart(charts.load_chart(points, crossover, hardware), width="stretch")
-    st.caption("Faded points do not fit in the device's memory (weights and both KV caches at full context).")
+    st.caption(
+        "Faded points do not fit in one device's memory (weights and both KV caches at full context). Long contexts "
+        "make every pass read a lot of KV cache, which keeps it memory-bound: then speculation keeps paying longer."
+    )

@@ -86,7 +86,7 @@ except (SpecvizError, ValueError) as exc:
     st.error(str(exc))
     st.stop()
 
-cols = st.columns(5)
+cols = st.columns(3) + st.columns(2)
 cols[0].metric("Largest gap, plain vs speculative samples", f"{experiment.largest_gap:.4f}")
 cols[1].metric("Largest gap, exact (enumeration)", f"{experiment.largest_gap_exact:.1e}")
 cols[2].metric("χ² p-value, speculative samples vs exact p", f"{experiment.chi2_spec.p_value:.3f}")
@@ -113,10 +113,19 @@ cols[1].metric(f"χ² p-value ({samples:,} samples)", f"{row['p_value']:.2e}")
 cols[2].metric("Verdict", str(row["verdict"]))
 cols[3].metric("Acceptance fraction", f"{row['acceptance']:.1%}")
 st.caption(f"{chosen}: {row['what']}.")
-b_left, b_right = st.columns(2)
-b_left.altair_chart(charts.bug_chart(frame), width="stretch")
-b_right.altair_chart(charts.variant_chart(lab.sequence_labels(3), target_vec, exact[labels[chosen]], chosen), width="stretch")
-st.dataframe(frame.drop(columns=["key"]), hide_index=True, key="bug_table")
+st.altair_chart(charts.variant_chart(lab.sequence_labels(3), target_vec, exact[labels[chosen]], chosen), width="stretch")
+st.altair_chart(charts.bug_chart(frame), width="stretch")
+st.dataframe(
+    frame.drop(columns=["key"]),
+    hide_index=True,
+    column_config={
+        "tv": st.column_config.NumberColumn("TV from p", format="%.4f"),
+        "p_value": st.column_config.NumberColumn("χ² p-value", format="%.2e"),
+        "chi2": st.column_config.NumberColumn("χ²", format="%.1f"),
+        "acceptance": st.column_config.NumberColumn("acceptance", format="%.3f"),
+    },
+    key="bug_table",
+)
 
 # ---- the real pair ---------------------------------------------------------------------------------------------------
 st.header("4. On the loaded model pair")

@@ -48,7 +48,7 @@ def flow_chart(flow: TwoTokenFlow) -> alt.LayerChart:
     p_marks = alt.Chart(targets).mark_tick(color="black", thickness=3, size=60).encode(
         x="token:N", y="p:Q", tooltip=["token:N", alt.Tooltip("p:Q", title="target p(x)", format=".4f")]
     )
-    title = f"Accepted drafts + corrections = p  (α = Σ min(p, q) = {flow.alpha:.3f}; black tick = p)"
+    title = alt.TitleParams("Accepted drafts + corrections = p", subtitle=f"α = Σ min(p, q) = {flow.alpha:.3f}; black tick = p")
     return (bars + p_marks).properties(title=title, height=260)
 
 
@@ -110,12 +110,12 @@ def bug_chart(frame: pd.DataFrame) -> alt.Chart:
     `frame` comes from `bug_frame(checks)` (a plain frame, so a page can cache it).
     """
     return alt.Chart(frame, title="How far each sampler's exact output is from the target (total variation)").mark_bar().encode(
-        y=alt.Y("variant:N", sort=list(frame["variant"]), title=None),
+        y=alt.Y("variant:N", sort=list(frame["variant"]), title=None, axis=alt.Axis(labelLimit=260)),
         x=alt.X("tv:Q", title="TV distance from p (exact, by enumeration)"),
         color=alt.Color("verdict:N", title="χ² test on samples", scale=alt.Scale(domain=list(VERDICT_COLORS), range=list(VERDICT_COLORS.values()))),
         tooltip=["variant:N", "what:N", alt.Tooltip("tv:Q", format=".4f"), alt.Tooltip("p_value:Q", title="χ² p-value", format=".2e"),
                  alt.Tooltip("acceptance:Q", title="acceptance fraction", format=".3f")],
-    ).properties(height=220)  # fmt: skip
+    ).properties(height=32 * len(frame))  # fmt: skip
 
 
 def real_pair_frame(rows: Sequence[dict]) -> pd.DataFrame:

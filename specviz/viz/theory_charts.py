@@ -137,6 +137,7 @@ def positional_frame(comparison: PositionalComparison) -> pd.DataFrame:
 def positional_chart(comparison: PositionalComparison) -> alt.Chart:
     """P(draft i is accepted) = Π_{j≤i} α_j for the measured rates and for the i.i.d. assumption; E is 1 + the sum."""
     frame = positional_frame(comparison)
+    series = list(dict.fromkeys(frame["series"]))  # measured first (green), i.i.d. second (grey)
     title = (
         f"E = 1 + Σ Π α_j = {comparison.expected_tokens:.3f} vs i.i.d. {comparison.iid_expected_tokens:.3f} "
         f"({comparison.relative_error:+.1%})"
@@ -145,7 +146,7 @@ def positional_chart(comparison: PositionalComparison) -> alt.Chart:
         x=alt.X("position:O", title="draft position i"),
         xOffset=alt.XOffset("series:N"),
         y=alt.Y("passes:Q", title="P(drafts 1..i all accepted)", scale=alt.Scale(domain=[0, 1])),
-        color=alt.Color("series:N", title=None, scale=alt.Scale(range=[ "#2e7d32", "#9e9e9e"])),
+        color=alt.Color("series:N", title=None, scale=alt.Scale(domain=series, range=["#2e7d32", "#9e9e9e"])),
         tooltip=["position:O", "series:N", alt.Tooltip("rate:Q", title="α_i", format=".3f"), alt.Tooltip("passes:Q", format=".3f")],
     ).properties(height=240)
 
