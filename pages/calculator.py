@@ -112,7 +112,8 @@ cols[5].metric("Break-even α", "none" if be is None else f"{be:.3f}", help="sma
 if result.speedup <= 1:
     st.warning(f"At these settings speculation is slower than plain decoding ({result.speedup:.2f}×).")
 f = formulas(result)
-st.code("\n".join([f["expected_tokens"], f["speedup"], f["speedup_measured"], f["ops_factor"], f["best_k"], f["break_even_alpha"]]), language=None)
+order = ("expected_tokens", "speedup", "speedup_measured", "ops_factor", "best_k", "break_even_alpha")
+st.code("\n".join(f[name] for name in order), language=None)
 
 st.caption(LESSON["charts"])
 chart_left, chart_right = st.columns(2)

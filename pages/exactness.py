@@ -160,7 +160,8 @@ if st.button("Sample the next two tokens, plain and speculative", key="real_run"
         try:
             result = two_token_samples(
                 pair, prompt, samples=real_n, k=real_k, sampling=SamplingSettings(temperature, int(top_k)),
-                time_budget_s=float(budget), on_progress=lambda done, total: bar.progress(done / total, text=f"{done}/{total} runs each way"),
+                time_budget_s=float(budget),
+                on_progress=lambda done, total: bar.progress(done / total, text=f"{done}/{total} runs each way"),
             )  # fmt: skip
         except SpecvizError as exc:
             st.error(str(exc))

@@ -13,7 +13,7 @@ Everything here is pure: numbers in, numbers out, randomness from an explicit to
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import torch

@@ -263,7 +263,7 @@ def formulas(result: TheoryResult) -> dict[str, str]:
     """Each formula with the current numbers substituted (plain text, for the page and the CLI)."""
     i, r = result.inputs, result
     a, k, c, ch = i.alpha, i.k, i.c, i.ops_ratio
-    e_text = f"(1 − {a:g}^{k + 1}) / (1 − {a:g})" if a < 1 else f"K + 1 (α = 1)"
+    e_text = f"(1 − {a:g}^{k + 1}) / (1 − {a:g})" if a < 1 else "K + 1 (α = 1)"
     be = "none: no K pays" if r.break_even_alpha_ideal is None else f"{r.break_even_alpha_ideal:.3f}"
     return {
         "expected_tokens": f"E = {e_text} = {r.expected_tokens:.3f}",

@@ -71,7 +71,8 @@ def shop_frame(exp: ShopExperiment, top: int = 16) -> pd.DataFrame:
 def shop_chart(exp: ShopExperiment, top: int = 16) -> alt.Chart:
     frame = shop_frame(exp, top)
     order = list(dict.fromkeys(frame.sort_values("rank")["sequence"]))
-    return alt.Chart(frame, title=f"The {top} most likely {exp.length}-event sequences: exact p vs {exp.samples:,} samples each way").mark_bar().encode(
+    title = f"The {top} most likely {exp.length}-event sequences: exact p vs {exp.samples:,} samples each way"
+    return alt.Chart(frame, title=title).mark_bar().encode(
         x=alt.X("sequence:N", sort=order, title="sequence", axis=alt.Axis(labelAngle=-40)),
         xOffset=alt.XOffset("series:N", sort=list(SERIES_COLORS)),
         y=alt.Y("prob:Q", title="probability / frequency"),
@@ -112,7 +113,10 @@ def bug_chart(frame: pd.DataFrame) -> alt.Chart:
     return alt.Chart(frame, title="How far each sampler's exact output is from the target (total variation)").mark_bar().encode(
         y=alt.Y("variant:N", sort=list(frame["variant"]), title=None, axis=alt.Axis(labelLimit=260)),
         x=alt.X("tv:Q", title="TV distance from p (exact, by enumeration)"),
-        color=alt.Color("verdict:N", title="χ² test on samples", scale=alt.Scale(domain=list(VERDICT_COLORS), range=list(VERDICT_COLORS.values()))),
+        color=alt.Color(
+            "verdict:N", title="χ² test on samples",
+            scale=alt.Scale(domain=list(VERDICT_COLORS), range=list(VERDICT_COLORS.values())),
+        ),
         tooltip=["variant:N", "what:N", alt.Tooltip("tv:Q", format=".4f"), alt.Tooltip("p_value:Q", title="χ² p-value", format=".2e"),
                  alt.Tooltip("acceptance:Q", title="acceptance fraction", format=".3f")],
     ).properties(height=32 * len(frame))  # fmt: skip
@@ -140,7 +144,9 @@ def real_pair_chart(rows: Sequence[dict], title: str) -> alt.Chart:
     ).properties(height=260)
 
 
-def variant_frame(labels: Sequence[str], target: Sequence[float], variant: Sequence[float], variant_label: str, top: int = 16) -> pd.DataFrame:
+def variant_frame(
+    labels: Sequence[str], target: Sequence[float], variant: Sequence[float], variant_label: str, top: int = 16
+) -> pd.DataFrame:
     """The `top` sequences with the largest |variant − p|: exact target and exact variant probabilities."""
     order = sorted(range(len(labels)), key=lambda i: -abs(variant[i] - target[i]))[:top]
     rows = []
@@ -150,7 +156,9 @@ def variant_frame(labels: Sequence[str], target: Sequence[float], variant: Seque
     return pd.DataFrame(rows)
 
 
-def variant_chart(labels: Sequence[str], target: Sequence[float], variant: Sequence[float], variant_label: str, top: int = 16) -> alt.Chart:
+def variant_chart(
+    labels: Sequence[str], target: Sequence[float], variant: Sequence[float], variant_label: str, top: int = 16
+) -> alt.Chart:
     """Exact output of one sampler variant next to p, on the sequences where they differ most."""
     frame = variant_frame(labels, target, variant, variant_label, top)
     order = list(dict.fromkeys(frame.sort_values("rank")["sequence"]))
@@ -160,5 +168,8 @@ def variant_chart(labels: Sequence[str], target: Sequence[float], variant: Seque
         xOffset=alt.XOffset("series:N", sort=["exact target p", variant_label]),
         y=alt.Y("prob:Q", title="exact probability"),
         color=alt.Color("series:N", title=None, scale=alt.Scale(domain=["exact target p", variant_label], range=colors)),
-        tooltip=["sequence:N", "series:N", alt.Tooltip("prob:Q", format=".5f"), alt.Tooltip("gap:Q", title="variant − p", format="+.5f")],
+        tooltip=[
+            "sequence:N", "series:N", alt.Tooltip("prob:Q", format=".5f"),
+            alt.Tooltip("gap:Q", title="variant − p", format="+.5f"),
+        ],
     ).properties(height=280)  # fmt: skip

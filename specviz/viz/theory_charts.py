@@ -130,7 +130,8 @@ def positional_frame(comparison: PositionalComparison) -> pd.DataFrame:
         survive *= a
         survive_iid *= comparison.mean_alpha
         rows.append({"position": i, "series": "per-position rates", "rate": a, "passes": survive})
-        rows.append({"position": i, "series": f"i.i.d. at mean α = {comparison.mean_alpha:.3f}", "rate": comparison.mean_alpha, "passes": survive_iid})
+        iid = f"i.i.d. at mean α = {comparison.mean_alpha:.3f}"
+        rows.append({"position": i, "series": iid, "rate": comparison.mean_alpha, "passes": survive_iid})
     return pd.DataFrame(rows)
 
 
@@ -166,7 +167,9 @@ def load_chart(points: Sequence[LoadPoint], break_even: int | None, hardware: st
     lines = alt.Chart(frame).mark_line(point=True).encode(
         x=alt.X("batch:Q", title="concurrent sequences (batch)", scale=alt.Scale(type="log", base=2)),
         y=alt.Y("tokens_s:Q", title="tokens/s, all sequences (model)", scale=alt.Scale(type="log")),
-        color=alt.Color("series:N", title=None, scale=alt.Scale(domain=["plain decoding", "speculative"], range=[PLAIN_COLOR, SPEC_COLOR])),
+        color=alt.Color(
+            "series:N", title=None, scale=alt.Scale(domain=["plain decoding", "speculative"], range=[PLAIN_COLOR, SPEC_COLOR])
+        ),
         opacity=alt.condition("datum.fits", alt.value(1.0), alt.value(0.35)),
         tooltip=[
             "batch:Q", "series:N", alt.Tooltip("tokens_s:Q", title="tokens/s", format=",.0f"),
@@ -197,7 +200,8 @@ def measured_costs_frame(verify_relative: Sequence[float], c: float) -> pd.DataF
 
 def measured_costs_chart(verify_relative: Sequence[float], c: float) -> alt.Chart:
     """The measured verify cost and the drafting cost per round, in target steps."""
-    return alt.Chart(measured_costs_frame(verify_relative, c), title="Measured costs on this machine (in target steps)").mark_line(point=True).encode(
+    title = "Measured costs on this machine (in target steps)"
+    return alt.Chart(measured_costs_frame(verify_relative, c), title=title).mark_line(point=True).encode(
         x=alt.X("k:O", title="K (draft tokens per round)"),
         y=alt.Y("cost:Q", title="cost (one target step = 1)"),
         color=alt.Color("series:N", title=None),
