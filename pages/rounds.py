@@ -123,7 +123,8 @@ def playback() -> None:
 
     r = trace.rounds[cursor.round]
     step = steps.current_step(trace, cursor)
-    st.caption(f"Round {cursor.round + 1} of {len(trace.rounds)} · {steps.PHASE_TITLES[step.phase]}")
+    where = f" (position {step.position + 1} of {r.proposed})" if step.phase == steps.JUDGE else ""
+    st.caption(f"Round {cursor.round + 1} of {len(trace.rounds)} · {steps.PHASE_TITLES[step.phase]}{where}")
     show_text(trace, steps.rounds_committed(trace, cursor))
     for shown in steps.steps_shown(trace, cursor):
         show_step(trace, r, shown)
