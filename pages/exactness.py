@@ -86,6 +86,8 @@ except (SpecvizError, ValueError) as exc:
     st.error(str(exc))
     st.stop()
 
+alphas = lab.chain_alpha(*(lab.MarkovChain.from_rows(r) for r in (target_rows, draft_rows)))
+st.caption("α = Σ min(p, q) after each event: " + " · ".join(f"{n} {a:.2f}" for n, a in zip(lab.ROWS, alphas)))
 cols = st.columns(3) + st.columns(2)
 cols[0].metric("Largest gap, plain vs speculative samples", f"{experiment.largest_gap:.4f}")
 cols[1].metric("Largest gap, exact (enumeration)", f"{experiment.largest_gap_exact:.1e}")

@@ -146,8 +146,8 @@ def shop_models(draft: Sequence[Sequence[float]] = SHOP_DRAFT) -> tuple[MarkovCh
 
 
 def chain_alpha(p: MarkovChain, q: MarkovChain) -> list[float]:
-    """Per-row acceptance rate Σ_x min(p, q) (START row first)."""
-    return torch.minimum(p.rows, q.rows).sum(-1).roll(1).tolist()
+    """Per-row acceptance rate Σ_x min(p, q), in the order of ROWS (START first)."""
+    return torch.minimum(p.rows, q.rows).sum(-1).roll(1).tolist()  # rows has START last
 
 
 # ---------------------------------------------------------------------------------------------------------------------

@@ -26,7 +26,8 @@ from typing import Sequence
 
 from specviz.errors import SettingsError
 
-MAX_K = 16
+MAX_K = 16  # the engine's largest K, and the default bound of the best-K search
+SEARCH_LIMIT = 64  # the largest bound a caller may ask the search for
 VERIFY_KINDS = ("ideal", "linear", "measured")
 
 
@@ -111,8 +112,8 @@ class VerifyCost:
 
     @property
     def k_max(self) -> int:
-        """The largest K this model knows v(K) for."""
-        return len(self.values) if self.kind == "measured" else MAX_K
+        """The largest K this model knows v(K) for (a formula knows every K up to the search limit)."""
+        return len(self.values) if self.kind == "measured" else SEARCH_LIMIT
 
     def __call__(self, k: int) -> float:
         if self.kind == "ideal":
@@ -182,8 +183,10 @@ class TheoryInputs:
     def __post_init__(self) -> None:
         if not (_finite(self.alpha) and 0 <= self.alpha <= 1):
             raise SettingsError(f"α (acceptance rate) must be a number from 0 to 1; got {self.alpha!r}.")
-        if not _whole(self.k_max) or not 1 <= self.k_max <= 64:
-            raise SettingsError(f"the largest K searched must be a whole number from 1 to 64; got {self.k_max!r}.")
+        if not _whole(self.k_max) or not 1 <= self.k_max <= SEARCH_LIMIT:
+            raise SettingsError(
+                f"the largest K searched must be a whole number from 1 to {SEARCH_LIMIT}; got {self.k_max!r}."
+            )
         if not _whole(self.k) or not 1 <= self.k <= min(self.k_max, self.verify.k_max):
             top = min(self.k_max, self.verify.k_max)
             raise SettingsError(f"K (draft length) must be a whole number from 1 to {top}; got {self.k!r}.")

@@ -165,6 +165,13 @@ def test_markov_chain_tables_are_validated():
         lab.shop_experiment(*lab.shop_models(), samples=10)
 
 
+def test_chain_alpha_rows():
+    p, q = lab.shop_models()
+    alphas = lab.chain_alpha(p, q)
+    assert len(alphas) == 5 and alphas[0] == pytest.approx(0.98)  # START: Σ min(p, q) = 1 − 0.02
+    assert alphas[1] == pytest.approx(1 - 0.04)  # after "view"
+
+
 def test_sequence_labels_follow_the_count_order():
     labels = lab.sequence_labels(2)
     assert labels[0] == "view → view" and labels[1] == "view → click" and len(labels) == 16

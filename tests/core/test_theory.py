@@ -104,6 +104,14 @@ def test_measured_verify_cost_limits_k():
         TheoryInputs(0.8, 4, 0.1, verify=verify)
 
 
+def test_a_larger_search_bound_is_honoured():
+    assert best_k(0.99, 0.0)[0] == 16  # with c = 0 the best K is the bound itself
+    assert best_k(0.99, 0.0, k_max=32)[0] == 32
+    assert analyse(TheoryInputs(alpha=0.99, k=20, c=0.0, k_max=32)).best_k == 32
+    with pytest.raises(SettingsError, match="from 1 to 16"):
+        TheoryInputs(alpha=0.5, k=20, c=0.0)
+
+
 def test_analyse_collects_every_number():
     r = analyse(TheoryInputs(alpha=0.8, k=4, c=0.05, verify=VerifyCost.linear(0.05)))
     assert r.expected_tokens == pytest.approx(3.3616)
