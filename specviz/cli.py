@@ -55,6 +55,15 @@ def build_parser() -> argparse.ArgumentParser:
     measure.add_argument("--json", dest="json_out", help="write every run and the summary to this JSON file")
     measure.add_argument("--csv", dest="csv_out", help="write one row per prompt x method x K to this CSV file")
     measure.set_defaults(handler=cmd_measure)
+    bench = commands.add_parser("bench", help="benchmark every lane (ours and Hugging Face's) against plain decoding")
+    add_model_arguments(bench)
+    add_sampling_arguments(bench)
+    bench.add_argument("--prompts", default=None, help="prompts file (default: assets/workloads/code.jsonl)")
+    bench.add_argument("--limit", type=int, default=0, help="use only the first N prompts (0 = all)")
+    bench.add_argument("--repeats", type=int, default=1)
+    bench.add_argument("--lanes", default="plain,draft,ngram,hf_assisted,hf_prompt_lookup")
+    bench.add_argument("--json", dest="json_out", help="write the results JSON here")
+    bench.set_defaults(handler=cmd_bench, k="1,2,4,8", max_new_tokens=128)
     add_theory_parser(commands)
     commands.add_parser("train-tiny", help="build the bundled model pair (see python -m specviz train-tiny --help)")
     return parser
@@ -223,3 +232,36 @@ def summary_table(rows: list[dict]) -> str:
             f"{r['tokens_per_s']:>7.1f} {r['plain_tokens_per_s']:>7.1f} {r['speedup']:>6.2f}x"
         )
     return "\n".join(lines)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    import json
+
+    from specviz.bench import LANES, results_table, run_bench
+    from specviz.engine.models import ASSETS, load_pair
+    from specviz.workload import parse_workload
+
+    lanes = tuple(lane.strip() for lane in args.lanes.split(",") if lane.strip())
+    if not lanes or any(lane not in LANES for lane in lanes) or "plain" not in lanes:
+        raise SpecvizError(f"--lanes takes plain plus any of {', '.join(LANES[1:])}; got {args.lanes!r}.")
+    ks = int_list(args.k, "--k")
+    for k in ks:
+        RunSettings(k=k)
+    if args.repeats < 1:
+        raise SpecvizError("--repeats must be at least 1.")
+    base = settings_from(args, "plain")
+    path = args.prompts or str(ASSETS / "workloads" / "code.jsonl")
+    try:
+        data = open(path, "rb").read()
+    except OSError as exc:
+        raise SpecvizError(f"Cannot read {path!r}: {exc.strerror}.") from exc
+    rows = parse_workload(data, path).rows
+    prompts = [row.prompt for row in (rows[: args.limit] if args.limit else rows)]
+    needs_draft = any(lane in ("draft", "hf_assisted") for lane in lanes)
+    pair = load_pair(args.target, args.draft if needs_draft else None, device=args.device, allow_pickle=args.allow_pickle)
+    doc = run_bench(pair, prompts, ks, base, args.repeats, lanes, lambda msg: print(msg, file=sys.stderr, flush=True))
+    print(results_table(doc))
+    if args.json_out:
+        with open(args.json_out, "w", encoding="utf-8") as handle:
+            json.dump(doc, handle, indent=2)
+    return 0

@@ -169,7 +169,7 @@ def _from_source(auto_class, source: str, what: str, **kwargs):
             f"{source!r} is neither an existing directory nor a valid hub id (like 'gpt2' or 'HuggingFaceTB/SmolLM2-135M')."
         )
     try:
-        return _quietly(auto_class.from_pretrained, source, local_files_only=True, **kwargs)
+        return quietly(auto_class.from_pretrained, source, local_files_only=True, **kwargs)
     except OSError as exc:
         if _mentions_safetensors(exc):
             raise _pickle_refused(source) from exc
@@ -180,7 +180,7 @@ def _from_source(auto_class, source: str, what: str, **kwargs):
             f"{source}` and copy ~/.cache/huggingface to this one, or save the model to a directory and give its path."
         )
     try:
-        return _quietly(auto_class.from_pretrained, source, **kwargs)
+        return quietly(auto_class.from_pretrained, source, **kwargs)
     except OSError as exc:
         if _mentions_safetensors(exc):
             raise _pickle_refused(source) from exc
@@ -196,14 +196,14 @@ def _from_directory(auto_class, path: Path, what: str, **kwargs):
     if what == "model" and not (path / "config.json").is_file():
         raise ModelLoadError(f"{str(path)!r} is not a model directory: it has no config.json.")
     try:
-        return _quietly(auto_class.from_pretrained, str(path), local_files_only=True, **kwargs)
+        return quietly(auto_class.from_pretrained, str(path), local_files_only=True, **kwargs)
     except (OSError, ValueError, KeyError) as exc:
         if _mentions_safetensors(exc):
             raise _pickle_refused(str(path)) from exc
         raise ModelLoadError(f"Cannot load a {what} from {str(path)!r}: {_first_line(exc)}") from exc
 
 
-def _quietly(load, *args, **kwargs):
+def quietly(load, *args, **kwargs):
     """Call a transformers loader with its own progress and warning chatter turned down."""
     previous, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
     hf_logging.set_verbosity_error()

@@ -1,0 +1,73 @@
+"""Hugging Face's own generate() lanes, timed the same way as ours: plain, assisted (draft model), prompt lookup.
+
+These are the reference implementations specviz is compared against in the race page and the benchmark. Padded
+embedding rows past the shared vocabulary are suppressed so that greedy outputs are comparable token for token.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import torch
+
+from specviz.core.settings import RunSettings
+from specviz.engine.models import ModelPair, quietly
+from specviz.errors import SettingsError
+
+HF_LANES = ("hf_plain", "hf_assisted", "hf_prompt_lookup")
+
+
+@dataclass(frozen=True)
+class LaneRun:
+    """What one generate() call produced and how long it took."""
+
+    lane: str
+    output_ids: tuple[int, ...]
+    wall_s: float
+
+    @property
+    def tokens_per_s(self) -> float:
+        return len(self.output_ids) / self.wall_s if self.wall_s > 0 else 0.0
+
+
+def hf_generate(pair: ModelPair, prompt_ids: list[int], settings: RunSettings, lane: str) -> LaneRun:
+    """Run transformers' generate() for one lane with the run's sampling settings and K (constant schedule)."""
+    if lane not in HF_LANES:
+        raise SettingsError(f"lane must be one of {', '.join(HF_LANES)}; got {lane!r}.")
+    kwargs = _sampling_kwargs(pair, settings)
+    if lane == "hf_assisted":
+        if pair.draft is None:
+            raise SettingsError("Hugging Face assisted generation needs a draft model.")
+        kwargs.update(
+            assistant_model=pair.draft,
+            num_assistant_tokens=settings.k,
+            num_assistant_tokens_schedule="constant",
+            assistant_confidence_threshold=0.0,  # no early exit: exactly K drafts per round, like specviz
+        )
+    elif lane == "hf_prompt_lookup":
+        kwargs.update(prompt_lookup_num_tokens=settings.k, max_matching_ngram_size=settings.ngram_max)
+    ids = torch.tensor([prompt_ids], device=pair.device)
+    torch.manual_seed(settings.seed)
+    start = time.perf_counter()
+    with torch.inference_mode():
+        out = quietly(pair.target.generate, ids, attention_mask=torch.ones_like(ids), **kwargs)
+    if pair.device.type == "cuda":
+        torch.cuda.synchronize(pair.device)
+    return LaneRun(lane, tuple(out[0, ids.shape[1] :].tolist()), time.perf_counter() - start)
+
+
+def _sampling_kwargs(pair: ModelPair, settings: RunSettings) -> dict:
+    eos = sorted(pair.eos_ids) if settings.stop_at_eos else None
+    width = pair.target.get_output_embeddings().weight.shape[0]
+    kwargs = dict(
+        max_new_tokens=settings.max_new_tokens,
+        min_new_tokens=0 if settings.stop_at_eos else settings.max_new_tokens,
+        eos_token_id=eos,
+        pad_token_id=sorted(pair.eos_ids)[0] if pair.eos_ids else 0,
+        suppress_tokens=list(range(pair.vocab_size, width)) or None,
+    )
+    s = settings.sampling
+    if s.greedy:
+        return {**kwargs, "do_sample": False}
+    return {**kwargs, "do_sample": True, "temperature": s.temperature, "top_k": s.top_k or None, "top_p": s.top_p}

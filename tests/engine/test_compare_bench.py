@@ -1,0 +1,41 @@
+"""Hugging Face lanes agree with specviz under greedy decoding; the benchmark JSON has its documented shape."""
+
+import json
+
+import pytest
+
+from specviz.bench import LANES, results_table, run_bench
+from specviz.core.settings import RunSettings
+from specviz.engine.compare import hf_generate
+from specviz.engine.decode import encode_prompt, generate
+
+PROMPT = "for item in items:\n    print(item)\nfor item in items:\n"
+
+
+@pytest.mark.parametrize("arch", ["llama", "gpt2"])
+@pytest.mark.parametrize("lane", ["hf_plain", "hf_assisted", "hf_prompt_lookup"])
+def test_hf_lanes_equal_specviz_greedy(load, arch, lane):
+    pair = load(f"{arch}-target", f"{arch}-truncated")
+    settings = RunSettings(method="plain", k=3, max_new_tokens=24)
+    ours = generate(pair, PROMPT, settings)
+    theirs = hf_generate(pair, encode_prompt(pair, PROMPT), settings, lane)
+    assert theirs.output_ids == ours.output_ids
+    assert theirs.tokens_per_s > 0
+
+
+def test_bench_json_has_every_lane_and_the_documented_fields(load):
+    pair = load("llama-target", "llama-truncated")
+    doc = run_bench(pair, [PROMPT, "def add(a, b):"], [1, 2], RunSettings(max_new_tokens=8), repeats=1)
+    doc = json.loads(json.dumps(doc))  # it is plain JSON
+    assert {"device", "dtype", "cores", "torch", "transformers", "python"} <= doc["environment"].keys()
+    results = {(r["method"], r["k"]): r for r in doc["results"]}
+    assert set(results) == {("plain", 0)} | {(lane, k) for lane in LANES[1:] for k in (1, 2)}
+    for r in doc["results"]:
+        for key in ("method", "k", "tokens_per_s", "speedup_vs_plain", "alpha", "tau", "c", "verify_cost",
+                    "predicted_speedup", "efficiency"):  # fmt: skip
+            assert key in r
+        assert r["identical_to_plain"] and r["runs"] == 2
+    draft = results[("draft", 2)]
+    assert 0 <= draft["alpha"] <= 1 and draft["c"] > 0 and draft["efficiency"] > 0
+    assert results[("hf_assisted", 2)]["alpha"] == draft["alpha"]  # same models, same rule, same acceptances
+    assert results_table(doc).count("\n") == 2 + len(doc["results"]) - 1
