@@ -10,5 +10,6 @@ PAGES = [
     st.Page("pages/calculator.py", title="Speedup calculator", icon=":material/calculate:"),
     st.Page("pages/exactness.py", title="Exactness lab", icon=":material/science:"),
     st.Page("pages/workload.py", title="Your workload", icon=":material/fact_check:"),
+    st.Page("pages/race.py", title="The race", icon=":material/sports_score:"),
 ]
 st.navigation(PAGES).run()

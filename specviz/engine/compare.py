@@ -31,7 +31,7 @@ class LaneRun:
         return len(self.output_ids) / self.wall_s if self.wall_s > 0 else 0.0
 
 
-def hf_generate(pair: ModelPair, prompt_ids: list[int], settings: RunSettings, lane: str) -> LaneRun:
+def hf_generate(pair: ModelPair, prompt_ids: list[int], settings: RunSettings, lane: str, streamer=None) -> LaneRun:
     """Run transformers' generate() for one lane with the run's sampling settings and K (constant schedule)."""
     if lane not in HF_LANES:
         raise SettingsError(f"lane must be one of {', '.join(HF_LANES)}; got {lane!r}.")
@@ -47,6 +47,8 @@ def hf_generate(pair: ModelPair, prompt_ids: list[int], settings: RunSettings, l
         )
     elif lane == "hf_prompt_lookup":
         kwargs.update(prompt_lookup_num_tokens=settings.k, max_matching_ngram_size=settings.ngram_max)
+    if streamer is not None:
+        kwargs["streamer"] = streamer
     ids = torch.tensor([prompt_ids], device=pair.device)
     torch.manual_seed(settings.seed)
     start = time.perf_counter()
