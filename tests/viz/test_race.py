@@ -10,7 +10,7 @@ def lane(name, arrivals, ids=(1, 2, 3, 4, 5), alpha=None):
 
 def test_bursts_become_zero_gaps():
     burst = lane("draft", [(0.010, 1), (0.030, 4)])
-    assert burst.inter_token_latencies_ms() == [20.0, 0.0, 0.0, 0.0]
+    assert [round(g, 6) for g in burst.inter_token_latencies_ms()] == [20.0, 0.0, 0.0, 0.0]
     assert burst.ttft_s == 0.010 and burst.wall_s == 0.030 and round(burst.tokens_per_s) == 167
 
 
