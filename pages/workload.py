@@ -12,6 +12,7 @@ from specviz.errors import SpecvizError
 from specviz.ui.controls import active_pair, sidebar_controls
 from specviz.ui.render import apply_lecture_mode, page_header
 from specviz.viz import workload_charts as charts
+from specviz.public import Limits
 from specviz.workload import Workload, parse_workload, recommend, records_csv, results_json, run_workload, summarize
 
 page_header(
@@ -23,7 +24,8 @@ controls = sidebar_controls()
 apply_lecture_mode(controls.lecture)
 state = st.session_state
 SAMPLES = {path.stem: path for path in sorted((ASSETS / "workloads").glob("*.jsonl"))}
-MAX_PROMPTS_PER_RUN = 100
+LIMITS = Limits.from_env()
+MAX_PROMPTS_PER_RUN = LIMITS.max_prompts
 
 source = st.radio("Prompts from", ["a sample workload", "pasted text", "an uploaded file"], horizontal=True)
 workload: Workload | None = None
@@ -34,10 +36,10 @@ try:
         workload = Workload(tuple(r for p in parts for r in p.rows), ()) if parts else None
     elif source == "pasted text":
         text = st.text_area("One prompt per block: separate prompts by a line holding only --- (or, if there is none, by blank lines).", height=180)
-        workload = parse_workload(text, "pasted.txt") if text.strip() else None
+        workload = parse_workload(text, "pasted.txt", LIMITS.max_upload_bytes) if text.strip() else None
     else:
         upload = st.file_uploader(".txt (blocks), .jsonl ({\"prompt\", \"tag\"} per line) or .csv (prompt[,tag] columns)", type=["txt", "jsonl", "csv"])
-        workload = parse_workload(upload.getvalue(), upload.name) if upload else None
+        workload = parse_workload(upload.getvalue(), upload.name, LIMITS.max_upload_bytes) if upload else None
 except SpecvizError as exc:
     st.error(str(exc))
 if workload and workload.problems:

@@ -54,9 +54,7 @@ class LaneResult:
         for t, n in self.arrivals:
             if previous is not None:
                 gaps.append((t - previous) * 1e3)
-                gaps += [0.0] * (n - 1)
-            else:
-                gaps += [0.0] * (n - 1)
+            gaps += [0.0] * (n - 1)
             previous = t
         return gaps
 
@@ -70,9 +68,8 @@ def run_lane(pair: ModelPair, prompt: str, settings: RunSettings, lane: str, on_
         streamer.start = time.perf_counter()
         run = hf_generate(pair, prompt_ids, settings, lane, streamer=streamer)
         return LaneResult(lane, run.output_ids, tuple(streamer.arrivals))
-    ids, arrivals, proposed, accepted = [], [], 0, 0
+    ids, arrivals, proposed, accepted, rounds = [], [], 0, 0, 0
     start = time.perf_counter()
-    rounds = 0
     for r in decode_rounds(pair, encode_prompt(pair, prompt), replace(settings, method=lane)):
         ids += r.committed
         proposed, accepted, rounds = proposed + r.proposed, accepted + r.accepted, rounds + 1

@@ -43,24 +43,26 @@ class Workload:
     problems: tuple[str, ...] = ()  # "line 7: ..." for every row that was skipped
 
 
-def parse_workload(data: bytes | str, filename: str = "pasted.txt") -> Workload:
+def parse_workload(
+    data: bytes | str, filename: str = "pasted.txt", max_bytes: int = MAX_FILE_BYTES, max_prompts: int = MAX_PROMPTS
+) -> Workload:
     """Prompts from .jsonl ({"prompt", "tag"}), .csv (prompt[, tag] columns) or text (blocks split by --- or blank lines)."""
-    text = _as_text(data, filename)
+    text = _as_text(data, filename, max_bytes)
     suffix = Path(filename).suffix.lower()
     parse = {".jsonl": _parse_jsonl, ".json": _parse_jsonl, ".csv": _parse_csv}.get(suffix, _parse_text)
     rows, problems = parse(text)
     if not rows:
         detail = f" ({'; '.join(problems[:3])})" if problems else ""
         raise WorkloadError(f"{filename}: no usable prompts found{detail}.")
-    if len(rows) > MAX_PROMPTS:
-        raise WorkloadError(f"{filename}: {len(rows)} prompts; at most {MAX_PROMPTS} per run. Split the file.")
+    if len(rows) > max_prompts:
+        raise WorkloadError(f"{filename}: {len(rows)} prompts; at most {max_prompts} per run. Split the file.")
     return Workload(tuple(rows), tuple(problems))
 
 
-def _as_text(data: bytes | str, filename: str) -> str:
+def _as_text(data: bytes | str, filename: str, max_bytes: int) -> str:
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    if len(raw) > MAX_FILE_BYTES:
-        raise WorkloadError(f"{filename} is {len(raw) / 1e6:.1f} MB; workloads are limited to {MAX_FILE_BYTES / 1e6:.0f} MB.")
+    if len(raw) > max_bytes:
+        raise WorkloadError(f"{filename} is {len(raw) / 1e3:,.0f} kB; workloads are limited to {max_bytes / 1e3:,.0f} kB here.")
     if b"\x00" in raw:
         raise WorkloadError(f"{filename} looks binary, not text: give a .txt, .jsonl or .csv file.")
     try:

@@ -50,7 +50,7 @@ def test_text_splits_on_dashes_or_blank_lines():
     [
         (b"\x89PNG\r\n\x1a\n\x00\x00", "img.png", "looks binary"),
         (b"\xff\xfe bad", "w.txt", "not UTF-8"),
-        (b"x" * 2_000_001, "big.txt", "limited to 2 MB"),
+        (b"x" * 2_000_001, "big.txt", "limited to 2,000 kB"),
         (b"\n\n", "w.txt", "no usable prompts"),
         ("\n".join(f'{{"prompt": "p{i}"}}' for i in range(501)), "w.jsonl", "at most 500"),
     ],

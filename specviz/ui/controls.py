@@ -11,10 +11,11 @@ from dataclasses import dataclass
 import streamlit as st
 
 from specviz.core.sampling import SamplingSettings
-from specviz.core.settings import MAX_K, RunSettings
+from specviz.core.settings import RunSettings
 from specviz.engine.catalogue import CATALOGUE, presets_for
 from specviz.engine.models import ModelPair
 from specviz.errors import SpecvizError
+from specviz.public import Limits, display_source
 from specviz.ui.loaders import cached_pair, default_sources
 
 CUSTOM = "Custom: any two hub ids or local paths"
@@ -30,10 +31,12 @@ class Controls:
     lecture: bool
 
 
-def keep(key: str, default):
+def keep(key: str, default, maximum=None):
     """Give a widget key its last value (or default) so that it survives page switches; returns the key."""
     if key not in st.session_state:
         st.session_state[key] = st.session_state.get("_kept_" + key, default)
+    if maximum is not None and st.session_state[key] > maximum:
+        st.session_state[key] = maximum
     st.session_state["_kept_" + key] = st.session_state[key]
     return key
 
@@ -56,7 +59,7 @@ def active_pair() -> ModelPair:
 
 def pair_picker() -> None:
     """Catalogue or custom pair, loaded on request; a failure is reported and the previous pair stays."""
-    names = [spec.name for spec in CATALOGUE] + [CUSTOM]
+    names = [spec.name for spec in CATALOGUE] + ([] if Limits.from_env().public else [CUSTOM])
     choice = st.sidebar.selectbox("Model pair", names, key=keep("pair_choice", names[0]), on_change=remember, args=("pair_choice",))
     if choice == CUSTOM:
         target = st.sidebar.text_input("Target (hub id or path)", key=keep("custom_target", ""), on_change=remember, args=("custom_target",))
@@ -74,22 +77,27 @@ def pair_picker() -> None:
             st.sidebar.error(f"{exc}\n\nStill using {active_sources()[0]}.")
         else:
             st.session_state["active_pair"] = wanted
-    target_in_use, draft_in_use, device_in_use = active_sources()
-    st.sidebar.caption(f"In use: **{_short(target_in_use)}** ← draft **{_short(draft_in_use)}** on {device_in_use}")
+    limits = Limits.from_env()
+    target_in_use, draft_in_use, device_in_use = (display_source(s, limits) for s in active_sources())
+    st.sidebar.caption(f"In use: **{target_in_use}** ← draft **{draft_in_use}** on {device_in_use}")
 
 
 def sidebar_controls() -> Controls:
     """Render the shared sidebar and return what it says."""
     st.sidebar.header("Models")
     pair_picker()
+    limits = Limits.from_env()
     st.sidebar.header("Decoding")
     method = st.sidebar.radio("Proposer", list(METHOD_LABELS), format_func=METHOD_LABELS.get, key=keep("method", "draft"), on_change=remember, args=("method",))
-    k = st.sidebar.slider("K: draft tokens per round", 1, MAX_K, key=keep("k", 4), on_change=remember, args=("k",))
+    k = st.sidebar.slider("K: draft tokens per round", 1, limits.max_k, key=keep("k", 4, limits.max_k), on_change=remember, args=("k",))
     temperature = st.sidebar.slider("Temperature (0 = greedy)", 0.0, 2.0, step=0.05, key=keep("temperature", 1.0), on_change=remember, args=("temperature",))
     top_k = st.sidebar.number_input("Top-k (0 = off)", 0, 1000, step=1, key=keep("top_k", 0), on_change=remember, args=("top_k",))
     top_p = st.sidebar.slider("Top-p (1 = off)", 0.05, 1.0, step=0.05, key=keep("top_p", 1.0), on_change=remember, args=("top_p",))
     seed = st.sidebar.number_input("Seed", 0, 2**31 - 1, step=1, key=keep("seed", 0), on_change=remember, args=("seed",))
-    max_new = st.sidebar.slider("Max new tokens", 1, 256, key=keep("max_new_tokens", 48), on_change=remember, args=("max_new_tokens",))
+    max_new = st.sidebar.slider("Max new tokens", 1, limits.max_new_tokens, key=keep("max_new_tokens", 48, limits.max_new_tokens),
+                                on_change=remember, args=("max_new_tokens",))  # fmt: skip
+    if limits.public:
+        st.sidebar.caption(f"Public mode: K ≤ {limits.max_k}, at most {limits.max_new_tokens} new tokens.")
     lecture = st.sidebar.toggle("Lecture mode (large, high contrast)", key=keep("lecture", False), on_change=remember, args=("lecture",))
     settings = None
     try:
@@ -115,6 +123,3 @@ def prompt_box(target: str, key: str = "prompt") -> str:
     st.session_state["_kept_" + key] = prompt
     return prompt
 
-
-def _short(source: str) -> str:
-    return source.rstrip("/").split("/")[-1] if "/" in source and source.startswith((".", "/", "~")) else source

@@ -61,3 +61,12 @@ def test_a_bad_sidebar_setting_is_reported_and_the_trace_is_kept(tiny_default):
     assert not at.exception
     assert any("no effect at temperature 0" in e.value for e in at.sidebar.error)
     assert at.caption[0].value.startswith("Round 2 of")  # the run being watched is not lost
+
+
+def test_public_mode_caps_the_sidebar_and_hides_custom_pairs(tiny_default, monkeypatch):
+    monkeypatch.setenv("SPECVIZ_PUBLIC", "1")
+    at = open_page("pages/rounds.py")
+    assert not at.exception
+    assert at.sidebar.slider(key="k").max == 8 and at.sidebar.slider(key="max_new_tokens").max == 64
+    assert not any("Custom" in option for option in at.sidebar.selectbox(key="pair_choice").options)
+    assert all("/" not in c.value.split("In use:")[-1] for c in at.sidebar.caption if "In use:" in c.value)

@@ -1,0 +1,17 @@
+"""Public mode limits, read from the environment."""
+
+from specviz.public import Limits, display_source
+
+
+def test_private_by_default_and_public_caps():
+    assert Limits.from_env({}) == Limits()
+    public = Limits.from_env({"SPECVIZ_PUBLIC": "1"})
+    assert public.public and public.max_new_tokens == 64 and public.max_k == 8 and public.max_prompts == 20
+    assert Limits.from_env({"SPECVIZ_PUBLIC": "yes", "SPECVIZ_MAX_K": "99"}).max_k == 16
+
+
+def test_local_paths_are_hidden_in_public_mode():
+    public, private = Limits(public=True), Limits()
+    assert display_source("/srv/models/pystdlib/target", public) == "target"
+    assert display_source("/srv/models/pystdlib/target", private) == "/srv/models/pystdlib/target"
+    assert display_source("HuggingFaceTB/SmolLM2-135M", public) == "HuggingFaceTB/SmolLM2-135M"
