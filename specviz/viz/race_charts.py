@@ -14,12 +14,15 @@ def lanes_frame(results: list[LaneResult], reference: tuple[int, ...] | None = N
     rows = []
     for r in results:
         gaps = r.inter_token_latencies_ms()
-        divergence = first_divergence(reference, r.output_ids) if reference is not None else None
+        same = "n/a (sampling)"
+        if reference is not None:
+            divergence = first_divergence(reference, r.output_ids)
+            same = "✓" if divergence is None else f"✗ from token {divergence + 1}"
         rows.append({
             "lane": LANE_LABELS[r.lane], "tokens": len(r.output_ids), "time to first token (ms)": r.ttft_s * 1e3,
             "tokens/s": r.tokens_per_s, "median gap (ms)": float(pd.Series(gaps).median()) if gaps else 0.0,
             "max gap (ms)": max(gaps, default=0.0), "α": r.alpha, "τ": r.tau,
-            "same text as plain": "✓" if divergence is None else f"✗ from token {divergence + 1}",
+            "same text as plain": same,
         })  # fmt: skip
     return pd.DataFrame(rows)
 

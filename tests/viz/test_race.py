@@ -26,6 +26,7 @@ def test_race_frames_and_charts():
     other = lane("ngram", [(0.01, 5)], ids=(1, 2, 7, 4, 5))
     table = race_charts.lanes_frame([plain, spec, other], plain.output_ids)
     assert list(table["same text as plain"]) == ["✓", "✓", "✗ from token 3"]
+    assert set(race_charts.lanes_frame([plain, other])["same text as plain"]) == {"n/a (sampling)"}
     arrivals = race_charts.arrivals_frame([spec])
     assert list(arrivals["tokens"]) == [0, 1, 5]
     spec_dict = race_charts.arrivals_chart([plain, spec]).to_dict()
