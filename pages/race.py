@@ -26,7 +26,7 @@ if "plain" not in lanes:
     st.caption("Plain decoding is always raced too: it is the baseline every speedup is measured against.")
     lanes = ["plain", *lanes]
 
-if st.button("🏁 Start the race", type="primary", disabled=controls.settings is None):
+if st.button("Start the race", type="primary", disabled=controls.settings is None):
     try:
         pair = active_pair()
         settings = controls.settings

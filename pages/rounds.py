@@ -25,11 +25,10 @@ def start(trace: Trace) -> None:
     state["rounds_trace"], state["rounds_cursor"], state["playing"] = trace, steps.Cursor(), False
 
 
-with st.expander("Prompt · new run · replay a saved trace", expanded="rounds_trace" not in state):
+with st.expander("Edit the prompt · replay a saved trace"):
     prompt = prompt_box(controls.target)
-    run_col, upload_col = st.columns([1, 2])
-    clicked = run_col.button("▶ New run with these settings", type="primary")
-    uploaded = upload_col.file_uploader("…or replay a trace JSON (no model needed)", type=["json"], key="trace_upload")
+    uploaded = st.file_uploader("Replay a trace JSON (no model needed)", type=["json"], key="trace_upload")
+clicked = st.button("▶ New run with these settings", type="primary")
 if (clicked or "rounds_trace" not in state) and controls.settings:
     try:
         start(cached_run(controls.target, controls.draft, controls.device, prompt, controls.settings))
@@ -45,6 +44,7 @@ if uploaded is not None and state.get("replayed") != uploaded.file_id:
 
 if "rounds_trace" not in state:
     st.stop()
+st.download_button("Download this trace (JSON)", state["rounds_trace"].to_json(indent=2), "specviz-trace.json", "application/json")
 
 
 def advance(move) -> None:
@@ -133,5 +133,3 @@ def playback() -> None:
 
 
 playback()
-trace = state["rounds_trace"]
-st.download_button("Download this trace (JSON)", trace.to_json(indent=2), "specviz-trace.json", "application/json")

@@ -1,0 +1,58 @@
+"""Five browser sessions at once against the same cached models: no errors, and each gets the trace it would alone."""
+
+import json
+
+from browser_helpers import settle
+
+from specviz.core.sampling import SamplingSettings
+from specviz.core.settings import RunSettings
+from specviz.core.trace import Trace
+from specviz.engine.catalogue import GENERAL_PRESETS
+from specviz.engine.decode import generate
+from specviz.engine.models import load_pair
+
+SESSIONS = 5
+
+
+def set_seed(tab, seed):
+    box = tab.get_by_label("Seed")
+    box.fill(str(seed))
+    box.press("Enter")
+
+
+def test_five_sessions_run_and_step_at_once(app_url, browser, model_dirs):
+    contexts = [browser.new_context(viewport={"width": 1280, "height": 800}) for _ in range(SESSIONS)]
+    tabs = [c.new_page() for c in contexts]
+    try:
+        for tab in tabs:  # all load at once
+            tab.goto(f"{app_url}/rounds", wait_until="domcontentloaded")
+        for seed, tab in enumerate(tabs):
+            settle(tab)
+            set_seed(tab, seed)
+        for tab in tabs:
+            settle(tab)
+        for tab in tabs:
+            tab.get_by_role("button", name="▶ New run with these settings").click()  # five runs in flight together
+        for tab in tabs:
+            tab.get_by_text("Round 1 of").wait_for(timeout=60_000)
+            settle(tab)
+        for round_number in (2, 3, 4):
+            for tab in tabs:  # five clicks in flight together
+                tab.get_by_role("button", name="Next round").click()
+            for tab in tabs:
+                tab.get_by_text(f"Round {round_number} of").wait_for(timeout=60_000)
+                settle(tab)
+        pair = load_pair(str(model_dirs["llama-target"]), str(model_dirs["llama-truncated"]), device="cpu")
+        for seed, tab in enumerate(tabs):
+            settle(tab)
+            assert tab.locator('[data-testid="stException"]').count() == 0
+            tab.get_by_text("Round 4 of").wait_for()
+            with tab.expect_download() as download:
+                tab.get_by_role("button", name="Download this trace (JSON)").click()
+            shown = Trace.from_json(open(download.value.path(), encoding="utf-8").read())
+            alone = generate(pair, GENERAL_PRESETS["code"], RunSettings(k=4, sampling=SamplingSettings(1.0), max_new_tokens=48, seed=seed))
+            assert shown.without_timings().to_dict()["rounds"] == alone.without_timings().to_dict()["rounds"], f"session {seed}"
+            assert json.loads(shown.to_json())["settings"]["seed"] == seed
+    finally:
+        for context in contexts:
+            context.close()

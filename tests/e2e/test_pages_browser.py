@@ -1,0 +1,68 @@
+"""In a real browser, what a user does on each page: step rounds, run a workload and download its CSV, race."""
+
+import csv
+import io
+
+import pytest
+
+from browser_helpers import main_text, open_app_page, screenshot, settle
+
+PAGES = ["", "rounds", "calculator", "exactness", "workload", "race"]
+
+
+def click_and_settle(page, name):
+    page.get_by_role("button", name=name).click()
+    settle(page)
+
+
+def test_step_three_rounds(app_url, page):
+    open_app_page(page, app_url, "rounds")
+    for expected in ("Round 2 of", "Round 3 of", "Round 4 of"):
+        click_and_settle(page, "Next round")
+        page.get_by_text(expected).wait_for()
+    click_and_settle(page, "Run to the end")
+    page.get_by_text("5 · Commit and roll back", exact=True).wait_for()
+    assert "Rounds committed" in main_text(page)
+
+
+def test_three_prompt_workload_and_csv_download(app_url, page):
+    open_app_page(page, app_url, "workload")
+    page.get_by_text("pasted text").click()
+    settle(page)
+    box = page.locator("textarea").first
+    box.fill("def add(a, b):\n---\nclass Counter:\n---\nfor item in items:")
+    box.press("Control+Enter")
+    settle(page)
+    click_and_settle(page, "▶ Measure")
+    page.get_by_text("Per prompt", exact=True).wait_for(timeout=120_000)
+    settle(page)
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Download CSV").click()
+    rows = list(csv.DictReader(io.StringIO(open(download.value.path(), encoding="utf-8").read())))
+    assert [r["prompt"] for r in rows] == ["def add(a, b):", "class Counter:", "for item in items:"]
+    assert all(0 <= float(r["alpha"]) <= 1 for r in rows)
+    screenshot(page, "workload-desktop")
+
+
+def test_short_race(app_url, page):
+    open_app_page(page, app_url, "race")
+    click_and_settle(page, "Start the race")
+    page.get_by_text("Tokens delivered over time").wait_for(timeout=120_000)
+    text = main_text(page)
+    for label in ("plain decoding (specviz)", "specviz · draft model", "HF generate · assistant_model"):
+        assert label in text
+    assert page.locator('[data-testid="stException"]').count() == 0
+    screenshot(page, "race-desktop")
+
+
+@pytest.mark.parametrize("width, height, suffix", [(1280, 800, "desktop"), (390, 844, "phone")])
+def test_every_page_renders_without_errors_and_is_screenshotted(app_url, browser, width, height, suffix):
+    context = browser.new_context(viewport={"width": width, "height": height})
+    tab = context.new_page()
+    try:
+        for path in PAGES:
+            open_app_page(tab, app_url, path)
+            assert tab.locator('[data-testid="stException"]').count() == 0, path
+            screenshot(tab, f"{path or 'home'}-{suffix}")
+    finally:
+        context.close()
