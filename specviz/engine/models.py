@@ -132,7 +132,11 @@ def load_model(
             use_safetensors=None if allow_pickle else True,
             trust_remote_code=trust_remote_code,
         )
-    except torch.OutOfMemoryError as exc:
+    except (torch.OutOfMemoryError, MemoryError) as exc:
+        raise ModelLoadError(f"Ran out of memory loading {source!r}: pick a smaller model or another device.") from exc
+    except RuntimeError as exc:
+        if "memory" not in str(exc).lower():
+            raise
         raise ModelLoadError(f"Ran out of memory loading {source!r}: pick a smaller model or another device.") from exc
     _require_croppable_cache(model, source)
     model.requires_grad_(False)

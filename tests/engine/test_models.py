@@ -100,3 +100,29 @@ def test_device_choice():
             choose_device("cuda")
     with pytest.raises(SettingsError, match="device must be one of"):
         choose_device("tpu")
+
+
+def test_sliding_window_models_are_refused_past_the_window(model_dirs, tmp_path):
+    from transformers import AutoTokenizer, MistralConfig, MistralForCausalLM
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dirs["llama-target"])
+    config = MistralConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                           num_attention_heads=2, num_key_value_heads=1, sliding_window=16, max_position_embeddings=256)  # fmt: skip
+    MistralForCausalLM(config).save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    pair = load_pair(str(tmp_path), None, device="cpu")
+    assert pair.sliding_window == 16
+    assert generate(pair, "def", RunSettings(method="plain", max_new_tokens=8)).totals.committed == 8
+    with pytest.raises(SettingsError, match="sliding-window cache of 16 tokens"):
+        generate(pair, "def", RunSettings(method="ngram", max_new_tokens=40))
+
+
+def test_running_out_of_memory_while_loading_is_a_message(model_dirs, monkeypatch):
+    from transformers import AutoModelForCausalLM
+
+    def boom(*args, **kwargs):
+        raise MemoryError()
+
+    monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", boom)
+    with pytest.raises(ModelLoadError, match="Ran out of memory loading"):
+        load_pair(str(model_dirs["llama-target"]), None, device="cpu")
