@@ -1,7 +1,6 @@
 """Speedup calculator: expected tokens, speedup (ideal and with the verify cost measured here), best K, break-even α."""
 
 import json
-from pathlib import Path
 
 import pandas as pd
 import streamlit as st
@@ -21,32 +20,23 @@ from specviz.core.theory import (
     parse_rates,
     positional_acceptance,
 )
+from specviz.engine.models import ASSETS
 from specviz.errors import SpecvizError
 from specviz.viz import theory_charts as charts
+from specviz.ui.controls import model_sidebar, pair_or_error
+from specviz.ui.render import apply_lecture_mode, page_header
 
-ROOT = Path(__file__).resolve().parents[1]
-LESSON = json.loads((ROOT / "assets" / "lessons" / "calculator.json").read_text(encoding="utf-8"))
+LESSON = json.loads((ASSETS / "lessons" / "calculator.json").read_text(encoding="utf-8"))
 VERIFY_MODES = ("ideal (one target step)", "linear model", "measured on this machine")
 
-st.title("Speedup calculator")
-st.info(LESSON["teaching_point"])
-
-
-def load_pair_or_error():
-    """The app's pair (bundled, or SPECVIZ_TARGET / SPECVIZ_DRAFT), or None after showing why it could not load."""
-    from specviz.ui.loaders import cached_pair, default_sources
-
-    try:
-        return cached_pair(*default_sources())
-    except SpecvizError as exc:
-        st.error(f"Could not load the model pair: {exc}")
-        return None
+page_header("Speedup calculator", LESSON["teaching_point"])
+apply_lecture_mode(model_sidebar())
 
 
 def measure_now() -> None:
     from specviz.engine.costs import measure_costs
 
-    pair = load_pair_or_error()
+    pair = pair_or_error()
     if pair is None:
         return
     bar = st.progress(0.0, text="Timing draft step, target step and verify passes…")
@@ -143,10 +133,10 @@ def rates_from_run() -> None:
     from specviz.core.settings import RunSettings
     from specviz.engine.decode import generate
 
-    pair = load_pair_or_error()
+    pair = pair_or_error()
     if pair is None:
         return
-    lines = (ROOT / "assets" / "workloads" / "code.jsonl").read_text(encoding="utf-8").splitlines()
+    lines = (ASSETS / "workloads" / "code.jsonl").read_text(encoding="utf-8").splitlines()
     prompts = [json.loads(line)["prompt"] for line in lines if line.strip()][:4]
     settings = RunSettings(k=st.session_state.get("k", 4), sampling=SamplingSettings(1.0), max_new_tokens=48)
     try:

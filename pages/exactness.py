@@ -1,22 +1,23 @@
 """Exactness lab: the two-token example, the shop model with exact enumeration, bug switches, and the real pair."""
 
 import json
-from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
 from specviz.core import lab
+from specviz.engine.models import ASSETS
 from specviz.errors import SpecvizError
 from specviz.viz import lab_charts as charts
+from specviz.ui.controls import model_sidebar, pair_or_error
+from specviz.ui.render import apply_lecture_mode, page_header
 
-ROOT = Path(__file__).resolve().parents[1]
-LESSON = json.loads((ROOT / "assets" / "lessons" / "exactness.json").read_text(encoding="utf-8"))
+LESSON = json.loads((ASSETS / "lessons" / "exactness.json").read_text(encoding="utf-8"))
 PRESETS = {"the seed's draft (close to the target)": lab.SHOP_DRAFT, "a poor draft": lab.POOR_DRAFT}
 BUG_DRAFTS = ("a poor draft (every bias easy to see)", "the draft table above")
 
-st.title("Exactness lab")
-st.info(LESSON["teaching_point"])
+page_header("Exactness lab", LESSON["teaching_point"])
+apply_lecture_mode(model_sidebar())
 
 
 @st.cache_data(show_spinner="Sampling and enumerating…", max_entries=32)
@@ -134,16 +135,6 @@ st.header("4. On the loaded model pair")
 st.caption(LESSON["real_pair"])
 
 
-def load_pair_or_error():
-    from specviz.ui.loaders import cached_pair, default_sources
-
-    try:
-        return cached_pair(*default_sources())
-    except SpecvizError as exc:
-        st.error(f"Could not load the model pair: {exc}")
-        return None
-
-
 prompt = st.text_input("Prompt", "def add(a, b):\n    return", key="real_prompt")
 c1, c2, c3, c4, c5 = st.columns(5)
 real_n = c1.select_slider("Samples each way", [50, 100, 200, 300, 500, 1000, 2000], 300, key="real_samples")
@@ -156,7 +147,7 @@ if st.button("Sample the next two tokens, plain and speculative", key="real_run"
     from specviz.core.sampling import SamplingSettings
     from specviz.engine.lab import two_token_samples
 
-    pair = load_pair_or_error()
+    pair = pair_or_error()
     if pair is not None:
         bar = st.progress(0.0, text="Sampling…")
         try:
@@ -196,7 +187,7 @@ max_tokens = st.slider("Tokens to generate", 8, 128, 48, 8, key="greedy_tokens")
 if st.button("Run plain greedy and speculative greedy", key="greedy_run"):
     from specviz.engine.lab import greedy_equivalence
 
-    pair = load_pair_or_error()
+    pair = pair_or_error()
     if pair is not None:
         try:
             check = greedy_equivalence(pair, prompt, k=real_k, max_new_tokens=max_tokens)

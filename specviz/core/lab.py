@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 import torch
 
 from specviz.core.sampling import sample
-from specviz.core.toy import Context, LanguageModel, target_distribution, total_variation
+from specviz.core.toy import Context, LanguageModel, speculative_distribution, target_distribution, total_variation
 from specviz.core.verify import EXACT, Rule, acceptance_probability, next_token_distribution, residual
 from specviz.errors import SettingsError
 
@@ -238,41 +238,11 @@ def _position(p: torch.Tensor, q: torch.Tensor, variant: Variant) -> tuple[torch
     return kept, 1.0 - float(kept.sum()), variant.rule.resample(p, told)
 
 
-def variant_round_outcomes(p: LanguageModel, q: LanguageModel, context: Context, k: int, variant: Variant) -> dict:
-    """Every sequence one round can commit at `context` with K drafts under `variant`, with its exact probability."""
-    outcomes: dict[Context, float] = {}
-
-    def emit(tokens: Context, prob: float) -> None:
-        outcomes[tokens] = outcomes.get(tokens, 0.0) + prob
-
-    def walk(accepted: Context, prob: float) -> None:
-        p_i = p(context + accepted)  # (V,)
-        if len(accepted) == k:  # all K passed: bonus from p_{K+1}
-            for token, p_t in enumerate(p_i.tolist()):
-                emit(accepted + (token,), prob * p_t)
-            return
-        kept, rejected, resample = _position(p_i, q(context + accepted), variant)
-        for token, mass in enumerate(kept.tolist()):
-            if mass > 0:
-                walk(accepted + (token,), prob * mass)
-        for token, r_t in enumerate(resample.tolist()):
-            emit(accepted + (token,), prob * rejected * r_t)
-
-    walk((), 1.0)
-    return outcomes
-
-
 def variant_distribution(
     p: LanguageModel, q: LanguageModel, context: Context, k: int, length: int, variant: Variant = EXACT_VARIANT
 ) -> dict[Context, float]:
     """Exact distribution of the first `length` tokens under `variant` (K shrinks at the end, as in the engine)."""
-    if length == 0:
-        return {(): 1.0}
-    result: dict[Context, float] = {}
-    for tokens, prob in variant_round_outcomes(p, q, context, min(k, length - 1), variant).items():
-        for rest, rest_prob in variant_distribution(p, q, context + tokens, k, length - len(tokens), variant).items():
-            result[tokens + rest] = result.get(tokens + rest, 0.0) + prob * rest_prob
-    return result
+    return speculative_distribution(p, q, context, k, length, judge=lambda p_i, q_i: _position(p_i, q_i, variant))
 
 
 # ---------------------------------------------------------------------------------------------------------------------

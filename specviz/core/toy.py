@@ -33,7 +33,21 @@ class MarkovModel:
         return cls(logits.softmax(-1))
 
 
-def round_outcomes(p: LanguageModel, q: LanguageModel, context: Context, k: int, rule: Rule = EXACT) -> dict[Context, float]:
+Judge = Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, float, torch.Tensor]]
+"""(p_i, q_i) -> (mass emitted as each accepted draft (V,), total rejected mass, correction distribution (V,))."""
+
+
+def judge_with(rule: Rule = EXACT) -> Judge:
+    """One position of the sampler with drafts drawn from q and judged by `rule`."""
+
+    def judge(p_i: torch.Tensor, q_i: torch.Tensor) -> tuple[torch.Tensor, float, torch.Tensor]:
+        kept = q_i * rule.acceptance(p_i, q_i.clamp(min=torch.finfo(q_i.dtype).tiny)) * (q_i > 0)  # (V,)
+        return kept, 1.0 - kept.sum().item(), rule.resample(p_i, q_i)
+
+    return judge
+
+
+def round_outcomes(p: LanguageModel, q: LanguageModel, context: Context, k: int, judge: Judge) -> dict[Context, float]:
     """Every token sequence one round can commit at `context` with K drafts, and its exact probability."""
     outcomes: dict[Context, float] = {}
 
@@ -46,13 +60,11 @@ def round_outcomes(p: LanguageModel, q: LanguageModel, context: Context, k: int,
             for token, p_t in enumerate(p_i.tolist()):
                 emit(accepted + (token,), prob * p_t)
             return
-        q_i = q(context + accepted)  # (V,)
-        kept = q_i * rule.acceptance(p_i, q_i.clamp(min=torch.finfo(q_i.dtype).tiny)) * (q_i > 0)  # (V,)
+        kept, rejected, resample = judge(p_i, q(context + accepted))
         for token, mass in enumerate(kept.tolist()):
             if mass > 0:
                 walk(accepted + (token,), prob * mass)
-        rejected = 1.0 - kept.sum().item()
-        for token, r_t in enumerate(rule.resample(p_i, q_i).tolist()):
+        for token, r_t in enumerate(resample.tolist()):
             emit(accepted + (token,), prob * rejected * r_t)
 
     walk((), 1.0)
@@ -60,14 +72,15 @@ def round_outcomes(p: LanguageModel, q: LanguageModel, context: Context, k: int,
 
 
 def speculative_distribution(
-    p: LanguageModel, q: LanguageModel, context: Context, k: int, length: int, rule: Rule = EXACT
+    p: LanguageModel, q: LanguageModel, context: Context, k: int, length: int, rule: Rule = EXACT, judge: Judge | None = None
 ) -> dict[Context, float]:
     """Exact distribution of the first `length` tokens from repeated rounds (K shrinks at the end, as in the engine)."""
     if length == 0:
         return {(): 1.0}
+    judge = judge or judge_with(rule)
     result: dict[Context, float] = {}
-    for tokens, prob in round_outcomes(p, q, context, min(k, length - 1), rule).items():
-        for rest, rest_prob in speculative_distribution(p, q, context + tokens, k, length - len(tokens), rule).items():
+    for tokens, prob in round_outcomes(p, q, context, min(k, length - 1), judge).items():
+        for rest, rest_prob in speculative_distribution(p, q, context + tokens, k, length - len(tokens), judge=judge).items():
             result[tokens + rest] = result.get(tokens + rest, 0.0) + prob * rest_prob
     return result
 

@@ -57,6 +57,22 @@ def active_pair() -> ModelPair:
     return cached_pair(*active_sources())
 
 
+def pair_or_error() -> ModelPair | None:
+    """The pair in use, or None after showing why it could not be loaded (the rest of the page still works)."""
+    try:
+        return active_pair()
+    except SpecvizError as exc:
+        st.error(f"Could not load the model pair: {exc}")
+        return None
+
+
+def model_sidebar() -> bool:
+    """The sidebar of pages that use a pair but no decoding settings: the pair picker and lecture mode."""
+    st.sidebar.header("Models")
+    pair_picker()
+    return st.sidebar.toggle("Lecture mode (large, high contrast)", key=keep("lecture", False), on_change=remember, args=("lecture",))
+
+
 def pair_picker() -> None:
     """Catalogue or custom pair, loaded on request; a failure is reported and the previous pair stays."""
     names = [spec.name for spec in CATALOGUE] + ([] if Limits.from_env().public else [CUSTOM])
