@@ -17,3 +17,22 @@ def test_click_through_a_round_to_the_residual_or_bonus_panel(app_url, page):
     assert "4 · Correction or bonus" in text
     assert "is drawn from the residual" in text or "bonus token" in text
     screenshot(page, "rounds-desktop")
+
+
+def test_replay_a_trace_file_and_refuse_a_damaged_one(app_url, page, model_dirs, tmp_path):
+    from specviz.core.settings import RunSettings
+    from specviz.engine.decode import generate
+    from specviz.engine.models import load_pair
+
+    pair = load_pair(str(model_dirs["gpt2-target"]), str(model_dirs["gpt2-truncated"]), device="cpu")
+    trace = generate(pair, "while True:", RunSettings(k=3, max_new_tokens=12))
+    good, bad = tmp_path / "good.json", tmp_path / "bad.json"
+    good.write_text(trace.to_json())
+    bad.write_text(trace.to_json().replace('"version": 1', '"version": 7'))
+    open_app_page(page, app_url, "rounds")
+    page.get_by_text("Edit the prompt · replay a saved trace").click()
+    page.locator('input[type="file"]').set_input_files(str(good))
+    page.get_by_text(f"Replaying a trace of {len(trace.rounds)} rounds from good.json").wait_for()
+    page.get_by_text(f"Round 1 of {len(trace.rounds)}").wait_for()
+    page.locator('input[type="file"]').set_input_files(str(bad))
+    page.get_by_text("bad.json: This trace is format version 7").wait_for()
