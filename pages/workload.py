@@ -82,6 +82,7 @@ if start:
         base = controls.settings
         state["workload_settings"] = (base, pair.describe(), methods, sorted(ks))
         state["workload_records"] = []
+        state["workload_planned"] = len(rows) * len(methods) * len(ks)
         bar = st.progress(0.0, text="Warming up…")
 
         def progress(p) -> None:
@@ -100,6 +101,8 @@ if not records:
     st.stop()
 
 base, meta, run_methods, run_ks = state["workload_settings"]
+planned = state.get("workload_planned", len(records))
+st.caption(f"{len(records)} of {planned} runs measured" + ("" if len(records) == planned else " (stopped early: the finished runs are kept)"))
 summary = summarize(records, base.seed)
 st.subheader("Recommendation")
 advice = recommend(records, meta.get("draft"), base.sampling.temperature)

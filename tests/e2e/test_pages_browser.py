@@ -66,3 +66,27 @@ def test_every_page_renders_without_errors_and_is_screenshotted(app_url, browser
             screenshot(tab, f"{path or 'home'}-{suffix}")
     finally:
         context.close()
+
+
+def test_stopping_a_long_workload_keeps_what_was_measured(app_url, page):
+    open_app_page(page, app_url, "workload")
+    page.get_by_text("pasted text").click()
+    settle(page)
+    box = page.locator("textarea").first
+    box.fill("\n---\n".join(f"def function_{i}(x):" for i in range(40)))
+    box.press("Control+Enter")
+    settle(page)
+    page.get_by_role("button", name="▶ Measure").click()
+    page.get_by_text("runs · about").wait_for(timeout=60_000)  # the progress bar shows a time estimate
+    page.wait_for_timeout(1500)
+    page.get_by_role("button", name="■ Stop (keeps what was measured)").click()
+    page.get_by_text("Per prompt", exact=True).wait_for(timeout=60_000)
+    settle(page)
+    caption = page.get_by_text("runs measured (stopped early").inner_text()
+    kept, planned = int(caption.split()[0]), int(caption.split()[2])
+    assert 0 < kept < planned == 40
+    page.get_by_role("link", name="Speedup calculator").click()  # switch page and come back: still there
+    settle(page)
+    page.get_by_role("link", name="Your workload").click()
+    page.get_by_text("Per prompt", exact=True).wait_for(timeout=60_000)
+    assert page.locator('[data-testid="stException"]').count() == 0
