@@ -7,7 +7,14 @@ import pytest
 
 from browser_helpers import main_text, open_app_page, screenshot, settle
 
-PAGES = ["", "rounds", "calculator", "exactness", "workload", "race"]
+PAGES = {  # path -> text that appears once the page has finished rendering
+    "": "Measured speedup vs plain",
+    "rounds": "Rounds committed",
+    "calculator": "Expected tokens per round",
+    "exactness": "4. On the loaded model pair",
+    "workload": "Prompts from",
+    "race": "K sweep",
+}
 
 
 def click_and_settle(page, name):
@@ -25,13 +32,15 @@ def test_step_three_rounds(app_url, page):
     assert "Rounds committed" in main_text(page)
 
 
-def test_three_prompt_workload_and_csv_download(app_url, page):
+def test_three_prompt_workload_upload_and_csv_download(app_url, page, tmp_path):
+    upload = tmp_path / "mine.jsonl"
+    upload.write_text('{"prompt": "def add(a, b):", "tag": "code"}\n{"prompt": "class Counter:", "tag": "code"}\n'
+                      'not json\n{"prompt": "for item in items:", "tag": "loop"}\n')  # fmt: skip
     open_app_page(page, app_url, "workload")
-    page.get_by_text("pasted text").click()
+    page.get_by_text("an uploaded file").click()
     settle(page)
-    box = page.locator("textarea").first
-    box.fill("def add(a, b):\n---\nclass Counter:\n---\nfor item in items:")
-    box.press("Control+Enter")
+    page.locator('input[type="file"]').set_input_files(str(upload))
+    page.get_by_text("line 3: not valid JSON").wait_for()
     settle(page)
     click_and_settle(page, "▶ Measure")
     page.get_by_text("Per prompt", exact=True).wait_for(timeout=120_000)
@@ -60,8 +69,10 @@ def test_every_page_renders_without_errors_and_is_screenshotted(app_url, browser
     context = browser.new_context(viewport={"width": width, "height": height})
     tab = context.new_page()
     try:
-        for path in PAGES:
+        for path, ready in PAGES.items():
             open_app_page(tab, app_url, path)
+            tab.get_by_text(ready, exact=True).first.wait_for(timeout=60_000)
+            settle(tab)
             assert tab.locator('[data-testid="stException"]').count() == 0, path
             screenshot(tab, f"{path or 'home'}-{suffix}")
     finally:
