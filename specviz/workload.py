@@ -290,14 +290,23 @@ def run_workload(
 # ------------------------------------------------------------------------------------------------- summarising
 
 
-def bootstrap_ci(values: list[float], seed: int = 0, draws: int = 2000, level: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean (seeded: the same records give the same interval)."""
-    data = np.asarray([v for v in values if v is not None and not math.isnan(v)], dtype=float)
-    if data.size == 0:
+def bootstrap_ci(
+    values: list[float], weights: list[float] | None = None, seed: int = 0, draws: int = 2000, level: float = 0.95
+) -> tuple[float, float]:
+    """Percentile bootstrap interval over prompts of the (weighted) mean; seeded, so the same records give the same.
+
+    With weights it is the interval of a pooled ratio: sum(value * weight) / sum(weight), e.g. alpha pooled over
+    prompts with value = per-prompt alpha and weight = drafts proposed.
+    """
+    pairs = [(v, 1.0 if weights is None else w) for v, w in zip(values, weights or values)]
+    pairs = [(v, w) for v, w in pairs if v is not None and not math.isnan(v) and w > 0]
+    if not pairs:
         return (math.nan, math.nan)
-    means = np.random.default_rng(seed).choice(data, size=(draws, data.size)).mean(axis=1)
+    data, weight = np.asarray(pairs, dtype=float).T
+    picks = np.random.default_rng(seed).integers(0, data.size, size=(draws, data.size))  # (draws, prompts)
+    estimates = (data[picks] * weight[picks]).sum(axis=1) / weight[picks].sum(axis=1)
     tail = (1 - level) / 2
-    return float(np.quantile(means, tail)), float(np.quantile(means, 1 - tail))
+    return float(np.quantile(estimates, tail)), float(np.quantile(estimates, 1 - tail))
 
 
 def summarize(records: list[RunRecord], seed: int = 0) -> list[dict]:
@@ -312,12 +321,12 @@ def summarize(records: list[RunRecord], seed: int = 0) -> list[dict]:
         out.append({
             "tag": tag, "method": method, "k": k, "prompts": len(recs),
             "alpha": accepted / proposed if proposed else None,
-            "alpha_ci": bootstrap_ci([r.alpha for r in recs], seed),
+            "alpha_ci": bootstrap_ci([r.alpha for r in recs], [r.proposed for r in recs], seed),
             "tau": sum(r.committed for r in recs) / sum(r.rounds for r in recs),
             "tokens_per_s": float(np.mean([r.tokens_per_s for r in recs])),
             "plain_tokens_per_s": float(np.mean([r.plain_tokens_per_s for r in recs])),
             "speedup": float(np.mean([r.speedup for r in recs])),
-            "speedup_ci": bootstrap_ci([r.speedup for r in recs], seed),
+            "speedup_ci": bootstrap_ci([r.speedup for r in recs], seed=seed),
         })  # fmt: skip
     return out
 

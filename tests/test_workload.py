@@ -103,6 +103,9 @@ def test_summary_pools_alpha_and_bootstraps_reproducibly():
     assert {r["tag"] for r in rows} == {"all", "x", "y"}
     low, high = bootstrap_ci([1.0, 2.0, 3.0, 4.0])
     assert 1.0 <= low < 2.5 < high <= 4.0
+    low, high = bootstrap_ci([0.9, 0.1], [1, 9])  # pooled 0.18: the interval holds the pooled value
+    assert low <= 0.18 <= high
+    assert overall["alpha_ci"][0] <= overall["alpha"] <= overall["alpha_ci"][1]
     assert all(math.isnan(v) for v in bootstrap_ci([]))
 
 

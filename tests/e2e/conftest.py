@@ -13,10 +13,10 @@ from browser_helpers import CHROMIUM, CHROMIUM_FLAGS, ROOT, free_port, wait_heal
 
 
 @pytest.fixture(scope="session")
-def app_url(model_dirs, tmp_path_factory):
-    """Serve the app on a free loopback port with the tiny test pair as its default; stopped after the session."""
+def app_url(tmp_path_factory):
+    """Serve the app as users get it (the bundled pair) on a free loopback port; stopped after the session."""
     port = free_port()
-    env = {**os.environ, "SPECVIZ_TARGET": str(model_dirs["llama-target"]), "SPECVIZ_DRAFT": str(model_dirs["llama-truncated"])}
+    env = {k: v for k, v in os.environ.items() if k not in ("SPECVIZ_TARGET", "SPECVIZ_DRAFT", "SPECVIZ_PUBLIC")}
     log_path = tmp_path_factory.mktemp("streamlit") / "server.log"
     with open(log_path, "w") as log:
         process = subprocess.Popen(

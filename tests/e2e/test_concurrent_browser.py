@@ -7,7 +7,7 @@ from browser_helpers import settle
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
 from specviz.core.trace import Trace
-from specviz.engine.catalogue import GENERAL_PRESETS
+from specviz.engine.catalogue import BUNDLED_PRESETS
 from specviz.engine.decode import generate
 from specviz.engine.models import load_pair
 
@@ -20,7 +20,7 @@ def set_seed(tab, seed):
     box.press("Enter")
 
 
-def test_five_sessions_run_and_step_at_once(app_url, browser, model_dirs):
+def test_five_sessions_run_and_step_at_once(app_url, browser):
     contexts = [browser.new_context(viewport={"width": 1280, "height": 800}) for _ in range(SESSIONS)]
     tabs = [c.new_page() for c in contexts]
     try:
@@ -42,7 +42,7 @@ def test_five_sessions_run_and_step_at_once(app_url, browser, model_dirs):
             for tab in tabs:
                 tab.get_by_text(f"Round {round_number} of").wait_for(timeout=60_000)
                 settle(tab)
-        pair = load_pair(str(model_dirs["llama-target"]), str(model_dirs["llama-truncated"]), device="cpu")
+        pair = load_pair(device="cpu")  # the bundled pair, as the server uses
         for seed, tab in enumerate(tabs):
             settle(tab)
             assert tab.locator('[data-testid="stException"]').count() == 0
@@ -50,7 +50,7 @@ def test_five_sessions_run_and_step_at_once(app_url, browser, model_dirs):
             with tab.expect_download() as download:
                 tab.get_by_role("button", name="Download this trace (JSON)").click()
             shown = Trace.from_json(open(download.value.path(), encoding="utf-8").read())
-            alone = generate(pair, GENERAL_PRESETS["code"], RunSettings(k=4, sampling=SamplingSettings(1.0), max_new_tokens=48, seed=seed))
+            alone = generate(pair, BUNDLED_PRESETS["code"], RunSettings(k=4, sampling=SamplingSettings(1.0), max_new_tokens=48, seed=seed))
             assert shown.without_timings().to_dict()["rounds"] == alone.without_timings().to_dict()["rounds"], f"session {seed}"
             assert json.loads(shown.to_json())["settings"]["seed"] == seed
     finally:
