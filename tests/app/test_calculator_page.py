@@ -113,8 +113,9 @@ def test_rates_from_a_run_on_the_loaded_pair(tiny_default, page):
     assert metrics(page)["E with per-position rates"] == f"{compare_positional(rates).expected_tokens:.3f}"
 
 
-def test_a_missing_pair_is_a_message_not_a_traceback(monkeypatch, tmp_path, page):
+def test_a_missing_pair_is_a_message_not_a_traceback(monkeypatch, tmp_path):
     monkeypatch.setenv("SPECVIZ_TARGET", str(tmp_path / "nothing-here"))
+    page = AppTest.from_file(PAGE, default_timeout=60).run()
     page.radio(key="verify_mode").set_value("measured on this machine").run()
     page.button(key="measure").click().run()
     assert not page.exception

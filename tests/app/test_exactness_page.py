@@ -87,8 +87,9 @@ def test_real_pair_errors_are_messages(tiny_default, page):
     assert not page.exception and "The prompt is empty" in page.error[0].value
 
 
-def test_missing_pair_is_a_message(monkeypatch, tmp_path, page):
+def test_missing_pair_is_a_message(monkeypatch, tmp_path):
     monkeypatch.setenv("SPECVIZ_TARGET", str(tmp_path / "nothing-here"))
+    page = AppTest.from_file(PAGE, default_timeout=60).run()
     page.button(key="greedy_run").click().run()
     assert not page.exception and "Could not load the model pair" in page.error[0].value
     assert metrics(page)["Final P(A)"] == "0.7000"
