@@ -1,5 +1,7 @@
 """In a real browser: the round-by-round page loads, a round is clicked through, and its last panels appear."""
 
+import re
+
 from browser_helpers import main_text, open_app_page, screenshot, settle
 
 
@@ -13,9 +15,8 @@ def test_click_through_a_round_to_the_residual_or_bonus_panel(app_url, page):
         page.get_by_role("button", name="Next phase").click()
         page.wait_for_function("old => !document.body.innerText.includes(old)", arg=caption)
         settle(page)
-    text = main_text(page)
-    assert "4 · Correction or bonus" in text
-    assert "is drawn from the residual" in text or "bonus token" in text
+    assert "4 · Correction or bonus" in main_text(page)
+    page.get_by_text(re.compile("is drawn from the residual|the bonus token")).first.wait_for()
     screenshot(page, "rounds-desktop")
 
 
