@@ -101,3 +101,25 @@ def test_stopping_a_long_workload_keeps_what_was_measured(app_url, page):
     page.get_by_role("link", name="Your workload").click()
     page.get_by_text("Per prompt", exact=True).wait_for(timeout=60_000)
     assert page.locator('[data-testid="stException"]').count() == 0
+
+
+def test_closing_a_tab_mid_run_leaves_the_app_responsive(app_url, browser):
+    busy = browser.new_context().new_page()
+    open_app_page(busy, app_url, "workload")
+    busy.get_by_text("pasted text").click()
+    settle(busy)
+    box = busy.locator("textarea").first
+    box.fill("\n---\n".join(f"class Thing{i}:" for i in range(40)))
+    box.press("Control+Enter")
+    settle(busy)
+    busy.get_by_role("button", name="▶ Measure").click()
+    busy.get_by_text("runs · about").wait_for(timeout=60_000)
+    busy.context.close()  # the tab goes away in the middle of the run
+    other = browser.new_context().new_page()
+    try:
+        open_app_page(other, app_url, "rounds")
+        other.get_by_role("button", name="Next phase").click()
+        other.get_by_text("2 · Verify (one target pass)", exact=True).wait_for(timeout=60_000)
+        assert other.locator('[data-testid="stException"]').count() == 0
+    finally:
+        other.context.close()
