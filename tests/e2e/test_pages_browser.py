@@ -79,16 +79,21 @@ def test_every_page_renders_without_errors_and_is_screenshotted(app_url, browser
         context.close()
 
 
-def test_stopping_a_long_workload_keeps_what_was_measured(app_url, page):
+def start_long_workload(page, app_url, prompts):
+    """Paste the prompts on the workload page and start measuring; returns once the progress bar shows an ETA."""
     open_app_page(page, app_url, "workload")
     page.get_by_text("pasted text").click()
     settle(page)
     box = page.locator("textarea").first
-    box.fill("\n---\n".join(f"def function_{i}(x):" for i in range(40)))
+    box.fill("\n---\n".join(prompts))
     box.press("Control+Enter")
     settle(page)
     page.get_by_role("button", name="▶ Measure").click()
     page.get_by_text("runs · about").wait_for(timeout=60_000)  # the progress bar shows a time estimate
+
+
+def test_stopping_a_long_workload_keeps_what_was_measured(app_url, page):
+    start_long_workload(page, app_url, [f"def function_{i}(x):" for i in range(40)])
     page.wait_for_timeout(1500)
     page.get_by_role("button", name="■ Stop (keeps what was measured)").click()
     page.get_by_text("Per prompt", exact=True).wait_for(timeout=60_000)
@@ -105,15 +110,7 @@ def test_stopping_a_long_workload_keeps_what_was_measured(app_url, page):
 
 def test_closing_a_tab_mid_run_leaves_the_app_responsive(app_url, browser):
     busy = browser.new_context().new_page()
-    open_app_page(busy, app_url, "workload")
-    busy.get_by_text("pasted text").click()
-    settle(busy)
-    box = busy.locator("textarea").first
-    box.fill("\n---\n".join(f"class Thing{i}:" for i in range(40)))
-    box.press("Control+Enter")
-    settle(busy)
-    busy.get_by_role("button", name="▶ Measure").click()
-    busy.get_by_text("runs · about").wait_for(timeout=60_000)
+    start_long_workload(busy, app_url, [f"class Thing{i}:" for i in range(40)])
     busy.context.close()  # the tab goes away in the middle of the run
     other = browser.new_context().new_page()
     try:
