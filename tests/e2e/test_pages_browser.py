@@ -120,3 +120,17 @@ def test_closing_a_tab_mid_run_leaves_the_app_responsive(app_url, browser):
         assert other.locator('[data-testid="stException"]').count() == 0
     finally:
         other.context.close()
+
+
+def test_play_advances_on_its_own_and_pause_stops_it(app_url, page):
+    open_app_page(page, app_url, "rounds")
+    caption = lambda: page.get_by_text("Round ").filter(has_text=" of ").first.inner_text()  # noqa: E731
+    start = caption()
+    page.get_by_role("button", name="▶ Play").click()
+    page.wait_for_function("old => !document.body.innerText.includes(old)", arg=start, timeout=20_000)
+    page.get_by_role("button", name="⏸ Pause").click()
+    settle(page)
+    page.wait_for_timeout(1500)
+    paused = caption()
+    page.wait_for_timeout(2500)
+    assert caption() == paused != start
