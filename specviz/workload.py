@@ -103,10 +103,10 @@ def _parse_csv(text: str) -> tuple[list[PromptRow], list[str]]:
 def _parse_text(text: str) -> tuple[list[PromptRow], list[str]]:
     """Blocks separated by a line holding only --- or, when there is none, by blank lines."""
     lines = text.splitlines()
-    separator = (lambda s: s.strip() == "---") if any(l.strip() == "---" for l in lines) else (lambda s: not s.strip())
+    dashed = any(line.strip() == "---" for line in lines)
     rows, block, start = [], [], 1
-    for number, line in enumerate([*lines, "---" if separator("---") else ""], start=1):
-        if separator(line):
+    for number, line in enumerate([*lines, None], start=1):  # None ends the last block
+        if line is None or (line.strip() == "---" if dashed else not line.strip()):
             if "".join(block).strip():
                 rows.append(PromptRow("\n".join(block).strip("\n"), UNTAGGED, start))
             block, start = [], number + 1

@@ -11,7 +11,7 @@ from typing import Callable
 
 import torch
 
-from specviz.core.verify import EXACT, Rule
+from specviz.core.verify import EXACT, Rule, accepted_mass
 
 Context = tuple[int, ...]
 LanguageModel = Callable[[Context], torch.Tensor]  # context -> (V,) next-token distribution
@@ -41,7 +41,7 @@ def judge_with(rule: Rule = EXACT) -> Judge:
     """One position of the sampler with drafts drawn from q and judged by `rule`."""
 
     def judge(p_i: torch.Tensor, q_i: torch.Tensor) -> tuple[torch.Tensor, float, torch.Tensor]:
-        kept = q_i * rule.acceptance(p_i, q_i.clamp(min=torch.finfo(q_i.dtype).tiny)) * (q_i > 0)  # (V,)
+        kept = accepted_mass(p_i, q_i, rule)  # (V,)
         return kept, 1.0 - kept.sum().item(), rule.resample(p_i, q_i)
 
     return judge

@@ -90,12 +90,17 @@ def verify(
     return Verdict(p_x, q_x, accept_prob, passed, n_accepted, next_dist, sample(next_dist, u_next))
 
 
+def accepted_mass(p: torch.Tensor, q: torch.Tensor, rule: Rule = EXACT) -> torch.Tensor:
+    """q(x) * a(x): the probability that x is drafted from q and then kept, for every x. (..., V) -> (..., V)"""
+    return q * rule.acceptance(p, q.clamp(min=torch.finfo(q.dtype).tiny)) * (q > 0)
+
+
 def next_token_distribution(p: torch.Tensor, q: torch.Tensor, rule: Rule = EXACT) -> torch.Tensor:
     """Exact distribution of the first committed token when x ~ q is proposed and judged against p.
 
     P(x) = q(x) * a(x) + (1 - sum_y q(y) a(y)) * resample(p, q)(x); equals p for the exact rule.
     """
-    kept = q * rule.acceptance(p, q.clamp(min=torch.finfo(q.dtype).tiny)) * (q > 0)  # (..., V)
+    kept = accepted_mass(p, q, rule)  # (..., V)
     rejected_mass = 1.0 - kept.sum(-1, keepdim=True)
     return kept + rejected_mass * rule.resample(p, q)
 
