@@ -39,6 +39,9 @@ def measure_now() -> None:
     pair = pair_or_error()
     if pair is None:
         return
+    if pair.draft is None:
+        st.error("Measuring c needs a draft model: pick a pair with a draft in the sidebar.")
+        return
     bar = st.progress(0.0, text="Timing draft step, target step and verify passes…")
     try:
         costs = measure_costs(pair, on_progress=lambda done, total: bar.progress(done / total, text=f"{done}/{total} timings"))

@@ -7,6 +7,7 @@ from specviz.engine.catalogue import presets_for
 from specviz.errors import SpecvizError
 from specviz.ui.controls import active_sources
 from specviz.ui.render import cached_run, page_header, show_text
+from specviz.viz.explain import ALPHA_HELP
 
 page_header(
     "specviz: speculative decoding, token by token",
@@ -24,19 +25,19 @@ has *exactly* the target's distribution, and when the draft agrees often, each e
 """
 )
 
-target, draft, device = active_sources()
-prompt = presets_for(target)["code"]
+sources = active_sources()
+prompt = presets_for(sources[0])["code"]
 st.subheader("Live: one run on the default pair")
 try:
-    spec = cached_run(target, draft, device, prompt, RunSettings(method="draft", k=4, max_new_tokens=48))
-    plain = cached_run(target, draft, device, prompt, RunSettings(method="plain", max_new_tokens=48))
+    spec = cached_run(sources, prompt, RunSettings(method="draft", k=4, max_new_tokens=48))
+    plain = cached_run(sources, prompt, RunSettings(method="plain", max_new_tokens=48))
 except SpecvizError as exc:
     st.error(str(exc))
 else:
     show_text(spec)
     speedup = spec.totals.tokens_per_s / plain.totals.tokens_per_s if plain.totals.tokens_per_s else float("nan")
     cols = st.columns(4)
-    cols[0].metric("α (accepted / proposed)", f"{spec.totals.alpha:.2f}")
+    cols[0].metric("α (accepted / judged)", f"{spec.totals.alpha:.2f}", help=ALPHA_HELP)
     cols[1].metric("τ (tokens per target pass)", f"{spec.totals.tau:.2f}")
     cols[2].metric("Target passes (plain)", f"{spec.totals.rounds} ({plain.totals.rounds})")
     cols[3].metric("Measured speedup vs plain", f"{speedup:.2f}×")

@@ -3,6 +3,7 @@
 from dataclasses import replace
 
 import streamlit as st
+import torch
 
 from specviz.core.theory import expected_tokens
 from specviz.engine.costs import measure_costs
@@ -45,14 +46,18 @@ if st.button("Start the race", type="primary", disabled=controls.settings is Non
             boxes[lane].markdown(f"⏱ {seconds * 1e3:.0f} ms · {len(ids)} tokens\n\n```\n{text}\n```")
 
         results = [run_lane(pair, prompt, settings, lane, show) for lane in lanes]
-        state["race"] = (results, settings.sampling.greedy)
+        state["race"] = (results, settings.sampling.greedy, pair.dtype)
     except SpecvizError as exc:
         st.error(str(exc))
 
 if "race" in state:
-    results, greedy = state["race"]
+    results, greedy, dtype = state["race"]
     plain = next(r for r in results if r.lane == "plain")
     st.dataframe(charts.lanes_frame(results, plain.output_ids if greedy else None), hide_index=True)
+    if greedy and dtype != torch.float32:
+        st.caption(f"In {str(dtype).removeprefix('torch.')}, a verify pass over K + 1 tokens rounds differently from "
+                   "one-token steps, so where the target's top two tokens nearly tie a lane may pick the other one and "
+                   "diverge from plain decoding; in float32 (Precision in the sidebar) greedy lanes match exactly.")
     if not greedy:
         st.caption("Sampling (temperature > 0): lanes draw different random numbers, so their texts differ; each follows the target's distribution.")
     left, right = st.columns(2)

@@ -4,11 +4,11 @@ import streamlit as st
 
 from specviz.core.trace import Totals, Trace
 from specviz.errors import SpecvizError
-from specviz.ui.controls import prompt_box, sidebar_controls
+from specviz.ui.controls import active_sources, prompt_box, sidebar_controls
 from specviz.ui.render import apply_lecture_mode, cached_run, page_header, show_text
 from specviz.viz import round_charts as charts
 from specviz.viz import steps
-from specviz.viz.explain import commit_sentence, judge_sentence, resolve_sentence, verify_html
+from specviz.viz.explain import ALPHA_HELP, commit_sentence, judge_sentence, resolve_sentence, verify_html
 from specviz.viz.text import proposals_html
 
 page_header(
@@ -31,7 +31,7 @@ with st.expander("Edit the prompt · replay a saved trace"):
 clicked = st.button("▶ New run with these settings", type="primary")
 if (clicked or "rounds_trace" not in state) and controls.settings:
     try:
-        start(cached_run(controls.target, controls.draft, controls.device, prompt, controls.settings))
+        start(cached_run(active_sources(), prompt, controls.settings))
     except SpecvizError as exc:
         st.error(str(exc))
 if uploaded is not None and state.get("replayed") != uploaded.file_id:
@@ -83,7 +83,7 @@ def show_stats(trace: Trace, done: int) -> None:
     totals = Totals.of(rounds, sum(r.draft_ms + r.verify_ms for r in rounds) / 1e3)
     cols = st.columns(4)
     cols[0].metric("Rounds committed", totals.rounds)
-    cols[1].metric("α (accepted / proposed)", "n/a" if totals.alpha is None else f"{totals.alpha:.2f}")
+    cols[1].metric("α (accepted / judged)", "n/a" if totals.alpha is None else f"{totals.alpha:.2f}", help=ALPHA_HELP)
     cols[2].metric("τ (tokens per target pass)", f"{totals.tau:.2f}")
     cols[3].metric("Tokens/s (model time)", f"{totals.tokens_per_s:.0f}")
     if rounds:

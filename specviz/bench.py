@@ -58,7 +58,7 @@ def run_lane(pair: ModelPair, prompt: str, settings: RunSettings, lane: str) -> 
     trace = generate(pair, prompt, replace(settings, method=lane))
     t = trace.totals
     return {"tokens_per_s": t.tokens_per_s, "ids": trace.output_ids, "proposed": t.proposed, "accepted": t.accepted,
-            "committed": t.committed, "rounds": t.rounds}  # fmt: skip
+            "judged": t.judged, "committed": t.committed, "rounds": t.rounds}  # fmt: skip
 
 
 def run_bench(
@@ -74,7 +74,7 @@ def run_bench(
     say = on_progress or (lambda _: None)
     spec_lanes = [lane for lane in lanes if lane != "plain"]
     say("measuring step costs")
-    costs = measure_costs(pair, k_max=max(ks), repeats=5) if pair.draft is not None else None
+    costs = measure_costs(pair, k_max=max(ks), repeats=5)
     say("warming up")
     for lane in lanes:
         run_lane(pair, prompts[0], replace(base, k=ks[0], max_new_tokens=min(16, base.max_new_tokens)), lane)
@@ -102,9 +102,8 @@ def run_bench(
 def _summarise(lane: str, k: int, rs: list[dict], runs: dict, costs) -> dict:
     """Medians over runs; the prediction uses the measured tau and costs, so efficiency isolates the loop's overhead."""
     source = runs.get((ALPHA_SOURCE.get(lane, lane), k), rs)
-    proposed = sum(r.get("proposed", 0) for r in source)
-    rounds = sum(r.get("rounds", 0) for r in source)
-    alpha = sum(r.get("accepted", 0) for r in source) / proposed if proposed else None
+    proposed, judged = sum(r.get("proposed", 0) for r in source), sum(r.get("judged", 0) for r in source)
+    rounds, accepted = sum(r.get("rounds", 0) for r in source), sum(r.get("accepted", 0) for r in source)
     tau = sum(r.get("committed", 0) for r in source) / rounds if rounds else None
     measured = statistics.median(r["speedup"] for r in rs)
     c = verify = predicted = None
@@ -118,7 +117,8 @@ def _summarise(lane: str, k: int, rs: list[dict], runs: dict, costs) -> dict:
         "k": k,
         "tokens_per_s": statistics.median(r["tokens_per_s"] for r in rs),
         "speedup_vs_plain": measured,
-        "alpha": alpha,
+        "alpha": accepted / judged if judged else None,  # per-token acceptance probability
+        "acceptance_rate": accepted / proposed if proposed else None,  # vLLM's: accepted / proposed
         "tau": tau,
         "c": c,
         "verify_cost": verify,

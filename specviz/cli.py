@@ -77,6 +77,8 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         "--draft", default=BUNDLED_DRAFT, help="hub id or local directory of the draft model, or 'ngram' for prompt lookup"
     )
     parser.add_argument("--device", default="auto", help="auto (cuda > mps > cpu), cpu, cuda or mps")
+    parser.add_argument("--dtype", default="auto",
+                        help="auto (float32 on CPU, bfloat16 on CUDA), float32, bfloat16 or float16")
     parser.add_argument("--allow-pickle", action="store_true", help="allow non-safetensors weights (runs their code!)")
 
 
@@ -113,7 +115,7 @@ def load_for(args: argparse.Namespace, method: str):
     from specviz.engine.models import load_pair
 
     draft = args.draft if method == "draft" else None
-    return load_pair(args.target, draft, device=args.device, allow_pickle=args.allow_pickle)
+    return load_pair(args.target, draft, device=args.device, dtype=args.dtype, allow_pickle=args.allow_pickle)
 
 
 def read_prompt(args: argparse.Namespace) -> str:
@@ -197,7 +199,8 @@ def cmd_measure(args: argparse.Namespace) -> int:
     workload = parse_workload(data, args.prompts_file)
     for problem in workload.problems:
         print(f"skipped {problem}", file=sys.stderr)
-    pair = load_pair(args.target, args.draft if "draft" in methods else None, device=args.device, allow_pickle=args.allow_pickle)
+    pair = load_pair(args.target, args.draft if "draft" in methods else None, device=args.device, dtype=args.dtype,
+                     allow_pickle=args.allow_pickle)
 
     def progress(p) -> None:
         eta = "" if p.done == 0 else f", about {p.eta_s:.0f} s left"
@@ -258,7 +261,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     rows = parse_workload(data, path).rows
     prompts = [row.prompt for row in (rows[: args.limit] if args.limit else rows)]
     needs_draft = any(lane in ("draft", "hf_assisted") for lane in lanes)
-    pair = load_pair(args.target, args.draft if needs_draft else None, device=args.device, allow_pickle=args.allow_pickle)
+    pair = load_pair(args.target, args.draft if needs_draft else None, device=args.device, dtype=args.dtype,
+                     allow_pickle=args.allow_pickle)
     doc = run_bench(pair, prompts, ks, base, args.repeats, lanes, lambda msg: print(msg, file=sys.stderr, flush=True))
     print(results_table(doc))
     if args.json_out:

@@ -68,14 +68,14 @@ def run_lane(pair: ModelPair, prompt: str, settings: RunSettings, lane: str, on_
         streamer.start = time.perf_counter()
         run = hf_generate(pair, prompt_ids, settings, lane, streamer=streamer)
         return LaneResult(lane, run.output_ids, tuple(streamer.arrivals))
-    ids, arrivals, proposed, accepted, rounds = [], [], 0, 0, 0
+    ids, arrivals, judged, accepted, rounds = [], [], 0, 0, 0
     start = time.perf_counter()
     for r in decode_rounds(pair, encode_prompt(pair, prompt), replace(settings, method=lane)):
         ids += r.committed
-        proposed, accepted, rounds = proposed + r.proposed, accepted + r.accepted, rounds + 1
+        judged, accepted, rounds = judged + r.judged, accepted + r.accepted, rounds + 1
         arrivals.append((time.perf_counter() - start, len(r.committed)))
         report(lane, ids, arrivals[-1][0])
-    alpha = accepted / proposed if proposed else None
+    alpha = accepted / judged if judged else None  # per-token acceptance probability
     return LaneResult(lane, tuple(ids), tuple(arrivals), alpha, len(ids) / rounds if rounds else None)
 
 

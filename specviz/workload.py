@@ -134,10 +134,12 @@ class RunRecord:
     tag: str
     method: str
     k: int
-    alpha: float | None
+    alpha: float | None  # accepted / judged: the per-token acceptance probability
     tau: float
     proposed: int
     accepted: int
+    judged: int
+    acceptance_rate: float | None  # accepted / proposed (vLLM's draft acceptance rate)
     rounds: int
     committed: int
     tokens_per_s: float
@@ -189,12 +191,12 @@ def record_of(trace: Trace, plain: Trace, tag: str) -> RunRecord:
         "num_accepted_tokens": t.accepted,
         "num_accepted_tokens_per_pos": list(accepted),
         "mean_acceptance_length": 1 + t.accepted / drafted_rounds if drafted_rounds else 1.0,
-        "draft_acceptance_rate": t.alpha,
+        "draft_acceptance_rate": t.acceptance_rate,
         "acceptance_length_histogram": list(lengths),
     }
     return RunRecord(
         prompt=trace.prompt, tag=tag, method=trace.settings.method, k=k, alpha=t.alpha, tau=t.tau,
-        proposed=t.proposed, accepted=t.accepted, rounds=t.rounds, committed=t.committed,
+        proposed=t.proposed, accepted=t.accepted, judged=t.judged, acceptance_rate=t.acceptance_rate, rounds=t.rounds, committed=t.committed,
         tokens_per_s=t.tokens_per_s, plain_tokens_per_s=base.tokens_per_s,
         speedup=t.tokens_per_s / base.tokens_per_s if base.tokens_per_s else math.nan,
         draft_ms=sum(r.draft_ms for r in trace.rounds), verify_ms=sum(r.verify_ms for r in trace.rounds),
@@ -296,7 +298,7 @@ def bootstrap_ci(
     """Percentile bootstrap interval over prompts of the (weighted) mean; seeded, so the same records give the same.
 
     With weights it is the interval of a pooled ratio: sum(value * weight) / sum(weight), e.g. alpha pooled over
-    prompts with value = per-prompt alpha and weight = drafts proposed.
+    prompts with value = per-prompt alpha and weight = drafts judged.
     """
     pairs = [(v, 1.0 if weights is None else w) for v, w in zip(values, weights or values)]
     pairs = [(v, w) for v, w in pairs if v is not None and not math.isnan(v) and w > 0]
@@ -318,10 +320,12 @@ def summarize(records: list[RunRecord], seed: int = 0) -> list[dict]:
     out = []
     for (tag, method, k), recs in sorted(groups.items(), key=lambda item: (item[0][0] != "all", item[0])):
         proposed, accepted = sum(r.proposed for r in recs), sum(r.accepted for r in recs)
+        judged = sum(r.judged for r in recs)
         out.append({
             "tag": tag, "method": method, "k": k, "prompts": len(recs),
-            "alpha": accepted / proposed if proposed else None,
-            "alpha_ci": bootstrap_ci([r.alpha for r in recs], [r.proposed for r in recs], seed),
+            "alpha": accepted / judged if judged else None,
+            "alpha_ci": bootstrap_ci([r.alpha for r in recs], [r.judged for r in recs], seed),
+            "acceptance_rate": accepted / proposed if proposed else None,
             "tau": sum(r.committed for r in recs) / sum(r.rounds for r in recs),
             "tokens_per_s": float(np.mean([r.tokens_per_s for r in recs])),
             "plain_tokens_per_s": float(np.mean([r.plain_tokens_per_s for r in recs])),
@@ -333,7 +337,8 @@ def summarize(records: list[RunRecord], seed: int = 0) -> list[dict]:
 
 def records_csv(records: list[RunRecord]) -> str:
     """One row per prompt x method x K (the scalar fields)."""
-    columns = ["prompt", "tag", "method", "k", "alpha", "tau", "proposed", "accepted", "rounds", "committed",
+    columns = ["prompt", "tag", "method", "k", "alpha", "acceptance_rate", "tau", "proposed", "judged", "accepted",
+               "rounds", "committed",
                "tokens_per_s", "plain_tokens_per_s", "speedup"]  # fmt: skip
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
@@ -376,9 +381,9 @@ def predicted_speedup(records: list[RunRecord]) -> tuple[float, float, float]:
     from specviz.core.theory import speedup
 
     plain_ms = float(np.mean([1e3 / r.plain_tokens_per_s for r in records if r.plain_tokens_per_s]))
-    proposed = sum(r.proposed for r in records)
+    proposed, judged = sum(r.proposed for r in records), sum(r.judged for r in records)
     rounds = sum(r.rounds for r in records)
-    alpha = sum(r.accepted for r in records) / proposed if proposed else 0.0
+    alpha = sum(r.accepted for r in records) / judged if judged else 0.0
     c = sum(r.draft_ms for r in records) / proposed / plain_ms if proposed else 0.0
     v = sum(r.verify_ms for r in records) / rounds / plain_ms
     k = records[0].k
@@ -396,7 +401,7 @@ def recommend(records: list[RunRecord], draft_source: str | None, temperature: f
     measured = float(np.mean([r.speedup for r in best]))
     low, _ = bootstrap_ci([r.speedup for r in best])
     predicted, c, v = predicted_speedup(best)
-    alpha = sum(r.accepted for r in best) / max(1, sum(r.proposed for r in best))
+    alpha = sum(r.accepted for r in best) / max(1, sum(r.judged for r in best))
     go = measured >= 1.1 and low > 1.0
     if go:
         reason = f"{method} with K = {k} measured {measured:.2f}x (95% CI from {low:.2f}x) at alpha {alpha:.2f}."

@@ -23,6 +23,14 @@ def test_run_prints_marked_text_and_a_summary(model_dirs, capsys):
     assert "K=3, greedy: 12 tokens in 3 rounds · α 1.00 · τ 4.00" in out
 
 
+def test_run_in_bfloat16_records_the_precision(model_dirs, capsys):
+    target = str(model_dirs["llama-target"])
+    code, out, err = run_cli(capsys, "run", "--prompt", "def add", "--target", target, "--draft", target,
+                             "--max-new-tokens", "6", "--dtype", "bfloat16", "--json")  # fmt: skip
+    assert code == 0, err
+    assert Trace.from_json(out).meta["dtype"] == "bfloat16"
+
+
 def test_run_json_is_a_trace_document(model_dirs, capsys):
     target, draft = str(model_dirs["gpt2-target"]), str(model_dirs["gpt2-truncated"])
     code, out, _ = run_cli(capsys, "run", "--prompt", "for item in", "--target", target, "--draft", draft,
@@ -50,6 +58,7 @@ def test_ngram_and_plain_need_no_draft_model(model_dirs, capsys, mode):
         (["--top-p", "1.5", "--temperature", "1"], "top-p must be in (0, 1]"),
         (["--target", "/no/such/model"], "is not a directory"),
         (["--prompt", "  "], "The prompt is empty"),
+        (["--dtype", "half"], "dtype must be one of auto, float32, bfloat16, float16"),
     ],
 )
 def test_bad_input_is_one_clear_line(model_dirs, capsys, argv, message):

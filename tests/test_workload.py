@@ -81,8 +81,9 @@ def test_record_statistics_against_a_hand_built_trace():
                      rnd(1, ["accepted", "accepted", "accepted"], [0.7, 0.6, 0.5], "bonus")], wall=1.0)  # fmt: skip
     plain = trace_of([rnd(i, [], [], "target") for i in range(6)], method="plain", k=3, wall=2.0)
     rec = record_of(spec, plain, "code")
-    assert (rec.proposed, rec.accepted, rec.rounds, rec.committed) == (6, 4, 2, 6)
-    assert rec.alpha == pytest.approx(4 / 6) and rec.tau == 3.0
+    assert (rec.proposed, rec.judged, rec.accepted, rec.rounds, rec.committed) == (6, 5, 4, 2, 6)
+    assert rec.alpha == pytest.approx(4 / 5) and rec.acceptance_rate == pytest.approx(4 / 6) and rec.tau == 3.0
+    assert rec.vllm_metrics["draft_acceptance_rate"] == pytest.approx(4 / 6)
     assert rec.speedup == pytest.approx((6 / 1.0) / (6 / 2.0))
     assert [(p["reached"], p["accepted"]) for p in rec.per_position] == [(2, 2), (2, 1), (1, 1)]
     assert [p["rate"] for p in rec.per_position] == [1.0, 0.5, 1.0]
@@ -98,7 +99,8 @@ def test_summary_pools_alpha_and_bootstraps_reproducibly():
     records = [record_of(spec_a, plain, "x"), record_of(spec_b, plain, "y")]
     rows = summarize(records)
     overall = next(r for r in rows if r["tag"] == "all")
-    assert overall["alpha"] == pytest.approx(1 / 6) and overall["prompts"] == 2
+    assert overall["alpha"] == pytest.approx(1 / 3) and overall["acceptance_rate"] == pytest.approx(1 / 6)
+    assert overall["prompts"] == 2
     assert summarize(records) == rows  # same seed, same intervals
     assert {r["tag"] for r in rows} == {"all", "x", "y"}
     low, high = bootstrap_ci([1.0, 2.0, 3.0, 4.0])

@@ -88,16 +88,25 @@ class Round:
     def accepted(self) -> int:
         return sum(pos.accepted for pos in self.positions)
 
+    @property
+    def judged(self) -> int:
+        """Drafts that met the accept test (accepted, or the one rejected); those after a rejection never do."""
+        return sum(pos.verdict in (ACCEPTED, REJECTED) for pos in self.positions)
+
 
 @dataclass(frozen=True)
 class Totals:
-    """Run totals; alpha = accepted / proposed, tau = committed / rounds (= 1 for plain decoding)."""
+    """Run totals. alpha = accepted / judged is the paper's per-token acceptance probability (at T = 1 its
+    expectation is sum_x min(p, q)); acceptance_rate = accepted / proposed is vLLM's draft acceptance rate, which also
+    counts the drafts after a rejection that were never judged, so it falls as K grows. tau = committed / rounds."""
 
     proposed: int
     accepted: int
+    judged: int
     rounds: int
     committed: int
-    alpha: float | None  # None when nothing was proposed (plain decoding)
+    alpha: float | None  # None when nothing was judged (plain decoding)
+    acceptance_rate: float | None  # None when nothing was proposed
     tau: float
     wall_s: float
     tokens_per_s: float
@@ -106,13 +115,16 @@ class Totals:
     def of(cls, rounds: tuple[Round, ...], wall_s: float) -> "Totals":
         proposed = sum(r.proposed for r in rounds)
         accepted = sum(r.accepted for r in rounds)
+        judged = sum(r.judged for r in rounds)
         committed = sum(len(r.committed) for r in rounds)
         return cls(
             proposed=proposed,
             accepted=accepted,
+            judged=judged,
             rounds=len(rounds),
             committed=committed,
-            alpha=accepted / proposed if proposed else None,
+            alpha=accepted / judged if judged else None,
+            acceptance_rate=accepted / proposed if proposed else None,
             tau=committed / len(rounds) if rounds else 0.0,
             wall_s=wall_s,
             tokens_per_s=committed / wall_s if wall_s > 0 else 0.0,
@@ -161,13 +173,14 @@ class Trace:
     def from_dict(cls, doc: Any) -> "Trace":
         _check_header(doc)
         try:
+            rounds = tuple(_round_from_dict(r) for r in doc["rounds"])
             return cls(
                 settings=RunSettings.from_dict(doc["settings"]),
                 prompt=doc["prompt"],
                 prompt_ids=tuple(doc["prompt_ids"]),
-                rounds=tuple(_round_from_dict(r) for r in doc["rounds"]),
+                rounds=rounds,
                 text=doc["text"],
-                totals=Totals(**doc["totals"]),
+                totals=Totals.of(rounds, float(doc["totals"]["wall_s"])),  # recounted: older traces lack new totals
                 meta=dict(doc.get("meta", {})),
             )
         except SettingsError as exc:

@@ -36,14 +36,14 @@ class MeasuredCosts:
     dtype: str
     context_tokens: int  # prompt length the timings were taken at
     repeats: int
-    draft_step_s: float
+    draft_step_s: float | None  # None when the pair has no draft model (an n-gram lookup costs next to nothing)
     target_step_s: float
     verify_s: tuple[float, ...]  # verify_s[K - 1]: one pass over 1 + K tokens
 
     @property
-    def c(self) -> float:
-        """Draft step cost as a fraction of a target step."""
-        return self.draft_step_s / self.target_step_s
+    def c(self) -> float | None:
+        """Draft step cost as a fraction of a target step (None without a draft model)."""
+        return None if self.draft_step_s is None else self.draft_step_s / self.target_step_s
 
     @property
     def verify_relative(self) -> tuple[float, ...]:
@@ -65,7 +65,7 @@ class MeasuredCosts:
             "dtype": self.dtype,
             "context_tokens": self.context_tokens,
             "repeats": self.repeats,
-            "draft_step_ms": self.draft_step_s * 1e3,
+            "draft_step_ms": None if self.draft_step_s is None else self.draft_step_s * 1e3,
             "target_step_ms": self.target_step_s * 1e3,
             "verify_ms": [v * 1e3 for v in self.verify_s],
             "c": self.c,
@@ -81,9 +81,8 @@ def measure_costs(
     prompt: str = DEFAULT_PROMPT,
     on_progress: Progress | None = None,
 ) -> MeasuredCosts:
-    """Time a draft step, a target step and verify passes for K = 1..k_max (median of `repeats`, after a warm-up)."""
-    if pair.draft is None:
-        raise SettingsError("Measuring costs needs a draft model: load a pair with a draft.")
+    """Time a draft step (when the pair has a draft), a target step and verify passes for K = 1..k_max (median of
+    `repeats`, after a warm-up)."""
     if not isinstance(k_max, int) or not 1 <= k_max <= MAX_K:
         raise SettingsError(f"the largest K to measure must be from 1 to {MAX_K}; got {k_max!r}.")
     if not isinstance(repeats, int) or not 1 <= repeats <= 50:
@@ -92,10 +91,10 @@ def measure_costs(
     if pair.context_length:
         ids = ids[: max(1, pair.context_length - k_max - 2)]
     target = _ready(pair.target, pair.vocab_size, ids)
-    draft = _ready(pair.draft, pair.vocab_size, ids)
+    draft = _ready(pair.draft, pair.vocab_size, ids) if pair.draft is not None else None
     drafts = torch.tensor((ids * (k_max // len(ids) + 1))[:k_max], device=pair.device)  # (k_max,) any real tokens
 
-    total, done = 2 + k_max, 0
+    total, done = 1 + (draft is not None) + k_max, 0
 
     def tick() -> None:
         nonlocal done
@@ -103,8 +102,10 @@ def measure_costs(
         if on_progress:
             on_progress(done, total)
 
-    draft_step = _median(lambda: draft.forward(logits_to_keep=1), draft, pair.device, repeats)
-    tick()
+    draft_step = None
+    if draft is not None:
+        draft_step = _median(lambda: draft.forward(logits_to_keep=1), draft, pair.device, repeats)
+        tick()
     target_step = _median(lambda: target.forward(logits_to_keep=1), target, pair.device, repeats)
     tick()
     verify = []

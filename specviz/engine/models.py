@@ -24,6 +24,7 @@ BUNDLED_PAIR = ASSETS / "models" / "pystdlib"
 BUNDLED_TARGET = str(BUNDLED_PAIR / "target")
 BUNDLED_DRAFT = str(BUNDLED_PAIR / "draft")
 DEVICES = ("auto", "cpu", "cuda", "mps")
+DTYPES = ("auto", "float32", "bfloat16", "float16")
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 
 
@@ -67,7 +68,9 @@ def choose_device(requested: str | None = "auto") -> torch.device:
 
 
 def default_dtype(device: torch.device) -> torch.dtype:
-    """float32 on CPU (half precision is slow there), bfloat16 on CUDA when supported, else float16."""
+    """bfloat16 on CUDA when supported, else float16; float32 on CPU, where greedy speculative output then matches
+    plain decoding token for token (bfloat16 is faster on CPUs with native support, but rounds a K + 1-token verify
+    pass differently from one-token steps, so near-ties can flip: an explicit choice)."""
     if device.type == "cuda":
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     if device.type == "mps":
@@ -75,11 +78,27 @@ def default_dtype(device: torch.device) -> torch.dtype:
     return torch.float32
 
 
+def choose_dtype(requested: str | torch.dtype | None, device: torch.device) -> torch.dtype:
+    """The precision to run in: "auto" is default_dtype(device); an explicit one must work on that device."""
+    if isinstance(requested, torch.dtype):
+        return requested
+    requested = (requested or "auto").lower()
+    if requested not in DTYPES:
+        raise SettingsError(f"dtype must be one of {', '.join(DTYPES)}; got {requested!r}.")
+    if requested == "auto":
+        return default_dtype(device)
+    if device.type == "cpu" and requested == "float16":
+        raise SettingsError("float16 is slow on CPU and some operations lack it there: use bfloat16 or float32.")
+    if device.type == "cuda" and requested == "bfloat16" and not torch.cuda.is_bf16_supported():
+        raise SettingsError("This GPU has no bfloat16 support: use float16 or float32.")
+    return getattr(torch, requested)
+
+
 def load_pair(
     target: str = BUNDLED_TARGET,
     draft: str | None = BUNDLED_DRAFT,
     device: str | None = "auto",
-    dtype: torch.dtype | None = None,
+    dtype: str | torch.dtype | None = None,
     allow_pickle: bool = False,
     trust_remote_code: bool = False,
 ) -> ModelPair:
@@ -90,7 +109,7 @@ def load_pair(
             "or give a target and draft by hub id or path."
         )
     dev = choose_device(device)
-    dtype = dtype or default_dtype(dev)
+    dtype = choose_dtype(dtype, dev)
     tokenizer = load_tokenizer(target, trust_remote_code)
     target_model = load_model(target, dev, dtype, allow_pickle, trust_remote_code)
     draft_model = None

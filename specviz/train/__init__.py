@@ -62,7 +62,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--target-steps", type=int, default=None, help="fix the step count instead of calibrating")
     p.add_argument("--draft-steps", type=int, default=None)
     p.add_argument("--target-lr", type=float, default=1e-3)
+    p.add_argument("--extend-target-minutes", type=float, default=0.0,
+                   help="after the target stage, train the finished target this much longer (a new, resumable run)")
+    p.add_argument("--extend-lr", type=float, default=5e-4, help="peak learning rate of a target extension")
     p.add_argument("--draft-lr", type=float, default=1e-3)
+    p.add_argument("--draft-data", choices=("code", "all"), default="code",
+                   help="train the draft on the code documents only (a code specialist) or on everything")
     p.add_argument("--ce-weight", type=float, default=0.25,
                    help="draft loss = a*CE + (1-a)*KL(target || draft); a=1 is plain CE")
     p.add_argument("--ckpt-minutes", type=float, default=5.0)

@@ -63,13 +63,30 @@ def _run_config(args, name, *, budget_min, max_steps, lr, ce_weight=1.0):
                      ce_weight=ce_weight)
 
 
+def target_runs(work: Path) -> list[Path]:
+    """The target's run dirs in training order: `target`, then each extension `target_ext1`, `target_ext2`, ..."""
+    runs, n = [work / "target"], 1
+    while (work / f"target_ext{n}").exists():
+        runs.append(work / f"target_ext{n}")
+        n += 1
+    return runs
+
+
+def latest_target_weights(work: Path) -> Path:
+    """final.pt of the last finished target run (extensions build on each other)."""
+    finished = [r / "final.pt" for r in target_runs(work) if (r / "result.json").exists()]
+    if not finished:
+        raise FileNotFoundError(f"no finished target run in {work}: run the target stage first")
+    return finished[-1]
+
+
 def load_target(args, work: Path, device):
     import torch
 
     _, vocab, eos, pad = _ids(work)
     target_arch, _ = _archs(args)
     model = build(target_arch, vocab, eos, pad, seed=args.seed)
-    model.load_state_dict(torch.load(work / "target" / "final.pt", map_location=device))
+    model.load_state_dict(torch.load(latest_target_weights(work), map_location=device))
     return model.to(device).eval()
 
 
@@ -83,6 +100,30 @@ def stage_target(args, work: Path, device, log) -> None:
     cfg = _run_config(args, "target", budget_min=args.target_minutes, max_steps=args.target_steps,
                       lr=args.target_lr)
     train(model, load_tokens(work, "train"), _val(work), cfg, work / "target", log, device=device)
+    if args.extend_target_minutes:
+        extend_target(args, work, device, log)
+
+
+def extend_target(args, work: Path, device, log) -> None:
+    """Train the finished target further in a new run dir (a fresh warm-up and cosine tail at --extend-lr).
+
+    An unfinished extension is resumed rather than started again, so a stopped session loses at most a checkpoint.
+    """
+    import torch
+
+    from .loop import train
+
+    runs = target_runs(work)
+    last = runs[-1]
+    run_dir = last if not (last / "result.json").exists() else work / f"target_ext{len(runs)}"
+    _, vocab, eos, pad = _ids(work)
+    arch, _ = _archs(args)
+    model = build(arch, vocab, eos, pad, seed=args.seed)
+    model.load_state_dict(torch.load(latest_target_weights(work), map_location=device))
+    log(f"target: extending from {latest_target_weights(work)} in {run_dir} for {args.extend_target_minutes} min")
+    cfg = _run_config(args, run_dir.name, budget_min=args.extend_target_minutes, max_steps=None, lr=args.extend_lr)
+    cfg.warmup_steps, cfg.seed = 30, args.seed + len(runs)  # a new data order for the extra epochs
+    train(model, load_tokens(work, "train"), _val(work), cfg, run_dir, log, device=device)
 
 
 def _fresh_draft(args, work: Path, device, target):
@@ -99,7 +140,7 @@ def stage_draft(args, work: Path, device, log) -> None:
     target = load_target(args, work, device)
     for p in target.parameters():
         p.requires_grad_(False)
-    data, val = load_tokens(work, "train"), _val(work)
+    data, val = draft_tokens(args, work, log), _val(work)
     summary_path = work / "draft_eval.json"
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
 
@@ -134,6 +175,25 @@ def stage_draft(args, work: Path, device, log) -> None:
                                  for k, v in val.items()}}
         summary_path.write_text(json.dumps(summary, indent=2))
         log(f"draft CE-only control: {json.dumps(summary['ce_only'])}")
+
+
+def draft_tokens(args, work: Path, log):
+    """The draft's training tokens: the whole training split, or (--draft-data code) only its code documents.
+
+    A code-only draft is a specialist, as production drafts trained on their target's traffic are: it agrees with the
+    target more on code and less on prose, which is the contrast the sample workloads teach.
+    """
+    if args.draft_data == "all":
+        return load_tokens(work, "train")
+    path = work / "data" / "train_code.bin"
+    if not path.exists():
+        from .corpus import read_jsonl
+        from .tok import encode_split
+
+        docs = [d for d in read_jsonl(work / "corpus" / "train.jsonl") if d["kind"] == "code"]
+        counts = encode_split(work / "tokenizer", docs, path)
+        log(f"tokens train_code (draft data): {counts}")
+    return load_tokens(work, "train_code")
 
 
 def stage_export(args, work: Path, device, log) -> None:

@@ -13,13 +13,18 @@ import streamlit as st
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
 from specviz.engine.catalogue import CATALOGUE, presets_for
-from specviz.engine.models import ModelPair
+from specviz.engine.models import DTYPES, ModelPair
 from specviz.errors import SpecvizError
 from specviz.public import Limits, display_source
 from specviz.ui.loaders import cached_pair, default_sources
 
 CUSTOM = "Custom: any two hub ids or local paths"
 METHOD_LABELS = {"draft": "draft model", "ngram": "n-gram lookup (prompt lookup)"}
+DTYPE_HELP = (
+    "auto: float32 on CPU (greedy speculative output then equals plain decoding token for token), bfloat16 on a GPU. "
+    "bfloat16 on a CPU with native support is faster, but a K + 1-token verify pass rounds differently from one-token "
+    "steps, so where the target's top two tokens nearly tie, greedy output can differ from plain decoding."
+)
 
 
 @dataclass(frozen=True)
@@ -27,6 +32,7 @@ class Controls:
     target: str
     draft: str
     device: str
+    dtype: str
     settings: RunSettings | None  # None when the sidebar holds an invalid combination (an error is shown)
     lecture: bool
 
@@ -45,10 +51,10 @@ def remember(key: str) -> None:
     st.session_state["_kept_" + key] = st.session_state[key]
 
 
-def active_sources() -> tuple[str, str, str]:
-    """(target, draft, device) of the pair in use: the last one that loaded, else the default."""
+def active_sources() -> tuple[str, str, str, str]:
+    """(target, draft, device, dtype) of the pair in use: the last one that loaded, else the default."""
     if "active_pair" not in st.session_state:
-        st.session_state["active_pair"] = (*default_sources(), "auto")
+        st.session_state["active_pair"] = (*default_sources(), "auto", "auto")
     return st.session_state["active_pair"]
 
 
@@ -85,7 +91,9 @@ def pair_picker() -> None:
         target, draft = default_sources() if spec.offline else (spec.target, spec.draft)
         st.sidebar.caption(spec.note)
     device = st.sidebar.selectbox("Device", ["auto", "cpu", "cuda", "mps"], key=keep("device", "auto"), on_change=remember, args=("device",))
-    wanted = (target.strip(), draft.strip(), device)
+    dtype = st.sidebar.selectbox("Precision", list(DTYPES), key=keep("dtype", "auto"), on_change=remember, args=("dtype",),
+                                 help=DTYPE_HELP)  # fmt: skip
+    wanted = (target.strip(), draft.strip(), device, dtype)
     if wanted != active_sources() and st.sidebar.button("Load this pair", type="primary"):
         try:
             cached_pair(*wanted)
@@ -94,8 +102,8 @@ def pair_picker() -> None:
         else:
             st.session_state["active_pair"] = wanted
     limits = Limits.from_env()
-    target_in_use, draft_in_use, device_in_use = (display_source(s, limits) for s in active_sources())
-    st.sidebar.caption(f"In use: **{target_in_use}** ← draft **{draft_in_use}** on {device_in_use}")
+    target_in_use, draft_in_use, device_in_use, dtype_in_use = (display_source(s, limits) for s in active_sources())
+    st.sidebar.caption(f"In use: **{target_in_use}** ← draft **{draft_in_use}** on {device_in_use}, {dtype_in_use} precision")
 
 
 def sidebar_controls() -> Controls:
@@ -121,8 +129,7 @@ def sidebar_controls() -> Controls:
         settings = RunSettings(method=method, k=int(k), sampling=sampling, max_new_tokens=int(max_new), seed=int(seed))
     except SpecvizError as exc:
         st.sidebar.error(str(exc))
-    target, draft, device = active_sources()
-    return Controls(target, draft, device, settings, lecture)
+    return Controls(*active_sources(), settings, lecture)
 
 
 def prompt_box(target: str, key: str = "prompt") -> str:

@@ -15,5 +15,5 @@ def default_sources() -> tuple[str, str]:
 
 
 @st.cache_resource(show_spinner="Loading the model pair…", max_entries=3)
-def cached_pair(target: str, draft: str | None, device: str = "auto") -> ModelPair:
-    return load_pair(target, draft, device=device)
+def cached_pair(target: str, draft: str | None, device: str = "auto", dtype: str = "auto") -> ModelPair:
+    return load_pair(target, draft, device=device, dtype=dtype)

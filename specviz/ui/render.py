@@ -50,6 +50,8 @@ def show_text(trace: Trace, n_rounds: int | None = None) -> None:
 
 
 @st.cache_data(show_spinner="Running the models…", max_entries=64)
-def cached_run(target: str, draft: str, device: str, prompt: str, settings: RunSettings) -> Trace:
-    """A finished run, cached per (pair, prompt, settings): same seed, same trace, so caching changes nothing shown."""
-    return generate(cached_pair(target, draft, device), prompt, settings)
+def cached_run(sources: tuple[str, str, str, str], prompt: str, settings: RunSettings) -> Trace:
+    """A finished run, cached per (pair, prompt, settings): same seed, same trace, so caching changes nothing shown.
+
+    sources = (target, draft, device, dtype), as `active_sources()` gives them."""
+    return generate(cached_pair(*sources), prompt, settings)

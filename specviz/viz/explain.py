@@ -68,3 +68,9 @@ def commit_sentence(r: Round) -> str:
     if r.draft_cache != (0, 0):
         text += f", the draft's from {r.draft_cache[0]} to {r.draft_cache[1]}"
     return text + ": rejected drafts leave no trace; the newest token is read at the start of the next round." + stop.get(r.stop or "", "")
+
+ALPHA_HELP = (
+    "α = accepted drafts / drafts judged: the chance that a draft token passes the accept test, the α of the paper's "
+    "formulas (at temperature 1 its expectation is Σ min(p, q)). Drafts after a rejection are never judged. vLLM's "
+    "'draft acceptance rate' divides by all drafts proposed instead, so it falls as K grows."
+)

@@ -15,7 +15,7 @@ def _label(rec: RunRecord) -> str:
 
 
 def per_prompt_frame(records: list[RunRecord]) -> pd.DataFrame:
-    columns = ["tag", "method", "k", "alpha", "tau", "proposed", "accepted", "rounds", "tokens_per_s", "plain_tokens_per_s", "speedup", "prompt"]
+    columns = ["tag", "method", "k", "alpha", "acceptance_rate", "tau", "proposed", "accepted", "rounds", "tokens_per_s", "plain_tokens_per_s", "speedup", "prompt"]
     return pd.DataFrame([{c: getattr(r, c) for c in columns} for r in records], columns=columns)
 
 

@@ -15,7 +15,7 @@ def test_home_shows_a_live_run_with_alpha_tau_and_speedup(tiny_default):
     assert not at.exception and not at.error
     expected = generate(load_pair(*tiny_default, device="cpu"), presets_for(tiny_default[0])["code"], RunSettings(k=4, max_new_tokens=48))
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["α (accepted / proposed)"] == f"{expected.totals.alpha:.2f}"
+    assert metrics["α (accepted / judged)"] == f"{expected.totals.alpha:.2f}"
     assert metrics["τ (tokens per target pass)"] == f"{expected.totals.tau:.2f}"
     assert metrics["Measured speedup vs plain"].endswith("×")
     html = "".join(m.value for m in at.markdown)

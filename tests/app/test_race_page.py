@@ -9,7 +9,7 @@ def test_race_with_short_outputs(tiny_default):
     at.sidebar.slider(key="max_new_tokens").set_value(10).run()
     at = click(at, "Start the race")
     assert not at.exception and not at.error
-    results, greedy = at.session_state["race"]
+    results, greedy, _ = at.session_state["race"]
     assert greedy and [r.lane for r in results] == ["plain", "draft", "ngram", "hf_assisted", "hf_prompt_lookup"]
     table = at.dataframe[0].value
     assert list(table["same text as plain"]) == ["✓"] * 5

@@ -19,7 +19,8 @@ def test_three_prompt_workload_fills_the_tables(tiny_default):
     assert list(per_prompt["alpha"].round(6)) == [round(r.alpha, 6) for r in records]
     summary = at.dataframe[0].value
     overall = summary[summary["tag"] == "all"].iloc[0]
-    assert overall["alpha"] == sum(r.accepted for r in records) / sum(r.proposed for r in records)
+    assert overall["alpha"] == sum(r.accepted for r in records) / sum(r.judged for r in records)
+    assert overall["acceptance_rate"] == sum(r.accepted for r in records) / sum(r.proposed for r in records)
     verdicts = [e.value for e in (*at.success, *at.warning)]
     assert any(v.startswith(("GO:", "NO-GO:")) for v in verdicts)
     # results survive a rerun (another widget changed)

@@ -51,10 +51,28 @@ def test_totals_follow_the_paper_definitions():
     assert totals.alpha == 0.75 and totals.tau == 2.5 and totals.tokens_per_s == 10.0
 
 
+def test_alpha_counts_only_judged_drafts_and_the_acceptance_rate_all_proposed():
+    # accepted, rejected, then one draft never judged: alpha = 1/2 (the paper's), acceptance rate = 1/3 (vLLM's)
+    verdicts = ("accepted", "rejected", "unreached")
+    positions = tuple(Position(i, 5, " x", 0.5, 0.5, 1.0, 0.1, v == "accepted", v) for i, v in enumerate(verdicts))
+    rnd = Round(0, positions, ExtraToken(7, " z", "correction", 1.0, 1.0, 0.3), (), (5, 7), 1.0, 1.0, (4, 2), (4, 2))
+    totals = Totals.of((rnd,), wall_s=1.0)
+    assert (totals.proposed, totals.judged, totals.accepted) == (3, 2, 1)
+    assert totals.alpha == 0.5 and totals.acceptance_rate == pytest.approx(1 / 3)
+
+
 def test_json_round_trips_losslessly():
     trace = hand_trace()
     assert Trace.from_json(trace.to_json()) == trace
     assert Trace.from_json(trace.to_json(indent=2)).to_json() == trace.to_json()
+
+
+def test_a_trace_saved_before_judged_counts_existed_still_loads():
+    doc = hand_trace().to_dict()
+    for key in ("judged", "acceptance_rate"):
+        del doc["totals"][key]
+    doc["totals"]["alpha"] = 0.123  # totals are recounted from the rounds, not trusted
+    assert Trace.from_dict(doc) == hand_trace()
 
 
 def test_json_has_the_documented_shape():
@@ -63,7 +81,8 @@ def test_json_has_the_documented_shape():
     assert {"settings", "rounds", "text", "totals"} <= doc.keys()
     position = doc["rounds"][0]["positions"][0]
     assert {"token_id", "text", "p", "q", "ratio", "u", "accepted"} <= position.keys()
-    assert set(doc["totals"]) == {"proposed", "accepted", "rounds", "committed", "alpha", "tau", "wall_s", "tokens_per_s"}
+    assert set(doc["totals"]) == {"proposed", "accepted", "judged", "rounds", "committed", "alpha", "acceptance_rate", "tau",
+                                  "wall_s", "tokens_per_s"}  # fmt: skip
     assert doc["settings"]["sampling"] == {"temperature": 0.7, "top_k": 20, "top_p": 1.0}
 
 

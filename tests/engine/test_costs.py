@@ -36,9 +36,13 @@ def test_measuring_leaves_the_shared_models_usable(load):
     assert generate(pair, "def add(a, b):", RunSettings(k=3, max_new_tokens=12)).output_ids == before
 
 
+def test_without_a_draft_only_the_target_is_timed(load):
+    costs = measure_costs(load("llama-target"), k_max=3, repeats=1)
+    assert costs.draft_step_s is None and costs.c is None and costs.to_dict()["draft_step_ms"] is None
+    assert costs.target_step_s > 0 and len(costs.verify_relative) == 3
+
+
 def test_bad_measurement_requests_are_refused(load):
-    with pytest.raises(SettingsError, match="draft"):
-        measure_costs(load("llama-target"))
     pair = load("llama-target", "llama-truncated")
     with pytest.raises(SettingsError, match="largest K"):
         measure_costs(pair, k_max=17)

@@ -8,7 +8,7 @@ import torch
 from specviz.core.settings import RunSettings
 from specviz.engine import models
 from specviz.engine.decode import generate
-from specviz.engine.models import choose_device, load_pair
+from specviz.engine.models import choose_device, choose_dtype, load_pair
 from specviz.errors import IncompatiblePairError, ModelLoadError, SettingsError
 
 
@@ -126,3 +126,13 @@ def test_running_out_of_memory_while_loading_is_a_message(model_dirs, monkeypatc
     monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", boom)
     with pytest.raises(ModelLoadError, match="Ran out of memory loading"):
         load_pair(str(model_dirs["llama-target"]), None, device="cpu")
+
+
+def test_precision_is_chosen_per_device_and_bad_choices_are_refused():
+    cpu = torch.device("cpu")
+    assert choose_dtype("auto", cpu) == torch.float32 and choose_dtype(None, cpu) == torch.float32
+    assert choose_dtype("bfloat16", cpu) == torch.bfloat16 and choose_dtype(torch.float64, cpu) == torch.float64
+    with pytest.raises(SettingsError, match="float16 is slow on CPU"):
+        choose_dtype("float16", cpu)
+    with pytest.raises(SettingsError, match="dtype must be one of"):
+        choose_dtype("fp8", cpu)
