@@ -74,7 +74,7 @@ def export(args, work: Path, device, log) -> None:
 
     from .loop import eval_windows, evaluate
     from .models import n_params
-    from .stages import _archs, _fresh_draft, load_target
+    from .stages import _archs, _fresh_draft, load_target, target_runs
     from .tok import load_tokens
 
     out = args.out_dir
@@ -109,8 +109,8 @@ def export(args, work: Path, device, log) -> None:
     corpus = json.loads((work / "corpus" / "manifest.json").read_text())
     corpus.pop("val_ids", None)
     tokens = json.loads((work / "data" / "info.json").read_text())
-    results = {n: json.loads((work / n / "result.json").read_text()) for n in ("target", "draft_kd", "draft_ce")
-               if (work / n / "result.json").exists()}
+    runs = [r.name for r in target_runs(work)] + ["draft_kd", "draft_ce"]
+    results = {n: json.loads((work / n / "result.json").read_text()) for n in runs if (work / n / "result.json").exists()}
     for r in results.values():
         r.pop("history", None)
     draft_eval = json.loads((work / "draft_eval.json").read_text()) if (work / "draft_eval.json").exists() else {}
@@ -126,7 +126,8 @@ def export(args, work: Path, device, log) -> None:
         "corpus": corpus, "tokens": tokens,
         "models": {"target": {**target_arch.as_dict(), "parameters": counts["target"]},
                    "draft": {**draft_arch.as_dict(), "parameters": counts["draft"],
-                             "init": "target embeddings + layer 0 + final norm"}},
+                             "init": "target embeddings + layer 0 + final norm",
+                             "training_data": f"{args.draft_data} documents of the training split"}},
         "training": results, "draft_comparison": draft_eval,
         "held_out": {"shipped": shipped, "ce_only_control": ce_only},
         "sizes": sizes,
@@ -148,7 +149,11 @@ def model_card(m: dict) -> str:
     t, d = m["models"]["target"], m["models"]["draft"]
     sh, base = m["held_out"]["shipped"], m["held_out"]["ce_only_control"] or {}
     tgt = tr.get("target", {})
+    extensions = [(name, r) for name, r in tr.items() if name.startswith("target_ext")]
     kd, ce = tr.get("draft_kd", {}), tr.get("draft_ce", {})
+    draft_data = d.get("training_data", "all documents of the training split")
+    target_minutes = sum(r.get("train_minutes", 0) for r in [tgt, *(r for _, r in extensions)])
+    extend = sum(r.get("config", {}).get("budget_s", 0) for _, r in extensions) / 60
     sz = m["sizes"]
 
     def row(name, ev):
@@ -184,7 +189,7 @@ batch 1) yet agrees with the target often on code. It is **not** a useful code o
 ## Limitations
 - It only knows Python: the standard library's source and Python's own documentation. Anything else (other
   languages, general knowledge, chat) gets fluent-looking nonsense.
-- Trained for about {_fmt((tgt.get('train_minutes', 0) + kd.get('train_minutes', 0)) / 60, 1)} CPU-core hours; completions are plausible in shape
+- Trained for about {_fmt((target_minutes + kd.get('train_minutes', 0) + ce.get('train_minutes', 0)) / 60, 1)} CPU-core hours; completions are plausible in shape
   (indentation, names, docstrings) but often wrong or repetitive. Judge it as a teaching prop.
 - Context length {t['context']} tokens (RoPE; positions beyond it were never trained).
 - No safety tuning of any kind.
@@ -196,7 +201,9 @@ batch 1) yet agrees with the target often on code. It is **not** a useful code o
 | draft | {d['layers']} | {d['width']} | {d['heads']} | {d['mlp']} | {d['parameters'] / 1e6:.2f} M | {sz['draft_bytes'] / 1e6:.1f} MB |
 
 The draft was initialised from the target's token embeddings (tied with the LM head), first decoder layer and
-final norm, then trained. `eos_token_id` = `bos_token_id` = `<|endoftext|>` (id 0), `pad_token_id` = `<|pad|>`
+final norm, then trained on the {draft_data}: a specialist, as production drafts trained on their
+target's traffic are, so it agrees with the target more on code than on prose (the contrast the sample workloads
+teach). `eos_token_id` = `bos_token_id` = `<|endoftext|>` (id 0), `pad_token_id` = `<|pad|>`
 (id 1), set in `config.json` and `generation_config.json`.
 
 ## Tokenizer
@@ -235,7 +242,9 @@ with 100 warm-up steps, gradient clip 1.0, random {t['context']}-token windows, 
         f"| {name} | {r.get('steps')} | {r.get('tokens_seen', 0):,} | {r.get('train_minutes')} | {r.get('tokens_per_s')} | "
         f"{_fmt(r.get('final_train_loss'))} | {_fmt(r.get('last_eval', {}).get('val_code', {}).get('ce'))} | "
         f"{_fmt(r.get('last_eval', {}).get('val_prose', {}).get('ce'))} |"
-        for name, r in (("target", tgt), ("draft (distilled)", kd), ("draft CE-only control", ce)) if r
+        for name, r in (("target", tgt), *((f"target, extension {n[len('target_ext'):]} (fresh cosine from "
+                                            f"{r.get('config', {}).get('lr')})", r) for n, r in extensions),
+                        ("draft (distilled)", kd), ("draft CE-only control", ce)) if r
     ) + f"""
 
 The draft's loss is a·CE(data) + (1 − a)·KL(p_target ‖ q_draft) at temperature 1 with a =
@@ -267,7 +276,8 @@ _TODO: sample completions from the engine._
 
 ## Reproduce
 ```
-python -m specviz train-tiny all --threads 1 --target-minutes 78 --draft-minutes 24
+python -m specviz train-tiny all --threads 1 --target-minutes 78 --extend-target-minutes {extend:.0f} \\
+    --draft-minutes 24 --draft-data {draft_data.split()[0]}
 ```
 The work dir (default `~/.cache/specviz/train-tiny`) holds the corpus, token arrays and checkpoints; rerunning
 resumes. Step counts were derived from the time budgets on this machine; pass `--target-steps

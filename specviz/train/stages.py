@@ -100,7 +100,7 @@ def stage_target(args, work: Path, device, log) -> None:
     cfg = _run_config(args, "target", budget_min=args.target_minutes, max_steps=args.target_steps,
                       lr=args.target_lr)
     train(model, load_tokens(work, "train"), _val(work), cfg, work / "target", log, device=device)
-    if args.extend_target_minutes:
+    if args.extend_target_minutes or args.extend_target_steps:
         extend_target(args, work, device, log)
 
 
@@ -121,7 +121,8 @@ def extend_target(args, work: Path, device, log) -> None:
     model = build(arch, vocab, eos, pad, seed=args.seed)
     model.load_state_dict(torch.load(latest_target_weights(work), map_location=device))
     log(f"target: extending from {latest_target_weights(work)} in {run_dir} for {args.extend_target_minutes} min")
-    cfg = _run_config(args, run_dir.name, budget_min=args.extend_target_minutes, max_steps=None, lr=args.extend_lr)
+    cfg = _run_config(args, run_dir.name, budget_min=args.extend_target_minutes or 1e6, max_steps=args.extend_target_steps,
+                      lr=args.extend_lr)
     cfg.warmup_steps, cfg.seed = 30, args.seed + len(runs)  # a new data order for the extra epochs
     train(model, load_tokens(work, "train"), _val(work), cfg, run_dir, log, device=device)
 

@@ -1,0 +1,37 @@
+"""The train-tiny recipe runs end to end from a clean work dir (tiny sizes and step counts) and exports a pair that
+plain transformers and specviz load; a finished target can be extended, and the draft trains on code only."""
+
+import json
+
+import torch
+from transformers import AutoModelForCausalLM
+
+from specviz.core.settings import RunSettings
+from specviz.engine.decode import generate
+from specviz.engine.models import load_pair
+from specviz.train import main
+
+
+def test_recipe_end_to_end_with_an_extension_and_a_code_only_draft(tmp_path):
+    work, out = tmp_path / "work", tmp_path / "pair"
+    tiny = ["--work-dir", str(work), "--out-dir", str(out), "--vocab-size", "300", "--target-layers", "2",
+            "--width", "32", "--context", "32", "--batch-size", "2", "--target-steps", "3", "--draft-steps", "2",
+            "--extend-target-steps", "2", "--eval-minutes", "60"]  # fmt: skip
+    threads = torch.get_num_threads()
+    try:
+        assert main(["all", *tiny]) == 0
+    finally:
+        torch.set_num_threads(threads)
+    assert json.loads((work / "target_ext1" / "result.json").read_text())["steps"] == 2
+    assert (work / "data" / "train_code.bin").stat().st_size < (work / "data" / "train.bin").stat().st_size
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert {"target", "target_ext1", "draft_kd", "draft_ce"} <= manifest["training"].keys()
+    assert manifest["models"]["draft"]["training_data"].startswith("code")
+    card = (out / "README.md").read_text()
+    assert "extension 1" in card and "--draft-data code" in card
+    for name in ("target", "draft"):
+        assert AutoModelForCausalLM.from_pretrained(out / name).config.vocab_size == 300
+    pair = load_pair(str(out / "target"), str(out / "draft"), device="cpu")
+    spec = generate(pair, "def f(x):", RunSettings(method="draft", k=3, max_new_tokens=8))
+    plain = generate(pair, "def f(x):", RunSettings(method="plain", max_new_tokens=8))
+    assert spec.output_ids == plain.output_ids
