@@ -70,3 +70,14 @@ def test_public_mode_caps_the_sidebar_and_hides_custom_pairs(tiny_default, monke
     assert at.sidebar.slider(key="k").max == 8 and at.sidebar.slider(key="max_new_tokens").max == 64
     assert not any("Custom" in option for option in at.sidebar.selectbox(key="pair_choice").options)
     assert all("/" not in c.value.split("In use:")[-1] for c in at.sidebar.caption if "In use:" in c.value)
+
+
+def test_switching_precision_loads_the_pair_in_bfloat16_and_runs_there(tiny_default):
+    at = open_page("pages/rounds.py")
+    at.sidebar.selectbox(key="dtype").set_value("bfloat16").run()
+    at = click(at, "Load this pair")
+    assert not at.exception and not at.error
+    assert at.session_state["active_pair"][3] == "bfloat16"
+    assert any("bfloat16 precision" in c.value for c in at.sidebar.caption)
+    at = click(at, "Next phase")
+    assert not at.exception and not at.error
