@@ -39,3 +39,13 @@ def test_bench_json_has_every_lane_and_the_documented_fields(load):
     assert 0 <= draft["alpha"] <= 1 and draft["c"] > 0 and draft["efficiency"] > 0
     assert results[("hf_assisted", 2)]["alpha"] == draft["alpha"]  # same models, same rule, same acceptances
     assert results_table(doc).count("\n") == 2 + len(doc["results"]) - 1
+
+
+def test_an_ngram_only_bench_still_measures_the_verify_cost(load):
+    pair = load("llama-target")  # no draft model at all
+    doc = run_bench(pair, [PROMPT], [2], RunSettings(max_new_tokens=8), lanes=("plain", "ngram"))
+    assert doc["costs"]["c"] is None and doc["costs"]["draft_step_ms"] is None
+    ngram = next(r for r in doc["results"] if r["method"] == "ngram")
+    assert ngram["c"] == 0.0 and ngram["verify_cost"] > 0
+    assert ngram["predicted_speedup"] > 0 and ngram["efficiency"] > 0
+    assert 0 <= ngram["acceptance_rate"] <= ngram["alpha"] <= 1  # judged <= proposed
