@@ -281,5 +281,5 @@ python -m specviz train-tiny all --threads 1 --target-minutes 78 --extend-target
 ```
 The work dir (default `~/.cache/specviz/train-tiny`) holds the corpus, token arrays and checkpoints; rerunning
 resumes. Step counts were derived from the time budgets on this machine; pass `--target-steps
-{tgt.get('max_steps')}` and `--draft-steps {kd.get('max_steps')}` to repeat the same schedule elsewhere.
-"""
+{tgt.get('max_steps')}`{''.join(f", `--extend-target-steps {r.get('max_steps')}`" for _, r in extensions[:1])} and
+`--draft-steps {kd.get('max_steps')}` to repeat the same schedule elsewhere."""
