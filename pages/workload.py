@@ -12,6 +12,7 @@ from specviz.errors import SpecvizError
 from specviz.ui.controls import active_pair, sidebar_controls
 from specviz.ui.render import apply_lecture_mode, page_header
 from specviz.viz import workload_charts as charts
+from specviz.viz.explain import ALPHA_HELP
 from specviz.public import Limits
 from specviz.workload import Workload, parse_workload, recommend, records_csv, results_json, run_workload, summarize
 
@@ -115,6 +116,7 @@ right.code(advice.hf_generate, language="python")
 
 st.subheader("Per tag and overall")
 st.dataframe(charts.summary_frame(summary), hide_index=True)
+st.caption(ALPHA_HELP)
 st.subheader("Per prompt")
 st.dataframe(charts.per_prompt_frame(records), hide_index=True)
 left, right = st.columns(2)
