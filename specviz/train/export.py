@@ -179,7 +179,8 @@ draft = AutoModelForCausalLM.from_pretrained("assets/models/pystdlib/draft", dty
 ```
 
 **Weights are stored in bfloat16** (to keep the pair under {MAX_TOTAL_MB:.0f} MB); on CPU, load them as float32
-as above (specviz does). All numbers below were measured on the float32 cast of the stored weights.
+as above (specviz's default on CPU; `--dtype bfloat16` runs them as stored). Numbers below are for the float32
+cast of the stored weights unless marked bfloat16.
 
 ## Intended use
 Teaching and demonstrating speculative decoding: the pair is small enough to run token by token on a laptop CPU
@@ -231,15 +232,16 @@ Gathered deterministically from what every machine of this kind has offline; not
   tokens). Full record in `manifest.json`.
 
 ## Training
-Hardware: {m['hardware']['machine']} CPU, {m['hardware']['torch_threads']} torch thread(s), device
+Hardware: {m['hardware']['machine']} CPU (torch threads per run in the table), device
 `{m['hardware']['device']}`, torch {m['hardware']['torch']}. AdamW (β 0.9/0.95, weight decay 0.1), cosine LR
 with 100 warm-up steps, gradient clip 1.0, random {t['context']}-token windows, batch
 {tgt.get('config', {}).get('batch_size', 'n/a')} windows, float32, seed {tgt.get('config', {}).get('seed', 'n/a')}.
 
-| run | steps | tokens seen | minutes | tokens/s | final train CE | val_code CE | val_prose CE |
-|---|---|---|---|---|---|---|---|
+| run | steps | tokens seen | minutes | threads | tokens/s | final train CE | val_code CE | val_prose CE |
+|---|---|---|---|---|---|---|---|---|
 """ + "\n".join(
-        f"| {name} | {r.get('steps')} | {r.get('tokens_seen', 0):,} | {r.get('train_minutes')} | {r.get('tokens_per_s')} | "
+        f"| {name} | {r.get('steps')} | {r.get('tokens_seen', 0):,} | {r.get('train_minutes')} | {r.get('threads')} | "
+        f"{r.get('tokens_per_s')} | "
         f"{_fmt(r.get('final_train_loss'))} | {_fmt(r.get('last_eval', {}).get('val_code', {}).get('ce'))} | "
         f"{_fmt(r.get('last_eval', {}).get('val_prose', {}).get('ce'))} |"
         for name, r in (("target", tgt), *((f"target, extension {n[len('target_ext'):]} (fresh cosine from "
