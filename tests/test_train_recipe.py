@@ -23,6 +23,11 @@ def test_recipe_end_to_end_with_an_extension_and_a_code_only_draft(tmp_path):
     finally:
         torch.set_num_threads(threads)
     assert json.loads((work / "target_ext1" / "result.json").read_text())["steps"] == 2
+    try:
+        assert main(["target", *tiny]) == 0  # rerunning finds every run finished: no second extension
+    finally:
+        torch.set_num_threads(threads)
+    assert not (work / "target_ext2").exists()
     assert (work / "data" / "train_code.bin").stat().st_size < (work / "data" / "train.bin").stat().st_size
     manifest = json.loads((out / "manifest.json").read_text())
     assert {"target", "target_ext1", "draft_kd", "draft_ce"} <= manifest["training"].keys()

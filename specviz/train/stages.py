@@ -64,16 +64,12 @@ def _run_config(args, name, *, budget_min, max_steps, lr, ce_weight=1.0):
 
 
 def target_runs(work: Path) -> list[Path]:
-    """The target's run dirs in training order: `target`, then each extension `target_ext1`, `target_ext2`, ..."""
-    runs, n = [work / "target"], 1
-    while (work / f"target_ext{n}").exists():
-        runs.append(work / f"target_ext{n}")
-        n += 1
-    return runs
+    """The target's run dirs in training order: `target`, then its extension `target_ext1` if there is one."""
+    return [r for r in (work / "target", work / "target_ext1") if r.exists()]
 
 
 def latest_target_weights(work: Path) -> Path:
-    """final.pt of the last finished target run (extensions build on each other)."""
+    """final.pt of the last finished target run (the extension, when it has finished)."""
     finished = [r / "final.pt" for r in target_runs(work) if (r / "result.json").exists()]
     if not finished:
         raise FileNotFoundError(f"no finished target run in {work}: run the target stage first")
@@ -105,25 +101,23 @@ def stage_target(args, work: Path, device, log) -> None:
 
 
 def extend_target(args, work: Path, device, log) -> None:
-    """Train the finished target further in a new run dir (a fresh warm-up and cosine tail at --extend-lr).
+    """Train the finished target further in target_ext1 (a fresh warm-up and cosine tail at --extend-lr).
 
-    An unfinished extension is resumed rather than started again, so a stopped session loses at most a checkpoint.
+    Like every stage it resumes an unfinished run and skips a finished one, so rerunning the recipe is idempotent.
     """
     import torch
 
     from .loop import train
 
-    runs = target_runs(work)
-    last = runs[-1]
-    run_dir = last if not (last / "result.json").exists() else work / f"target_ext{len(runs)}"
+    run_dir = work / "target_ext1"
     _, vocab, eos, pad = _ids(work)
     arch, _ = _archs(args)
     model = build(arch, vocab, eos, pad, seed=args.seed)
-    model.load_state_dict(torch.load(latest_target_weights(work), map_location=device))
-    log(f"target: extending from {latest_target_weights(work)} in {run_dir} for {args.extend_target_minutes} min")
+    model.load_state_dict(torch.load(work / "target" / "final.pt", map_location=device))
+    log(f"target: extending the finished target in {run_dir}")
     cfg = _run_config(args, run_dir.name, budget_min=args.extend_target_minutes or 1e6, max_steps=args.extend_target_steps,
                       lr=args.extend_lr)
-    cfg.warmup_steps, cfg.seed = 30, args.seed + len(runs)  # a new data order for the extra epochs
+    cfg.warmup_steps, cfg.seed = 30, args.seed + 1  # a new data order for the extra epochs
     train(model, load_tokens(work, "train"), _val(work), cfg, run_dir, log, device=device)
 
 
