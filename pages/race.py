@@ -12,6 +12,7 @@ from specviz.race import LANE_LABELS, run_lane
 from specviz.ui.controls import active_pair, prompt_box, sidebar_controls
 from specviz.ui.render import apply_lecture_mode, page_header
 from specviz.viz import race_charts as charts
+from specviz.viz.explain import BF16_GREEDY_NOTE
 
 page_header(
     "The race",
@@ -55,9 +56,7 @@ if "race" in state:
     plain = next(r for r in results if r.lane == "plain")
     st.dataframe(charts.lanes_frame(results, plain.output_ids if greedy else None), hide_index=True)
     if greedy and dtype != torch.float32:
-        st.caption(f"In {str(dtype).removeprefix('torch.')}, a verify pass over K + 1 tokens rounds differently from "
-                   "one-token steps, so where the target's top two tokens nearly tie a lane may pick the other one and "
-                   "diverge from plain decoding; in float32 (Precision in the sidebar) greedy lanes match exactly.")
+        st.caption(f"In {str(dtype).removeprefix('torch.')}, {BF16_GREEDY_NOTE} (Precision is in the sidebar.)")
     if not greedy:
         st.caption("Sampling (temperature > 0): lanes draw different random numbers, so their texts differ; each follows the target's distribution.")
     left, right = st.columns(2)

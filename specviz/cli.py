@@ -111,10 +111,11 @@ def method_of(args: argparse.Namespace) -> str:
     return "ngram" if args.draft.strip().lower() == "ngram" else "draft"
 
 
-def load_for(args: argparse.Namespace, method: str):
+def load_for(args: argparse.Namespace, with_draft: bool):
+    """The pair the model arguments name; the draft is loaded only when a lane needs it."""
     from specviz.engine.models import load_pair
 
-    draft = args.draft if method == "draft" else None
+    draft = args.draft if with_draft else None
     return load_pair(args.target, draft, device=args.device, dtype=args.dtype, allow_pickle=args.allow_pickle)
 
 
@@ -136,7 +137,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     method = method_of(args)
     settings = settings_from(args, method)  # validate before the slow model load
     prompt = check_prompt(read_prompt(args))
-    trace = generate(load_for(args, method), prompt, settings)
+    trace = generate(load_for(args, method == "draft"), prompt, settings)
     if args.json:
         print(trace.to_json(indent=2))
     else:
@@ -181,7 +182,6 @@ def int_list(text: str, option: str) -> list[int]:
 
 def cmd_measure(args: argparse.Namespace) -> int:
     from specviz.engine.decode import generate
-    from specviz.engine.models import load_pair
     from specviz.workload import parse_workload, records_csv, results_json, summarize, run_workload
 
     methods = [m.strip() for m in args.method.split(",") if m.strip()]
@@ -199,8 +199,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
     workload = parse_workload(data, args.prompts_file)
     for problem in workload.problems:
         print(f"skipped {problem}", file=sys.stderr)
-    pair = load_pair(args.target, args.draft if "draft" in methods else None, device=args.device, dtype=args.dtype,
-                     allow_pickle=args.allow_pickle)
+    pair = load_for(args, "draft" in methods)
 
     def progress(p) -> None:
         eta = "" if p.done == 0 else f", about {p.eta_s:.0f} s left"
@@ -241,7 +240,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     import json
 
     from specviz.bench import LANES, results_table, run_bench
-    from specviz.engine.models import ASSETS, load_pair
+    from specviz.engine.models import ASSETS
     from specviz.workload import parse_workload
 
     lanes = tuple(lane.strip() for lane in args.lanes.split(",") if lane.strip())
@@ -261,8 +260,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     rows = parse_workload(data, path).rows
     prompts = [row.prompt for row in (rows[: args.limit] if args.limit else rows)]
     needs_draft = any(lane in ("draft", "hf_assisted") for lane in lanes)
-    pair = load_pair(args.target, args.draft if needs_draft else None, device=args.device, dtype=args.dtype,
-                     allow_pickle=args.allow_pickle)
+    pair = load_for(args, needs_draft)
     doc = run_bench(pair, prompts, ks, base, args.repeats, lanes, lambda msg: print(msg, file=sys.stderr, flush=True))
     print(results_table(doc))
     if args.json_out:

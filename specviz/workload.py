@@ -311,6 +311,12 @@ def bootstrap_ci(
     return float(np.quantile(estimates, tail)), float(np.quantile(estimates, 1 - tail))
 
 
+def pooled_alpha(records: list[RunRecord]) -> float | None:
+    """alpha over several runs: all accepted drafts over all judged drafts (None when nothing was judged)."""
+    judged = sum(r.judged for r in records)
+    return sum(r.accepted for r in records) / judged if judged else None
+
+
 def summarize(records: list[RunRecord], seed: int = 0) -> list[dict]:
     """Per (tag, method, K) and per (all tags, method, K): pooled alpha and tau, mean speedup, bootstrap CIs."""
     groups: dict[tuple[str, str, int], list[RunRecord]] = {}
@@ -320,10 +326,9 @@ def summarize(records: list[RunRecord], seed: int = 0) -> list[dict]:
     out = []
     for (tag, method, k), recs in sorted(groups.items(), key=lambda item: (item[0][0] != "all", item[0])):
         proposed, accepted = sum(r.proposed for r in recs), sum(r.accepted for r in recs)
-        judged = sum(r.judged for r in recs)
         out.append({
             "tag": tag, "method": method, "k": k, "prompts": len(recs),
-            "alpha": accepted / judged if judged else None,
+            "alpha": pooled_alpha(recs),
             "alpha_ci": bootstrap_ci([r.alpha for r in recs], [r.judged for r in recs], seed),
             "acceptance_rate": accepted / proposed if proposed else None,
             "tau": sum(r.committed for r in recs) / sum(r.rounds for r in recs),
@@ -381,9 +386,8 @@ def predicted_speedup(records: list[RunRecord]) -> tuple[float, float, float]:
     from specviz.core.theory import speedup
 
     plain_ms = float(np.mean([1e3 / r.plain_tokens_per_s for r in records if r.plain_tokens_per_s]))
-    proposed, judged = sum(r.proposed for r in records), sum(r.judged for r in records)
-    rounds = sum(r.rounds for r in records)
-    alpha = sum(r.accepted for r in records) / judged if judged else 0.0
+    proposed, rounds = sum(r.proposed for r in records), sum(r.rounds for r in records)
+    alpha = pooled_alpha(records) or 0.0
     c = sum(r.draft_ms for r in records) / proposed / plain_ms if proposed else 0.0
     v = sum(r.verify_ms for r in records) / rounds / plain_ms
     k = records[0].k
@@ -401,7 +405,7 @@ def recommend(records: list[RunRecord], draft_source: str | None, temperature: f
     measured = float(np.mean([r.speedup for r in best]))
     low, _ = bootstrap_ci([r.speedup for r in best])
     predicted, c, v = predicted_speedup(best)
-    alpha = sum(r.accepted for r in best) / max(1, sum(r.judged for r in best))
+    alpha = pooled_alpha(best) or 0.0
     go = measured >= 1.1 and low > 1.0
     if go:
         reason = f"{method} with K = {k} measured {measured:.2f}x (95% CI from {low:.2f}x) at alpha {alpha:.2f}."

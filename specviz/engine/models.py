@@ -151,10 +151,8 @@ def load_model(
             use_safetensors=None if allow_pickle else True,
             trust_remote_code=trust_remote_code,
         )
-    except (torch.OutOfMemoryError, MemoryError) as exc:
-        raise ModelLoadError(f"Ran out of memory loading {source!r}: pick a smaller model or another device.") from exc
-    except RuntimeError as exc:
-        if "memory" not in str(exc).lower():
+    except (RuntimeError, MemoryError) as exc:  # torch.OutOfMemoryError is a RuntimeError
+        if not isinstance(exc, (torch.OutOfMemoryError, MemoryError)) and "memory" not in str(exc).lower():
             raise
         raise ModelLoadError(f"Ran out of memory loading {source!r}: pick a smaller model or another device.") from exc
     _require_croppable_cache(model, source)

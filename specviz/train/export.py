@@ -153,7 +153,8 @@ def model_card(m: dict) -> str:
     kd, ce = tr.get("draft_kd", {}), tr.get("draft_ce", {})
     draft_data = d.get("training_data", "all documents of the training split")
     target_minutes = sum(r.get("train_minutes", 0) for r in [tgt, *(r for _, r in extensions)])
-    extend = sum(r.get("config", {}).get("budget_s", 0) for _, r in extensions) / 60
+    extend = "".join(f" --extend-target-minutes {r['config']['budget_s'] / 60:.0f}" if r["config"]["max_steps"] is None
+                     else f" --extend-target-steps {r['max_steps']}" for _, r in extensions)  # fmt: skip
     sz = m["sizes"]
 
     def row(name, ev):
@@ -278,7 +279,7 @@ _TODO: sample completions from the engine._
 
 ## Reproduce
 ```
-python -m specviz train-tiny all --threads 1 --target-minutes 78 --extend-target-minutes {extend:.0f} \\
+python -m specviz train-tiny all --threads 1 --target-minutes 78{extend} \\
     --draft-minutes 24 --draft-data {draft_data.split()[0]}
 ```
 The work dir (default `~/.cache/specviz/train-tiny`) holds the corpus, token arrays and checkpoints; rerunning

@@ -105,15 +105,10 @@ def extend_target(args, work: Path, device, log) -> None:
 
     Like every stage it resumes an unfinished run and skips a finished one, so rerunning the recipe is idempotent.
     """
-    import torch
-
     from .loop import train
 
     run_dir = work / "target_ext1"
-    _, vocab, eos, pad = _ids(work)
-    arch, _ = _archs(args)
-    model = build(arch, vocab, eos, pad, seed=args.seed)
-    model.load_state_dict(torch.load(work / "target" / "final.pt", map_location=device))
+    model = load_target(args, work, device)  # train() resumes or skips from run_dir's own checkpoints
     log(f"target: extending the finished target in {run_dir}")
     cfg = _run_config(args, run_dir.name, budget_min=args.extend_target_minutes or 1e6, max_steps=args.extend_target_steps,
                       lr=args.extend_lr)

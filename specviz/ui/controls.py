@@ -17,14 +17,11 @@ from specviz.engine.models import DTYPES, ModelPair
 from specviz.errors import SpecvizError
 from specviz.public import Limits, display_source
 from specviz.ui.loaders import cached_pair, default_sources
+from specviz.viz.explain import BF16_GREEDY_NOTE
 
 CUSTOM = "Custom: any two hub ids or local paths"
 METHOD_LABELS = {"draft": "draft model", "ngram": "n-gram lookup (prompt lookup)"}
-DTYPE_HELP = (
-    "auto: float32 on CPU (greedy speculative output then equals plain decoding token for token), bfloat16 on a GPU. "
-    "bfloat16 on a CPU with native support is faster, but a K + 1-token verify pass rounds differently from one-token "
-    "steps, so where the target's top two tokens nearly tie, greedy output can differ from plain decoding."
-)
+DTYPE_HELP = "auto: float32 on CPU, bfloat16 on a GPU. bfloat16 on a CPU with native support is faster, but " + BF16_GREEDY_NOTE
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,11 @@ def commit_sentence(r: Round) -> str:
         text += f", the draft's from {r.draft_cache[0]} to {r.draft_cache[1]}"
     return text + ": rejected drafts leave no trace; the newest token is read at the start of the next round." + stop.get(r.stop or "", "")
 
+BF16_GREEDY_NOTE = (
+    "a verify pass over K + 1 tokens rounds differently from one-token steps, so where the target's top two tokens "
+    "nearly tie, greedy output can part from plain decoding; in float32 it matches token for token."
+)
+
 ALPHA_HELP = (
     "α = accepted drafts / drafts judged: the chance that a draft token passes the accept test, the α of the paper's "
     "formulas (at temperature 1 its expectation is Σ min(p, q)). Drafts after a rejection are never judged. vLLM's "
