@@ -1,5 +1,6 @@
 """The train-tiny recipe runs end to end from a clean work dir (tiny sizes and step counts) and exports a pair that
-plain transformers and specviz load; a finished target can be extended, and the draft trains on code only."""
+plain transformers and specviz load; a finished target can be extended, the draft trains on code only and is then
+distilled on continuations the target generated."""
 
 import json
 
@@ -12,11 +13,12 @@ from specviz.engine.models import load_pair
 from specviz.train import main
 
 
-def test_recipe_end_to_end_with_an_extension_and_a_code_only_draft(tmp_path):
+def test_recipe_end_to_end_with_an_extension_a_code_only_draft_and_its_tuning(tmp_path):
     work, out = tmp_path / "work", tmp_path / "pair"
     tiny = ["--work-dir", str(work), "--out-dir", str(out), "--vocab-size", "300", "--target-layers", "2",
             "--width", "32", "--context", "32", "--batch-size", "2", "--target-steps", "3", "--draft-steps", "2",
-            "--extend-target-steps", "2", "--eval-minutes", "60"]  # fmt: skip
+            "--extend-target-steps", "2", "--draft-tune-steps", "2", "--gen-tokens", "200",
+            "--eval-minutes", "60"]  # fmt: skip
     threads = torch.get_num_threads()
     try:
         assert main(["all", *tiny]) == 0
@@ -30,10 +32,12 @@ def test_recipe_end_to_end_with_an_extension_and_a_code_only_draft(tmp_path):
     assert not (work / "target_ext2").exists()
     assert (work / "data" / "train_code.bin").stat().st_size < (work / "data" / "train.bin").stat().st_size
     manifest = json.loads((out / "manifest.json").read_text())
-    assert {"target", "target_ext1", "draft_kd", "draft_ce"} <= manifest["training"].keys()
+    assert {"target", "target_ext1", "draft_kd", "draft_gen", "draft_ce"} <= manifest["training"].keys()
+    assert manifest["draft_comparison"]["tuned"]["generated_tokens"] >= 200
+    assert "val_gen" in manifest["held_out"]["shipped"]
     assert manifest["models"]["draft"]["training_data"].startswith("code")
     card = (out / "README.md").read_text()
-    assert "extension 1" in card and "--draft-data code" in card
+    assert "extension 1" in card and "--draft-data code" in card and "--draft-tune-steps 2 --gen-tokens 200" in card
     for name in ("target", "draft"):
         assert AutoModelForCausalLM.from_pretrained(out / name).config.vocab_size == 300
     pair = load_pair(str(out / "target"), str(out / "draft"), device="cpu")

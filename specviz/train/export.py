@@ -74,7 +74,7 @@ def export(args, work: Path, device, log) -> None:
 
     from .loop import eval_windows, evaluate
     from .models import n_params
-    from .stages import _archs, _fresh_draft, load_target, target_runs
+    from .stages import _archs, _fresh_draft, draft_runs, latest_draft_weights, load_target, target_runs
     from .tok import load_tokens
 
     out = args.out_dir
@@ -82,7 +82,7 @@ def export(args, work: Path, device, log) -> None:
     tok_dir = work / "tokenizer"
     target = load_target(args, work, "cpu")
     draft = _fresh_draft(args, work, "cpu", target)
-    draft.load_state_dict(torch.load(work / "draft_kd" / "final.pt", map_location="cpu"))
+    draft.load_state_dict(torch.load(latest_draft_weights(work), map_location="cpu"))
     counts = {"target": n_params(target), "draft": n_params(draft)}
     save_hf(target, tok_dir, out / "target", log)
     save_hf(draft, tok_dir, out / "draft", log)
@@ -91,7 +91,8 @@ def export(args, work: Path, device, log) -> None:
     target, tok = reload(out / "target")
     draft, dtok = reload(out / "draft")
     assert tok.get_vocab() == dtok.get_vocab() and tok.eos_token == dtok.eos_token
-    val = {"val_code": load_tokens(work, "val_code"), "val_prose": load_tokens(work, "val_prose")}
+    splits = ["val_code", "val_prose"] + (["val_gen"] if (work / "data" / "val_gen.bin").exists() else [])
+    val = {name: load_tokens(work, name) for name in splits}
     windows = {k: eval_windows(v, 64, args.context) for k, v in val.items()}
     t = time.time()
     shipped = {k: evaluate(draft, w, "cpu", target) for k, w in windows.items()}
@@ -109,7 +110,7 @@ def export(args, work: Path, device, log) -> None:
     corpus = json.loads((work / "corpus" / "manifest.json").read_text())
     corpus.pop("val_ids", None)
     tokens = json.loads((work / "data" / "info.json").read_text())
-    runs = [r.name for r in target_runs(work)] + ["draft_kd", "draft_ce"]
+    runs = [r.name for r in target_runs(work) + draft_runs(work)] + ["draft_ce"]
     results = {n: json.loads((work / n / "result.json").read_text()) for n in runs if (work / n / "result.json").exists()}
     for r in results.values():
         r.pop("history", None)
@@ -144,13 +145,36 @@ def _fmt(x, nd=3):
     return "n/a" if x is None else f"{x:.{nd}f}"
 
 
+def _tuning(comparison: dict, shipped: dict, context: int) -> str:
+    """The card's paragraph on the second distillation, on text the target wrote (empty if there was none)."""
+    tuned, before = comparison.get("tuned"), comparison.get("distilled", {}).get("val_gen")
+    if not tuned or not before:
+        return ""
+    after = shipped.get("val_gen", tuned["val_gen"])
+    return (f"\nThe shipped draft was then distilled {tuned['steps']} steps more (same loss) on "
+            f"{tuned['generated_tokens']:,} tokens that the target wrote itself after {context // 8}-token code prefixes (half "
+            f"greedy, half sampled at T = 1), the distribution it drafts for. On held-out continuations of that kind "
+            f"(after val_code prefixes): α {_fmt(before['alpha'])} → {_fmt(after['alpha'])}, greedy agreement "
+            f"{_fmt(before['greedy_agreement'])} → {_fmt(after['greedy_agreement'])}. The rows above are on "
+            f"human-written files.\n")
+
+
+def _tune_args(run: dict, tuned: dict | None) -> str:
+    if not run or not tuned:
+        return ""
+    budget = run["config"]["budget_s"] / 60
+    return (f" \\\n    --draft-tune-minutes {budget:.0f}" if run["config"]["max_steps"] is None
+            else f" \\\n    --draft-tune-steps {run['max_steps']}") + f" --gen-tokens {tuned['gen_tokens']}"
+
+
 def model_card(m: dict) -> str:
     c, tk, tr = m["corpus"], m["tokens"], m["training"]
     t, d = m["models"]["target"], m["models"]["draft"]
     sh, base = m["held_out"]["shipped"], m["held_out"]["ce_only_control"] or {}
     tgt = tr.get("target", {})
     extensions = [(name, r) for name, r in tr.items() if name.startswith("target_ext")]
-    kd, ce = tr.get("draft_kd", {}), tr.get("draft_ce", {})
+    kd, ce, gen = tr.get("draft_kd", {}), tr.get("draft_ce", {}), tr.get("draft_gen", {})
+    tuned = m["draft_comparison"].get("tuned")
     draft_data = d.get("training_data", "all documents of the training split")
     target_minutes = sum(r.get("train_minutes", 0) for r in [tgt, *(r for _, r in extensions)])
     extend = "".join(f" --extend-target-minutes {r['config']['budget_s'] / 60:.0f}" if r["config"]["max_steps"] is None
@@ -191,7 +215,7 @@ batch 1) yet agrees with the target often on code. It is **not** a useful code o
 ## Limitations
 - It only knows Python: the standard library's source and Python's own documentation. Anything else (other
   languages, general knowledge, chat) gets fluent-looking nonsense.
-- Trained for about {_fmt((target_minutes + kd.get('train_minutes', 0) + ce.get('train_minutes', 0)) / 60, 1)} CPU-core hours; completions are plausible in shape
+- Trained for about {_fmt((target_minutes + sum(r.get('train_minutes', 0) for r in (kd, gen, ce))) / 60, 1)} CPU-core hours; completions are plausible in shape
   (indentation, names, docstrings) but often wrong or repetitive. Judge it as a teaching prop.
 - Context length {t['context']} tokens (RoPE; positions beyond it were never trained).
 - No safety tuning of any kind.
@@ -247,7 +271,8 @@ with 100 warm-up steps, gradient clip 1.0, random {t['context']}-token windows, 
         f"{_fmt(r.get('last_eval', {}).get('val_prose', {}).get('ce'))} |"
         for name, r in (("target", tgt), *((f"target, extension {n[len('target_ext'):]} (fresh cosine from "
                                             f"{r.get('config', {}).get('lr')})", r) for n, r in extensions),
-                        ("draft (distilled)", kd), ("draft CE-only control", ce)) if r
+                        ("draft (distilled)", kd), ("draft, distilled on the target's continuations", gen),
+                        ("draft CE-only control", ce)) if r
     ) + f"""
 
 The draft's loss is a·CE(data) + (1 − a)·KL(p_target ‖ q_draft) at temperature 1 with a =
@@ -263,7 +288,8 @@ held-out windows; CE in nats/token.
 |---|---|---|---|---|---|---|
 {row('before training (init from target)', init)}
 {row('CE only (control)', base)}
-{row('distilled (shipped)', sh)}
+{row('distilled on code files', m["draft_comparison"]["distilled"]) + chr(10) if tuned else ''}{row('shipped', sh)}
+{_tuning(m["draft_comparison"], sh, t['context'])}
 
 Target CE on the same windows: code {_fmt(sh.get('val_code', {}).get('teacher_ce'))}, prose
 {_fmt(sh.get('val_prose', {}).get('teacher_ce'))}.
@@ -280,7 +306,7 @@ _TODO: sample completions from the engine._
 ## Reproduce
 ```
 python -m specviz train-tiny all --threads 1 --target-minutes 78{extend} \\
-    --draft-minutes 24 --draft-data {draft_data.split()[0]}
+    --draft-minutes 24 --draft-data {draft_data.split()[0]}{_tune_args(gen, tuned)}
 ```
 The work dir (default `~/.cache/specviz/train-tiny`) holds the corpus, token arrays and checkpoints; rerunning
 resumes. Step counts were derived from the time budgets on this machine; pass `--target-steps

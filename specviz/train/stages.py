@@ -9,6 +9,8 @@ from .models import Arch, build, init_draft_from_target, n_params
 from .tok import EOS, PAD, build_tokenizer_stage, load_tokenizer, load_tokens
 
 CE_BASELINE_SHARE = 0.3  # of --draft-minutes for the CE-only control (a CE step costs ~0.4 of a distillation step)
+GEN_BATCH = 64  # rows of target continuations generated at once; each row starts with context / 8 tokens of data
+GEN_VAL_TOKENS = 16_384  # held-out continuations (after val_code prefixes) for measuring the draft on target text
 
 
 def _done(path: Path) -> bool:
@@ -165,6 +167,66 @@ def stage_draft(args, work: Path, device, log) -> None:
                                  for k, v in val.items()}}
         summary_path.write_text(json.dumps(summary, indent=2))
         log(f"draft CE-only control: {json.dumps(summary['ce_only'])}")
+
+    if args.draft_tune_minutes or args.draft_tune_steps:
+        tune_draft(args, work, device, log, target, draft)
+
+
+def tune_draft(args, work: Path, device, log, target, draft) -> None:
+    """Distil the draft once more (run dir draft_gen), on continuations the target wrote after code prefixes.
+
+    Resumable and idempotent like the other runs; the generated tokens are kept in data/{train,val}_gen.bin.
+    """
+    from .loop import evaluate, eval_windows, train
+
+    gen = generated_tokens(args, work, "train_gen", "train_code", args.gen_tokens, target, device, log)
+    val = {**_val(work), "val_gen": generated_tokens(args, work, "val_gen", "val_code", GEN_VAL_TOKENS, target,
+                                                     device, log)}
+    summary_path = work / "draft_eval.json"
+    summary = json.loads(summary_path.read_text())
+    val_gen = eval_windows(val["val_gen"], 48, args.context)
+    summary["distilled"].setdefault("val_gen", evaluate(draft, val_gen, device, target))
+    cfg = _run_config(args, "draft_gen", budget_min=args.draft_tune_minutes or 1e6, max_steps=args.draft_tune_steps,
+                      lr=args.draft_lr / 2, ce_weight=args.ce_weight)
+    cfg.warmup_steps = 30
+    run = train(draft, gen, val, cfg, work / "draft_gen", log, teacher=target, device=device)
+    summary["tuned"] = {"ce_weight": args.ce_weight, "steps": run["steps"], "train_minutes": run["train_minutes"],
+                        "gen_tokens": args.gen_tokens, "generated_tokens": len(gen),
+                        **{k: evaluate(draft, eval_windows(v, 48, args.context), device, target)
+                           for k, v in val.items()}}
+    summary_path.write_text(json.dumps(summary, indent=2))
+    log(f"draft tuned on the target's continuations: {json.dumps(summary['tuned'])}")
+
+
+def generated_tokens(args, work: Path, split: str, source: str, tokens: int, target, device, log):
+    """data/<split>.bin: the target's continuations of prefixes from data/<source>.bin (generated once, then read)."""
+    from .generate import target_continuations
+
+    path = work / "data" / f"{split}.bin"
+    if not path.exists():
+        _, _, eos, pad = _ids(work)
+        prefix = args.context // 8
+        flat = target_continuations(target, load_tokens(work, source), tokens=tokens, prefix_len=prefix,
+                                    new_tokens=args.context - prefix, batch=GEN_BATCH, seed=args.seed + 2,
+                                    eos=eos, pad=pad, device=device, log=log)
+        tmp = path.with_suffix(".tmp")
+        flat.tofile(tmp)
+        tmp.replace(path)
+        log(f"tokens {split}: {len(flat)} written by the target after {source} prefixes")
+    return load_tokens(work, split)
+
+
+def draft_runs(work: Path) -> list[Path]:
+    """The shipped draft's run dirs in training order: `draft_kd`, then `draft_gen` if it was tuned."""
+    return [r for r in (work / "draft_kd", work / "draft_gen") if r.exists()]
+
+
+def latest_draft_weights(work: Path) -> Path:
+    """final.pt of the last finished distillation run of the draft."""
+    finished = [r / "final.pt" for r in draft_runs(work) if (r / "result.json").exists()]
+    if not finished:
+        raise FileNotFoundError(f"no finished draft run in {work}: run the draft stage first")
+    return finished[-1]
 
 
 def draft_tokens(args, work: Path, log):
