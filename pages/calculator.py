@@ -44,7 +44,9 @@ def measure_now() -> None:
         return
     bar = st.progress(0.0, text="Timing draft step, target step and verify passes…")
     try:
-        costs = measure_costs(pair, on_progress=lambda done, total: bar.progress(done / total, text=f"{done}/{total} timings"))
+        costs = measure_costs(
+            pair, on_progress=lambda done, total: bar.progress(done / total, text=f"round {done}/{total} of timings")
+        )
     except SpecvizError as exc:
         st.error(str(exc))
         return

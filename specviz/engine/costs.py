@@ -2,7 +2,7 @@
 
 Every timing runs the models the way the engine does (`CachedModel`: a KV cache holding the prompt, then one step or
 one pass over 1 + K tokens) and then crops the cache back, so each repeat starts from the same state. The reported
-numbers are medians of several repeats after a warm-up.
+numbers are medians of several repeats after a warm-up, the kinds of timing interleaved within each repeat.
 
     c     = draft step / target step
     v(K)  = verify pass over K drafts (K + 1 tokens) / target step
@@ -22,7 +22,7 @@ from specviz.engine.kv import CachedModel
 from specviz.engine.models import ModelPair
 from specviz.errors import SettingsError
 
-Progress = Callable[[int, int], None]  # (steps done, steps in all)
+Progress = Callable[[int, int], None]  # (rounds of timings done, rounds in all, the warm-up included)
 DEFAULT_PROMPT = "def mean(values):\n    return sum(values) / len(values)\n\n\nclass Stack:\n    def push(self, item):\n"
 
 
@@ -94,24 +94,25 @@ def measure_costs(
     draft = _ready(pair.draft, pair.vocab_size, ids) if pair.draft is not None else None
     drafts = torch.tensor((ids * (k_max // len(ids) + 1))[:k_max], device=pair.device)  # (k_max,) any real tokens
 
-    total, done = 1 + (draft is not None) + k_max, 0
-
-    def tick() -> None:
-        nonlocal done
-        done += 1
-        if on_progress:
-            on_progress(done, total)
-
-    draft_step = None
+    # One timing of each kind per repeat, interleaved: a slow spell on a shared machine then slows every kind alike
+    # instead of skewing one ratio (the target step, say, and with it c and every v(K)).
+    calls = {"target": (target, lambda: target.forward(logits_to_keep=1))}
     if draft is not None:
-        draft_step = _median(lambda: draft.forward(logits_to_keep=1), draft, pair.device, repeats)
-        tick()
-    target_step = _median(lambda: target.forward(logits_to_keep=1), target, pair.device, repeats)
-    tick()
-    verify = []
+        calls["draft"] = (draft, lambda: draft.forward(logits_to_keep=1))
     for k in range(1, k_max + 1):
-        verify.append(_median(lambda: target.forward(drafts[:k], logits_to_keep=k + 1), target, pair.device, repeats))
-        tick()
+        calls[k] = (target, lambda k=k: target.forward(drafts[:k], logits_to_keep=k + 1))
+    times: dict = {name: [] for name in calls}
+    for i in range(repeats + 1):  # the first round warms up
+        for name, (model, call) in calls.items():
+            elapsed = _timed(call, model, pair.device)
+            if i:
+                times[name].append(elapsed)
+        if on_progress:
+            on_progress(i + 1, repeats + 1)
+    median = {name: max(statistics.median(ts), 1e-9) for name, ts in times.items()}
+    draft_step = median.get("draft")
+    target_step = median["target"]
+    verify = [median[k] for k in range(1, k_max + 1)]
     return MeasuredCosts(
         target_name=pair.target_name,
         draft_name=pair.draft_name or "",
@@ -154,19 +155,15 @@ def _ready(model, vocab_size: int, ids: list[int]) -> _Restorable:
     return _Restorable(state)
 
 
-def _median(call: Callable[[], object], model: _Restorable, device: torch.device, repeats: int) -> float:
-    """Median wall time of `call` over `repeats` runs (after one warm-up), restoring the cache after each."""
-    times = []
-    for i in range(repeats + 1):
-        _synchronize(device)
-        start = time.perf_counter()
-        call()
-        _synchronize(device)
-        elapsed = time.perf_counter() - start
-        model.restore()
-        if i:
-            times.append(elapsed)
-    return max(statistics.median(times), 1e-9)
+def _timed(call: Callable[[], object], model: _Restorable, device: torch.device) -> float:
+    """Wall time of one call, the cache restored after it."""
+    _synchronize(device)
+    start = time.perf_counter()
+    call()
+    _synchronize(device)
+    elapsed = time.perf_counter() - start
+    model.restore()
+    return elapsed
 
 
 def _synchronize(device: torch.device) -> None:

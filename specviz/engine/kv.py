@@ -36,7 +36,8 @@ class CachedModel:
         ids = self._ids(self.pending)  # (1, P)
         if extra is not None and extra.numel():
             ids = torch.cat([ids, extra.view(1, -1)], dim=1)  # (1, P + n)
-        out = self.model(input_ids=ids, cache=self.cache, use_cache=True, logits_to_keep=self._last(ids, logits_to_keep))
+        keep = self._last(ids, logits_to_keep)
+        out = self.model(input_ids=ids, cache=self.cache, use_cache=True, logits_to_keep=keep)
         self.pending, self.fed_extra = [], 0 if extra is None else extra.numel()
         return out.logits[0, :, : self.vocab_size]  # (logits_to_keep, V); wider logits are padding
 
