@@ -34,10 +34,11 @@ def test_recipe_end_to_end_with_an_extension_a_code_only_draft_and_its_tuning(tm
     manifest = json.loads((out / "manifest.json").read_text())
     assert {"target", "target_ext1", "draft_kd", "draft_gen", "draft_ce"} <= manifest["training"].keys()
     assert manifest["draft_comparison"]["tuned"]["generated_tokens"] >= 200
-    assert "val_gen" in manifest["held_out"]["shipped"]
+    assert "val_gen" in manifest["held_out"]["shipped"] and "val_gen" in manifest["held_out"]["before_tuning"]
     assert manifest["models"]["draft"]["training_data"].startswith("code")
     card = (out / "README.md").read_text()
     assert "extension 1" in card and "--draft-data code" in card and "--draft-tune-steps 2 --gen-tokens 200" in card
+    assert "distilled on code files" in card and "On held-out continuations" in card
     for name in ("target", "draft"):
         assert AutoModelForCausalLM.from_pretrained(out / name).config.vocab_size == 300
     pair = load_pair(str(out / "target"), str(out / "draft"), device="cpu")

@@ -97,13 +97,20 @@ def export(args, work: Path, device, log) -> None:
     t = time.time()
     shipped = {k: evaluate(draft, w, "cpu", target) for k, w in windows.items()}
     log(f"export: shipped pair on held-out windows: {json.dumps(shipped)} ({time.time() - t:.0f}s)")
-    ce_only = None
-    if (work / "draft_ce" / "final.pt").exists():
-        base = _fresh_draft(args, work, "cpu", target)
-        base.load_state_dict(torch.load(work / "draft_ce" / "final.pt", map_location="cpu"))
-        base = base.to(torch.bfloat16).to(torch.float32).eval()  # same rounding as the shipped draft
-        ce_only = {k: evaluate(base, w, "cpu", target) for k, w in windows.items()}
-        log(f"export: CE-only control draft: {json.dumps(ce_only)}")
+
+    def other_draft(run: str) -> dict | None:
+        """Another draft run's weights, rounded like the shipped draft, on the same held-out windows."""
+        if not (work / run / "final.pt").exists():
+            return None
+        other = _fresh_draft(args, work, "cpu", target)
+        other.load_state_dict(torch.load(work / run / "final.pt", map_location="cpu"))
+        other = other.to(torch.bfloat16).to(torch.float32).eval()
+        result = {k: evaluate(other, w, "cpu", target) for k, w in windows.items()}
+        log(f"export: {run} draft on held-out windows: {json.dumps(result)}")
+        return result
+
+    ce_only = other_draft("draft_ce")
+    before_tuning = other_draft("draft_kd") if (work / "draft_gen" / "final.pt").exists() else None
     samples = sample_completions(target, draft, tok, log)
     (work / "samples.json").write_text(json.dumps(samples, indent=2))
 
@@ -128,9 +135,10 @@ def export(args, work: Path, device, log) -> None:
         "models": {"target": {**target_arch.as_dict(), "parameters": counts["target"]},
                    "draft": {**draft_arch.as_dict(), "parameters": counts["draft"],
                              "init": "target embeddings + layer 0 + final norm",
-                             "training_data": f"{args.draft_data} documents of the training split"}},
+                             "training_data": f"{args.draft_data} documents of the training split"
+                                              + (", then continuations the target wrote" if before_tuning else "")}},
         "training": results, "draft_comparison": draft_eval,
-        "held_out": {"shipped": shipped, "ce_only_control": ce_only},
+        "held_out": {"shipped": shipped, "ce_only_control": ce_only, "before_tuning": before_tuning},
         "sizes": sizes,
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2))
@@ -145,18 +153,18 @@ def _fmt(x, nd=3):
     return "n/a" if x is None else f"{x:.{nd}f}"
 
 
-def _tuning(comparison: dict, shipped: dict, context: int) -> str:
+def _tuning(comparison: dict, before: dict | None, after: dict, context: int) -> str:
     """The card's paragraph on the second distillation, on text the target wrote (empty if there was none)."""
-    tuned, before = comparison.get("tuned"), comparison.get("distilled", {}).get("val_gen")
-    if not tuned or not before:
+    tuned = comparison.get("tuned")
+    if not tuned or not before or "val_gen" not in before:
         return ""
-    after = shipped.get("val_gen", tuned["val_gen"])
-    return (f"\nThe shipped draft was then distilled {tuned['steps']} steps more (same loss) on "
-            f"{tuned['generated_tokens']:,} tokens that the target wrote itself after {context // 8}-token code prefixes (half "
-            f"greedy, half sampled at T = 1), the distribution it drafts for. On held-out continuations of that kind "
-            f"(after val_code prefixes): α {_fmt(before['alpha'])} → {_fmt(after['alpha'])}, greedy agreement "
-            f"{_fmt(before['greedy_agreement'])} → {_fmt(after['greedy_agreement'])}. The rows above are on "
-            f"human-written files.\n")
+    before, after = before["val_gen"], after["val_gen"]
+    return (f"\nThe shipped draft was then distilled {tuned['steps']} steps more (same loss) on\n"
+            f"{tuned['generated_tokens']:,} tokens that the target wrote itself after {context // 8}-token code prefixes\n"
+            f"(half greedy, half sampled at T = 1), the distribution it drafts for. On held-out continuations of that\n"
+            f"kind (after val_code prefixes): α {_fmt(before['alpha'])} → {_fmt(after['alpha'])}, greedy agreement "
+            f"{_fmt(before['greedy_agreement'])} → {_fmt(after['greedy_agreement'])}.\n"
+            f"The rows above are on human-written files.")
 
 
 def _tune_args(run: dict, tuned: dict | None) -> str:
@@ -175,6 +183,7 @@ def model_card(m: dict) -> str:
     extensions = [(name, r) for name, r in tr.items() if name.startswith("target_ext")]
     kd, ce, gen = tr.get("draft_kd", {}), tr.get("draft_ce", {}), tr.get("draft_gen", {})
     tuned = m["draft_comparison"].get("tuned")
+    kd_only = m["held_out"].get("before_tuning")  # the distilled draft before its second distillation, if it had one
     draft_data = d.get("training_data", "all documents of the training split")
     target_minutes = sum(r.get("train_minutes", 0) for r in [tgt, *(r for _, r in extensions)])
     extend = "".join(f" --extend-target-minutes {r['config']['budget_s'] / 60:.0f}" if r["config"]["max_steps"] is None
@@ -288,8 +297,8 @@ held-out windows; CE in nats/token.
 |---|---|---|---|---|---|---|
 {row('before training (init from target)', init)}
 {row('CE only (control)', base)}
-{row('distilled on code files', m["draft_comparison"]["distilled"]) + chr(10) if tuned else ''}{row('shipped', sh)}
-{_tuning(m["draft_comparison"], sh, t['context'])}
+{row('distilled on code files', kd_only) + chr(10) if kd_only else ''}{row('shipped', sh)}
+{_tuning(m["draft_comparison"], kd_only, sh, t['context'])}
 
 Target CE on the same windows: code {_fmt(sh.get('val_code', {}).get('teacher_ce'))}, prose
 {_fmt(sh.get('val_prose', {}).get('teacher_ce'))}.
@@ -310,5 +319,6 @@ python -m specviz train-tiny all --threads 1 --target-minutes 78{extend} \\
 ```
 The work dir (default `~/.cache/specviz/train-tiny`) holds the corpus, token arrays and checkpoints; rerunning
 resumes. Step counts were derived from the time budgets on this machine; pass `--target-steps
-{tgt.get('max_steps')}`{''.join(f", `--extend-target-steps {r.get('max_steps')}`" for _, r in extensions[:1])} and
-`--draft-steps {kd.get('max_steps')}` to repeat the same schedule elsewhere."""
+{tgt.get('max_steps')}`{''.join(f", `--extend-target-steps {r.get('max_steps')}`" for _, r in extensions[:1])}, \
+`--draft-steps {kd.get('max_steps')}`{f" and `--draft-tune-steps {gen.get('max_steps')}`" if gen else ""} to repeat the
+same schedule elsewhere."""
