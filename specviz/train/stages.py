@@ -72,9 +72,13 @@ def target_runs(work: Path) -> list[Path]:
 
 def latest_target_weights(work: Path) -> Path:
     """final.pt of the last finished target run (the extension, when it has finished)."""
-    finished = [r / "final.pt" for r in target_runs(work) if (r / "result.json").exists()]
+    return _last_finished(target_runs(work), "target", work)
+
+
+def _last_finished(runs: list[Path], stage: str, work: Path) -> Path:
+    finished = [r / "final.pt" for r in runs if (r / "result.json").exists()]
     if not finished:
-        raise FileNotFoundError(f"no finished target run in {work}: run the target stage first")
+        raise FileNotFoundError(f"no finished {stage} run in {work}: run the {stage} stage first")
     return finished[-1]
 
 
@@ -222,11 +226,8 @@ def draft_runs(work: Path) -> list[Path]:
 
 
 def latest_draft_weights(work: Path) -> Path:
-    """final.pt of the last finished distillation run of the draft."""
-    finished = [r / "final.pt" for r in draft_runs(work) if (r / "result.json").exists()]
-    if not finished:
-        raise FileNotFoundError(f"no finished draft run in {work}: run the draft stage first")
-    return finished[-1]
+    """final.pt of the last finished distillation run of the draft (the second one, when it has finished)."""
+    return _last_finished(draft_runs(work), "draft", work)
 
 
 def draft_tokens(args, work: Path, log):
