@@ -74,15 +74,14 @@ def export(args, work: Path, device, log) -> None:
 
     from .loop import eval_windows, evaluate
     from .models import n_params
-    from .stages import _archs, _fresh_draft, draft_runs, latest_draft_weights, load_target, target_runs
+    from .stages import _archs, draft_runs, latest_draft_weights, load_draft, load_target, target_runs
     from .tok import load_tokens
 
     out = args.out_dir
     out.mkdir(parents=True, exist_ok=True)
     tok_dir = work / "tokenizer"
     target = load_target(args, work, "cpu")
-    draft = _fresh_draft(args, work, "cpu", target)
-    draft.load_state_dict(torch.load(latest_draft_weights(work), map_location="cpu"))
+    draft = load_draft(args, work, "cpu", target, latest_draft_weights(work))
     counts = {"target": n_params(target), "draft": n_params(draft)}
     save_hf(target, tok_dir, out / "target", log)
     save_hf(draft, tok_dir, out / "draft", log)
@@ -102,8 +101,7 @@ def export(args, work: Path, device, log) -> None:
         """Another draft run's weights, rounded like the shipped draft, on the same held-out windows."""
         if not (work / run / "final.pt").exists():
             return None
-        other = _fresh_draft(args, work, "cpu", target)
-        other.load_state_dict(torch.load(work / run / "final.pt", map_location="cpu"))
+        other = load_draft(args, work, "cpu", target, work / run / "final.pt")
         other = other.to(torch.bfloat16).to(torch.float32).eval()
         result = {k: evaluate(other, w, "cpu", target) for k, w in windows.items()}
         log(f"export: {run} draft on held-out windows: {json.dumps(result)}")

@@ -130,8 +130,24 @@ def _fresh_draft(args, work: Path, device, target):
     return draft.to(device)
 
 
+def load_draft(args, work: Path, device, target, weights: Path):
+    """A draft with the weights of one of its runs (final.pt)."""
+    import torch
+
+    draft = _fresh_draft(args, work, device, target)
+    draft.load_state_dict(torch.load(weights, map_location=device))
+    return draft
+
+
+def _held_out(model, val: dict, args, device, target) -> dict:
+    """Teacher-forced CE, alpha and greedy agreement of a draft on 48 fixed windows of each validation split."""
+    from .loop import eval_windows, evaluate
+
+    return {k: evaluate(model, eval_windows(v, 48, args.context), device, target) for k, v in val.items()}
+
+
 def stage_draft(args, work: Path, device, log) -> None:
-    from .loop import evaluate, eval_windows, train
+    from .loop import train
 
     target = load_target(args, work, device)
     for p in target.parameters():
@@ -144,8 +160,7 @@ def stage_draft(args, work: Path, device, log) -> None:
     log(f"draft: {args.draft_layers} layer(s), {n_params(draft) / 1e6:.2f} M parameters, "
         f"initialised from the target's embeddings, layer 0 and final norm")
     if "init" not in summary:
-        summary["init"] = {k: evaluate(draft, eval_windows(v, 48, args.context), device, target)
-                           for k, v in val.items()}
+        summary["init"] = _held_out(draft, val, args, device, target)
         log(f"draft init (no training): {json.dumps(summary['init'])}")
         summary_path.write_text(json.dumps(summary, indent=2))
 
@@ -154,8 +169,7 @@ def stage_draft(args, work: Path, device, log) -> None:
                       ce_weight=args.ce_weight)
     kd = train(draft, data, val, cfg, work / "draft_kd", log, teacher=target, device=device)
     summary["distilled"] = {"ce_weight": args.ce_weight, "steps": kd["steps"], "train_minutes": kd["train_minutes"],
-                            **{k: evaluate(draft, eval_windows(v, 48, args.context), device, target)
-                               for k, v in val.items()}}
+                            **_held_out(draft, val, args, device, target)}
     summary_path.write_text(json.dumps(summary, indent=2))
     log(f"draft distilled: {json.dumps(summary['distilled'])}")
 
@@ -166,40 +180,33 @@ def stage_draft(args, work: Path, device, log) -> None:
                           max_steps=kd["steps"], lr=args.draft_lr, ce_weight=1.0)
         ce = train(base, data, val, cfg, work / "draft_ce", log, teacher=None, device=device)
         summary["ce_only"] = {"ce_weight": 1.0, "steps": ce["steps"], "train_minutes": ce["train_minutes"],
-                              "stopped_by": ce["stopped_by"],
-                              **{k: evaluate(base, eval_windows(v, 48, args.context), device, target)
-                                 for k, v in val.items()}}
+                              "stopped_by": ce["stopped_by"], **_held_out(base, val, args, device, target)}
         summary_path.write_text(json.dumps(summary, indent=2))
         log(f"draft CE-only control: {json.dumps(summary['ce_only'])}")
 
     if args.draft_tune_minutes or args.draft_tune_steps:
-        tune_draft(args, work, device, log, target, draft)
+        summary["tuned"] = tune_draft(args, work, device, log, target, draft)
+        summary_path.write_text(json.dumps(summary, indent=2))
+        log(f"draft tuned on the target's continuations: {json.dumps(summary['tuned'])}")
 
 
-def tune_draft(args, work: Path, device, log, target, draft) -> None:
+def tune_draft(args, work: Path, device, log, target, draft) -> dict:
     """Distil the draft once more (run dir draft_gen), on continuations the target wrote after code prefixes.
 
     Resumable and idempotent like the other runs; the generated tokens are kept in data/{train,val}_gen.bin.
+    Returns the run's record for draft_eval.json.
     """
-    from .loop import evaluate, eval_windows, train
+    from .loop import train
 
     gen = generated_tokens(args, work, "train_gen", "train_code", args.gen_tokens, target, device, log)
     val = {**_val(work), "val_gen": generated_tokens(args, work, "val_gen", "val_code", GEN_VAL_TOKENS, target,
                                                      device, log)}
-    summary_path = work / "draft_eval.json"
-    summary = json.loads(summary_path.read_text())
-    val_gen = eval_windows(val["val_gen"], 48, args.context)
-    summary["distilled"].setdefault("val_gen", evaluate(draft, val_gen, device, target))
     cfg = _run_config(args, "draft_gen", budget_min=args.draft_tune_minutes or 1e6, max_steps=args.draft_tune_steps,
                       lr=args.draft_lr / 2, ce_weight=args.ce_weight)
     cfg.warmup_steps = 30
     run = train(draft, gen, val, cfg, work / "draft_gen", log, teacher=target, device=device)
-    summary["tuned"] = {"ce_weight": args.ce_weight, "steps": run["steps"], "train_minutes": run["train_minutes"],
-                        "gen_tokens": args.gen_tokens, "generated_tokens": len(gen),
-                        **{k: evaluate(draft, eval_windows(v, 48, args.context), device, target)
-                           for k, v in val.items()}}
-    summary_path.write_text(json.dumps(summary, indent=2))
-    log(f"draft tuned on the target's continuations: {json.dumps(summary['tuned'])}")
+    return {"ce_weight": args.ce_weight, "steps": run["steps"], "train_minutes": run["train_minutes"],
+            "gen_tokens": args.gen_tokens, "generated_tokens": len(gen), **_held_out(draft, val, args, device, target)}
 
 
 def generated_tokens(args, work: Path, split: str, source: str, tokens: int, target, device, log):
