@@ -1,0 +1,45 @@
+"""Behaviour pinned across refactors: traces recorded from main before the measurement-layer change (commit 4994c97)
+must come out the same: same text, same drafts, same uniforms, same accept / reject decisions, same probabilities
+(to float tolerance: kernels may round differently on another CPU)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from specviz.core.trace import Trace
+from specviz.engine.decode import generate
+
+FIXTURES = sorted((Path(__file__).parents[1] / "fixtures" / "regression").glob("*.json"))
+
+
+@pytest.fixture(scope="module")
+def bundled():
+    from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET, load_pair
+
+    return load_pair(BUNDLED_TARGET, BUNDLED_DRAFT, device="cpu")
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
+def test_same_settings_and_seed_give_the_recorded_trace(bundled, path):
+    recorded = Trace.from_json(path.read_text())
+    now = generate(bundled, recorded.prompt, recorded.settings).without_timings()
+    assert now.text == recorded.text
+    assert now.output_ids == recorded.output_ids
+    assert len(now.rounds) == len(recorded.rounds)
+    for new, old in zip(now.rounds, recorded.rounds):
+        assert new.committed == old.committed and new.stop == old.stop
+        assert (new.target_cache, new.draft_cache) == (old.target_cache, old.draft_cache)
+        assert [(p.token_id, p.verdict, p.u) for p in new.positions] == [(p.token_id, p.verdict, p.u) for p in old.positions]
+        for a, b in zip(new.positions, old.positions):
+            assert (a.q, a.p, a.ratio) == pytest.approx((b.q, b.p, b.ratio), rel=1e-4, abs=1e-6)
+        assert (new.extra is None) == (old.extra is None)
+        if new.extra:
+            assert (new.extra.token_id, new.extra.kind, new.extra.u) == (old.extra.token_id, old.extra.kind, old.extra.u)
+
+
+def test_the_fixtures_cover_every_method():
+    methods = {Trace.from_json(p.read_text()).settings.method for p in FIXTURES}
+    assert methods == {"draft", "ngram", "plain"}
