@@ -5,6 +5,8 @@ import json
 import pandas as pd
 import streamlit as st
 
+from specviz.core import stats
+from specviz.core.record import RunRecord
 from specviz.core.roofline import HARDWARE, MODELS, LoadSettings, break_even_batch, load_curve, log_batches
 from specviz.core.theory import (
     MAX_K,
@@ -18,7 +20,6 @@ from specviz.core.theory import (
     formulas,
     leviathan_table,
     parse_rates,
-    positional_acceptance,
 )
 from specviz.engine.models import ASSETS
 from specviz.errors import SpecvizError
@@ -145,11 +146,11 @@ def rates_from_run() -> None:
     prompts = [json.loads(line)["prompt"] for line in lines if line.strip()][:4]
     settings = RunSettings(k=st.session_state.get("k", 4), sampling=SamplingSettings(1.0), max_new_tokens=48)
     try:
-        rounds = [r for p in prompts for r in generate(pair, p, settings).rounds]
+        records = [RunRecord.of_trace(generate(pair, p, settings)) for p in prompts]
     except SpecvizError as exc:
         st.session_state["rates_error"] = str(exc)
         return
-    rates, counts = positional_acceptance(rounds)
+    rates, counts = stats.conditional_rates(records)
     st.session_state["rates_text"] = ", ".join(f"{r:.3f}" for r in rates)
     st.session_state["rates_note"] = f"From {len(prompts)} workload prompts at T = 1: drafts reaching each position {list(counts)}."
 

@@ -1,14 +1,11 @@
 """The race: the same prompt through plain decoding, specviz's speculative lanes and Hugging Face's, timed live."""
 
-from dataclasses import replace
-
 import streamlit as st
 import torch
 
-from specviz.core.theory import expected_tokens
-from specviz.engine.costs import measure_costs
+from specviz import methods
 from specviz.errors import SpecvizError
-from specviz.race import LANE_LABELS, run_lane
+from specviz.measure.race import SWEEP_KS, k_sweep, race
 from specviz.ui.controls import active_pair, prompt_box, sidebar_controls
 from specviz.ui.render import apply_lecture_mode, page_header
 from specviz.viz import race_charts as charts
@@ -23,7 +20,7 @@ controls = sidebar_controls()
 apply_lecture_mode(controls.lecture)
 state = st.session_state
 prompt = prompt_box(controls.target, key="race_prompt")
-lanes = st.multiselect("Lanes", list(LANE_LABELS), default=list(LANE_LABELS), format_func=LANE_LABELS.get)
+lanes = st.multiselect("Lanes", list(methods.LANES), default=list(methods.LANES), format_func=methods.lane_label)
 if "plain" not in lanes:
     st.caption("Plain decoding is always raced too: it is the baseline every speedup is measured against.")
     lanes = ["plain", *lanes]
@@ -32,28 +29,26 @@ if st.button("Start the race", type="primary", disabled=controls.settings is Non
     try:
         pair = active_pair()
         settings = controls.settings
-        warm = replace(settings, max_new_tokens=min(8, settings.max_new_tokens))
-        with st.spinner("Warming up every lane (first calls are slower)…"):
-            for lane in lanes:
-                run_lane(pair, prompt, warm, lane)
         columns = st.columns(len(lanes))
         boxes = {}
         for column, lane in zip(columns, lanes):
-            column.markdown(f"**{LANE_LABELS[lane]}**")
+            column.markdown(f"**{methods.lane_label(lane)}**")
             boxes[lane] = column.empty()
+            boxes[lane].caption("waiting…")
 
         def show(lane, ids, seconds):
             text = pair.tokenizer.decode(ids, skip_special_tokens=True)
             boxes[lane].markdown(f"⏱ {seconds * 1e3:.0f} ms · {len(ids)} tokens\n\n```\n{text}\n```")
 
-        results = [run_lane(pair, prompt, settings, lane, show) for lane in lanes]
+        with st.spinner("Warming up every lane (first calls are slower), then racing…"):
+            results = race(pair, prompt, settings, lanes, show)
         state["race"] = (results, settings.sampling.greedy, pair.dtype)
     except SpecvizError as exc:
         st.error(str(exc))
 
 if "race" in state:
     results, greedy, dtype = state["race"]
-    plain = next(r for r in results if r.lane == "plain")
+    plain = next(r for r in results if r.method == methods.PLAIN)
     st.dataframe(charts.lanes_frame(results, plain.output_ids if greedy else None), hide_index=True)
     if greedy and dtype != torch.float32:
         st.caption(f"In {str(dtype).removeprefix('torch.')}, {BF16_GREEDY_NOTE} (Precision is in the sidebar.)")
@@ -64,25 +59,12 @@ if "race" in state:
     right.altair_chart(charts.latency_chart(results), width="stretch")
 
 st.subheader("K sweep")
-st.write("specviz with the draft model at K = 1, 2, 4, 8: measured speedup over plain decoding, next to "
-         "E(α, K) / (K·c + v(K)) with α from the run and c, v(K) measured on this machine.")  # fmt: skip
+st.write(f"specviz with the draft model at K = {', '.join(map(str, SWEEP_KS))}: measured speedup over plain decoding, "
+         "next to τ / (K·c + v(K)) with τ from each run and c, v(K) timed on this machine.")  # fmt: skip
 if st.button("Run the K sweep", disabled=controls.settings is None):
     try:
-        pair = active_pair()
-        settings = controls.settings
-        with st.spinner("Measuring step costs…"):
-            costs = measure_costs(pair, k_max=8, repeats=3)
-        plain = run_lane(pair, prompt, settings, "plain")
-        rows = []
-        bar = st.progress(0.0)
-        for i, k in enumerate((1, 2, 4, 8)):
-            lane = run_lane(pair, prompt, replace(settings, k=k), "draft")
-            alpha = lane.alpha or 0.0
-            predicted = expected_tokens(alpha, k) / (k * costs.c + costs.verify_relative[k - 1])
-            rows += [{"k": k, "kind": "measured", "speedup": lane.tokens_per_s / plain.tokens_per_s},
-                     {"k": k, "kind": "predicted from measured costs", "speedup": predicted}]  # fmt: skip
-            bar.progress((i + 1) / 4)
-        state["sweep"] = rows
+        bar = st.progress(0.0, text="Measuring step costs…")
+        state["sweep"] = k_sweep(active_pair(), prompt, controls.settings, on_progress=bar.progress)
     except SpecvizError as exc:
         st.error(str(exc))
 if "sweep" in state:

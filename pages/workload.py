@@ -5,16 +5,22 @@ from pathlib import Path
 
 import streamlit as st
 
-from specviz.core.settings import RunSettings
-from specviz.engine.decode import encode_prompt, generate
+from specviz import methods
+from specviz.engine.costs import measure_costs
+from specviz.engine.decode import encode_prompt
 from specviz.engine.models import ASSETS
 from specviz.errors import SpecvizError
+from specviz.measure.lanes import run_method
+from specviz.measure.predict import predict
+from specviz.measure.prompts import Workload, parse_workload
+from specviz.measure.recommend import recommend
+from specviz.measure.summary import results_csv, results_json, summarize
+from specviz.measure.workload import run_workload
 from specviz.ui.controls import active_pair, sidebar_controls
+from specviz.ui.limits import Limits
 from specviz.ui.render import apply_lecture_mode, page_header
 from specviz.viz import workload_charts as charts
 from specviz.viz.explain import ALPHA_HELP
-from specviz.public import Limits
-from specviz.workload import Workload, parse_workload, recommend, records_csv, results_json, run_workload, summarize
 
 page_header(
     "Your workload",
@@ -47,7 +53,7 @@ if workload and workload.problems:
     st.warning("Skipped rows (the others still run):\n\n" + "\n".join(f"- {p}" for p in workload.problems))
 
 left, right = st.columns(2)
-methods = left.multiselect("Methods", ["draft", "ngram"], default=["draft"], format_func={"draft": "draft model", "ngram": "n-gram lookup"}.get)
+chosen_methods = left.multiselect("Methods", list(methods.PROPOSERS), default=["draft"], format_func=methods.label)
 ks = right.multiselect("K values", list(range(1, 17)), default=[controls.settings.k if controls.settings else 4])
 state.setdefault("workload_records", [])
 
@@ -70,7 +76,7 @@ def runnable_rows(workload: Workload):
 
 
 run_col, stop_col, clear_col = st.columns(3)
-start = run_col.button("▶ Measure", type="primary", key="measure", disabled=not (workload and methods and ks and controls.settings))
+start = run_col.button("▶ Measure", type="primary", key="measure", disabled=not (workload and chosen_methods and ks and controls.settings))
 stop_col.button("■ Stop (keeps what was measured)")
 if clear_col.button("Clear results"):
     state["workload_records"] = []
@@ -81,17 +87,19 @@ if start:
         for problem in problems:
             st.warning(problem)
         base = controls.settings
-        state["workload_settings"] = (base, pair.describe(), methods, sorted(ks))
         state["workload_records"] = []
-        state["workload_planned"] = len(rows) * len(methods) * len(ks)
-        bar = st.progress(0.0, text="Warming up…")
+        state["workload_planned"] = len(rows) * len(chosen_methods) * len(ks)
+        bar = st.progress(0.0, text="Measuring step costs…")
+        costs = measure_costs(pair, k_max=max(ks), repeats=5)
+        state["workload_settings"] = (base, pair.describe(), chosen_methods, sorted(ks), costs)
+        bar.progress(0.0, text="Warming up…")
 
         def progress(p) -> None:
             eta = "" if p.done == 0 else f" · about {p.eta_s:.0f} s left"
             bar.progress(p.done / max(1, p.total), text=f"{p.done}/{p.total} runs{eta} · {p.prompt[:60]!r}")
 
-        run = lambda prompt, settings: generate(pair, prompt, settings)  # noqa: E731
-        for record in run_workload(run, rows, methods, sorted(ks), base, progress):
+        run = lambda prompt, settings, tag: run_method(pair, prompt, settings, settings.method, tag=tag)  # noqa: E731
+        for record in run_workload(run, rows, chosen_methods, sorted(ks), base, progress):
             state["workload_records"].append(record)  # kept even if the run is stopped here
         bar.empty()
     except SpecvizError as exc:
@@ -101,12 +109,12 @@ records = state["workload_records"]
 if not records:
     st.stop()
 
-base, meta, run_methods, run_ks = state["workload_settings"]
+base, meta, run_methods, run_ks, costs = state["workload_settings"]
 planned = state.get("workload_planned", len(records))
 st.caption(f"{len(records)} of {planned} runs measured" + ("" if len(records) == planned else " (stopped early: the finished runs are kept)"))
-summary = summarize(records, base.seed)
+summary = summarize(records, costs, base.seed)
 st.subheader("Recommendation")
-advice = recommend(records, meta.get("draft"), base.sampling.temperature)
+advice = recommend(records, meta.get("draft"), base.sampling.temperature, costs)
 (st.success if advice.go else st.warning)(("GO: " if advice.go else "NO-GO: ") + advice.reason)
 left, right = st.columns(2)
 left.markdown("vLLM `--speculative-config`")
@@ -124,15 +132,18 @@ left.altair_chart(charts.per_position_chart(records), width="stretch")
 right.altair_chart(charts.acceptance_length_chart(records), width="stretch")
 left, right = st.columns(2)
 left.altair_chart(charts.class_chart(records), width="stretch")
-right.altair_chart(charts.speedup_chart(records), width="stretch")
+predictions = {label: predict([r.run for r in group], costs) for label, group in charts.setting_groups(records).items()}
+right.altair_chart(charts.speedup_chart(records, predictions), width="stretch")
 st.caption(
-    "Predicted speedup uses this run's measured α, the draft's cost per step c and the verify pass cost v(K), both "
-    "relative to a plain target step. On a CPU with small models c and v(K) are large, so measured gains are small."
+    "Predicted speedup = τ / (drafts per round · c + v): this run's measured tokens per target pass τ, the draft's "
+    "cost per step c and the verify pass cost v, both timed on this machine before the workload and relative to a "
+    "plain target step. It is what the model passes alone allow; the measured bar also pays the loop's own overhead. "
+    "On a CPU with small models c and v are large, so measured gains are small."
 )
 st.subheader("Token heatmap")
 which = st.selectbox("Run", range(len(records)), format_func=lambda i: f"{records[i].method} K={records[i].k} · {records[i].prompt[:50]!r}")
 st.markdown(charts.heatmap_html(records[which]), unsafe_allow_html=True)
 
 left, right = st.columns(2)
-left.download_button("Download CSV (one row per prompt × method × K)", records_csv(records), "specviz-workload.csv", "text/csv")
-right.download_button("Download JSON (everything, with vLLM-shaped metrics)", results_json(records, base, {"methods": run_methods, "ks": run_ks, **meta}, base.seed), "specviz-workload.json", "application/json")
+left.download_button("Download CSV (one row per prompt × method × K)", results_csv(records), "specviz-workload.csv", "text/csv")
+right.download_button("Download JSON (everything, with vLLM-shaped metrics)", results_json(records, base, {"methods": run_methods, "ks": run_ks, **meta}, costs, base.seed), "specviz-workload.json", "application/json")

@@ -82,7 +82,7 @@ def test_measure_writes_json_and_csv_and_reports_bad_rows(model_dirs, capsys, tm
     assert len((tmp_path / "r.csv").read_text().splitlines()) == 1 + 8
 
 
-@pytest.mark.parametrize("argv, message", [(["--k", "2,x"], "--k takes whole numbers"), (["--method", "magic"], "--method takes draft")])
+@pytest.mark.parametrize("argv, message", [(["--k", "2,x"], "--k takes whole numbers"), (["--method", "magic"], "--method takes any of draft, ngram")])
 def test_measure_bad_options(model_dirs, capsys, tmp_path, argv, message):
     prompts = tmp_path / "w.txt"
     prompts.write_text("hello\n")

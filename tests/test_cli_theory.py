@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from specviz.cli_theory import add_theory_parser
+from specviz.cli.theory import add_theory_parser
 from specviz.core.theory import expected_tokens, ops_factor, speedup
 from specviz.errors import SettingsError
 

@@ -7,18 +7,17 @@ import math
 
 import pytest
 
+from specviz.core.record import RunRecord
 from specviz.core.settings import RunSettings
+from specviz.core.stats import bootstrap_ci
 from specviz.core.trace import ExtraToken, Position, Round, Totals, Trace
-from specviz.workload import (
-    WorkloadError,
-    bootstrap_ci,
-    parse_workload,
-    record_of,
-    records_csv,
-    results_json,
-    run_workload,
-    summarize,
-)
+from specviz.measure.prompts import WorkloadError, parse_workload
+from specviz.measure.summary import results_csv, results_json, summarize
+from specviz.measure.workload import PairedRun, run_workload
+
+
+def record_of(spec: Trace, plain: Trace, tag: str) -> PairedRun:
+    return PairedRun(RunRecord.of_trace(spec, tag), RunRecord.of_trace(plain, tag))
 
 
 def test_jsonl_rows_tags_and_bad_lines_by_number():
@@ -83,13 +82,16 @@ def test_record_statistics_against_a_hand_built_trace():
     rec = record_of(spec, plain, "code")
     assert (rec.proposed, rec.judged, rec.accepted, rec.rounds, rec.committed) == (6, 5, 4, 2, 6)
     assert rec.alpha == pytest.approx(4 / 5) and rec.acceptance_rate == pytest.approx(4 / 6) and rec.tau == 3.0
-    assert rec.vllm_metrics["draft_acceptance_rate"] == pytest.approx(4 / 6)
     assert rec.speedup == pytest.approx((6 / 1.0) / (6 / 2.0))
-    assert [(p["reached"], p["accepted"]) for p in rec.per_position] == [(2, 2), (2, 1), (1, 1)]
-    assert [p["rate"] for p in rec.per_position] == [1.0, 0.5, 1.0]
-    assert [p["overlap"] for p in rec.per_position] == pytest.approx([0.8, 0.5, 0.5])
-    assert rec.accepted_lengths == (0, 1, 0, 1)
-    assert rec.vllm_metrics["mean_acceptance_length"] == 3.0 and rec.vllm_metrics["num_accepted_tokens_per_pos"] == [2, 1, 1]
+    doc = rec.to_dict()
+    assert doc["vllm_metrics"]["draft_acceptance_rate"] == pytest.approx(4 / 6)
+    assert [(p["reached"], p["accepted"]) for p in doc["per_position"]] == [(2, 2), (2, 1), (1, 1)]
+    assert [p["rate"] for p in doc["per_position"]] == [1.0, 0.5, 1.0]
+    assert [p["overlap"] for p in doc["per_position"]] == pytest.approx([0.8, 0.5, 0.5])
+    assert doc["accepted_lengths"] == [0, 1, 0, 1]
+    assert doc["vllm_metrics"]["mean_acceptance_length"] == 3.0
+    assert doc["vllm_metrics"]["num_accepted_tokens_per_pos"] == [2, 1, 1]
+    assert doc["per_round_accepted"] == (1, 3) and doc["per_round_drafted"] == (3, 3) and doc["source"] == "specviz"
 
 
 def test_summary_pools_alpha_and_bootstraps_reproducibly():
@@ -115,25 +117,26 @@ def test_exports_have_the_documented_shape():
     spec = trace_of([rnd(0, ["accepted", "rejected", "unreached"], [1, 1, 1])])
     plain = trace_of([rnd(0, [], [], "target")], method="plain")
     records = [record_of(spec, plain, "code")]
-    rows = list(csv.DictReader(io.StringIO(records_csv(records))))
+    rows = list(csv.DictReader(io.StringIO(results_csv(records))))
     assert rows[0]["method"] == "draft" and rows[0]["tag"] == "code"
     doc = json.loads(results_json(records, RunSettings(), {"target": "t"}))
     assert {"runs", "summary", "settings"} <= doc.keys()
     run = doc["runs"][0]
     for key in ("prompt", "tag", "method", "k", "alpha", "tau", "proposed", "accepted", "rounds", "tokens_per_s",
-                "plain_tokens_per_s", "speedup", "per_position", "vllm_metrics"):  # fmt: skip
+                "plain_tokens_per_s", "speedup", "per_position", "vllm_metrics", "source", "text", "per_round_accepted",
+                "per_round_drafted"):  # fmt: skip
         assert key in run
 
 
 def test_run_workload_runs_plain_once_per_prompt_and_every_method_and_k(load):
-    from specviz.engine.decode import generate
+    from specviz.measure.lanes import run_method
 
     pair = load("llama-target", "llama-truncated")
     calls = []
 
-    def gen(prompt, settings):
+    def gen(prompt, settings, tag):
         calls.append((prompt, settings.method, settings.k, settings.max_new_tokens))
-        return generate(pair, prompt, settings)
+        return run_method(pair, prompt, settings, settings.method, tag=tag)
 
     rows = parse_workload("def f\n---\nclass A\n", "w.txt").rows
     seen = []

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from specviz import methods
 from specviz.core.sampling import SamplingSettings
 from specviz.errors import SettingsError
 
-METHODS = ("draft", "ngram", "plain")
 MAX_K = 16
 
 
@@ -15,7 +15,7 @@ MAX_K = 16
 class RunSettings:
     """Who proposes (method), how many (k), how to sample, how long, and the seed that fixes every random draw."""
 
-    method: str = "draft"  # "draft" model, "ngram" prompt lookup, or "plain" target-only decoding
+    method: str = "draft"  # a method the engine runs (specviz.methods.ENGINE_METHODS): a proposer or "plain"
     k: int = 4
     sampling: SamplingSettings = field(default_factory=SamplingSettings)
     max_new_tokens: int = 64
@@ -25,8 +25,8 @@ class RunSettings:
     stop_at_eos: bool = True
 
     def __post_init__(self) -> None:
-        if self.method not in METHODS:
-            raise SettingsError(f"method must be one of {', '.join(METHODS)}; got {self.method!r}.")
+        if self.method not in methods.ENGINE_METHODS:
+            raise SettingsError(f"method must be one of {', '.join(methods.ENGINE_METHODS)}; got {self.method!r}.")
         _require_int("K (draft length)", self.k, 1, MAX_K)
         _require_int("max new tokens", self.max_new_tokens, 1, 100_000)
         _require_int("seed", self.seed, 0, 2**63 - 1)
@@ -36,7 +36,7 @@ class RunSettings:
     @property
     def draft_length(self) -> int:
         """Tokens proposed per round: K, or 0 for plain decoding."""
-        return 0 if self.method == "plain" else self.k
+        return self.k if methods.get(self.method).speculative else 0
 
     def to_dict(self) -> dict:
         return asdict(self)

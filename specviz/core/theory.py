@@ -320,29 +320,6 @@ def parse_rates(text: str) -> tuple[float, ...]:
     return rates
 
 
-def positional_acceptance(rounds) -> tuple[tuple[float, ...], tuple[int, ...]]:
-    """Conditional acceptance per draft position from trace rounds: accepted at i / reached position i.
-
-    `rounds`: `specviz.core.trace.Round`s (of one or many traces). A position is "reached" when every earlier draft of
-    its round was accepted (verdict accepted or rejected); drafts cut off by a stop are ignored. Returns the rates and
-    how many drafts reached each position (rates stop at the first position nobody reached).
-    """
-    reached: dict[int, int] = {}
-    accepted: dict[int, int] = {}
-    for rnd in rounds:
-        for pos in rnd.positions:
-            if pos.verdict in ("accepted", "rejected"):
-                reached[pos.index] = reached.get(pos.index, 0) + 1
-                accepted[pos.index] = accepted.get(pos.index, 0) + (pos.verdict == "accepted")
-    rates, counts = [], []
-    for i in range(max(reached, default=-1) + 1):
-        if not reached.get(i):
-            break
-        rates.append(accepted.get(i, 0) / reached[i])
-        counts.append(reached[i])
-    return tuple(rates), tuple(counts)
-
-
 # ---------------------------------------------------------------------------------------------------------------------
 # The reference tables (REFERENCE.md) and the seed's illustrative tables
 

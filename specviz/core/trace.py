@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from specviz.core import stats
 from specviz.core.settings import RunSettings
 from specviz.errors import SettingsError, TraceFormatError
 
@@ -96,9 +97,8 @@ class Round:
 
 @dataclass(frozen=True)
 class Totals:
-    """Run totals. alpha = accepted / judged is the paper's per-token acceptance probability (at T = 1 its
-    expectation is sum_x min(p, q)); acceptance_rate = accepted / proposed is vLLM's draft acceptance rate, which also
-    counts the drafts after a rejection that were never judged, so it falls as K grows. tau = committed / rounds."""
+    """Run totals: alpha (accepted / judged), acceptance_rate (accepted / proposed) and tau (committed / rounds),
+    as defined in core/stats.py."""
 
     proposed: int
     accepted: int
@@ -113,21 +113,24 @@ class Totals:
 
     @classmethod
     def of(cls, rounds: tuple[Round, ...], wall_s: float) -> "Totals":
-        proposed = sum(r.proposed for r in rounds)
-        accepted = sum(r.accepted for r in rounds)
-        judged = sum(r.judged for r in rounds)
-        committed = sum(len(r.committed) for r in rounds)
-        return cls(
-            proposed=proposed,
-            accepted=accepted,
-            judged=judged,
+        counts = stats.Tally(
+            proposed=sum(r.proposed for r in rounds),
+            accepted=sum(r.accepted for r in rounds),
+            judged=sum(r.judged for r in rounds),
             rounds=len(rounds),
-            committed=committed,
-            alpha=accepted / judged if judged else None,
-            acceptance_rate=accepted / proposed if proposed else None,
-            tau=committed / len(rounds) if rounds else 0.0,
+            committed=sum(len(r.committed) for r in rounds),
+        )
+        return cls(
+            proposed=counts.proposed,
+            accepted=counts.accepted,
+            judged=counts.judged,
+            rounds=counts.rounds,
+            committed=counts.committed,
+            alpha=counts.alpha,
+            acceptance_rate=counts.acceptance_rate,
+            tau=counts.tau or 0.0,
             wall_s=wall_s,
-            tokens_per_s=committed / wall_s if wall_s > 0 else 0.0,
+            tokens_per_s=stats.tokens_per_s(counts.committed, wall_s),
         )
 
 

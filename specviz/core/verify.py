@@ -4,7 +4,7 @@ Names, used the same way everywhere in specviz:
     p   the target's processed distribution at a position      (K+1, V) for one round
     q   the draft's processed distribution the token was drawn from   (K, V)
     K   draft length: tokens proposed per round (the paper's gamma)
-    alpha  acceptance rate; per position alpha(p, q) = sum_x min(p(x), q(x))
+    alpha  per-token acceptance probability; given the prefix its expectation is overlap(p, q) = sum_x min(p, q)
     tau    mean tokens committed per target pass (includes the correction or bonus token)
     c      cost of one draft step as a fraction of one target step
 
@@ -105,6 +105,7 @@ def next_token_distribution(p: torch.Tensor, q: torch.Tensor, rule: Rule = EXACT
     return kept + rejected_mass * rule.resample(p, q)
 
 
-def acceptance_rate(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
-    """Analytic per-position acceptance alpha(p, q) = sum_x min(p(x), q(x)) = 1 - TV(p, q)."""
+def overlap(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """sum_x min(p(x), q(x)) = 1 - TV(p, q): the probability that a draft x ~ q is accepted against p (the expected
+    alpha at one position). Called the overlap to keep it apart from the measured rates in core/stats.py."""
     return torch.minimum(p, q).sum(-1)

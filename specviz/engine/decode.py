@@ -13,7 +13,7 @@ from typing import Iterator
 
 import torch
 
-from specviz import __version__
+from specviz import __version__, methods
 from specviz.core.sampling import logits_to_probs, one_hot, uniforms
 from specviz.core.settings import RunSettings, check_prompt
 from specviz.core.trace import (
@@ -31,10 +31,11 @@ from specviz.core.trace import (
     Totals,
     Trace,
 )
-from specviz.core.verify import Verdict, acceptance_rate, verify
+from specviz.core.verify import Verdict, overlap, verify
 from specviz.engine.kv import CachedModel
 from specviz.engine.models import ModelPair
-from specviz.engine.proposers import DraftModelProposer, Drafter, NgramProposer, Proposal, Proposer
+from specviz.engine import proposers
+from specviz.engine.proposers import Drafter, Proposal, Proposer
 from specviz.errors import SettingsError
 
 TOP_N = 10
@@ -71,14 +72,13 @@ def build_trace(
 
 
 def make_proposer(pair: ModelPair, settings: RunSettings) -> Proposer | None:
-    """The proposer for settings.method; None for plain decoding."""
-    if settings.method == "draft":
-        if pair.draft is None:
-            raise SettingsError("The draft-model method needs a draft model: load a pair with a draft, or use n-gram.")
-        return DraftModelProposer(pair.draft, pair.vocab_size, settings.sampling)
-    if settings.method == "ngram":
-        return NgramProposer(pair.device, settings.ngram_min, settings.ngram_max)
-    return None
+    """The proposer the registry names for settings.method; None for plain decoding."""
+    method = methods.get(settings.method)
+    if method.proposer is None:
+        return None
+    if method.needs_draft and pair.draft is None:
+        raise SettingsError(f"The {method.label} method needs a draft model: load a pair with a draft, or use n-gram.")
+    return getattr(proposers, method.proposer).for_run(pair, settings)
 
 
 def check_fits(pair: ModelPair, prompt_ids: list[int], settings: RunSettings) -> None:
@@ -172,7 +172,7 @@ class _RoundFacts:
             p_x=v.p_x.tolist(),
             q_x=v.q_x.tolist(),
             accept_prob=v.accept_prob.tolist(),
-            overlap=acceptance_rate(p[: q.shape[0]], q).tolist(),
+            overlap=overlap(p[: q.shape[0]], q).tolist(),
             n_accepted=n,
             next_token=token,
             next_prob=float(v.next_dist[token]),
@@ -235,7 +235,7 @@ def _make_round(
     )
     extra = None
     if len(committed) > n:  # the correction / bonus survived the stop checks
-        kind = CORRECTION if n < k else (TARGET if settings.method == "plain" else BONUS)
+        kind = CORRECTION if n < k else (BONUS if methods.get(settings.method).speculative else TARGET)
         extra = ExtraToken(facts.next_token, texts[facts.next_token], kind, facts.next_prob, facts.next_p, u_next)
     return Round(
         index=index,

@@ -7,7 +7,7 @@ that run's state (a KV cache, or the token history for n-gram lookup).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import torch
@@ -15,7 +15,11 @@ from numpy.lib.stride_tricks import sliding_window_view
 from transformers import PreTrainedModel
 
 from specviz.core.sampling import SamplingSettings, logits_to_probs, sample
+from specviz.core.settings import RunSettings
 from specviz.engine.kv import CachedModel
+
+if TYPE_CHECKING:
+    from specviz.engine.models import ModelPair
 
 
 @dataclass(frozen=True)
@@ -41,7 +45,11 @@ class Drafter(Protocol):
 
 
 class Proposer(Protocol):
-    name: str
+    """Shared, read-only; named by an entry of specviz.methods (its `proposer` field is the class name)."""
+
+    @classmethod
+    def for_run(cls, pair: "ModelPair", settings: RunSettings) -> "Proposer":
+        """The proposer for a run with these settings on this pair."""
 
     def start(self, prompt_ids: list[int]) -> Drafter:
         """A fresh drafter for one run over this prompt."""
@@ -54,7 +62,10 @@ class DraftModelProposer:
     model: PreTrainedModel
     vocab_size: int
     sampling: SamplingSettings
-    name: str = "draft"
+
+    @classmethod
+    def for_run(cls, pair: "ModelPair", settings: RunSettings) -> "DraftModelProposer":
+        return cls(pair.draft, pair.vocab_size, settings.sampling)
 
     def start(self, prompt_ids: list[int]) -> "DraftModelDrafter":
         return DraftModelDrafter(CachedModel(self.model, self.vocab_size, prompt_ids), self.sampling)
@@ -95,7 +106,10 @@ class NgramProposer:
     device: torch.device
     min_n: int = 1
     max_n: int = 3
-    name: str = "ngram"
+
+    @classmethod
+    def for_run(cls, pair: "ModelPair", settings: RunSettings) -> "NgramProposer":
+        return cls(pair.device, settings.ngram_min, settings.ngram_max)
 
     def start(self, prompt_ids: list[int]) -> "NgramDrafter":
         return NgramDrafter(list(prompt_ids), self.device, self.min_n, self.max_n)

@@ -10,17 +10,17 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from specviz import methods
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
 from specviz.engine.catalogue import CATALOGUE, presets_for
 from specviz.engine.models import DTYPES, ModelPair
 from specviz.errors import SpecvizError
-from specviz.public import Limits, display_source
+from specviz.ui.limits import Limits, display_source
 from specviz.ui.loaders import cached_pair, default_sources
 from specviz.viz.explain import BF16_GREEDY_NOTE
 
 CUSTOM = "Custom: any two hub ids or local paths"
-METHOD_LABELS = {"draft": "draft model", "ngram": "n-gram lookup (prompt lookup)"}
 DTYPE_HELP = "auto: float32 on CPU, bfloat16 on a GPU. bfloat16 on a CPU with native support is faster, but " + BF16_GREEDY_NOTE
 
 
@@ -109,7 +109,7 @@ def sidebar_controls() -> Controls:
     pair_picker()
     limits = Limits.from_env()
     st.sidebar.header("Decoding")
-    method = st.sidebar.radio("Proposer", list(METHOD_LABELS), format_func=METHOD_LABELS.get, key=keep("method", "draft"), on_change=remember, args=("method",))
+    method = st.sidebar.radio("Proposer", list(methods.PROPOSERS), format_func=methods.label, key=keep("method", "draft"), on_change=remember, args=("method",))
     k = st.sidebar.slider("K: draft tokens per round", 1, limits.max_k, key=keep("k", 4, limits.max_k), on_change=remember, args=("k",))
     temperature = st.sidebar.slider("Temperature (0 = greedy)", 0.0, 2.0, step=0.05, key=keep("temperature", 1.0), on_change=remember, args=("temperature",))
     top_k = st.sidebar.number_input("Top-k (0 = off)", 0, 1000, step=1, key=keep("top_k", 0), on_change=remember, args=("top_k",))

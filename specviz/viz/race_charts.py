@@ -1,44 +1,54 @@
-"""Charts of a race between lanes and of a K sweep (pure: results in, Altair charts out)."""
+"""Charts of a race between lanes and of a K sweep (pure: run records in, Altair charts out)."""
 
 from __future__ import annotations
 
 import altair as alt
 import pandas as pd
 
-from specviz.race import LANE_LABELS, LaneResult
+from specviz import methods
+from specviz.core import stats
+from specviz.core.record import RunRecord
+
+NOT_REPORTED = "not reported"
 
 
-def lanes_frame(results: list[LaneResult], reference: tuple[int, ...] | None = None) -> pd.DataFrame:
-    from specviz.race import first_divergence
-
+def lanes_frame(results: list[RunRecord], reference: tuple[int, ...] | None = None) -> pd.DataFrame:
     rows = []
     for r in results:
-        gaps = r.inter_token_latencies_ms()
+        gaps = stats.inter_token_latencies_ms(r.arrivals())
         same = "n/a (sampling)"
         if reference is not None:
-            divergence = first_divergence(reference, r.output_ids)
+            divergence = stats.first_divergence(reference, r.output_ids)
             same = "✓" if divergence is None else f"✗ from token {divergence + 1}"
         rows.append({
-            "lane": LANE_LABELS[r.lane], "tokens": len(r.output_ids), "time to first token (ms)": r.ttft_s * 1e3,
+            "lane": methods.lane_label(r.method), "tokens": len(r.output_ids), "time to first token (ms)": r.ttft_s * 1e3,
             "tokens/s": r.tokens_per_s, "median gap (ms)": float(pd.Series(gaps).median()) if gaps else 0.0,
-            "max gap (ms)": max(gaps, default=0.0), "α": r.alpha, "τ": r.tau,
+            "max gap (ms)": max(gaps, default=0.0),
+            "α": _alpha_text(r), "τ": r.tau,
             "same text as plain": same,
         })  # fmt: skip
     return pd.DataFrame(rows)
 
 
-def arrivals_frame(results: list[LaneResult]) -> pd.DataFrame:
+def _alpha_text(r: RunRecord) -> str:
+    """α as the table shows it: a number, "not reported" (Hugging Face lanes), or "–" (nothing judged)."""
+    if r.per_round_judged is None:
+        return NOT_REPORTED
+    return "–" if r.alpha is None else f"{r.alpha:.2f}"
+
+
+def arrivals_frame(results: list[RunRecord]) -> pd.DataFrame:
     rows = []
     for r in results:
-        total = 0
-        rows.append({"lane": LANE_LABELS[r.lane], "ms": 0.0, "tokens": 0})
-        for t, n in r.arrivals:
+        total, lane = 0, methods.lane_label(r.method)
+        rows.append({"lane": lane, "ms": 0.0, "tokens": 0})
+        for t, n in r.arrivals():
             total += n
-            rows.append({"lane": LANE_LABELS[r.lane], "ms": t * 1e3, "tokens": total})
+            rows.append({"lane": lane, "ms": t * 1e3, "tokens": total})
     return pd.DataFrame(rows, columns=["lane", "ms", "tokens"])
 
 
-def arrivals_chart(results: list[LaneResult]) -> alt.Chart:
+def arrivals_chart(results: list[RunRecord]) -> alt.Chart:
     """Tokens delivered over time per lane: speculative lanes climb in steps (bursts), plain decoding evenly."""
     return (
         alt.Chart(arrivals_frame(results), title="Tokens delivered over time")
@@ -53,12 +63,14 @@ def arrivals_chart(results: list[LaneResult]) -> alt.Chart:
     )
 
 
-def latency_frame(results: list[LaneResult]) -> pd.DataFrame:
-    rows = [{"lane": LANE_LABELS[r.lane], "gap_ms": g} for r in results for g in r.inter_token_latencies_ms()]
+def latency_frame(results: list[RunRecord]) -> pd.DataFrame:
+    rows = [
+        {"lane": methods.lane_label(r.method), "gap_ms": g} for r in results for g in stats.inter_token_latencies_ms(r.arrivals())
+    ]
     return pd.DataFrame(rows, columns=["lane", "gap_ms"])
 
 
-def latency_chart(results: list[LaneResult]) -> alt.Chart:
+def latency_chart(results: list[RunRecord]) -> alt.Chart:
     """Inter-token latency per lane: speculation gives many zero gaps (a burst) and some long ones."""
     return (
         alt.Chart(latency_frame(results), title="Inter-token latency (gap before each token)")
@@ -74,7 +86,7 @@ def latency_chart(results: list[LaneResult]) -> alt.Chart:
 
 
 def sweep_chart(rows: list[dict]) -> alt.Chart:
-    """Measured speedup vs K next to the calculator's prediction from costs measured on this machine."""
+    """Measured speedup vs K next to the prediction from measured tau and costs on this machine."""
     frame = pd.DataFrame(rows, columns=["k", "kind", "speedup"])
     return (
         alt.Chart(frame, title="K sweep: measured speedup vs the prediction from measured costs")

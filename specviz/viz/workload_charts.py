@@ -1,20 +1,41 @@
-"""Charts and tables of a measured workload (pure: records in, frames and Altair charts out)."""
+"""Charts and tables of a measured workload (pure: paired run records in, frames and Altair charts out).
+
+Every figure comes from core/stats.py; the predictions are computed by the caller (measure/predict.py) and passed in.
+"""
 
 from __future__ import annotations
 
 import html
+from typing import Protocol, Sequence
 
 import altair as alt
 import pandas as pd
 
-from specviz.workload import RunRecord, predicted_speedup
+from specviz.core import stats
+from specviz.core.record import RunRecord
 
 
-def _label(rec: RunRecord) -> str:
+class Paired(Protocol):
+    """A run and the plain run of the same prompt (measure.workload.PairedRun)."""
+
+    run: RunRecord
+    plain_tokens_per_s: float
+    speedup: float
+
+
+def _label(rec: Paired | RunRecord) -> str:
     return f"{rec.method} K={rec.k}"
 
 
-def per_prompt_frame(records: list[RunRecord]) -> pd.DataFrame:
+def setting_groups(records: Sequence[Paired]) -> dict[str, list[Paired]]:
+    """"method K=k" -> its results, in first-seen order."""
+    groups: dict[str, list[Paired]] = {}
+    for rec in records:
+        groups.setdefault(_label(rec), []).append(rec)
+    return groups
+
+
+def per_prompt_frame(records: Sequence[Paired]) -> pd.DataFrame:
     columns = ["tag", "method", "k", "alpha", "acceptance_rate", "tau", "proposed", "accepted", "rounds", "tokens_per_s", "plain_tokens_per_s", "speedup", "prompt"]
     return pd.DataFrame([{c: getattr(r, c) for c in columns} for r in records], columns=columns)
 
@@ -28,24 +49,20 @@ def summary_frame(summary: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def per_position_frame(records: list[RunRecord]) -> pd.DataFrame:
+def per_position_frame(records: Sequence[Paired]) -> pd.DataFrame:
     """Per method/K and position: measured P(accept | reached) and the analytic mean sum min(p, q)."""
-    pooled: dict[tuple[str, int], list[float]] = {}
-    for rec in records:
-        for p in rec.per_position:
-            acc = pooled.setdefault((_label(rec), p["position"]), [0, 0, 0.0])
-            acc[0] += p["reached"]
-            acc[1] += p["accepted"]
-            acc[2] += (p["overlap"] or 0.0) * p["reached"]
     rows = []
-    for (label, position), (reached, accepted, overlap) in sorted(pooled.items()):
-        if reached:
-            rows.append({"setting": label, "position": position, "kind": "measured P(accept | reached)", "rate": accepted / reached, "reached": reached})
-            rows.append({"setting": label, "position": position, "kind": "analytic Σ min(p, q)", "rate": overlap / reached, "reached": reached})
+    for label, group in setting_groups(records).items():
+        for row in stats.per_position([rec.run for rec in group]):
+            if row["reached"]:
+                common = {"setting": label, "position": row["position"], "reached": row["reached"]}
+                rows.append({**common, "kind": "measured P(accept | reached)", "rate": row["rate"]})
+                if row["overlap"] is not None:
+                    rows.append({**common, "kind": "analytic Σ min(p, q)", "rate": row["overlap"]})
     return pd.DataFrame(rows, columns=["setting", "position", "kind", "rate", "reached"])
 
 
-def per_position_chart(records: list[RunRecord]) -> alt.Chart:
+def per_position_chart(records: Sequence[Paired]) -> alt.Chart:
     return (
         alt.Chart(per_position_frame(records), title="Acceptance by draft position: measured vs analytic")
         .mark_line(point=True)
@@ -60,15 +77,15 @@ def per_position_chart(records: list[RunRecord]) -> alt.Chart:
     )
 
 
-def acceptance_length_frame(records: list[RunRecord]) -> pd.DataFrame:
-    counts: dict[tuple[str, int], int] = {}
-    for rec in records:
-        for accepted, n in enumerate(rec.accepted_lengths):
-            counts[(_label(rec), accepted)] = counts.get((_label(rec), accepted), 0) + n
-    return pd.DataFrame([{"setting": s, "accepted": a, "rounds": n} for (s, a), n in sorted(counts.items())])
+def acceptance_length_frame(records: Sequence[Paired]) -> pd.DataFrame:
+    rows = []
+    for label, group in setting_groups(records).items():
+        for accepted, n in enumerate(stats.accepted_length_histogram([rec.run for rec in group])):
+            rows.append({"setting": label, "accepted": accepted, "rounds": n})
+    return pd.DataFrame(rows, columns=["setting", "accepted", "rounds"])
 
 
-def acceptance_length_chart(records: list[RunRecord]) -> alt.Chart:
+def acceptance_length_chart(records: Sequence[Paired]) -> alt.Chart:
     return (
         alt.Chart(acceptance_length_frame(records), title="Accepted drafts per round")
         .mark_bar()
@@ -83,7 +100,7 @@ def acceptance_length_chart(records: list[RunRecord]) -> alt.Chart:
     )
 
 
-def class_frame(records: list[RunRecord]) -> pd.DataFrame:
+def class_frame(records: Sequence[Paired]) -> pd.DataFrame:
     pooled: dict[tuple[str, str], list[int]] = {}
     for rec in records:
         for cls, (judged, accepted) in rec.by_class.items():
@@ -94,7 +111,7 @@ def class_frame(records: list[RunRecord]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["setting", "class", "judged", "rate"])
 
 
-def class_chart(records: list[RunRecord]) -> alt.Chart:
+def class_chart(records: Sequence[Paired]) -> alt.Chart:
     return (
         alt.Chart(class_frame(records), title="Acceptance by token class")
         .mark_bar()
@@ -109,21 +126,21 @@ def class_chart(records: list[RunRecord]) -> alt.Chart:
     )
 
 
-def speedup_frame(records: list[RunRecord]) -> pd.DataFrame:
-    groups: dict[str, list[RunRecord]] = {}
-    for rec in records:
-        groups.setdefault(_label(rec), []).append(rec)
+def speedup_frame(records: Sequence[Paired], predictions: dict) -> pd.DataFrame:
+    """Measured mean speedup per setting next to its prediction (setting label -> Prediction or None)."""
     rows = []
-    for label, recs in groups.items():
-        predicted, c, v = predicted_speedup(recs)
-        measured = sum(r.speedup for r in recs) / len(recs)
-        rows += [{"setting": label, "kind": "measured", "speedup": measured, "c": c, "verify_cost": v},
-                 {"setting": label, "kind": "predicted from measured α, c, v(K)", "speedup": predicted, "c": c, "verify_cost": v}]  # fmt: skip
+    for label, group in setting_groups(records).items():
+        measured = sum(r.speedup for r in group) / len(group)
+        prediction = predictions.get(label)
+        costs = {"c": prediction.c, "verify_cost": prediction.verify_cost} if prediction else {"c": None, "verify_cost": None}
+        rows.append({"setting": label, "kind": "measured", "speedup": measured, **costs})
+        if prediction:
+            rows.append({"setting": label, "kind": "predicted from measured τ, c, v", "speedup": prediction.speedup, **costs})
     return pd.DataFrame(rows, columns=["setting", "kind", "speedup", "c", "verify_cost"])
 
 
-def speedup_chart(records: list[RunRecord]) -> alt.LayerChart:
-    frame = speedup_frame(records)
+def speedup_chart(records: Sequence[Paired], predictions: dict) -> alt.LayerChart:
+    frame = speedup_frame(records, predictions)
     bars = (
         alt.Chart(frame, title="Speedup over plain decoding: measured vs predicted")
         .mark_bar()
@@ -140,7 +157,7 @@ def speedup_chart(records: list[RunRecord]) -> alt.LayerChart:
     return (bars + even).properties(height=260)
 
 
-def heatmap_html(rec: RunRecord) -> str:
+def heatmap_html(rec: Paired | RunRecord) -> str:
     """The output with each token shaded by its acceptance probability min(1, p/q) (grey: bonus or plain)."""
     spans = [f'<span style="color:#757575">{html.escape(rec.prompt)}</span>']
     for text, prob, origin in rec.tokens:

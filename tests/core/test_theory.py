@@ -23,7 +23,6 @@ from specviz.core.theory import (
     leviathan_table,
     ops_factor,
     parse_rates,
-    positional_acceptance,
     positional_expected_tokens,
     speedup,
 )
@@ -175,21 +174,6 @@ def test_parse_rates():
     for bad in ("", "0.9, x", "0.9, 1.5"):
         with pytest.raises(SettingsError):
             parse_rates(bad)
-
-
-def test_positional_acceptance_from_rounds():
-    def rnd(*verdicts):
-        return SimpleNamespace(positions=[SimpleNamespace(index=i, verdict=v) for i, v in enumerate(verdicts)])
-
-    rounds = [
-        rnd("accepted", "accepted", "rejected", "unreached"),
-        rnd("accepted", "rejected", "unreached", "unreached"),
-        rnd("rejected", "unreached", "unreached", "unreached"),
-        rnd("accepted", "accepted", "accepted", "after_stop"),
-    ]
-    rates, counts = positional_acceptance(rounds)
-    assert counts == (4, 3, 2)
-    assert rates == pytest.approx((3 / 4, 2 / 3, 1 / 2))
 
 
 def test_seed_tables():

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from specviz.core.sampling import one_hot
-from specviz.core.verify import acceptance_probability, acceptance_rate, residual, verify
+from specviz.core.verify import acceptance_probability, overlap, residual, verify
 
 V = 4
 
@@ -83,4 +83,4 @@ def test_residual_guard_falls_back_to_p_when_nothing_is_owed():
 
 def test_acceptance_probability_and_rate():
     assert acceptance_probability(dist(0.2, 0.8), dist(0.4, 0.4)).tolist() == [0.5, 1.0]
-    assert acceptance_rate(dist(0.7, 0.3), dist(0.9, 0.1)).item() == pytest.approx(0.8)  # min(.7,.9) + min(.3,.1)
+    assert overlap(dist(0.7, 0.3), dist(0.9, 0.1)).item() == pytest.approx(0.8)  # min(.7,.9) + min(.3,.1)

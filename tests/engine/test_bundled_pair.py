@@ -9,7 +9,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from specviz.core.settings import RunSettings
 from specviz.engine.decode import generate
 from specviz.engine.models import ASSETS, BUNDLED_DRAFT, BUNDLED_TARGET, load_pair
-from specviz.race import first_divergence
+from specviz.core.stats import first_divergence
 
 CODE = [json.loads(line)["prompt"] for line in (ASSETS / "workloads" / "code.jsonl").read_text().splitlines()[:3]]
 

@@ -1,31 +1,32 @@
-"""Race bookkeeping (arrivals, gaps, divergence) and its charts."""
+"""Race charts from run records: the table's columns, arrivals as steps, gaps as ticks."""
 
-from specviz.race import LaneResult, first_divergence
+from specviz.core.record import HF, RunRecord
 from specviz.viz import race_charts
 
 
-def lane(name, arrivals, ids=(1, 2, 3, 4, 5), alpha=None):
-    return LaneResult(name, tuple(ids), tuple(arrivals), alpha, None)
-
-
-def test_bursts_become_zero_gaps():
-    burst = lane("draft", [(0.010, 1), (0.030, 4)])
-    assert [round(g, 6) for g in burst.inter_token_latencies_ms()] == [20.0, 0.0, 0.0, 0.0]
-    assert burst.ttft_s == 0.010 and burst.wall_s == 0.030 and round(burst.tokens_per_s) == 167
-
-
-def test_first_divergence():
-    assert first_divergence((1, 2, 3), (1, 2, 3)) is None
-    assert first_divergence((1, 2, 3), (1, 9, 3)) == 1
-    assert first_divergence((1, 2, 3), (1, 2)) == 2
+def lane(method, arrivals, ids=(1, 2, 3, 4, 5), accepted=None, source="specviz"):
+    """A lane's record; K = 3 drafts a round, or none for plain, or not reported (accepted None) for HF."""
+    committed = tuple(n for _, n in arrivals)
+    k = 0 if method == "plain" else 3
+    if method == "plain":
+        accepted = (0,) * len(committed)
+    judged = None if accepted is None else tuple(min(a + 1, k) for a in accepted)
+    drafted = None if accepted is None else (k,) * len(committed)
+    return RunRecord(source, method, k, "p", "", tuple(ids), committed, drafted, accepted, judged,
+                     tuple(t for t, _ in arrivals), arrivals[-1][0])  # fmt: skip
 
 
 def test_race_frames_and_charts():
     plain = lane("plain", [(0.01 * i, 1) for i in range(1, 6)])
-    spec = lane("draft", [(0.01, 1), (0.02, 4)], alpha=0.75)
-    other = lane("ngram", [(0.01, 5)], ids=(1, 2, 7, 4, 5))
-    table = race_charts.lanes_frame([plain, spec, other], plain.output_ids)
-    assert list(table["same text as plain"]) == ["✓", "✓", "✗ from token 3"]
+    spec = lane("draft", [(0.01, 1), (0.02, 4)], accepted=(0, 3))
+    other = lane("ngram", [(0.01, 5)], ids=(1, 2, 7, 4, 5), accepted=(3,))
+    hf = lane("hf_assisted", [(0.01, 2), (0.02, 3)], source=HF)
+    table = race_charts.lanes_frame([plain, spec, other, hf], plain.output_ids)
+    assert list(table["same text as plain"]) == ["✓", "✓", "✗ from token 3", "✓"]
+    assert list(table["lane"]) == ["plain decoding (specviz)", "specviz · draft model", "specviz · n-gram lookup",
+                                   "HF generate · assistant_model"]  # fmt: skip
+    assert list(table["α"]) == ["–", "0.75", "1.00", "not reported"]  # generate() does not report acceptances
+    assert table["τ"][3] == 2.5  # but tokens per target pass are measured for every lane
     assert set(race_charts.lanes_frame([plain, other])["same text as plain"]) == {"n/a (sampling)"}
     arrivals = race_charts.arrivals_frame([spec])
     assert list(arrivals["tokens"]) == [0, 1, 5]

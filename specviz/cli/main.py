@@ -5,13 +5,17 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
+from specviz import methods
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings, check_prompt
-from specviz.cli_theory import add_theory_parser
+from specviz.cli.theory import add_theory_parser
 from specviz.core.trace import Trace
 from specviz.errors import SpecvizError
+
+if TYPE_CHECKING:
+    from specviz.engine.models import ModelPair
 
 ANSI = {"accepted": "\033[32m", "correction": "\033[1;31m", "bonus": "\033[1;34m", "target": "", "prompt": "\033[2m"}
 RESET = "\033[0m"
@@ -50,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     measure.add_argument("prompts_file", help=".jsonl ({prompt, tag} per line), .csv (prompt[,tag] columns) or .txt")
     add_model_arguments(measure)
     add_sampling_arguments(measure)
-    measure.add_argument("--method", default="draft", help="comma-separated: draft, ngram")
+    measure.add_argument("--method", default="draft", help=f"comma-separated: {', '.join(methods.PROPOSERS)}")
     measure.set_defaults(k="4")
     measure.add_argument("--json", dest="json_out", help="write every run and the summary to this JSON file")
     measure.add_argument("--csv", dest="csv_out", help="write one row per prompt x method x K to this CSV file")
@@ -61,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--prompts", default=None, help="prompts file (default: assets/workloads/code.jsonl)")
     bench.add_argument("--limit", type=int, default=0, help="use only the first N prompts (0 = all)")
     bench.add_argument("--repeats", type=int, default=1)
-    bench.add_argument("--lanes", default="plain,draft,ngram,hf_assisted,hf_prompt_lookup")
+    bench.add_argument("--lanes", default=",".join(methods.LANES), help="comma-separated; plain is always one")
     bench.add_argument("--json", dest="json_out", help="write the results JSON here")
     bench.set_defaults(handler=cmd_bench, k="1,2,4,8", max_new_tokens=128)
     add_theory_parser(commands)
@@ -107,15 +111,15 @@ def settings_from(args: argparse.Namespace, method: str) -> RunSettings:
 
 def method_of(args: argparse.Namespace) -> str:
     if getattr(args, "plain", False):
-        return "plain"
+        return methods.PLAIN
     return "ngram" if args.draft.strip().lower() == "ngram" else "draft"
 
 
-def load_for(args: argparse.Namespace, with_draft: bool):
-    """The pair the model arguments name; the draft is loaded only when a lane needs it."""
+def load_for(args: argparse.Namespace, method_names) -> "ModelPair":
+    """The pair the model arguments name; the draft is loaded only when one of the methods needs it."""
     from specviz.engine.models import load_pair
 
-    draft = args.draft if with_draft else None
+    draft = args.draft if methods.needs_draft(method_names) else None
     return load_pair(args.target, draft, device=args.device, dtype=args.dtype, allow_pickle=args.allow_pickle)
 
 
@@ -137,7 +141,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     method = method_of(args)
     settings = settings_from(args, method)  # validate before the slow model load
     prompt = check_prompt(read_prompt(args))
-    trace = generate(load_for(args, method == "draft"), prompt, settings)
+    trace = generate(load_for(args, [method]), prompt, settings)
     if args.json:
         print(trace.to_json(indent=2))
     else:
@@ -180,47 +184,57 @@ def int_list(text: str, option: str) -> list[int]:
     return values
 
 
-def cmd_measure(args: argparse.Namespace) -> int:
-    from specviz.engine.decode import generate
-    from specviz.workload import parse_workload, records_csv, results_json, summarize, run_workload
-
-    methods = [m.strip() for m in args.method.split(",") if m.strip()]
-    unknown = [m for m in methods if m not in ("draft", "ngram")]
-    if unknown or not methods:
-        raise SpecvizError(f"--method takes draft and/or ngram (comma-separated); got {args.method!r}.")
-    ks = int_list(args.k, "--k")
-    base = settings_from(args, methods[0])
+def check_ks(ks: list[int]) -> None:
+    """Validate every K before anything slow is loaded."""
     for k in ks:
-        RunSettings(k=k)  # validate every K before loading anything
-    try:
-        data = open(args.prompts_file, "rb").read()
-    except OSError as exc:
-        raise SpecvizError(f"Cannot read {args.prompts_file!r}: {exc.strerror}.") from exc
-    workload = parse_workload(data, args.prompts_file)
+        RunSettings(k=k)
+
+
+def cmd_measure(args: argparse.Namespace) -> int:
+    from specviz.engine.costs import measure_costs
+    from specviz.measure.lanes import run_method
+    from specviz.measure.prompts import read_workload
+    from specviz.measure.summary import results_csv, results_json, summarize
+    from specviz.measure.workload import run_workload
+
+    method_names = methods.parse_list(args.method, "--method", methods.PROPOSERS)
+    ks = int_list(args.k, "--k")
+    check_ks(ks)
+    base = settings_from(args, method_names[0])
+    workload = read_workload(args.prompts_file)
     for problem in workload.problems:
         print(f"skipped {problem}", file=sys.stderr)
-    pair = load_for(args, "draft" in methods)
+    pair = load_for(args, method_names)
 
     def progress(p) -> None:
         eta = "" if p.done == 0 else f", about {p.eta_s:.0f} s left"
         print(f"\r[{p.done}/{p.total}] {p.elapsed_s:.0f} s{eta}   ", end="", file=sys.stderr, flush=True)
 
-    run = lambda prompt, settings: generate(pair, prompt, settings)  # noqa: E731
-    records = []
+    print("measuring step costs", file=sys.stderr)
+    costs = measure_costs(pair, k_max=max(ks), repeats=5)
+    run = lambda prompt, settings, tag: run_method(pair, prompt, settings, settings.method, tag=tag)  # noqa: E731
+    results = []
     try:
-        for record in run_workload(run, workload.rows, methods, ks, base, progress):
-            records.append(record)
+        for result in run_workload(run, workload.rows, method_names, ks, base, progress):
+            results.append(result)
     except KeyboardInterrupt:
-        print(f"\nstopped: keeping the {len(records)} finished run(s)", file=sys.stderr)
+        print(f"\nstopped: keeping the {len(results)} finished run(s)", file=sys.stderr)
     print(file=sys.stderr)
-    print(summary_table(summarize(records, args.seed)))
+    print(summary_table(summarize(results, costs, args.seed)))
     if args.json_out:
-        with open(args.json_out, "w", encoding="utf-8") as handle:
-            handle.write(results_json(records, base, {"methods": methods, "ks": ks, **pair.describe()}, args.seed))
+        meta = {"methods": method_names, "ks": ks, **pair.describe()}
+        write_file(args.json_out, results_json(results, base, meta, costs, args.seed))
     if args.csv_out:
-        with open(args.csv_out, "w", encoding="utf-8") as handle:
-            handle.write(records_csv(records))
+        write_file(args.csv_out, results_csv(results))
     return 0
+
+
+def write_file(path: str, text: str) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise SpecvizError(f"Cannot write {path!r}: {exc.strerror}.") from exc
 
 
 def summary_table(rows: list[dict]) -> str:
@@ -239,31 +253,23 @@ def summary_table(rows: list[dict]) -> str:
 def cmd_bench(args: argparse.Namespace) -> int:
     import json
 
-    from specviz.bench import LANES, results_table, run_bench
     from specviz.engine.models import ASSETS
-    from specviz.workload import parse_workload
+    from specviz.measure.bench import results_table, run_bench
+    from specviz.measure.prompts import read_workload
 
-    lanes = tuple(lane.strip() for lane in args.lanes.split(",") if lane.strip())
-    if not lanes or any(lane not in LANES for lane in lanes) or "plain" not in lanes:
-        raise SpecvizError(f"--lanes takes plain plus any of {', '.join(LANES[1:])}; got {args.lanes!r}.")
+    lanes = tuple(methods.parse_list(args.lanes, "--lanes", methods.LANES))
+    if methods.PLAIN not in lanes:
+        raise SpecvizError(f"--lanes must include plain, the baseline every speedup is measured against; got {args.lanes!r}.")
     ks = int_list(args.k, "--k")
-    for k in ks:
-        RunSettings(k=k)
+    check_ks(ks)
     if args.repeats < 1:
         raise SpecvizError("--repeats must be at least 1.")
-    base = settings_from(args, "plain")
-    path = args.prompts or str(ASSETS / "workloads" / "code.jsonl")
-    try:
-        data = open(path, "rb").read()
-    except OSError as exc:
-        raise SpecvizError(f"Cannot read {path!r}: {exc.strerror}.") from exc
-    rows = parse_workload(data, path).rows
+    base = settings_from(args, methods.PLAIN)
+    rows = read_workload(args.prompts or ASSETS / "workloads" / "code.jsonl").rows
     prompts = [row.prompt for row in (rows[: args.limit] if args.limit else rows)]
-    needs_draft = any(lane in ("draft", "hf_assisted") for lane in lanes)
-    pair = load_for(args, needs_draft)
+    pair = load_for(args, lanes)
     doc = run_bench(pair, prompts, ks, base, args.repeats, lanes, lambda msg: print(msg, file=sys.stderr, flush=True))
     print(results_table(doc))
     if args.json_out:
-        with open(args.json_out, "w", encoding="utf-8") as handle:
-            json.dump(doc, handle, indent=2)
+        write_file(args.json_out, json.dumps(doc, indent=2))
     return 0

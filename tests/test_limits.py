@@ -1,6 +1,6 @@
 """Public mode limits, read from the environment."""
 
-from specviz.public import Limits, display_source
+from specviz.ui.limits import Limits, display_source
 
 
 def test_private_by_default_and_public_caps():

@@ -1,0 +1,133 @@
+"""The benchmark: every lane on every prompt, with warm-up, against plain decoding measured in the same run.
+
+Reports per method and K the median tokens/s, the median speedup over plain on the same prompt and repeat, alpha,
+tau, the measured draft cost c and verify cost v(K) (in target steps), the speedup predicted from them,
+tau / (drafts per round * c + v), and efficiency = measured / predicted: what the loop loses beyond the model passes.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import sys
+from dataclasses import replace
+from typing import Callable
+
+import torch
+import transformers
+
+from specviz import __version__, methods
+from specviz.core import stats
+from specviz.core.record import RunRecord
+from specviz.core.settings import RunSettings
+from specviz.engine.costs import measure_costs
+from specviz.engine.models import ModelPair
+from specviz.measure.lanes import run_method
+from specviz.measure.predict import predict
+
+
+def environment(pair: ModelPair) -> dict:
+    """Where the numbers were measured."""
+    env = {
+        "device": str(pair.device),
+        "dtype": str(pair.dtype).removeprefix("torch."),
+        "cores": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "cpu": cpu_model(),
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "python": sys.version.split()[0],
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "specviz": __version__,
+        "target": pair.target_name,
+        "draft": pair.draft_name,
+    }
+    if pair.device.type == "cuda":
+        env["gpu"] = torch.cuda.get_device_name(pair.device)
+    return env
+
+
+def cpu_model() -> str:
+    """The CPU's model name (a speed figure means nothing without it)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def run_bench(
+    pair: ModelPair,
+    prompts: list[str],
+    ks: list[int],
+    base: RunSettings,
+    repeats: int = 1,
+    lanes: tuple[str, ...] = methods.LANES,
+    on_progress: Callable[[str], None] | None = None,
+) -> dict:
+    """Measure every lane x K on every prompt `repeats` times; plain runs once per prompt and repeat."""
+    say = on_progress or (lambda _: None)
+    spec_lanes = [lane for lane in lanes if lane != "plain"]
+    say("measuring step costs")
+    costs = measure_costs(pair, k_max=max(ks), repeats=15)  # v(K) is noisy at 5 on a busy CPU
+    say("warming up")
+    for lane in lanes:
+        run_method(pair, prompts[0], replace(base, k=ks[0], max_new_tokens=min(16, base.max_new_tokens)), lane)
+    runs: dict[tuple[str, int], list[tuple[RunRecord, RunRecord]]] = {}  # (method, K) -> (run, plain run)
+    for rep in range(repeats):
+        for i, prompt in enumerate(prompts):
+            say(f"repeat {rep + 1}/{repeats}, prompt {i + 1}/{len(prompts)}")
+            plain = run_method(pair, prompt, base, "plain")
+            runs.setdefault(("plain", 0), []).append((plain, plain))
+            for k in ks:
+                for lane in spec_lanes:
+                    runs.setdefault((lane, k), []).append((run_method(pair, prompt, replace(base, k=k), lane), plain))
+    results = [_summarise(lane, k, pairs, costs) for (lane, k), pairs in runs.items()]
+    return {
+        "environment": environment(pair),
+        "settings": {**base.to_dict(), "ks": ks, "repeats": repeats, "prompts": len(prompts), "lanes": list(lanes)},
+        "costs": costs.to_dict() if costs else None,
+        "results": results,
+    }
+
+
+def _summarise(lane: str, k: int, pairs: list[tuple[RunRecord, RunRecord]], costs) -> dict:
+    """Medians over runs; the prediction uses the measured tau and costs, so efficiency isolates the loop's overhead.
+    Figures a lane does not report (Hugging Face's alpha) are None."""
+    records = [run for run, _ in pairs]
+    counts = stats.tally(records)
+    measured = statistics.median(run.tokens_per_s / plain.tokens_per_s for run, plain in pairs)
+    prediction = predict(records, costs)
+    return {
+        "method": lane,
+        "k": k,
+        "tokens_per_s": statistics.median(r.tokens_per_s for r in records),
+        "speedup_vs_plain": measured,
+        "alpha": counts.alpha,
+        "acceptance_rate": counts.acceptance_rate,
+        "tau": counts.tau,
+        "c": prediction.c if prediction else None,
+        "verify_cost": prediction.verify_cost if prediction else None,
+        "predicted_speedup": prediction.speedup if prediction else None,
+        "efficiency": measured / prediction.speedup if prediction else None,
+        "identical_to_plain": all(run.output_ids == plain.output_ids for run, plain in pairs),
+        "runs": len(records),
+    }
+
+
+def results_table(doc: dict) -> str:
+    """The results as a Markdown table (what the README quotes)."""
+    head = "| method | K | tokens/s | speedup vs plain | α | τ | c | v(K) | predicted | efficiency | = plain |\n"
+    head += "|---|---|---|---|---|---|---|---|---|---|---|\n"
+    fmt = lambda v, f: "–" if v is None else format(v, f)  # noqa: E731
+    rows = sorted(doc["results"], key=lambda r: (methods.LANES.index(r["method"]), r["k"]))
+    return head + "\n".join(
+        f"| {r['method']} | {r['k'] or '–'} | {r['tokens_per_s']:.1f} | {r['speedup_vs_plain']:.2f}x | {fmt(r['alpha'], '.2f')} | "
+        f"{fmt(r['tau'], '.2f')} | {fmt(r['c'], '.3f')} | {fmt(r['verify_cost'], '.2f')} | {fmt(r['predicted_speedup'], '.2f')} | "
+        f"{fmt(r['efficiency'], '.2f')} | {'yes' if r['identical_to_plain'] else 'NO'} |"
+        for r in rows
+    )

@@ -1,0 +1,92 @@
+"""Run one method on one prompt and return its RunRecord: the one place where race, bench and workload generate.
+
+specviz's own methods run the traced loop (their records carry every count); Hugging Face lanes run `generate()`
+with a streamer that notes when each target pass delivered its tokens, so their tau is measured (tokens per pass)
+while alpha, which generate() does not report, stays None.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import Callable
+
+import torch
+from transformers.generation.streamers import BaseStreamer
+
+from specviz import methods
+from specviz.core.record import HF, RunRecord
+from specviz.core.settings import RunSettings
+from specviz.engine.compare import hf_generate
+from specviz.engine.decode import build_trace, decode_rounds, encode_prompt
+from specviz.engine.models import ModelPair
+
+OnTokens = Callable[[str, list[int], float], None]  # method, all output ids so far, seconds since the start
+
+
+def run_method(
+    pair: ModelPair, prompt: str, settings: RunSettings, method: str, on_tokens: OnTokens | None = None, tag: str = "untagged"
+) -> RunRecord:
+    """Generate with `method` (any registry name), reporting tokens as each target pass commits them."""
+    report = on_tokens or (lambda *_: None)
+    if methods.get(method).engine == methods.HF:
+        return _hf_record(pair, prompt, settings, method, lambda ids, t: report(method, ids, t), tag)
+    settings = replace(settings, method=method)
+    prompt_ids = encode_prompt(pair, prompt)
+    rounds, ids, ends = [], [], []
+    start = time.perf_counter()
+    for r in decode_rounds(pair, prompt_ids, settings):
+        ends.append(time.perf_counter() - start)
+        rounds.append(r)
+        ids += r.committed
+        report(method, ids, ends[-1])
+    trace = build_trace(pair, prompt, prompt_ids, settings, tuple(rounds), time.perf_counter() - start)
+    return RunRecord.of_trace(trace, tag, tuple(ends))
+
+
+def _hf_record(
+    pair: ModelPair, prompt: str, settings: RunSettings, method: str, report: Callable[[list[int], float], None], tag: str
+) -> RunRecord:
+    streamer = _TimingStreamer(report)
+    streamer.start = time.perf_counter()
+    run = hf_generate(pair, encode_prompt(pair, prompt), settings, method, streamer=streamer)
+    return RunRecord(
+        source=HF,
+        method=method,
+        k=settings.k,
+        prompt=prompt,
+        text=pair.tokenizer.decode(run.output_ids, skip_special_tokens=True),
+        output_ids=run.output_ids,
+        per_round_committed=tuple(n for _, n in streamer.arrivals),
+        per_round_drafted=None,  # generate() does not report its drafts or acceptances
+        per_round_accepted=None,
+        per_round_judged=None,
+        round_end_s=tuple(t for t, _ in streamer.arrivals),
+        wall_s=run.wall_s,
+        settings=replace(settings, method=methods.get(method).mirrors or "plain").to_dict(),
+        tag=tag,
+        meta=pair.describe(),
+    )
+
+
+class _TimingStreamer(BaseStreamer):
+    """Receives generate()'s tokens as each target pass commits them (the first put is the prompt, skipped)."""
+
+    def __init__(self, callback: Callable[[list[int], float], None]):
+        self.callback = callback
+        self.start = time.perf_counter()
+        self.ids: list[int] = []
+        self.arrivals: list[tuple[float, int]] = []
+        self.seen_prompt = False
+
+    def put(self, value: torch.Tensor) -> None:
+        if not self.seen_prompt:
+            self.seen_prompt = True
+            return
+        new = value.reshape(-1).tolist()
+        self.ids += new
+        self.arrivals.append((time.perf_counter() - self.start, len(new)))
+        self.callback(self.ids, self.arrivals[-1][0])
+
+    def end(self) -> None:
+        pass

@@ -1,0 +1,39 @@
+"""The one predicted speedup of measured runs: tau / (drafts per round * c + v), from measured tau and measured costs.
+
+It says what the model passes alone allow on this machine; measured / predicted (the efficiency) is what the loop
+keeps of it. The formula is `core.stats.predicted_speedup`; this module picks c and v for a method's runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from specviz import methods
+from specviz.core import stats
+from specviz.core.record import RunRecord
+from specviz.engine.costs import MeasuredCosts
+
+
+@dataclass(frozen=True)
+class Prediction:
+    speedup: float
+    c: float  # draft step / target step (0 for a lookup: it costs next to nothing)
+    verify_cost: float  # verify pass / target step, at the runs' mean drafts per round
+    drafts_per_round: float
+
+
+def predict(records: Sequence[RunRecord], costs: MeasuredCosts | None) -> Prediction | None:
+    """The prediction for runs of one method and K; None when the costs or the counts it needs are missing."""
+    if not records or costs is None:
+        return None
+    method = methods.get(records[0].method)
+    counts = stats.tally(records)
+    drafts = counts.drafts_per_round
+    if drafts is None and method.mirrors == "draft":
+        drafts = float(records[0].k)  # assisted generation with the constant schedule drafts K tokens a round
+    c = costs.c if method.needs_draft else 0.0
+    if not method.speculative or drafts is None or c is None or counts.tau is None:
+        return None
+    v = stats.verify_cost_at(costs.verify_relative, drafts)
+    return Prediction(stats.predicted_speedup(counts.tau, drafts, c, v), c, v, drafts)

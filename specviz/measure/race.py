@@ -1,0 +1,51 @@
+"""The race: one prompt through several methods (plain, specviz's, Hugging Face's), each timed as its tokens arrive;
+and the K sweep, measured speedup next to the prediction from measured costs.
+
+Lanes run one after another, never concurrently, so no lane steals another's cores, after a short warm-up of each.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable, Sequence
+
+from specviz.core.record import RunRecord
+from specviz.core.settings import RunSettings
+from specviz.engine.costs import measure_costs
+from specviz.engine.models import ModelPair
+from specviz.measure.lanes import OnTokens, run_method
+from specviz.measure.predict import predict
+
+SWEEP_KS = (1, 2, 4, 8)
+
+
+def warm_up(pair: ModelPair, prompt: str, settings: RunSettings, lanes: Sequence[str]) -> None:
+    """A few tokens through every lane: first calls pay for allocation and kernel selection."""
+    short = replace(settings, max_new_tokens=min(8, settings.max_new_tokens))
+    for lane in lanes:
+        run_method(pair, prompt, short, lane)
+
+
+def race(pair: ModelPair, prompt: str, settings: RunSettings, lanes: Sequence[str], on_tokens: OnTokens | None = None) -> list[RunRecord]:
+    """Every lane on the prompt, one after another (warm-up first)."""
+    warm_up(pair, prompt, settings, lanes)
+    return [run_method(pair, prompt, settings, lane, on_tokens) for lane in lanes]
+
+
+def k_sweep(
+    pair: ModelPair, prompt: str, settings: RunSettings, ks: Sequence[int] = SWEEP_KS,
+    on_progress: Callable[[float], None] | None = None,
+) -> list[dict]:  # fmt: skip
+    """Draft-model speedup over plain at each K, measured, and predicted from measured tau and costs."""
+    costs = measure_costs(pair, k_max=max(ks), repeats=3)
+    warm_up(pair, prompt, replace(settings, k=ks[0]), ["plain", "draft"])
+    plain = run_method(pair, prompt, settings, "plain")
+    rows = []
+    for i, k in enumerate(ks):
+        lane = run_method(pair, prompt, replace(settings, k=k), "draft")
+        prediction = predict([lane], costs)
+        rows += [{"k": k, "kind": "measured", "speedup": lane.tokens_per_s / plain.tokens_per_s},
+                 {"k": k, "kind": "predicted from measured τ and costs", "speedup": prediction.speedup}]  # fmt: skip
+        if on_progress:
+            on_progress((i + 1) / len(ks))
+    return rows

@@ -1,0 +1,80 @@
+"""A measured workload summarised: pooled statistics per tag, method and K, with bootstrap intervals; CSV and JSON.
+
+Every figure comes from core/stats.py; the prediction from measure/predict.py.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Sequence
+
+import numpy as np
+
+from specviz.core import stats
+from specviz.core.settings import RunSettings
+from specviz.engine.costs import MeasuredCosts
+from specviz.measure.predict import predict
+from specviz.measure.workload import PairedRun
+
+ALL = "all"
+CSV_COLUMNS = ("prompt", "tag", "method", "k", "alpha", "acceptance_rate", "tau", "proposed", "judged", "accepted",
+               "rounds", "committed", "tokens_per_s", "plain_tokens_per_s", "speedup")  # fmt: skip
+
+
+def groups(results: Sequence[PairedRun], by_tag: bool = True) -> dict[tuple[str, str, int], list[PairedRun]]:
+    """(tag, method, K) -> results; every result also counts in its ("all", method, K) group."""
+    out: dict[tuple[str, str, int], list[PairedRun]] = {}
+    for res in results:
+        if by_tag:
+            out.setdefault((res.tag, res.method, res.k), []).append(res)
+        out.setdefault((ALL, res.method, res.k), []).append(res)
+    return out
+
+
+def summarize(results: Sequence[PairedRun], costs: MeasuredCosts | None = None, seed: int = 0) -> list[dict]:
+    """Per (tag, method, K), "all" tags first: pooled alpha and tau, mean speedup, bootstrap CIs, the prediction."""
+    out = []
+    for (tag, method, k), group in sorted(groups(results).items(), key=lambda item: (item[0][0] != ALL, item[0])):
+        runs = [res.run for res in group]
+        counts = stats.tally(runs)
+        prediction = predict(runs, costs)
+        out.append({
+            "tag": tag, "method": method, "k": k, "prompts": len(group),
+            "alpha": counts.alpha,
+            "alpha_ci": stats.bootstrap_ci([r.alpha for r in runs], [r.judged for r in runs], seed),
+            "acceptance_rate": counts.acceptance_rate,
+            "tau": counts.tau,
+            "tokens_per_s": float(np.mean([r.tokens_per_s for r in runs])),
+            "plain_tokens_per_s": float(np.mean([res.plain_tokens_per_s for res in group])),
+            "speedup": float(np.mean([res.speedup for res in group])),
+            "speedup_ci": stats.bootstrap_ci([res.speedup for res in group], seed=seed),
+            "predicted_speedup": prediction.speedup if prediction else None,
+        })  # fmt: skip
+    return out
+
+
+def results_csv(results: Sequence[PairedRun]) -> str:
+    """One row per prompt x method x K (the scalar fields)."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    for res in results:
+        writer.writerow(res.to_dict())
+    return buffer.getvalue()
+
+
+def results_json(
+    results: Sequence[PairedRun], settings: RunSettings, meta: dict, costs: MeasuredCosts | None = None, seed: int = 0
+) -> str:
+    """Everything: settings, one entry per run (with vLLM-shaped metrics), the measured costs and the summary."""
+    doc = {
+        "format": "specviz.workload",
+        "version": 1,
+        "settings": {**settings.to_dict(), **meta},
+        "runs": [res.to_dict() for res in results],
+        "costs": costs.to_dict() if costs else None,
+        "summary": summarize(results, costs, seed),
+    }
+    return json.dumps(doc, indent=2, ensure_ascii=False)
