@@ -110,6 +110,11 @@ if result.speedup <= 1:
 f = formulas(result)
 order = ("expected_tokens", "speedup", "speedup_measured", "ops_factor", "best_k", "break_even_alpha")
 st.code("\n".join(f[name] for name in order), language=None)
+st.caption(
+    "What-if formulas: they assume K drafts every round, each accepted with the same probability α. Measured runs "
+    "(the race, your workload, the bench) predict from what they measured instead: τ / (drafts per round · c + v), "
+    "since a lookup may draft fewer than K and acceptance varies by position."
+)
 
 st.caption(LESSON["charts"])
 chart_left, chart_right = st.columns(2)

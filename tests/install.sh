@@ -3,6 +3,8 @@
 set -eu
 cd "$(dirname "$0")/.."
 pip install -r requirements-dev.txt
+# specviz itself, editable, for the `specviz` console script (setuptools is already there: no isolated build).
+pip install --no-deps --no-build-isolation -e .
 if [ ! -x /usr/bin/chromium ]; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     apt-get update -q && apt-get install -y -q chromium

@@ -37,6 +37,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (`specviz ... | head`): not an error of ours
+        sys.stdout = open(os.devnull, "w")  # keeps the flush at exit quiet
+        return 0
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,24 @@
+"""The code stays lint-clean and formatted (ruff, configured in pyproject.toml), checked with the rest of the suite."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[1]
+
+
+@pytest.mark.parametrize("command", [["check", "."], ["format", "--check", "."]], ids=["check", "format"])
+def test_ruff(command):
+    result = subprocess.run([sys.executable, "-m", "ruff", *command], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_console_script_runs_the_cli():
+    specviz = shutil.which("specviz")
+    assert specviz, "the `specviz` command is missing: tests/install.sh installs it (pip install -e .)"
+    result = subprocess.run([specviz, "theory", "--alpha", "0.8", "--k", "4", "--c", "0.05", "--json"],
+                            capture_output=True, text=True, cwd=ROOT)  # fmt: skip
+    assert result.returncode == 0 and '"expected_tokens"' in result.stdout
