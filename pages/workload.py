@@ -52,9 +52,13 @@ except SpecvizError as exc:
 if workload and workload.problems:
     st.warning("Skipped rows (the others still run):\n\n" + "\n".join(f"- {p}" for p in workload.problems))
 
-left, right = st.columns(2)
+left, middle, right = st.columns(3)
 chosen_methods = left.multiselect("Methods", list(methods.PROPOSERS), default=["draft"], format_func=methods.label)
-ks = right.multiselect("K values", list(range(1, 17)), default=[controls.settings.k if controls.settings else 4])
+ks = middle.multiselect("K values", list(range(1, 17)), default=[controls.settings.k if controls.settings else 4])
+repeats = right.number_input("Timing repeats per prompt", 1, 5, value=2, help="Each prompt is timed this many times "
+                             "(plain and every method): the go / no-go interval then carries the clock noise too.")
+st.caption("Every run generates exactly the sidebar's max new tokens (EOS is ignored, as vLLM's and Spec-Bench's "
+           "benchmarks do), so every speed is timed over the same length.")
 state.setdefault("workload_records", [])
 
 
@@ -88,7 +92,7 @@ if start:
             st.warning(problem)
         base = controls.settings
         state["workload_records"] = []
-        state["workload_planned"] = len(rows) * len(chosen_methods) * len(ks)
+        state["workload_planned"] = len(rows) * len(chosen_methods) * len(ks)  # results; each timed `repeats` times
         bar = st.progress(0.0, text="Measuring step costs…")
         costs = measure_costs(pair, k_max=max(ks), repeats=5)
         state["workload_settings"] = (base, pair.describe(), chosen_methods, sorted(ks), costs)
@@ -99,7 +103,7 @@ if start:
             bar.progress(p.done / max(1, p.total), text=f"{p.done}/{p.total} runs{eta} · {p.prompt[:60]!r}")
 
         run = lambda prompt, settings, tag: run_method(pair, prompt, settings, settings.method, tag=tag)  # noqa: E731
-        for record in run_workload(run, rows, chosen_methods, sorted(ks), base, progress):
+        for record in run_workload(run, rows, chosen_methods, sorted(ks), base, progress, int(repeats)):
             state["workload_records"].append(record)  # kept even if the run is stopped here
         bar.empty()
     except SpecvizError as exc:
@@ -115,7 +119,12 @@ st.caption(f"{len(records)} of {planned} runs measured" + ("" if len(records) ==
 summary = summarize(records, costs, base.seed)
 st.subheader("Recommendation")
 advice = recommend(records, meta.get("draft"), base.sampling.temperature, costs)
-(st.success if advice.go else st.warning)(("GO: " if advice.go else "NO-GO: ") + advice.reason)
+if advice.go is None:
+    st.info("No verdict yet. " + advice.reason)
+else:
+    (st.success if advice.go else st.warning)(("GO: " if advice.go else "NO-GO: ") + advice.reason)
+if costs.implausible:
+    st.warning(f"No predicted speedup is shown: {costs.implausible}")
 left, right = st.columns(2)
 left.markdown("vLLM `--speculative-config`")
 left.code(json.dumps(advice.vllm_config), language="json")

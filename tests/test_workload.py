@@ -17,7 +17,7 @@ from specviz.measure.workload import PairedRun, run_workload
 
 
 def record_of(spec: Trace, plain: Trace, tag: str) -> PairedRun:
-    return PairedRun(RunRecord.of_trace(spec, tag), RunRecord.of_trace(plain, tag))
+    return PairedRun((RunRecord.of_trace(spec, tag),), (RunRecord.of_trace(plain, tag),))
 
 
 def test_jsonl_rows_tags_and_bad_lines_by_number():
@@ -146,3 +146,23 @@ def test_run_workload_runs_plain_once_per_prompt_and_every_method_and_k(load):
     measured = [c for c in calls if c[3] == 12]
     assert [c[1] for c in measured].count("plain") == 2
     assert seen[-1].done == seen[-1].total == 8
+
+
+def test_every_timed_run_makes_exactly_max_new_tokens_and_repeats_are_kept(load):
+    from specviz.measure.lanes import run_method
+
+    pair = load("llama-target", "llama-truncated")
+    seen_settings = []
+
+    def gen(prompt, settings, tag):
+        seen_settings.append(settings)
+        return run_method(pair, prompt, settings, settings.method, tag=tag)
+
+    rows = parse_workload("def f\n---\nclass A\n", "w.txt").rows
+    results = list(run_workload(gen, rows, ["draft"], [2], RunSettings(max_new_tokens=10), repeats=2))
+    assert all(not s.stop_at_eos for s in seen_settings)  # EOS ignored: every speed timed over the same length
+    assert [len(r.runs) for r in results] == [2, 2] and [len(r.plains) for r in results] == [2, 2]
+    assert all(run.committed == 10 for r in results for run in (*r.runs, *r.plains))
+    first, second = results[0].runs
+    assert first.output_ids == second.output_ids  # repeats differ only in their clocks
+    assert len(results[0].speedups) == 2 and results[0].to_dict()["speedup_repeats"] == list(results[0].speedups)

@@ -58,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_model_arguments(measure)
     add_sampling_arguments(measure)
     measure.add_argument("--method", default="draft", help=f"comma-separated: {', '.join(methods.PROPOSERS)}")
+    measure.add_argument("--repeats", type=int, default=1, help="time every prompt this many times (clock noise)")
     measure.set_defaults(k="4")
     measure.add_argument("--json", dest="json_out", help="write every run and the summary to this JSON file")
     measure.add_argument("--csv", dest="csv_out", help="write one row per prompt x method x K to this CSV file")
@@ -203,6 +204,8 @@ def cmd_measure(args: argparse.Namespace) -> int:
     method_names = methods.parse_list(args.method, "--method", methods.PROPOSERS)
     ks = int_list(args.k, "--k")
     check_ks(ks)
+    if args.repeats < 1:
+        raise SpecvizError("--repeats must be at least 1.")
     base = settings_from(args, method_names[0])
     workload = read_workload(args.prompts_file)
     for problem in workload.problems:
@@ -218,7 +221,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
     run = lambda prompt, settings, tag: run_method(pair, prompt, settings, settings.method, tag=tag)  # noqa: E731
     results = []
     try:
-        for result in run_workload(run, workload.rows, method_names, ks, base, progress):
+        for result in run_workload(run, workload.rows, method_names, ks, base, progress, args.repeats):
             results.append(result)
     except KeyboardInterrupt:
         print(f"\nstopped: keeping the {len(results)} finished run(s)", file=sys.stderr)
@@ -241,14 +244,17 @@ def write_file(path: str, text: str) -> None:
 
 
 def summary_table(rows: list[dict]) -> str:
-    header = f"{'tag':<12} {'method':<6} {'K':>2} {'prompts':>7} {'alpha':>6} {'95% CI':>13} {'tau':>5} {'tok/s':>7} {'plain':>7} {'speedup':>7}"
+    """The summary per tag, method and K as aligned text; figures not measured show as "–"."""
+    num = lambda v, spec, width: f"{'–' if v is None else format(v, spec):>{width}}"  # noqa: E731
+    header = (f"{'tag':<12} {'method':<6} {'K':>2} {'prompts':>7} {'alpha':>6} {'95% CI':>13} {'tau':>5} {'tok/s':>7} "
+              f"{'plain':>7} {'speedup':>7} {'predicted':>9}")  # fmt: skip
     lines = [header, "-" * len(header)]
     for r in rows:
-        alpha = "n/a" if r["alpha"] is None else f"{r['alpha']:.3f}"
         ci = "{:.2f}-{:.2f}".format(*r["alpha_ci"])
         lines.append(
-            f"{r['tag'][:12]:<12} {r['method']:<6} {r['k']:>2} {r['prompts']:>7} {alpha:>6} {ci:>13} {r['tau']:>5.2f} "
-            f"{r['tokens_per_s']:>7.1f} {r['plain_tokens_per_s']:>7.1f} {r['speedup']:>6.2f}x"
+            f"{r['tag'][:12]:<12} {r['method']:<6} {r['k']:>2} {r['prompts']:>7} {num(r['alpha'], '.3f', 6)} {ci:>13} "
+            f"{num(r['tau'], '.2f', 5)} {num(r['tokens_per_s'], '.1f', 7)} {num(r['plain_tokens_per_s'], '.1f', 7)} "
+            f"{num(r['speedup'], '.2f', 6)}x {num(r['predicted_speedup'], '.2f', 8)}x"
         )
     return "\n".join(lines)
 

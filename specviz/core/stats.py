@@ -216,3 +216,23 @@ def bootstrap_ci(
     estimates = (data[picks] * weight[picks]).sum(axis=1) / weight[picks].sum(axis=1)
     tail = (1 - level) / 2
     return float(np.quantile(estimates, tail)), float(np.quantile(estimates, 1 - tail))
+
+
+def bootstrap_ci_nested(
+    groups: Sequence[Sequence[float]], seed: int = 0, draws: int = 2000, level: float = 0.95
+) -> tuple[float, float]:
+    """Percentile bootstrap of a mean over prompts that also carries the noise within each prompt: every draw picks
+    prompts with replacement, then one of each picked prompt's repeats at random. groups: per prompt, its repeats."""
+    groups = [[v for v in g if v is not None and not math.isnan(v)] for g in groups]
+    groups = [g for g in groups if g]
+    if not groups:
+        return (math.nan, math.nan)
+    width = max(len(g) for g in groups)
+    values = np.array([g + [g[0]] * (width - len(g)) for g in groups])  # (prompts, repeats), padded
+    sizes = np.array([len(g) for g in groups])  # (prompts,)
+    rng = np.random.default_rng(seed)
+    prompts = rng.integers(0, len(groups), size=(draws, len(groups)))  # (draws, prompts)
+    repeats = (rng.random((draws, len(groups))) * sizes[prompts]).astype(int)  # one repeat of each picked prompt
+    estimates = values[prompts, repeats].mean(axis=1)
+    tail = (1 - level) / 2
+    return float(np.quantile(estimates, tail)), float(np.quantile(estimates, 1 - tail))

@@ -22,6 +22,7 @@ from specviz.engine.kv import CachedModel
 from specviz.engine.models import ModelPair
 from specviz.errors import SettingsError
 
+MIN_VERIFY_RELATIVE = 0.9  # a pass over K + 1 tokens reads at least the same weights as a step: below this, noise
 Progress = Callable[[int, int], None]  # (rounds of timings done, rounds in all, the warm-up included)
 DEFAULT_PROMPT = "def mean(values):\n    return sum(values) / len(values)\n\n\nclass Stack:\n    def push(self, item):\n"
 
@@ -56,6 +57,19 @@ class MeasuredCosts:
 
     def verify_cost(self) -> VerifyCost:
         return VerifyCost.measured(self.verify_relative)
+
+    @property
+    def implausible(self) -> str | None:
+        """Why these timings cannot be true (a pass over K + 1 tokens well under one step, a free draft), or None.
+        Such costs come from a noisy machine; no prediction is built on them."""
+        cheapest = min(self.verify_relative)
+        if cheapest < MIN_VERIFY_RELATIVE:
+            k = self.verify_relative.index(cheapest) + 1
+            return (f"a verify pass over {k + 1} tokens timed at {cheapest:.2f} of a one-token step, which it cannot "
+                    "be: the machine was busy while timing. Run again on a quieter machine.")  # fmt: skip
+        if self.c is not None and self.c <= 0:
+            return "the draft step timed at no cost at all: the timings are broken. Run again."
+        return None
 
     def to_dict(self) -> dict:
         return {

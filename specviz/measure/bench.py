@@ -71,6 +71,7 @@ def run_bench(
 ) -> dict:
     """Measure every lane x K on every prompt `repeats` times; plain runs once per prompt and repeat."""
     say = on_progress or (lambda _: None)
+    base = replace(base, stop_at_eos=False)  # every run makes max_new_tokens: speeds timed over the same length
     spec_lanes = [lane for lane in lanes if lane != "plain"]
     say("measuring step costs")
     costs = measure_costs(pair, k_max=max(ks), repeats=15)  # v(K) is noisy at 5 on a busy CPU

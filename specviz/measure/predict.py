@@ -25,7 +25,7 @@ class Prediction:
 
 def predict(records: Sequence[RunRecord], costs: MeasuredCosts | None) -> Prediction | None:
     """The prediction for runs of one method and K; None when the costs or the counts it needs are missing."""
-    if not records or costs is None:
+    if not records or costs is None or costs.implausible:
         return None
     method = methods.get(records[0].method)
     counts = stats.tally(records)

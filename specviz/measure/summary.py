@@ -47,12 +47,18 @@ def summarize(results: Sequence[PairedRun], costs: MeasuredCosts | None = None, 
             "acceptance_rate": counts.acceptance_rate,
             "tau": counts.tau,
             "tokens_per_s": float(np.mean([r.tokens_per_s for r in runs])),
-            "plain_tokens_per_s": float(np.mean([res.plain_tokens_per_s for res in group])),
-            "speedup": float(np.mean([res.speedup for res in group])),
-            "speedup_ci": stats.bootstrap_ci([res.speedup for res in group], seed=seed),
+            "plain_tokens_per_s": mean_of([res.plain_tokens_per_s for res in group]),
+            "speedup": mean_of([res.speedup for res in group]),
+            "speedup_ci": stats.bootstrap_ci_nested([res.speedups for res in group], seed=seed),
             "predicted_speedup": prediction.speedup if prediction else None,
         })  # fmt: skip
     return out
+
+
+def mean_of(values: Sequence[float | None]) -> float | None:
+    """Mean of the measured values; None when nothing was measured (a source without a plain baseline)."""
+    known = [v for v in values if v is not None]
+    return float(np.mean(known)) if known else None
 
 
 def results_csv(results: Sequence[PairedRun]) -> str:

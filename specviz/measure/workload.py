@@ -1,4 +1,4 @@
-"""Many prompts x methods x K: each run paired with a plain run of the same prompt, timed in the same session.
+"""Many prompts x methods x K: each run paired with plain runs of the same prompt, timed in the same session.
 
 `run_workload` takes any source of runs (a function prompt, settings, tag -> RunRecord): the in-process engine today,
 a serving engine tomorrow. It yields results as they finish, so a caller that stops iterating keeps what it has.
@@ -7,49 +7,68 @@ a serving engine tomorrow. It yields results as they finish, so a caller that st
 from __future__ import annotations
 
 import math
+import statistics
 import time
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Iterator
 
+from specviz.core import stats
 from specviz.core.record import RunRecord
 from specviz.core.settings import RunSettings
 from specviz.measure.prompts import PromptRow
 
 RunSource = Callable[[str, RunSettings, str], RunRecord]  # (prompt, settings, tag) -> the run's record
-LEGACY_KEYS = ("prompt", "tag", "method", "k", "alpha", "tau", "proposed", "accepted", "judged", "acceptance_rate",
-               "rounds", "committed", "tokens_per_s", "draft_ms", "verify_ms", "per_position", "accepted_lengths",
+RECORD_KEYS = ("prompt", "tag", "method", "k", "alpha", "tau", "proposed", "accepted", "judged", "acceptance_rate",
+               "rounds", "committed", "draft_ms", "verify_ms", "per_position", "accepted_lengths",
                "by_class", "tokens", "source", "text", "per_round_accepted", "per_round_drafted")  # fmt: skip
 
 
 @dataclass(frozen=True)
 class PairedRun:
-    """A speculative run and the plain run of the same prompt it is compared with."""
+    """A run and the plain runs of the same prompt it is compared with, once per timing repeat.
 
-    run: RunRecord
-    plain: RunRecord
+    Every repeat makes the same tokens and decisions (same settings and seed); only the clocks differ, so the
+    statistics come from the first run and the repeats give the timing noise within a prompt. Without a plain run
+    (a source that cannot run one) the speedup is None: not measured, never guessed."""
+
+    runs: tuple[RunRecord, ...]
+    plains: tuple[RunRecord, ...] = ()
+
+    @property
+    def run(self) -> RunRecord:
+        return self.runs[0]
 
     def __getattr__(self, name: str):
-        if name in ("run", "plain"):  # not set yet (while unpickling): never recurse
+        if name in ("runs", "plains"):  # not set yet (while unpickling): never recurse
             raise AttributeError(name)
         return getattr(self.run, name)  # the run's own fields and statistics
 
     @property
-    def plain_tokens_per_s(self) -> float:
-        return self.plain.tokens_per_s
+    def tokens_per_s(self) -> float:
+        return statistics.median(r.tokens_per_s for r in self.runs)
 
     @property
-    def speedup(self) -> float:
-        return self.run.tokens_per_s / self.plain.tokens_per_s if self.plain.tokens_per_s else math.nan
+    def plain_tokens_per_s(self) -> float | None:
+        return statistics.median(p.tokens_per_s for p in self.plains) if self.plains else None
+
+    @property
+    def speedups(self) -> tuple[float, ...]:
+        """Speedup of each timing repeat over the plain run of the same repeat."""
+        return tuple(r.tokens_per_s / p.tokens_per_s for r, p in zip(self.runs, self.plains) if p.tokens_per_s)
+
+    @property
+    def speedup(self) -> float | None:
+        return statistics.mean(self.speedups) if self.speedups else None
 
     def to_dict(self) -> dict:
         """One entry of the workload JSON's runs[] (its keys are stable; new ones may be added)."""
-        from specviz.core import stats
-
         full = self.run.to_dict()
         return {
-            **{key: full[key] for key in LEGACY_KEYS},
+            **{key: full[key] for key in RECORD_KEYS},
+            "tokens_per_s": self.tokens_per_s,
             "plain_tokens_per_s": self.plain_tokens_per_s,
             "speedup": self.speedup,
+            "speedup_repeats": list(self.speedups),
             "vllm_metrics": stats.vllm_metrics([self.run]),
         }
 
@@ -73,19 +92,28 @@ def run_workload(
     ks: Iterable[int],
     base: RunSettings,
     on_progress: Callable[[Progress], None] | None = None,
+    repeats: int = 1,
 ) -> Iterator[PairedRun]:
-    """For each prompt: one plain run, then every method x K; yields results as they finish."""
+    """For each prompt, `repeats` times: one plain run, then every method x K; yields each prompt's results when its
+    repeats are done. Every run makes exactly base.max_new_tokens tokens (EOS ignored, as vLLM's and Spec-Bench's
+    benchmarks do), so every speed is timed over the same length and a run that stops after two tokens cannot
+    masquerade as a speed."""
     rows, method_names, ks = list(rows), list(method_names), list(ks)
+    base = replace(base, stop_at_eos=False)
     for method in ["plain", *method_names]:  # warm-up: first calls pay for allocation and kernel selection
         run(rows[0].prompt, replace(base, method=method, k=ks[0], max_new_tokens=min(8, base.max_new_tokens)), "")
-    total, done, start = len(rows) * len(method_names) * len(ks), 0, time.perf_counter()
+    total, done, start = len(rows) * len(method_names) * len(ks) * repeats, 0, time.perf_counter()
     for row in rows:
-        plain = run(row.prompt, replace(base, method="plain"), row.tag)
-        for method in method_names:
-            for k in ks:
-                if on_progress:
-                    on_progress(Progress(done, total, row.prompt, time.perf_counter() - start))
-                yield PairedRun(run(row.prompt, replace(base, method=method, k=k), row.tag), plain)
-                done += 1
+        plains, runs = [], {}
+        for _ in range(repeats):
+            plains.append(run(row.prompt, replace(base, method="plain"), row.tag))
+            for method in method_names:
+                for k in ks:
+                    if on_progress:
+                        on_progress(Progress(done, total, row.prompt, time.perf_counter() - start))
+                    runs.setdefault((method, k), []).append(run(row.prompt, replace(base, method=method, k=k), row.tag))
+                    done += 1
+        for timed in runs.values():
+            yield PairedRun(tuple(timed), tuple(plains))
     if on_progress:
         on_progress(Progress(done, total, "", time.perf_counter() - start))

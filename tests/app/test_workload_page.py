@@ -21,8 +21,8 @@ def test_three_prompt_workload_fills_the_tables(tiny_default):
     overall = summary[summary["tag"] == "all"].iloc[0]
     assert overall["alpha"] == sum(r.accepted for r in records) / sum(r.judged for r in records)
     assert overall["acceptance_rate"] == sum(r.accepted for r in records) / sum(r.proposed for r in records)
-    verdicts = [e.value for e in (*at.success, *at.warning)]
-    assert any(v.startswith(("GO:", "NO-GO:")) for v in verdicts)
+    # three prompts are too few for a go / no-go: the page says so instead of a verdict
+    assert not at.success and any(i.value.startswith("No verdict yet") and "at least 5 prompts" in i.value for i in at.info)
     # results survive a rerun (another widget changed)
     at.sidebar.slider(key="k").set_value(2).run()
     assert len(at.session_state["workload_records"]) == 3

@@ -1,0 +1,93 @@
+"""Predictions, intervals and the go / no-go from hand-built runs: each figure means what the page says it means."""
+
+import pytest
+
+from specviz.core import stats
+from specviz.core.record import RunRecord
+from specviz.core.theory import expected_tokens
+from specviz.engine.costs import MeasuredCosts
+from specviz.measure.predict import predict
+from specviz.measure.recommend import MIN_PROMPTS, recommend
+from specviz.measure.summary import summarize
+from specviz.measure.workload import PairedRun
+
+
+def costs(c=0.2, verify=(1.1, 1.2, 1.3, 1.4)):
+    step = 0.01
+    draft = None if c is None else c * step
+    return MeasuredCosts("t", "d", "cpu", "float32", 20, 5, draft, step, tuple(v * step for v in verify))
+
+
+def run(method="draft", k=4, committed=(5, 2), drafted=(4, 4), accepted=(4, 1), wall=0.02, prompt="p"):
+    judged = tuple(min(a + 1, d) for a, d in zip(accepted, drafted))
+    ends = tuple(wall * (i + 1) / len(committed) for i in range(len(committed)))
+    return RunRecord("specviz", method, k, prompt, "", tuple(range(sum(committed))), committed, drafted, accepted,
+                     judged, ends, wall)  # fmt: skip
+
+
+def plain(wall=0.03, n=7, prompt="p"):
+    return run("plain", 0, (1,) * n, (0,) * n, (0,) * n, wall, prompt)
+
+
+def test_a_lookup_that_drafts_fewer_than_k_is_predicted_from_its_tau_not_from_e_alpha_k():
+    # an n-gram lookup asked for K = 4 found 4 drafts in one round and none in two others
+    lookup = run("ngram", 4, committed=(5, 1, 1), drafted=(4, 0, 0), accepted=(4, 0, 0))
+    prediction = predict([lookup], costs())
+    assert prediction.c == 0.0 and prediction.drafts_per_round == pytest.approx(4 / 3)
+    assert prediction.verify_cost == 1.1  # v at the nearest measured K (1), not v(4)
+    assert prediction.speedup == pytest.approx((7 / 3) / 1.1)
+    as_if_k_every_round = expected_tokens(lookup.alpha, 4) / 1.4
+    assert as_if_k_every_round > 1.4 * prediction.speedup  # what the old formula claimed
+
+
+def test_impossible_costs_give_no_prediction():
+    noisy = costs(verify=(0.6, 1.2, 1.3, 1.4))  # a pass over 2 tokens cheaper than one step: the machine was busy
+    assert "cannot" in noisy.implausible and predict([run()], noisy) is None
+    assert costs().implausible is None and predict([run()], costs()) is not None
+
+
+def test_the_nested_interval_carries_the_noise_within_prompts():
+    steady = [[1.2, 1.2], [1.3, 1.3], [1.25, 1.25], [1.22, 1.22], [1.28, 1.28]]
+    noisy = [[0.9, 1.5], [1.0, 1.6], [0.95, 1.55], [0.92, 1.52], [0.98, 1.58]]  # same means, noisy clocks
+    lo_s, hi_s = stats.bootstrap_ci_nested(steady)
+    lo_n, hi_n = stats.bootstrap_ci_nested(noisy)
+    assert hi_n - lo_n > 3 * (hi_s - lo_s)
+    assert stats.bootstrap_ci_nested(steady, seed=3) == stats.bootstrap_ci_nested(steady, seed=3)
+
+
+def paired(speedups, method="draft", k=4, prompt="p"):
+    """A result whose repeats measured these speedups (plain at 7 tokens in 0.03 s)."""
+    plains = tuple(plain(prompt=prompt) for _ in speedups)
+    runs = tuple(run(method, k, wall=7 / (s * (7 / 0.03)), prompt=prompt) for s in speedups)
+    return PairedRun(runs, plains)
+
+
+def test_too_few_prompts_get_no_verdict():
+    results = [paired([1.5, 1.6], prompt=f"p{i}") for i in range(MIN_PROMPTS - 1)]
+    advice = recommend(results, "d", 0.0, costs())
+    assert advice.go is None and f"at least {MIN_PROMPTS} prompts" in advice.reason
+    assert advice.measured_speedup == pytest.approx(1.55)
+
+
+def test_go_and_no_go_and_the_optimism_of_picking_the_best():
+    fast = [paired([1.5, 1.6], prompt=f"p{i}") for i in range(MIN_PROMPTS)]
+    advice = recommend(fast, "d", 0.0, costs())
+    assert advice.go is True and "optimistic" not in advice.reason  # one setting: nothing was picked
+    slow = [paired([0.8, 0.9], k=2, prompt=f"p{i}") for i in range(MIN_PROMPTS)]
+    advice = recommend(fast + slow, "d", 0.0, costs())
+    assert advice.go is True and advice.k == 4 and "best of 2 settings" in advice.reason and "optimistic" in advice.reason
+    advice = recommend(slow, "d", 0.0, costs())
+    assert advice.go is False and "allow only" in advice.reason and advice.predicted_speedup is not None
+
+
+def test_a_source_without_a_plain_run_measures_no_speedup():
+    server_only = [PairedRun((run(prompt=f"p{i}"),)) for i in range(MIN_PROMPTS)]
+    assert server_only[0].speedup is None and server_only[0].plain_tokens_per_s is None
+    row = next(r for r in summarize(server_only) if r["tag"] == "all")
+    assert row["speedup"] is None and row["alpha"] == pytest.approx(5 / 6)  # accepted 4 + 1, judged 4 + 2
+    assert recommend(server_only, None, 0.0).go is None
+
+
+def test_summary_rows_carry_the_prediction():
+    row = next(r for r in summarize([paired([1.2])], costs()) if r["tag"] == "all")
+    assert row["predicted_speedup"] == pytest.approx(predict([paired([1.2]).run], costs()).speedup)
