@@ -6,7 +6,7 @@ from specviz.core.settings import RunSettings
 from specviz.engine.catalogue import presets_for
 from specviz.errors import SpecvizError
 from specviz.ui.controls import active_sources
-from specviz.ui.render import cached_run, page_header, show_text
+from specviz.ui.render import cached_versus_plain, page_header, show_text
 from specviz.viz.explain import ALPHA_HELP
 
 page_header(
@@ -29,23 +29,28 @@ sources = active_sources()
 prompt = presets_for(sources[0])["code"]
 st.subheader("Live: one run on the default pair")
 try:
-    spec = cached_run(sources, prompt, RunSettings(method="draft", k=4, max_new_tokens=48))
-    plain = cached_run(sources, prompt, RunSettings(method="plain", max_new_tokens=48))
+    result, measured_at = cached_versus_plain(sources, prompt, RunSettings(method="draft", k=4, max_new_tokens=48))
 except SpecvizError as exc:
     st.error(str(exc))
 else:
+    spec, plain = result.spec, result.plain
     show_text(spec)
-    speedup = spec.totals.tokens_per_s / plain.totals.tokens_per_s if plain.totals.tokens_per_s else float("nan")
     cols = st.columns(4)
     cols[0].metric("α (accepted / judged)", f"{spec.totals.alpha:.2f}", help=ALPHA_HELP)
     cols[1].metric("τ (tokens per target pass)", f"{spec.totals.tau:.2f}")
     cols[2].metric("Target passes (plain)", f"{spec.totals.rounds} ({plain.totals.rounds})")
-    cols[3].metric("Measured speedup vs plain", f"{speedup:.2f}×")
+    cols[3].metric("Measured speedup vs plain", f"{result.speedup:.2f}×")
+    same = (
+        "The two outputs are identical token for token (compared just now)."
+        if result.first_divergence is None
+        else f"The two outputs differ from token {result.first_divergence + 1} on: see the race page for why."
+    )
     st.caption(
-        f"Both runs were measured just now on {spec.meta.get('device', '?')}, greedy, K = 4, same prompt "
-        f"({spec.totals.tokens_per_s:.0f} vs {plain.totals.tokens_per_s:.0f} tokens/s). The outputs are identical "
-        "token for token. On a CPU with tiny models the draft is not much cheaper than the target, so the measured "
-        "speedup can be far below what τ suggests: the calculator page explains the gap."
+        f"Measured at {measured_at} on {spec.meta.get('device', '?')} ({spec.meta.get('dtype', '?')}), greedy, K = 4, "
+        f"same prompt: after a warm-up, each was timed {result.timed_runs} times in alternating order (median "
+        f"{result.spec_tokens_per_s:.0f} vs {result.plain_tokens_per_s:.0f} tokens/s). This server keeps the result "
+        f"for every visitor until it restarts. {same} On a CPU with tiny models the draft is not much cheaper than the "
+        "target, so the measured speedup can be far below what τ suggests: the calculator page explains the gap."
     )
 
 st.subheader("Explore")

@@ -6,12 +6,16 @@ Lanes run one after another, never concurrently, so no lane steals another's cor
 
 from __future__ import annotations
 
-from dataclasses import replace
+import statistics
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
+from specviz.core import stats
 from specviz.core.record import RunRecord
 from specviz.core.settings import RunSettings
+from specviz.core.trace import Trace
 from specviz.engine.costs import measure_costs
+from specviz.engine.decode import generate
 from specviz.engine.models import ModelPair
 from specviz.measure.lanes import OnTokens, run_method
 from specviz.measure.predict import predict
@@ -30,6 +34,41 @@ def race(pair: ModelPair, prompt: str, settings: RunSettings, lanes: Sequence[st
     """Every lane on the prompt, one after another (warm-up first)."""
     warm_up(pair, prompt, settings, lanes)
     return [run_method(pair, prompt, settings, lane, on_tokens) for lane in lanes]
+
+
+@dataclass(frozen=True)
+class VersusPlain:
+    """A speculative run against plain decoding of the same prompt, timed fairly, and whether their outputs agree."""
+
+    spec: Trace
+    plain: Trace
+    spec_tokens_per_s: float  # median over the timed runs
+    plain_tokens_per_s: float
+    timed_runs: int  # of each
+    first_divergence: int | None  # None when the outputs are identical token for token
+
+    @property
+    def speedup(self) -> float:
+        return self.spec_tokens_per_s / self.plain_tokens_per_s
+
+
+def versus_plain(pair: ModelPair, prompt: str, settings: RunSettings, repeats: int = 2) -> VersusPlain:
+    """Warm both up, then time them `repeats` times each in alternating order (plain first, then speculative
+    first, ...), so neither always runs on a cold or a warm machine; compare the outputs token by token."""
+    plain_settings = replace(settings, method="plain")
+    for s in (plain_settings, settings):
+        generate(pair, prompt, replace(s, max_new_tokens=min(8, s.max_new_tokens)))
+    times: dict[str, list[float]] = {"plain": [], "spec": []}
+    runs: dict[str, Trace] = {}
+    for i in range(repeats):
+        order = (("plain", plain_settings), ("spec", settings))
+        for name, s in order if i % 2 == 0 else order[::-1]:
+            runs[name] = generate(pair, prompt, s)
+            times[name].append(runs[name].totals.tokens_per_s)
+    return VersusPlain(
+        runs["spec"], runs["plain"], statistics.median(times["spec"]), statistics.median(times["plain"]), repeats,
+        stats.first_divergence(runs["plain"].output_ids, runs["spec"].output_ids),
+    )  # fmt: skip
 
 
 def k_sweep(
