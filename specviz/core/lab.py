@@ -18,9 +18,11 @@ from typing import Callable, Sequence
 
 import torch
 
-from specviz.core.sampling import sample
+from specviz.core.sampling import sample, uniforms
 from specviz.core.toy import Context, LanguageModel, speculative_distribution, target_distribution, total_variation
-from specviz.core.verify import EXACT, Rule, acceptance_probability, next_token_distribution, residual
+from specviz.core.verify import (
+    EXACT, Rule, Verdict, acceptance_probability, next_token_distribution, residual, verify,
+)  # fmt: skip
 from specviz.errors import SettingsError
 
 Dist = Callable[[torch.Tensor], torch.Tensor]  # (..., V) q -> (..., V) a distribution derived from it
@@ -255,7 +257,7 @@ class RunStats:
 
     sequences: torch.Tensor  # (N, length) long
     passes: int  # target passes (rounds) over all runs
-    proposed: int
+    proposed: int  # drafts judged (as the engine's `judged`: a draft after a rejection is never judged)
     accepted: int
 
     @property
@@ -281,7 +283,7 @@ def sample_plain(p: MarkovChain, runs: int, length: int, generator: torch.Genera
     state = torch.full((runs,), rows.shape[0] - 1, dtype=torch.long)  # the START row
     out = torch.empty(runs, length, dtype=torch.long)
     for t in range(length):
-        state = sample(rows[state], _uniform(generator, runs))
+        state = sample(rows[state], uniforms(generator, runs))
         out[:, t] = state
     return RunStats(out, runs * length, 0, 0)
 
@@ -290,54 +292,56 @@ def sample_speculative(
     p: MarkovChain, q: MarkovChain, k: int, runs: int, length: int, generator: torch.Generator,
     variant: Variant = EXACT_VARIANT,
 ) -> RunStats:  # fmt: skip
-    """Speculative decoding of `runs` sequences of `length` events, all runs advancing one round at a time.
+    """Speculative decoding of `runs` sequences of `length` events, all unfinished runs advancing one round at a time.
 
-    Same procedure as the engine: draft k' = min(K, tokens left − 1), judge each draft in order, correct at the first
-    rejection or add a bonus token when all k' passed.
+    Same procedure as the engine: draft k' = min(K, events left − 1), score them with the target, and let the real
+    `verify` accept a prefix and draw the correction or bonus token. Same 2K + 1 uniforms per run and round as well.
     """
     p_rows, q_rows = p.rows, q.rows  # (V + 1, V)
-    state = torch.full((runs,), p_rows.shape[0] - 1, dtype=torch.long)
+    state = torch.full((runs,), p_rows.shape[0] - 1, dtype=torch.long)  # the last event of each run; START first
     out = torch.full((runs, length), -1, dtype=torch.long)
     filled = torch.zeros(runs, dtype=torch.long)
-    arange = torch.arange(runs)
-    passes = proposed = accepted = 0
-    while bool((filled < length).any()):
-        alive = filled < length  # runs that still draft in this round (none rejected yet)
-        passes += int(alive.sum())
-        k_round = (length - filled - 1).clamp(max=k)  # (N,) drafts this round
-        for i in range(k):
-            drafting = alive & (i < k_round)
-            if not bool(drafting.any()):
-                break
-            p_i, q_i = p_rows[state], q_rows[state]  # (N, V)
-            proposal, told = variant.propose(q_i), variant.ratio_q(q_i)
-            x = sample(proposal, _uniform(generator, runs))  # (N,)
-            ratio = variant.rule.acceptance(_pick(p_i, x), _pick(told, x).clamp(min=_TINY))
-            ok = drafting & (_uniform(generator, runs) <= ratio)
-            correction = sample(variant.rule.resample(p_i, told), _uniform(generator, runs))
-            rejected = drafting & ~ok
-            token = torch.where(ok, x, correction)
-            write = drafting
-            out[arange[write], filled[write]] = token[write]
-            filled = filled + write.long()
-            state = torch.where(write, token, state)
-            proposed += int(drafting.sum())
-            accepted += int(ok.sum())
-            alive = alive & ~rejected
-        bonus = alive & (filled < length)  # every draft of the round passed: one more token from p
-        token = sample(p_rows[state], _uniform(generator, runs))
-        out[arange[bonus], filled[bonus]] = token[bonus]
-        filled = filled + bonus.long()
-        state = torch.where(bonus, token, state)
-    return RunStats(out, passes, proposed, accepted)
+    passes = judged = accepted = 0
+    while (active := (filled < length).nonzero().squeeze(1)).numel():
+        n = active.numel()
+        u = uniforms(generator, n * (2 * k + 1)).view(n, 2 * k + 1)  # (n, 2K+1): draft | accept | next-token draws
+        k_run = (length - filled[active] - 1).clamp(max=k)  # (n,) never draft past the length limit
+        drafts, told, states = _draft(q_rows, state[active], int(k_run.max()), u, variant)  # (n, k'), (n, k', V)
+        k_round = drafts.shape[1]
+        v = verify(p_rows[states], told, drafts, u[:, k : k + k_round], u[:, 2 * k], variant.rule, k_run)
+        _commit(out, filled, active, drafts, v)
+        state[active] = v.next_token
+        passes += n
+        judged += int((v.n_accepted + (v.n_accepted < k_run)).sum())  # the drafts after a rejection are not judged
+        accepted += int(v.n_accepted.sum())
+    return RunStats(out, passes, judged, accepted)
 
 
-def _pick(dists: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
-    return dists.gather(1, tokens[:, None]).squeeze(1)  # (N,)
+def _draft(
+    q_rows: torch.Tensor, state: torch.Tensor, k: int, u: torch.Tensor, variant: Variant
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Draw k events per run from the draft chain (x_i ~ variant.propose(q_i)), with u[:, i] for the i-th.
+
+    Returns the drafts (N, k), the q the verifier is told (N, k, V) and the state before each position (N, k+1).
+    """
+    states, drafts, told = [state], [], []
+    for i in range(k):
+        q_i = q_rows[states[-1]]  # (N, V)
+        drafts.append(sample(variant.propose(q_i), u[:, i]))
+        told.append(variant.ratio_q(q_i))
+        states.append(drafts[-1])
+    if not k:
+        return state.new_empty(len(state), 0), q_rows.new_empty(len(state), 0, q_rows.shape[-1]), state[:, None]
+    return torch.stack(drafts, 1), torch.stack(told, 1), torch.stack(states, 1)
 
 
-def _uniform(generator: torch.Generator, n: int) -> torch.Tensor:
-    return 1.0 - torch.rand(n, generator=generator, dtype=torch.float64)  # (0, 1]
+def _commit(out: torch.Tensor, filled: torch.Tensor, active: torch.Tensor, drafts: torch.Tensor, v: Verdict) -> None:
+    """Append to each active run its accepted drafts, then its correction or bonus token (out and filled in place)."""
+    tokens = torch.cat([drafts, v.next_token[:, None]], 1)  # (n, k'+1)
+    tokens.scatter_(1, v.n_accepted[:, None], v.next_token[:, None])  # the accepted prefix, then the next token
+    rows, cols = (torch.arange(tokens.shape[1]) <= v.n_accepted[:, None]).nonzero(as_tuple=True)
+    out[active[rows], filled[active[rows]] + cols] = tokens[rows, cols]
+    filled[active] += v.n_accepted + 1
 
 
 def sequence_counts(stats: RunStats, vocab: int) -> torch.Tensor:

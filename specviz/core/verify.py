@@ -50,15 +50,16 @@ EXACT = Rule()
 
 @dataclass(frozen=True)
 class Verdict:
-    """One round's decision; every field is a tensor on the models' device (read them with one host sync)."""
+    """One round's decision (per run, when batched); every field is a tensor on the models' device (read them with one
+    host sync)."""
 
-    p_x: torch.Tensor  # (K,) target probability of each draft token
-    q_x: torch.Tensor  # (K,) draft probability of each draft token
-    accept_prob: torch.Tensor  # (K,) min(1, p/q)
-    passed: torch.Tensor  # (K,) bool: u_i <= accept_prob_i (only the leading run counts)
-    n_accepted: torch.Tensor  # () long: length of the leading run of passes
-    next_dist: torch.Tensor  # (V,) residual at the first rejection, or p_{K+1} when all passed
-    next_token: torch.Tensor  # () long: the correction or bonus token
+    p_x: torch.Tensor  # (..., K) target probability of each draft token
+    q_x: torch.Tensor  # (..., K) draft probability of each draft token
+    accept_prob: torch.Tensor  # (..., K) min(1, p/q)
+    passed: torch.Tensor  # (..., K) bool: u_i <= accept_prob_i (only the leading run counts; padding never passes)
+    n_accepted: torch.Tensor  # (...) long: length of the leading run of passes
+    next_dist: torch.Tensor  # (..., V) residual at the first rejection, or p_{k+1} when all k passed
+    next_token: torch.Tensor  # (...) long: the correction or bonus token
 
 
 def verify(
@@ -68,26 +69,35 @@ def verify(
     u_accept: torch.Tensor,
     u_next: torch.Tensor,
     rule: Rule = EXACT,
+    k: torch.Tensor | None = None,
 ) -> Verdict:
     """Accept the longest passing prefix of the drafts and draw the token that follows it.
 
-    p (K+1, V), q (K, V), drafts (K,), u_accept (K,), u_next (). Works for K = 0 (plain decoding: sample p_1).
-    Everything stays on the device: no host sync here.
+    p (..., K+1, V), q (..., K, V), drafts (..., K), u_accept (..., K), u_next (...): leading dims are independent
+    rounds (one round in the engine, N runs at once in the lab). k (...), optional: a round that drafted only its first
+    k tokens (the rest is padding, never judged). Works for K = 0 (plain decoding: sample p_1). No host sync here.
     """
-    k = drafts.shape[0]
-    p_x = p[:k].gather(1, drafts[:, None]).squeeze(1)  # (K,)
-    q_x = q.gather(1, drafts[:, None]).squeeze(1)  # (K,)
+    big_k = drafts.shape[-1]
+    p_x = p[..., :big_k, :].gather(-1, drafts[..., None]).squeeze(-1)  # (..., K)
+    q_x = q.gather(-1, drafts[..., None]).squeeze(-1)  # (..., K)
     accept_prob = rule.acceptance(p_x, q_x)
-    passed = u_accept.to(accept_prob.dtype) <= accept_prob
-    n_accepted = passed.long().cumprod(0).sum()  # () leading run of passes
+    passed = u_accept.to(accept_prob.dtype) <= accept_prob  # (..., K)
+    if k is not None:
+        passed = passed & (torch.arange(big_k, device=drafts.device) < k[..., None])
+    n_accepted = passed.long().cumprod(-1).sum(-1)  # (...) leading run of passes
     # With q extended by an all-zero row, "resample at the stopping position" covers both cases:
-    # a rejection at i draws from norm(max(0, p_i - q_i)); all K accepted draws the bonus from p_{K+1}.
-    q_padded = torch.cat([q, q.new_zeros(1, q.shape[1])])  # (K+1, V)
-    stop_p = p.index_select(0, n_accepted.view(1)).squeeze(0)  # (V,)
-    stop_q = q_padded.index_select(0, n_accepted.view(1)).squeeze(0)  # (V,)
-    next_dist = rule.resample(stop_p, stop_q) if k else stop_p
-    next_dist = torch.where(n_accepted == k, stop_p, next_dist)
+    # a rejection at i draws from norm(max(0, p_i - q_i)); all k accepted draws the bonus from p_{k+1}.
+    q_padded = torch.cat([q, q.new_zeros(*q.shape[:-2], 1, q.shape[-1])], -2)  # (..., K+1, V)
+    stop_p, stop_q = _row(p, n_accepted), _row(q_padded, n_accepted)  # (..., V)
+    next_dist = rule.resample(stop_p, stop_q) if big_k else stop_p
+    all_passed = n_accepted == (big_k if k is None else k)  # (...)
+    next_dist = torch.where(all_passed[..., None], stop_p, next_dist)
     return Verdict(p_x, q_x, accept_prob, passed, n_accepted, next_dist, sample(next_dist, u_next))
+
+
+def _row(dists: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """(..., R, V) and (...) row indices -> (..., V): each round's row at its own index."""
+    return dists.gather(-2, index[..., None, None].expand(*index.shape, 1, dists.shape[-1])).squeeze(-2)
 
 
 def accepted_mass(p: torch.Tensor, q: torch.Tensor, rule: Rule = EXACT) -> torch.Tensor:

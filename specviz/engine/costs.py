@@ -19,7 +19,7 @@ import torch
 
 from specviz.core.theory import MAX_K, VerifyCost
 from specviz.engine.kv import CachedModel
-from specviz.engine.models import ModelPair
+from specviz.engine.models import ModelPair, synchronize
 from specviz.errors import SettingsError
 
 MIN_VERIFY_RELATIVE = 0.9  # a pass over K + 1 tokens reads at least the same weights as a step: below this, noise
@@ -171,17 +171,11 @@ def _ready(model, vocab_size: int, ids: list[int]) -> _Restorable:
 
 def _timed(call: Callable[[], object], model: _Restorable, device: torch.device) -> float:
     """Wall time of one call, the cache restored after it."""
-    _synchronize(device)
+    synchronize(device)
     start = time.perf_counter()
     call()
-    _synchronize(device)
+    synchronize(device)
     elapsed = time.perf_counter() - start
     model.restore()
     return elapsed
 
-
-def _synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    elif device.type == "mps":
-        torch.mps.synchronize()

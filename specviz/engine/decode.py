@@ -2,7 +2,8 @@
 
 Each round: 1. the drafter proposes k tokens, 2. one target pass scores them all, 3. verify accepts a prefix and draws
 the correction or bonus token, 4. both KV caches roll back to the committed prefix. Plain decoding is the same loop
-with k = 0, so the two are measured on equal terms. The prompt is read once; each round ends with one host sync.
+with k = 0, so the two are measured on equal terms. The prompt is read once; each round brings its numbers to the host
+in one transfer at step 3 (on a GPU the draft's timing adds one synchronize after step 1).
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ from specviz.core.trace import (
 )
 from specviz.core.verify import Verdict, overlap, verify
 from specviz.engine.kv import CachedModel
-from specviz.engine.models import ModelPair
 from specviz.engine import proposers
+from specviz.engine.models import ModelPair, synchronize
 from specviz.engine.proposers import Drafter, Proposal, Proposer
 from specviz.errors import SettingsError
 
@@ -114,7 +115,7 @@ def decode_rounds(pair: ModelPair, prompt_ids: list[int], settings: RunSettings)
         # 1. fetch candidates
         start = time.perf_counter()
         proposal = drafter.propose(k, u[:k].to(pair.device)) if drafter and k > 0 else _nothing(pair.device)
-        _synchronize(pair.device)
+        synchronize(pair.device)  # so the draft time is the draft's
         drafted = time.perf_counter()
         k = proposal.tokens.numel()  # a lookup may find fewer than asked
         draft_cache = drafter.cache_length if drafter else 0
@@ -149,7 +150,7 @@ def decode_rounds(pair: ModelPair, prompt_ids: list[int], settings: RunSettings)
 
 @dataclass(frozen=True)
 class _RoundFacts:
-    """A round's numbers on the host (one device-to-host read)."""
+    """A round's numbers on the host, brought over in one device-to-host transfer."""
 
     drafts: list[int]
     p_x: list[float]
@@ -166,29 +167,50 @@ class _RoundFacts:
 
     @classmethod
     def read(cls, v: Verdict, p: torch.Tensor, q: torch.Tensor, proposal: Proposal) -> "_RoundFacts":
-        n, token = int(v.n_accepted), int(v.next_token)
+        k, top_n = q.shape[0], min(TOP_N, p.shape[-1])
+        n, token = v.n_accepted.view(1), v.next_token.view(1)  # (1,) each: indexing with them needs no sync
+        tops = [d.topk(top_n, -1) for d in (p, q, v.next_dist[None])]  # (k+1, N), (k, N), (1, N)
+        host = _to_host(
+            ids=torch.cat([proposal.tokens, n, token]),  # (k+2,)
+            per_draft=torch.stack([v.p_x, v.q_x, v.accept_prob, overlap(p[:k], q)]),  # (4, k)
+            next_probs=torch.cat([v.next_dist[token], p[n, token]]),  # (2,)
+            top_ids=torch.cat([t.indices for t in tops]),  # (2k+2, N)
+            top_probs=torch.cat([t.values for t in tops]),  # (2k+2, N)
+        )
+        ids, per_draft = [int(i) for i in host["ids"]], host["per_draft"]
+        top = _top([int(i) for i in host["top_ids"]], host["top_probs"], top_n)  # 2k+2 rows: p, q, residual
         return cls(
-            drafts=proposal.tokens.tolist(),
-            p_x=v.p_x.tolist(),
-            q_x=v.q_x.tolist(),
-            accept_prob=v.accept_prob.tolist(),
-            overlap=overlap(p[: q.shape[0]], q).tolist(),
-            n_accepted=n,
-            next_token=token,
-            next_prob=float(v.next_dist[token]),
-            next_p=float(p[n, token]),
-            p_top=_top(p),
-            q_top=_top(q),
-            residual_top=_top(v.next_dist[None])[0],
+            drafts=ids[:k],
+            p_x=per_draft[:k],
+            q_x=per_draft[k : 2 * k],
+            accept_prob=per_draft[2 * k : 3 * k],
+            overlap=per_draft[3 * k :],
+            n_accepted=ids[k],
+            next_token=ids[k + 1],
+            next_prob=host["next_probs"][0],
+            next_p=host["next_probs"][1],
+            p_top=top[: k + 1],
+            q_top=top[k + 1 : 2 * k + 1],
+            residual_top=top[-1],
         )
 
 
-def _top(dists: torch.Tensor) -> list[list[tuple[int, float]]]:
-    """(R, V) -> per row the top-N (token, prob) pairs with prob > 0."""
-    if dists.shape[0] == 0:
-        return []
-    values, indices = dists.topk(min(TOP_N, dists.shape[-1]), dim=-1)  # (R, N)
-    return [[(i, v) for i, v in zip(ids, vals) if v > 0] for ids, vals in zip(indices.tolist(), values.tolist())]
+def _to_host(**tensors: torch.Tensor) -> dict[str, list[float]]:
+    """Bring several tensors to the host in one transfer: flattened into one float32 vector, split back by name.
+
+    Exact here: the probabilities are float32 already, and float32 holds every token id below 2^24.
+    """
+    flat = torch.cat([t.reshape(-1).float() for t in tensors.values()]).tolist()  # the one host sync
+    out, start = {}, 0
+    for name, t in tensors.items():
+        out[name], start = flat[start : start + t.numel()], start + t.numel()
+    return out
+
+
+def _top(ids: list[int], probs: list[float], top_n: int) -> list[list[tuple[int, float]]]:
+    """Flattened (R, N) top-N ids and probabilities -> per row the (token, prob) pairs with prob > 0."""
+    rows = range(0, len(ids), top_n)
+    return [[(i, v) for i, v in zip(ids[r : r + top_n], probs[r : r + top_n]) if v > 0] for r in rows]
 
 
 def _apply_stops(facts: _RoundFacts, pair: ModelPair, settings: RunSettings, produced: int) -> tuple[list[int], str | None]:
@@ -260,10 +282,3 @@ def _verdict(i: int, n_accepted: int, n_committed: int) -> str:
 def _nothing(device: torch.device) -> Proposal:
     return Proposal(torch.empty(0, dtype=torch.long, device=device), None)
 
-
-def _synchronize(device: torch.device) -> None:
-    """Wait for queued GPU work so the draft time is the draft's (a no-op on CPU)."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    elif device.type == "mps":
-        torch.mps.synchronize()

@@ -67,6 +67,14 @@ def choose_device(requested: str | None = "auto") -> torch.device:
     return torch.device(requested)
 
 
+def synchronize(device: torch.device) -> None:
+    """Wait for the device's queued work, so a wall-clock time covers the work itself (a no-op on CPU)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()
+
+
 def default_dtype(device: torch.device) -> torch.dtype:
     """bfloat16 on CUDA when supported, else float16; float32 on CPU, where greedy speculative output then matches
     plain decoding token for token (bfloat16 is faster on CPUs with native support, but rounds a K + 1-token verify

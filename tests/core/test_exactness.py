@@ -6,6 +6,7 @@ The negative controls (skip the residual; emit the draft's sample) must fail the
 import pytest
 import torch
 
+from specviz.core.lab import chi2_goodness_of_fit, chi2_p_value
 from specviz.core.sampling import sample, uniforms
 from specviz.core.toy import MarkovModel, speculative_distribution, target_distribution, total_variation
 from specviz.core.verify import EXACT, Rule, acceptance_probability, next_token_distribution, residual, verify
@@ -43,35 +44,21 @@ def test_next_token_distribution_is_p_for_random_pairs():
     assert torch.allclose(next_token_distribution(p, q), p, atol=1e-12)
 
 
-def chi2_statistic(counts: torch.Tensor, expected_probs: torch.Tensor) -> tuple[float, int]:
-    """Pearson's chi-squared statistic and its degrees of freedom for observed counts against probabilities."""
-    expected = expected_probs * counts.sum()
-    keep = expected > 0
-    return float(((counts[keep] - expected[keep]) ** 2 / expected[keep]).sum()), int(keep.sum()) - 1
-
-
-def chi2_p_value(stat: float, dof: int) -> float:
-    """Survival function of chi-squared(dof), via the regularised upper incomplete gamma."""
-    return float(torch.special.gammaincc(torch.tensor(dof / 2.0, dtype=torch.float64), torch.tensor(stat / 2.0)))
-
-
 def pooled_p_value(rule, pairs=12, vocab=10, samples=3000) -> float:
     """One chi-squared test over many random (p, q) pairs: statistics and degrees of freedom add up."""
     g = torch.Generator().manual_seed(1234)
-    stats = [chi2_statistic(first_token_counts(p, q, rule, samples, g), p) for p, q in random_distributions(pairs, vocab, 7)]
-    return chi2_p_value(sum(s for s, _ in stats), sum(d for _, d in stats))
+    dists = random_distributions(pairs, vocab, 7)
+    fits = [chi2_goodness_of_fit(first_token_counts(p, q, rule, samples, g), p) for p, q in dists]
+    return chi2_p_value(sum(f.statistic for f in fits), sum(f.dof for f in fits))
 
 
 def first_token_counts(p, q, rule, samples, generator):
-    """Draw x ~ q, run the real `verify` with K = 1, count the first committed token."""
-    vocab = p.shape[0]
-    counts = torch.zeros(vocab, dtype=torch.float64)
-    for _ in range(samples):
-        u = uniforms(generator, 3)
-        x = sample(q, u[0])
-        v = verify(torch.stack([p, p]), q[None], x.view(1), u[1:2], u[2], rule)
-        counts[x if int(v.n_accepted) == 1 else v.next_token] += 1
-    return counts
+    """Draw x ~ q, run the real `verify` with K = 1 (all samples as one batch), count the first committed token."""
+    u = uniforms(generator, 3 * samples).view(samples, 3)  # (N, 3): draft | accept | next-token draw
+    x = sample(q.expand(samples, -1), u[:, 0])  # (N,)
+    v = verify(p.expand(samples, 2, -1), q.expand(samples, 1, -1), x[:, None], u[:, 1:2], u[:, 2], rule)
+    first = torch.where(v.n_accepted == 1, x, v.next_token)  # (N,)
+    return torch.bincount(first, minlength=p.shape[0]).to(torch.float64)
 
 
 def random_distributions(count, vocab, seed):
@@ -93,3 +80,22 @@ def test_chi_squared_rejects_the_negative_controls(rule):
 
 def test_the_exact_rule_functions_are_the_ones_verify_uses():
     assert EXACT.acceptance is acceptance_probability and EXACT.resample is residual
+
+
+def test_batched_verify_is_verify_round_by_round():
+    """The lab and the test above judge N rounds in one call (some drafting fewer than K): each is the round alone."""
+    g = torch.Generator().manual_seed(3)
+    n, big_k, vocab = 64, 3, 5
+    p = torch.rand(n, big_k + 1, vocab, generator=g, dtype=torch.float64).softmax(-1)  # (N, K+1, V)
+    q = torch.rand(n, big_k, vocab, generator=g, dtype=torch.float64).softmax(-1)  # (N, K, V)
+    drafts = torch.randint(vocab, (n, big_k), generator=g)
+    u = uniforms(g, n * (big_k + 1)).view(n, big_k + 1)
+    k = torch.randint(big_k + 1, (n,), generator=g)  # (N,) drafts per round; the rest is padding
+    for rule in (EXACT, SKIP_RESIDUAL):
+        batch = verify(p, q, drafts, u[:, :big_k], u[:, big_k], rule, k)
+        assert 0 < int((batch.n_accepted == k).sum()) < n  # both endings occur: a bonus and a correction
+        for r in range(n):
+            kr = int(k[r])
+            alone = verify(p[r, : kr + 1], q[r, :kr], drafts[r, :kr], u[r, :kr], u[r, big_k], rule)
+            assert (int(batch.n_accepted[r]), int(batch.next_token[r])) == (int(alone.n_accepted), int(alone.next_token))
+            assert torch.equal(batch.next_dist[r], alone.next_dist) and torch.equal(batch.p_x[r, :kr], alone.p_x)
