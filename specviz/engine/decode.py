@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Callable, Iterator
 
 import torch
 
@@ -98,8 +98,13 @@ def check_fits(pair: ModelPair, prompt_ids: list[int], settings: RunSettings) ->
 
 
 @torch.inference_mode()
-def decode_rounds(pair: ModelPair, prompt_ids: list[int], settings: RunSettings) -> Iterator[Round]:
-    """Yield one Round per target pass until EOS or max_new_tokens. Same settings and seed -> same rounds."""
+def decode_rounds(
+    pair: ModelPair, prompt_ids: list[int], settings: RunSettings,
+    on_target_logits: Callable[[torch.Tensor], None] | None = None,
+) -> Iterator[Round]:  # fmt: skip
+    """Yield one Round per target pass until EOS or max_new_tokens. Same settings and seed -> same rounds.
+
+    on_target_logits, if given, sees each pass's raw logits (k+1, V) (the exactness lab reads near-ties from them)."""
     check_fits(pair, prompt_ids, settings)
     proposer = make_proposer(pair, settings)
     generator = torch.Generator().manual_seed(settings.seed)
@@ -121,7 +126,10 @@ def decode_rounds(pair: ModelPair, prompt_ids: list[int], settings: RunSettings)
         draft_cache = drafter.cache_length if drafter else 0
 
         # 2. one target pass over the pending token + k drafts: p_1..p_{k+1}
-        p = logits_to_probs(target.forward(proposal.tokens, logits_to_keep=k + 1), settings.sampling)  # (k+1, V)
+        logits = target.forward(proposal.tokens, logits_to_keep=k + 1)  # (k+1, V)
+        if on_target_logits:
+            on_target_logits(logits)
+        p = logits_to_probs(logits, settings.sampling)  # (k+1, V)
         q = proposal.q if proposal.q is not None else one_hot(proposal.tokens, pair.vocab_size)  # (k, V)
 
         # 3. accept / reject, then bring the round's numbers to the host in one go

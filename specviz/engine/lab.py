@@ -2,12 +2,14 @@
 
 - `two_token_samples`: N independent runs of the next two tokens at a prompt, plain vs speculative (each run is a full
   `decode_rounds` call with its own seed), compared with a χ² two-sample test. Stops early at a time budget.
-- `greedy_equivalence`: target-only greedy vs speculative greedy, token for token; at the first divergence, the
-  target's top-2 logit margin there (a near-tie is a float-rounding divergence, not a bug).
+- `greedy_equivalence`: target-only greedy vs speculative greedy, token for token; at the first divergence, how far
+  each path's own pass put its token ahead of the other's, judged against the precision's resolution there (a
+  near-tie within rounding is not a bug; a wider gap is).
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -17,9 +19,10 @@ import numpy as np
 import torch
 
 from specviz.core.lab import Chi2Result, chi2_homogeneity
+from specviz.core.stats import first_divergence
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
-from specviz.engine.decode import decode_rounds, encode_prompt, generate
+from specviz.engine.decode import decode_rounds, encode_prompt
 from specviz.engine.models import ModelPair
 from specviz.errors import SettingsError
 
@@ -107,39 +110,74 @@ def two_token_samples(
     )
 
 
+ROUNDING_ULPS = 16  # two passes of different shapes may differ by this many units in the last place of a logit
+
+
 @dataclass(frozen=True)
 class GreedyCheck:
-    """Plain greedy vs speculative greedy on one prompt."""
+    """Plain greedy vs speculative greedy on one prompt; at a divergence, each path's own top-2 logits there."""
 
     prompt: str
     k: int
+    dtype: str
     plain_ids: tuple[int, ...]
     speculative_ids: tuple[int, ...]
     first_divergence: int | None  # index into the output; None when identical
     plain_token: str | None  # what each produced at the divergence
     speculative_token: str | None
-    top2_margin: float | None  # the target's top-1 minus top-2 logit at the divergence
+    plain_margin: float | None = None  # logit(plain's token) - logit(speculative's token), in the plain path's pass
+    speculative_margin: float | None = None  # the reverse, in the speculative path's verify pass
+    tolerance: float | None = None  # ROUNDING_ULPS units in the last place of the precision at those logits' size
+
+    rounding_ulps: int = ROUNDING_ULPS
 
     @property
     def identical(self) -> bool:
         return self.first_divergence is None
 
+    @property
+    def within_rounding(self) -> bool | None:
+        """The two passes order the two tokens differently by less than the precision can resolve: rounding, not a
+        bug. (margin + margin is how far the two passes' logits of the two tokens moved apart.)"""
+        if self.plain_margin is None or self.speculative_margin is None:
+            return None
+        return self.plain_margin + self.speculative_margin <= self.tolerance
+
+
+def ulp(value: float, dtype: torch.dtype) -> float:
+    """One unit in the last place of `dtype` at the size of `value`."""
+    exponent = math.floor(math.log2(max(abs(value), torch.finfo(dtype).tiny)))
+    return torch.finfo(dtype).eps * 2.0**exponent
+
 
 @torch.inference_mode()
 def greedy_equivalence(pair: ModelPair, prompt: str, k: int = 4, max_new_tokens: int = 32) -> GreedyCheck:
-    """Run target-only greedy and speculative greedy; report 'identical' or the first divergent token and its margin."""
+    """Run target-only greedy and speculative greedy, keeping each path's own target logits; report 'identical' or
+    the first divergent token with both paths' margins there, judged against the precision's resolution."""
     if pair.draft is None:
         raise SettingsError("The speculative side needs a draft model: load a pair with a draft.")
-    plain = generate(pair, prompt, RunSettings(method="plain", k=k, max_new_tokens=max_new_tokens)).output_ids
-    spec = generate(pair, prompt, RunSettings(method="draft", k=k, max_new_tokens=max_new_tokens)).output_ids
-    index = next((i for i, (a, b) in enumerate(zip(plain, spec)) if a != b), None)
-    if index is None and len(plain) != len(spec):
-        index = min(len(plain), len(spec))
+    ids = encode_prompt(pair, prompt)
+    runs = {}
+    for method in ("plain", "draft"):
+        passes: list[torch.Tensor] = []
+        settings = RunSettings(method=method, k=k, max_new_tokens=max_new_tokens)
+        rounds = list(decode_rounds(pair, ids, settings, on_target_logits=lambda lg: passes.append(lg.float().cpu())))
+        rows = [logits[j] for r, logits in zip(rounds, passes) for j in range(len(r.committed))]  # (V,) per token
+        runs[method] = (tuple(t for r in rounds for t in r.committed), rows)
+    (plain, plain_rows), (spec, spec_rows) = runs["plain"], runs["draft"]
+    dtype = str(pair.dtype).removeprefix("torch.")
+    index = first_divergence(plain, spec)
     if index is None:
-        return GreedyCheck(prompt, k, plain, spec, None, None, None, None)
+        return GreedyCheck(prompt, k, dtype, plain, spec, None, None, None)
     texts = pair.token_texts
-    show = lambda ids: texts[ids[index]] if index < len(ids) else "(end)"  # noqa: E731
-    context = encode_prompt(pair, prompt) + list(plain[:index])
-    logits = pair.target(input_ids=torch.tensor([context], device=pair.device)).logits[0, -1, : pair.vocab_size]
-    top2 = logits.float().topk(2).values
-    return GreedyCheck(prompt, k, plain, spec, index, show(plain), show(spec), float(top2[0] - top2[1]))
+    show = lambda out: texts[out[index]] if index < len(out) else "(end)"  # noqa: E731
+    if index >= min(len(plain), len(spec)):  # one stopped (EOS) where the other went on: no logits to compare
+        return GreedyCheck(prompt, k, dtype, plain, spec, index, show(plain), show(spec))
+    a, b = plain[index], spec[index]
+    lp, ls = plain_rows[index], spec_rows[index]
+    size = max(abs(float(lp[a])), abs(float(lp[b])))
+    return GreedyCheck(
+        prompt, k, dtype, plain, spec, index, show(plain), show(spec),
+        plain_margin=float(lp[a] - lp[b]), speculative_margin=float(ls[b] - ls[a]),
+        tolerance=ROUNDING_ULPS * ulp(size, pair.dtype),
+    )  # fmt: skip
