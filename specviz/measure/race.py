@@ -84,7 +84,8 @@ def k_sweep(
         lane = run_method(pair, prompt, replace(settings, k=k), "draft")
         prediction = predict([lane], costs)
         rows += [{"k": k, "kind": "measured", "speedup": lane.tokens_per_s / plain.tokens_per_s},
-                 {"k": k, "kind": "predicted from measured τ and costs", "speedup": prediction.speedup}]  # fmt: skip
+                 {"k": k, "kind": "predicted from measured τ and costs", "speedup": prediction.speedup,
+                  "alpha": lane.alpha, "tau": lane.tau, "drafts_per_round": prediction.drafts_per_round}]  # fmt: skip
         if on_progress:
             on_progress((i + 1) / len(ks))
     return rows

@@ -1,4 +1,5 @@
-"""The workload page runs a three-prompt workload and its tables agree with the records it measured."""
+"""The workload page runs a three-prompt workload and its tables agree with the records it measured; an uploaded
+file's bad rows are listed by line number and its good rows still run."""
 
 from app_helpers import click, open_page
 
@@ -28,9 +29,33 @@ def test_three_prompt_workload_fills_the_tables(tiny_default):
     assert len(at.session_state["workload_records"]) == 3
 
 
+# An uploaded .jsonl: lines 1, 3 and 7 are prompts; 2, 4 and 5 are not; 6 is blank (skipped silently).
+MIXED_JSONL = b"""{"prompt": "def add(a, b):", "tag": "code"}
+{"prompt": "unterminated"
+{"prompt": "The quick brown fox", "tag": "prose"}
+{"tag": "code"}
+["not", "an", "object"]
+
+{"prompt": "class Counter:"}
+"""
+
+
 def test_bad_upload_rows_are_listed_and_valid_rows_kept(tiny_default):
     at = open_page("pages/workload.py")
-    at.radio[0].set_value("pasted text").run()
-    at.text_area[0].set_value("   ").run()
-    assert not at.exception
-    assert [b for b in at.button if b.label == "▶ Measure"][0].disabled
+    at.radio[0].set_value("an uploaded file").run()
+    at.file_uploader[0].set_value(("mixed.jsonl", MIXED_JSONL, "application/jsonl")).run()
+    assert not at.exception and not at.error
+    skipped = [w.value for w in at.warning if w.value.startswith("Skipped rows")]
+    assert len(skipped) == 1
+    listed = [line for line in skipped[0].splitlines() if line.startswith("- ")]
+    assert [line.split(":")[0] for line in listed] == ["- line 2", "- line 4", "- line 5"]
+    assert "not valid JSON" in listed[0] and '"prompt"' in listed[1] and "object" in listed[2]
+    at.sidebar.slider(key="max_new_tokens").set_value(2).run()
+    at = click(at, "▶ Measure")  # one method (draft) at one K: one run per kept row
+    assert not at.exception and not at.error
+    records = at.session_state["workload_records"]
+    assert [(r.prompt, r.tag) for r in records] == [
+        ("def add(a, b):", "code"), ("The quick brown fox", "prose"), ("class Counter:", "untagged")
+    ]  # fmt: skip
+    assert list(at.dataframe[1].value["prompt"]) == [r.prompt for r in records]
+    assert any(c.value.startswith("3 of 3 runs measured") for c in at.caption)

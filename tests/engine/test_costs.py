@@ -3,7 +3,7 @@
 import pytest
 
 from specviz.core.theory import TheoryInputs, analyse
-from specviz.engine.costs import measure_costs
+from specviz.engine.costs import DEFAULT_PROMPT, measure_costs
 from specviz.errors import SettingsError
 
 
@@ -25,15 +25,30 @@ def test_measure_costs_on_a_tiny_pair(load, arch):
     assert len(doc["verify_ms"]) == 4 and doc["target"].endswith(f"{arch}-target")
 
 
-def test_measuring_leaves_the_shared_models_usable(load):
-    """Each timing runs on its own cache and is rolled back; a run afterwards gives the same trace as before."""
-    from specviz.core.settings import RunSettings
-    from specviz.engine.decode import generate
+@pytest.fixture
+def timed_starts(monkeypatch):
+    """Per timing measure_costs takes, the cache it started from: (which model, (cache length, pending tokens))."""
+    from specviz.engine import costs
 
+    starts, timed = [], costs._timed
+
+    def recording(call, model, device):
+        starts.append((id(model), (model.state.length, tuple(model.state.pending))))
+        return timed(call, model, device)
+
+    monkeypatch.setattr(costs, "_timed", recording)
+    return starts
+
+
+def test_every_timing_starts_from_the_same_cache(load, timed_starts):
+    """Each timing reads the pending token (+ K drafts) on top of the prompt's cache and is then cropped back, so the
+    next timing of any kind starts from the same state: a verify pass that was not rolled back would grow the cache."""
     pair = load("llama-target", "llama-truncated")
-    before = generate(pair, "def add(a, b):", RunSettings(k=3, max_new_tokens=12)).output_ids
-    measure_costs(pair, k_max=3, repeats=1)
-    assert generate(pair, "def add(a, b):", RunSettings(k=3, max_new_tokens=12)).output_ids == before
+    costs = measure_costs(pair, k_max=3, repeats=2)
+    last_prompt_token = pair.tokenizer.encode(DEFAULT_PROMPT)[costs.context_tokens - 1]
+    assert len(timed_starts) == (2 + 3) * (1 + 2)  # draft step, target step, 3 verify passes; warm-up + 2 repeats
+    assert len({model for model, _ in timed_starts}) == 2  # the target's cache and the draft's
+    assert {start for _, start in timed_starts} == {(costs.context_tokens - 1, (last_prompt_token,))}
 
 
 def test_without_a_draft_only_the_target_is_timed(load):
@@ -50,7 +65,10 @@ def test_bad_measurement_requests_are_refused(load):
         measure_costs(pair, repeats=0)
 
 
-def test_one_token_prompt_still_times_on_top_of_a_cache(load):
+def test_one_token_prompt_still_times_on_top_of_a_cache(load, timed_starts):
     pair = load("llama-target", "llama-truncated")
     costs = measure_costs(pair, k_max=2, repeats=1, prompt="x")
     assert costs.context_tokens == 1 and len(costs.verify_s) == 2
+    (x,) = pair.tokenizer.encode("x")
+    assert len(timed_starts) == (2 + 2) * (1 + 1)
+    assert {start for _, start in timed_starts} == {(1, (x,))}  # "x" is in the cache and is read again as pending

@@ -7,6 +7,7 @@ from specviz.core.settings import RunSettings
 from specviz.engine.decode import generate
 
 PROMPTS = ["def add(a, b):\n    return", "The quick brown fox"]
+MAX_NEW = 40
 DRAFTS = {
     "self": lambda arch: f"{arch}-target",  # always right: everything accepted
     "random": lambda arch: f"{arch}-random",  # almost always wrong
@@ -25,16 +26,35 @@ def hf_greedy(pair, prompt, max_new_tokens):
     return out[0, ids.shape[1] :].tolist()
 
 
+@pytest.fixture(scope="module")
+def plain_greedy(load):
+    """plain_greedy(arch) -> {prompt: plain greedy Trace of the target}, computed once per architecture."""
+    cache = {}
+
+    def _plain(arch):
+        if arch not in cache:
+            pair = load(f"{arch}-target")
+            cache[arch] = {p: generate(pair, p, RunSettings(method="plain", max_new_tokens=MAX_NEW)) for p in PROMPTS}
+        return cache[arch]
+
+    return _plain
+
+
+@pytest.mark.parametrize("arch", ["llama", "gpt2"])
+def test_plain_greedy_equals_generate(load, plain_greedy, arch):
+    pair = load(f"{arch}-target")
+    for prompt, plain in plain_greedy(arch).items():
+        assert list(plain.output_ids) == hf_greedy(pair, prompt, MAX_NEW)
+
+
 @pytest.mark.parametrize("arch", ["llama", "gpt2"])
 @pytest.mark.parametrize("draft", sorted(DRAFTS))
 @pytest.mark.parametrize("k", [1, 3, 8])
-def test_speculative_greedy_equals_plain_greedy_and_generate(load, arch, draft, k):
+def test_speculative_greedy_equals_plain_greedy(load, plain_greedy, arch, draft, k):
     pair = load(f"{arch}-target", DRAFTS[draft](arch))
-    for prompt in PROMPTS:
-        spec = generate(pair, prompt, RunSettings(method="draft", k=k, max_new_tokens=40))
-        plain = generate(pair, prompt, RunSettings(method="plain", max_new_tokens=40))
+    for prompt, plain in plain_greedy(arch).items():
+        spec = generate(pair, prompt, RunSettings(method="draft", k=k, max_new_tokens=MAX_NEW))
         assert spec.output_ids == plain.output_ids
-        assert list(plain.output_ids) == hf_greedy(pair, prompt, 40)
         assert spec.text == plain.text
 
 

@@ -64,8 +64,14 @@ def test_sampled_run_only_emits_tokens_inside_top_k(load):
     for r in trace.rounds:
         for pos in r.positions:
             assert len(pos.p_top) <= 3 and len(pos.q_top) <= 3  # p and q both processed by the same top-k
-        if r.extra:
-            assert r.extra.p > 0 or r.extra.kind == "correction" and r.extra.prob > 0
+        emitted = [(pos.token_id, pos.p, pos.p_top) for pos in r.positions if pos.accepted]
+        if r.extra:  # a correction is drawn from norm(max(0, p - q)), a bonus from p: either way p(x) > 0
+            drawn_from = r.residual_top if r.extra.kind == "correction" else r.bonus_top
+            assert r.extra.prob > 0
+            emitted.append((r.extra.token_id, r.extra.p, drawn_from))
+        assert [token for token, _, _ in emitted] == list(r.committed)
+        for token, p, top in emitted:  # every committed token is one of the 3 tokens the processed p allows
+            assert p > 0 and token in {t.token_id for t in top}
 
 
 @pytest.mark.parametrize(
