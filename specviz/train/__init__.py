@@ -11,7 +11,7 @@ Stages (each resumable; `all` runs them in order, skipping finished ones):
   export     bf16 safetensors + tokenizer -> assets/models/pystdlib/{target,draft}, manifest.json; then the card
   card       (not part of `all`: export ends with it) measure the exported pair with `python -m specviz run |
              measure | bench` -> measurements.json, and render the model card README.md from manifest.json and
-             measurements.json (~15 min at the defaults; --rerender: render only, from the measurements.json there)
+             measurements.json (18.5 min on a busy 2-core CPU; --rerender: render only, from the measurements.json there)
 
 Usage (what built the shipped pair):
   python -m specviz train-tiny all --threads 1 --target-minutes 75 --extend-target-minutes 85 --draft-minutes 24 \

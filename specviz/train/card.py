@@ -8,6 +8,8 @@ rewrites all of it.
 from __future__ import annotations
 
 import json
+import re
+import textwrap
 from pathlib import Path
 
 from .corpus import MAX_FILE_BYTES
@@ -44,6 +46,15 @@ def _dash(x, spec: str) -> str:
     return "–" if x is None else format(x, spec)
 
 
+def _wrap(text: str, width: int = 115) -> str:
+    """One paragraph that holds measured values, wrapped like the rest of the card (narrower where a line would
+    start with something Markdown reads as a list item, a heading or a quote)."""
+    lines = textwrap.wrap(" ".join(text.split()), width, break_long_words=False, break_on_hyphens=False)
+    if width > 80 and any(re.match(r"([-+*>#]|\d+[.)])( |$)", line) for line in lines[1:]):
+        return _wrap(text, width - 1)
+    return "\n".join(lines)
+
+
 def _n(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
@@ -64,7 +75,9 @@ def _intro(m: dict, ms: dict) -> str:
     t = m["models"]["target"]
     tr = m["training"]
     minutes = sum(r.get("train_minutes", 0) for r in tr.values())
-    cost = _cheapest_cost(ms)
+    use = _wrap(f"""Teaching and demonstrating speculative decoding: the pair is small enough to run token by token on a
+laptop CPU and different enough in depth that the draft is cheap ({_cheapest_cost(ms)}) yet agrees with the target
+often on code. It is **not** a useful code or text model.""")
     return f"""# pystdlib: a tiny draft/target pair for teaching speculative decoding
 
 Two small Llama-style causal language models (`LlamaForCausalLM`) that share one tokenizer, trained on this
@@ -87,9 +100,7 @@ cast of the stored weights unless marked bfloat16. The trained and measured figu
 `python -m specviz train-tiny card` writes both this card and `measurements.json`.
 
 ## Intended use
-Teaching and demonstrating speculative decoding: the pair is small enough to run token by token on a laptop CPU
-and different enough in depth that the draft is cheap
-({cost}) yet agrees with the target often on code. It is **not** a useful code or text model.
+{use}
 
 ## Limitations
 - It only knows Python: the standard library's source and Python's own documentation. Anything else (other
@@ -251,9 +262,10 @@ def _acceptance(m: dict, ms: dict) -> str:
                     f"{_fmt(r['acceptance_rate'], 2)} | {_fmt(r['tau'], 2)} | {r['speedup']:.2f}x |")
     commands = "\n".join(r["command"] for r in a["rows"])
     tuned = _tuned_note() if m["draft_comparison"].get("tuned") else ""
+    setup = _wrap(f"""With specviz's engine, K = {a['k']}, {a['max_new_tokens']} new tokens per prompt, each prompt also
+decoded plainly in the same run, {a['dtype']}, on {_where(ms)}:""")
     return f"""## Measured α on sample workloads
-With specviz's engine, K = {a['k']}, {a['max_new_tokens']} new tokens per prompt, each prompt also decoded plainly in the
-same run, {a['dtype']}, on {_where(ms)}:
+{setup}
 ```
 {commands}
 ```
@@ -265,7 +277,7 @@ round. The prompts are held out: the recipe checks that none of them occurs in t
 |---|---|---|---|---|---|---|
 {chr(10).join(rows)}
 
-{" ".join(filter(None, (_contrast(a["rows"]), tuned)))}
+{_wrap(" ".join(filter(None, (_contrast(a["rows"]), tuned))))}
 """
 
 
@@ -296,14 +308,16 @@ def _speed(ms: dict) -> str:
     runs = ms["speed"]
     first = runs[0]
     tables = "\n\n".join(_speed_table(r) for r in runs)
+    caption = f"""On {_where(ms)}, measured {ms['measured']}. Every lane at every K against plain decoding, greedy,
+on the first {_n(first['prompts'], 'prompt')} of `assets/workloads/code.jsonl`, {first['max_new_tokens']} new tokens
+each. Tokens/s are medians over prompts; speedup is the median per-prompt ratio to plain decoding in the same run;
+α = accepted / judged; c and v(K) are timed by the bench itself (table below); predicted = τ / (drafts per round · c
++ v(K)); efficiency = measured / predicted, what the decoding loop loses beyond the model passes; "= plain": the
+output equals plain decoding on every prompt (in bfloat16 a verify pass over K + 1 tokens rounds differently from
+one-token steps, so near-ties can flip and greedy output can part from plain decoding). Timings move from run to
+run on a shared machine; α and τ do not."""
     return f"""## Measured speed ({ms['environment']['cpu']})
-On {_where(ms)}, measured {ms['measured']}.
-Every lane at every K against plain decoding, greedy, on the first {_n(first['prompts'], 'prompt')} of
-`assets/workloads/code.jsonl`, {first['max_new_tokens']} new tokens each. Tokens/s are medians over prompts; speedup
-is the median per-prompt ratio to plain decoding in the same run; α = accepted / judged; c and v(K) are timed by the
-bench itself (table below); predicted = τ / (drafts per round · c + v(K)); efficiency = measured
-/ predicted, what the decoding loop loses beyond the model passes; "= plain": the output equals plain decoding on
-every prompt. Timings move from run to run on a shared machine; α and τ do not.
+{_wrap(caption)}
 
 {tables}
 
@@ -360,20 +374,21 @@ def _samples(ms: dict) -> str:
     for row in s["rows"]:
         prompt = " / ".join(_code_span(line.strip()) for line in row["prompt"].splitlines() if line.strip())
         fence = "~~~" if "```" in row["completion"] else "```"
-        body = "\n".join(("  " + line).rstrip() for line in row["completion"].lstrip("\n").split("\n"))
+        body = "\n".join(("  " + line).rstrip() for line in row["completion"].lstrip("\n").rstrip().split("\n"))
         items.append(f"- **{row['label']}**, prompt {prompt} →\n  {fence}\n{body}\n  {fence}")
     code = ms["workloads"].get("code")
     newline = (f" ({code['prompts_ending_in_newline']} of the {code['prompts']} prompts of `{code['file']}` end that "
                f"way; the measurements above include them)") if code else ""
+    judgement = _wrap(f"""Python-shaped (indentation, methods, docstrings, guard clauses) and recognisably
+documentation-style English, but repetitive and often meaningless: a teaching prop. End a code prompt at the colon,
+not after a newline: this tokenizer merges a newline with the next line's indentation, so after a bare newline both
+models tend to start a new top-level `def`{newline}.""")
     return f"""## Sample completions
 Greedy, {s['max_new_tokens']} new tokens, the target alone, {s['dtype']}: `{s['command']}`.
 
 {chr(10).join(items) if items else "(none measured)"}
 
-Python-shaped (indentation, methods, docstrings, guard clauses) and recognisably documentation-style English, but
-repetitive and often meaningless: a teaching prop. End a code prompt at the colon, not after a newline: this
-tokenizer merges a newline with the next line's indentation, so after a bare newline both models tend to start a
-new top-level `def`{newline}.
+{judgement}
 """
 
 
@@ -395,6 +410,11 @@ def _reproduce(m: dict, ms: dict) -> str:
     steps = [f"`--target-steps {tgt.get('max_steps')}`",
              *(f"`--extend-target-steps {r.get('max_steps')}`" for _, r in extensions[:1]),
              f"`--draft-steps {kd.get('max_steps')}`", *([f"`--draft-tune-steps {gen.get('max_steps')}`"] if gen else [])]
+    notes = _wrap(f"""The work dir (default `~/.cache/specviz/train-tiny`) holds the corpus, token arrays and
+checkpoints; rerunning resumes. Step counts were derived from the time budgets on this machine; pass
+{', '.join(steps[:-1])} and {steps[-1]} to repeat the same schedule elsewhere. Measuring for this card took
+{ms['duration_min']} min; add `--rerender` to the card command to rewrite the card from `manifest.json` and
+`measurements.json` without measuring.""")
     return f"""## Reproduce
 Train, export (which ends by measuring the pair and writing this card), then only measure and write the card:
 ```
@@ -402,10 +422,8 @@ python -m specviz train-tiny all --threads {tgt.get('threads')} {budget('target'
     --draft-minutes {draft_minutes:.0f} --draft-data {draft_data}{tune}
 {card_command(ms['settings'])}
 ```
-The work dir (default `~/.cache/specviz/train-tiny`) holds the corpus, token arrays and checkpoints; rerunning
-resumes. Step counts were derived from the time budgets on this machine; pass {', '.join(steps[:-1])}
-and {steps[-1]} to repeat the same schedule elsewhere. Measuring for this card took {ms['duration_min']} min; add
-`--rerender` to the card command to rewrite the card from `manifest.json` and `measurements.json` without measuring."""
+{notes}
+"""
 
 
 CARD_FLAGS = {"workloads": "--card-workloads", "prompts": "--card-prompts", "temperatures": "--card-temperatures",
