@@ -8,6 +8,8 @@ from pathlib import Path
 from .card import make_card
 from .corpus import build_corpus, check_workloads, read_jsonl
 from .export import export
+from .generate import target_continuations
+from .loop import RunConfig, eval_windows, evaluate, train
 from .measurements import CardSettings
 from .models import build, n_params
 from .paths import WORKLOADS
@@ -46,8 +48,6 @@ def _val(work: Path):
 
 
 def _run_config(args, name, *, budget_min, max_steps, lr, ce_weight=1.0):
-    from .loop import RunConfig
-
     return RunConfig(name=name, batch_size=args.batch_size, context=args.context, lr=lr, min_lr=lr / 10,
                      warmup_steps=100, budget_s=budget_min * 60, max_steps=max_steps,
                      ckpt_every_s=args.ckpt_minutes * 60, eval_every_s=args.eval_minutes * 60, seed=args.seed,
@@ -55,8 +55,6 @@ def _run_config(args, name, *, budget_min, max_steps, lr, ce_weight=1.0):
 
 
 def stage_target(args, work: Path, device, log) -> None:
-    from .loop import train
-
     _, vocab, eos, pad = tokenizer_ids(work)
     arch, _ = archs(args)
     model = build(arch, vocab, eos, pad, seed=args.seed)
@@ -73,8 +71,6 @@ def extend_target(args, work: Path, device, log) -> None:
 
     Like every stage it resumes an unfinished run and skips a finished one, so rerunning the recipe is idempotent.
     """
-    from .loop import train
-
     run_dir = work / "target_ext1"
     model = load_target(args, work, device)  # train() resumes or skips from run_dir's own checkpoints
     log(f"target: extending the finished target in {run_dir}")
@@ -86,14 +82,10 @@ def extend_target(args, work: Path, device, log) -> None:
 
 def _held_out(model, val: dict, args, device, target) -> dict:
     """Teacher-forced CE, alpha and greedy agreement of a draft on 48 fixed windows of each validation split."""
-    from .loop import eval_windows, evaluate
-
     return {k: evaluate(model, eval_windows(v, 48, args.context), device, target) for k, v in val.items()}
 
 
 def stage_draft(args, work: Path, device, log) -> None:
-    from .loop import train
-
     target = load_target(args, work, device)
     for p in target.parameters():
         p.requires_grad_(False)
@@ -141,8 +133,6 @@ def tune_draft(args, work: Path, device, log, target, draft) -> dict:
     Resumable and idempotent like the other runs; the generated tokens are kept in data/{train,val}_gen.bin.
     Returns the run's record for draft_eval.json.
     """
-    from .loop import train
-
     gen = generated_tokens(args, work, "train_gen", "train_code", args.gen_tokens, target, device, log)
     val = {**_val(work), "val_gen": generated_tokens(args, work, "val_gen", "val_code", GEN_VAL_TOKENS, target,
                                                      device, log)}
@@ -156,8 +146,6 @@ def tune_draft(args, work: Path, device, log, target, draft) -> dict:
 
 def generated_tokens(args, work: Path, split: str, source: str, tokens: int, target, device, log):
     """data/<split>.bin: the target's continuations of prefixes from data/<source>.bin (generated once, then read)."""
-    from .generate import target_continuations
-
     path = work / "data" / f"{split}.bin"
     if not path.exists():
         _, _, eos, pad = tokenizer_ids(work)
