@@ -1,6 +1,7 @@
 """The train-tiny recipe runs end to end from a clean work dir (tiny sizes and step counts) and exports a pair that
 plain transformers and specviz load; a finished target can be extended, the draft trains on code only and is then
-distilled on continuations the target generated."""
+distilled on continuations the target generated. The export ends with the model card, measured with specviz's
+command line (here at tiny size) and rendered from manifest.json and measurements.json alone."""
 
 import json
 
@@ -16,12 +17,16 @@ from specviz.train import main
 def test_recipe_end_to_end_with_an_extension_a_code_only_draft_and_its_tuning(tmp_path):
     work, out = tmp_path / "work", tmp_path / "pair"
     tiny = ["--work-dir", str(work), "--out-dir", str(out), "--vocab-size", "300", "--target-layers", "2",
-            "--width", "32", "--context", "32", "--batch-size", "2", "--target-steps", "3", "--draft-steps", "2",
+            "--width", "32", "--context", "128", "--batch-size", "2", "--target-steps", "3", "--draft-steps", "2",
             "--extend-target-steps", "2", "--draft-tune-steps", "2", "--gen-tokens", "200",
             "--eval-minutes", "60"]  # fmt: skip
+    # the card at tiny size (the prompts of code.jsonl need the 128-token context)
+    card = ["--card-workloads", "code", "--card-prompts", "1", "--card-temperatures", "0", "--card-tokens", "4",
+            "--card-bench-ks", "2", "--card-bench-tokens", "4", "--card-bench-prompts", "1", "--card-dtypes", "float32",
+            "--card-samples", "1", "--card-sample-tokens", "4", "--threads", "1"]  # fmt: skip
     threads = torch.get_num_threads()
     try:
-        assert main(["all", *tiny]) == 0
+        assert main(["all", *tiny, *card]) == 0
     finally:
         torch.set_num_threads(threads)
     assert json.loads((work / "target_ext1" / "result.json").read_text())["steps"] == 2
@@ -36,12 +41,23 @@ def test_recipe_end_to_end_with_an_extension_a_code_only_draft_and_its_tuning(tm
     assert manifest["draft_comparison"]["tuned"]["generated_tokens"] >= 200
     assert "val_gen" in manifest["held_out"]["shipped"] and "val_gen" in manifest["held_out"]["before_tuning"]
     assert manifest["models"]["draft"]["training_data"].startswith("code")
-    card = (out / "README.md").read_text()
-    assert "extension 1" in card and "--draft-data code" in card and "--draft-tune-steps 2 --gen-tokens 200" in card
-    assert "distilled on code files" in card and "On held-out continuations" in card
+    readme = (out / "README.md").read_text()
+    assert "extension 1" in readme and "--draft-data code" in readme and "--draft-tune-steps 2 --gen-tokens 200" in readme
+    assert "distilled on code files" in readme and "On held-out continuations" in readme
+    check_card(out, readme)
     for name in ("target", "draft"):
         assert AutoModelForCausalLM.from_pretrained(out / name).config.vocab_size == 300
     pair = load_pair(str(out / "target"), str(out / "draft"), device="cpu")
     spec = generate(pair, "def f(x):", RunSettings(method="draft", k=3, max_new_tokens=8))
     plain = generate(pair, "def f(x):", RunSettings(method="plain", max_new_tokens=8))
     assert spec.output_ids == plain.output_ids
+
+
+
+def check_card(out, readme: str) -> None:
+    """The export ended with the card: measured just now through the CLI (tiny), and quoted from measurements.json."""
+    measured = json.loads((out / "measurements.json").read_text())
+    greedy = measured["acceptance"]["rows"][0]
+    assert greedy["workload"] == "code" and greedy["prompts"] == 1 and "--max-new-tokens 4" in greedy["command"]
+    assert f"| greedy | **{greedy['alpha']:.2f}** | {greedy['alpha_ci'][0]:.2f}–" in readme
+    assert f"## Measured speed ({measured['environment']['cpu']})" in readme

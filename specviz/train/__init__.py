@@ -8,10 +8,13 @@ Stages (each resumable; `all` runs them in order, skipping finished ones):
   draft      1-layer draft (code documents only by default): distilled run + a CE-only control, same steps/data
              (--draft-tune-minutes M: then distil it M minutes more on continuations the target writes after code
              prefixes, generated once into <work>/data/{train,val}_gen.bin -> <work>/draft_gen/...)
-  export     bf16 safetensors + tokenizer -> assets/models/pystdlib/{target,draft}, manifest.json, README.md
+  export     bf16 safetensors + tokenizer -> assets/models/pystdlib/{target,draft}, manifest.json; then the card
+  card       (not part of `all`: export ends with it) measure the exported pair with `python -m specviz run |
+             measure | bench` -> measurements.json, and render the model card README.md from manifest.json and
+             measurements.json (18.5 min on a busy 2-core CPU; --rerender: render only, from the measurements.json there)
 
 Usage (what built the shipped pair):
-  python -m specviz train-tiny all --threads 1 --target-minutes 78 --extend-target-minutes 85 --draft-minutes 24 \
+  python -m specviz train-tiny all --threads 1 --target-minutes 75 --extend-target-minutes 85 --draft-minutes 24 \
       --draft-tune-minutes 12 --gen-tokens 600000
 Defaults: --target-minutes 78, no extension, --draft-minutes 24 (budgets include periodic evaluation). Measured on a 2-core
 CPU with 1 torch thread: corpus ~4 s, tokenizer ~10 s, target ~850 tokens/s (batch 4 x 256, ~1.2 s/step),
@@ -27,10 +30,9 @@ import os
 import time
 from pathlib import Path
 
+from .paths import DEFAULT_OUT, WORKLOADS
+
 STAGES = ("corpus", "tokenizer", "target", "draft", "export")
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_OUT = REPO_ROOT / "assets" / "models" / "pystdlib"
-WORKLOADS = [REPO_ROOT / "assets" / "workloads" / "code.jsonl", REPO_ROOT / "assets" / "workloads" / "prose.jsonl"]
 
 
 def make_logger(work_dir: Path):
@@ -49,10 +51,11 @@ def make_logger(work_dir: Path):
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m specviz train-tiny", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("stage", nargs="?", default="all", choices=STAGES + ("all", "check-workloads"))
+    p.add_argument("stage", nargs="?", default="all", choices=STAGES + ("card", "all", "check-workloads"))
     p.add_argument("--work-dir", type=Path, default=Path(os.path.expanduser("~/.cache/specviz/train-tiny")))
     p.add_argument("--out-dir", type=Path, default=DEFAULT_OUT, help="export destination")
-    p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch.set_num_threads, here and in the card's measuring processes (default: torch's)")
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--docs", choices=("auto", "on", "off"), default="auto",
                    help="use /usr/share/doc/python3.11/html (Debian python3.11-doc) where installed")
@@ -84,6 +87,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--gen-tokens", type=int, default=600_000,
                    help="tokens of target continuations to generate for --draft-tune-*")
     p.add_argument("--no-baseline", action="store_true", help="skip the CE-only draft control run")
+    card = p.add_argument_group("model card (export and card stages; the defaults are what the shipped card quotes)")
+    card.add_argument("--rerender", action="store_true",
+                      help="card: render README.md from the measurements.json in --out-dir, without measuring")
+    card.add_argument("--card-workloads", default="code,prose", help="assets/workloads/NAME.jsonl files for alpha")
+    card.add_argument("--card-prompts", type=int, default=0, help="first N prompts of each workload (0: all)")
+    card.add_argument("--card-temperatures", default="0,1", help="decodings for alpha (0 = greedy)")
+    card.add_argument("--card-k", type=int, default=4, help="K for alpha on the workloads")
+    card.add_argument("--card-tokens", type=int, default=64, help="new tokens per prompt for alpha")
+    card.add_argument("--card-bench-ks", default="1,2,3,4,6", help="K values of the speed tables")
+    card.add_argument("--card-bench-tokens", type=int, default=128, help="new tokens per prompt in the speed tables")
+    card.add_argument("--card-bench-prompts", type=int, default=10, help="first N code prompts in the speed tables")
+    card.add_argument("--card-dtypes", default="float32,bfloat16", help="one speed table per precision")
+    card.add_argument("--card-samples", type=int, default=4, help="sample completions to show (0-4)")
+    card.add_argument("--card-sample-tokens", type=int, default=40, help="new tokens per sample completion")
     return p.parse_args(argv)
 
 

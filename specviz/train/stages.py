@@ -1,12 +1,20 @@
-"""The five stages. Each reads what the previous one wrote in the work dir and skips work already done."""
+"""The five stages, and the card. Each reads what the previous one wrote in the work dir and skips work already
+done; the card (which export ends with) reads the exported pair and measures it again each time."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from .corpus import build_corpus, check_workloads
-from .models import Arch, build, init_draft_from_target, n_params
-from .tok import EOS, PAD, build_tokenizer_stage, load_tokenizer, load_tokens
+from .card import make_card
+from .corpus import build_corpus, check_workloads, read_jsonl
+from .export import export
+from .generate import target_continuations
+from .loop import RunConfig, eval_windows, evaluate, train
+from .measurements import CardSettings
+from .models import build, n_params
+from .paths import WORKLOADS
+from .runs import archs, fresh_draft, load_target, tokenizer_ids
+from .tok import build_tokenizer_stage, encode_split, load_tokens
 
 CE_BASELINE_SHARE = 0.3  # of --draft-minutes for the CE-only control (a CE step costs ~0.4 of a distillation step)
 GEN_BATCH = 64  # rows of target continuations generated at once; each row starts with context / 8 tokens of data
@@ -25,13 +33,7 @@ def stage_corpus(args, work: Path, device, log) -> None:
         m = build_corpus(corpus_dir, seed=args.seed, use_docs=args.docs, log=log)
         log(f"corpus: code {m['all_code']['bytes'] / 1e6:.2f} MB in {m['all_code']['documents']} files, "
             f"prose {m['all_prose']['bytes'] / 1e6:.2f} MB in {m['all_prose']['documents']} documents")
-    check_workloads(corpus_dir, _workloads(), log)
-
-
-def _workloads():
-    from . import WORKLOADS
-
-    return WORKLOADS
+    check_workloads(corpus_dir, WORKLOADS, log)
 
 
 def stage_tokenizer(args, work: Path, device, log) -> None:
@@ -41,62 +43,20 @@ def stage_tokenizer(args, work: Path, device, log) -> None:
     build_tokenizer_stage(work / "corpus", work, vocab_size=args.vocab_size, log=log)
 
 
-def _ids(work: Path):
-    tok = load_tokenizer(work / "tokenizer")
-    return tok, len(tok), tok.convert_tokens_to_ids(EOS), tok.convert_tokens_to_ids(PAD)
-
-
-def _archs(args):
-    target = Arch(layers=args.target_layers, width=args.width, context=args.context)
-    draft = Arch(layers=args.draft_layers, width=args.width, context=args.context)
-    return target, draft
-
-
 def _val(work: Path):
     return {"val_code": load_tokens(work, "val_code"), "val_prose": load_tokens(work, "val_prose")}
 
 
 def _run_config(args, name, *, budget_min, max_steps, lr, ce_weight=1.0):
-    from .loop import RunConfig
-
     return RunConfig(name=name, batch_size=args.batch_size, context=args.context, lr=lr, min_lr=lr / 10,
                      warmup_steps=100, budget_s=budget_min * 60, max_steps=max_steps,
                      ckpt_every_s=args.ckpt_minutes * 60, eval_every_s=args.eval_minutes * 60, seed=args.seed,
                      ce_weight=ce_weight)
 
 
-def target_runs(work: Path) -> list[Path]:
-    """The target's run dirs in training order: `target`, then its extension `target_ext1` if there is one."""
-    return [r for r in (work / "target", work / "target_ext1") if r.exists()]
-
-
-def latest_target_weights(work: Path) -> Path:
-    """final.pt of the last finished target run (the extension, when it has finished)."""
-    return _last_finished(target_runs(work), "target", work)
-
-
-def _last_finished(runs: list[Path], stage: str, work: Path) -> Path:
-    finished = [r / "final.pt" for r in runs if (r / "result.json").exists()]
-    if not finished:
-        raise FileNotFoundError(f"no finished {stage} run in {work}: run the {stage} stage first")
-    return finished[-1]
-
-
-def load_target(args, work: Path, device):
-    import torch
-
-    _, vocab, eos, pad = _ids(work)
-    target_arch, _ = _archs(args)
-    model = build(target_arch, vocab, eos, pad, seed=args.seed)
-    model.load_state_dict(torch.load(latest_target_weights(work), map_location=device))
-    return model.to(device).eval()
-
-
 def stage_target(args, work: Path, device, log) -> None:
-    from .loop import train
-
-    _, vocab, eos, pad = _ids(work)
-    arch, _ = _archs(args)
+    _, vocab, eos, pad = tokenizer_ids(work)
+    arch, _ = archs(args)
     model = build(arch, vocab, eos, pad, seed=args.seed)
     log(f"target: {arch.as_dict()}, {n_params(model) / 1e6:.2f} M parameters")
     cfg = _run_config(args, "target", budget_min=args.target_minutes, max_steps=args.target_steps,
@@ -111,8 +71,6 @@ def extend_target(args, work: Path, device, log) -> None:
 
     Like every stage it resumes an unfinished run and skips a finished one, so rerunning the recipe is idempotent.
     """
-    from .loop import train
-
     run_dir = work / "target_ext1"
     model = load_target(args, work, device)  # train() resumes or skips from run_dir's own checkpoints
     log(f"target: extending the finished target in {run_dir}")
@@ -122,33 +80,12 @@ def extend_target(args, work: Path, device, log) -> None:
     train(model, load_tokens(work, "train"), _val(work), cfg, run_dir, log, device=device)
 
 
-def _fresh_draft(args, work: Path, device, target):
-    _, vocab, eos, pad = _ids(work)
-    _, arch = _archs(args)
-    draft = build(arch, vocab, eos, pad, seed=args.seed + 1)
-    init_draft_from_target(draft, target)
-    return draft.to(device)
-
-
-def load_draft(args, work: Path, device, target, weights: Path):
-    """A draft with the weights of one of its runs (final.pt)."""
-    import torch
-
-    draft = _fresh_draft(args, work, device, target)
-    draft.load_state_dict(torch.load(weights, map_location=device))
-    return draft
-
-
 def _held_out(model, val: dict, args, device, target) -> dict:
     """Teacher-forced CE, alpha and greedy agreement of a draft on 48 fixed windows of each validation split."""
-    from .loop import eval_windows, evaluate
-
     return {k: evaluate(model, eval_windows(v, 48, args.context), device, target) for k, v in val.items()}
 
 
 def stage_draft(args, work: Path, device, log) -> None:
-    from .loop import train
-
     target = load_target(args, work, device)
     for p in target.parameters():
         p.requires_grad_(False)
@@ -156,7 +93,7 @@ def stage_draft(args, work: Path, device, log) -> None:
     summary_path = work / "draft_eval.json"
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
 
-    draft = _fresh_draft(args, work, device, target)
+    draft = fresh_draft(args, work, device, target)
     log(f"draft: {args.draft_layers} layer(s), {n_params(draft) / 1e6:.2f} M parameters, "
         f"initialised from the target's embeddings, layer 0 and final norm")
     if "init" not in summary:
@@ -175,7 +112,7 @@ def stage_draft(args, work: Path, device, log) -> None:
 
     if not args.no_baseline:
         # Control: same init, same data order, same number of steps, plain CE (a = 1).
-        base = _fresh_draft(args, work, device, target)
+        base = fresh_draft(args, work, device, target)
         cfg = _run_config(args, "draft_ce", budget_min=args.draft_minutes * CE_BASELINE_SHARE,
                           max_steps=kd["steps"], lr=args.draft_lr, ce_weight=1.0)
         ce = train(base, data, val, cfg, work / "draft_ce", log, teacher=None, device=device)
@@ -196,8 +133,6 @@ def tune_draft(args, work: Path, device, log, target, draft) -> dict:
     Resumable and idempotent like the other runs; the generated tokens are kept in data/{train,val}_gen.bin.
     Returns the run's record for draft_eval.json.
     """
-    from .loop import train
-
     gen = generated_tokens(args, work, "train_gen", "train_code", args.gen_tokens, target, device, log)
     val = {**_val(work), "val_gen": generated_tokens(args, work, "val_gen", "val_code", GEN_VAL_TOKENS, target,
                                                      device, log)}
@@ -211,11 +146,9 @@ def tune_draft(args, work: Path, device, log, target, draft) -> dict:
 
 def generated_tokens(args, work: Path, split: str, source: str, tokens: int, target, device, log):
     """data/<split>.bin: the target's continuations of prefixes from data/<source>.bin (generated once, then read)."""
-    from .generate import target_continuations
-
     path = work / "data" / f"{split}.bin"
     if not path.exists():
-        _, _, eos, pad = _ids(work)
+        _, _, eos, pad = tokenizer_ids(work)
         prefix = args.context // 8
         flat = target_continuations(target, load_tokens(work, source), tokens=tokens, prefix_len=prefix,
                                     new_tokens=args.context - prefix, batch=GEN_BATCH, seed=args.seed + 2,
@@ -225,16 +158,6 @@ def generated_tokens(args, work: Path, split: str, source: str, tokens: int, tar
         tmp.replace(path)
         log(f"tokens {split}: {len(flat)} written by the target after {source} prefixes")
     return load_tokens(work, split)
-
-
-def draft_runs(work: Path) -> list[Path]:
-    """The shipped draft's run dirs in training order: `draft_kd`, then `draft_gen` if it was tuned."""
-    return [r for r in (work / "draft_kd", work / "draft_gen") if r.exists()]
-
-
-def latest_draft_weights(work: Path) -> Path:
-    """final.pt of the last finished distillation run of the draft (the second one, when it has finished)."""
-    return _last_finished(draft_runs(work), "draft", work)
 
 
 def draft_tokens(args, work: Path, log):
@@ -247,9 +170,6 @@ def draft_tokens(args, work: Path, log):
         return load_tokens(work, "train")
     path = work / "data" / "train_code.bin"
     if not path.exists():
-        from .corpus import read_jsonl
-        from .tok import encode_split
-
         docs = [d for d in read_jsonl(work / "corpus" / "train.jsonl") if d["kind"] == "code"]
         counts = encode_split(work / "tokenizer", docs, path)
         log(f"tokens train_code (draft data): {counts}")
@@ -257,6 +177,8 @@ def draft_tokens(args, work: Path, log):
 
 
 def stage_export(args, work: Path, device, log) -> None:
-    from .export import export
-
     export(args, work, device, log)
+
+
+def stage_card(args, work: Path, device, log) -> None:
+    make_card(args.out_dir, CardSettings.from_args(args), log, rerender=args.rerender)
