@@ -208,18 +208,18 @@ def _distillation(m: dict) -> str:
 
     def row(name, ev):
         code, prose = ev.get("val_code", {}), ev.get("val_prose", {})
-        return (f"| {name} | {_fmt(code.get('ce'))} | {_fmt(code.get('alpha'))} | {_fmt(code.get('greedy_agreement'))} | "
-                f"{_fmt(prose.get('ce'))} | {_fmt(prose.get('alpha'))} | {_fmt(prose.get('greedy_agreement'))} |")
+        return (f"| {name} | {_fmt(code.get('ce'))} | {_fmt(code.get('overlap'))} | {_fmt(code.get('greedy_agreement'))} | "
+                f"{_fmt(prose.get('ce'))} | {_fmt(prose.get('overlap'))} | {_fmt(prose.get('greedy_agreement'))} |")
 
     rows = [row("before training (init from target)", init), row("CE only (control)", base)]
     rows += [row("distilled on code files", kd_only)] if kd_only else []
     rows += [row("shipped", sh)]
     return f"""## Distillation gain (teacher-forced, held-out files)
-α = mean over positions of Σₓ min(p(x), q(x)) (the acceptance rate of sampling at T = 1); greedy agreement =
+overlap = mean over positions of Σₓ min(p(x), q(x)), the expected α when sampling at T = 1; greedy agreement =
 fraction of positions where argmax q = argmax p (≈ greedy acceptance). Both from one teacher-forced pass over
 held-out windows; CE in nats/token.
 
-| draft | code CE | code α | code greedy | prose CE | prose α | prose greedy |
+| draft | code CE | code overlap | code greedy | prose CE | prose overlap | prose greedy |
 |---|---|---|---|---|---|---|
 {chr(10).join(rows)}
 {_tuning(m["draft_comparison"], kd_only, sh, m["models"]["target"]["context"])}
@@ -237,7 +237,7 @@ def _tuning(comparison: dict, before: dict | None, after: dict, context: int) ->
     return (f"\nThe shipped draft was then distilled {tuned['steps']} steps more (same loss) on\n"
             f"{tuned['generated_tokens']:,} tokens that the target wrote itself after {context // 8}-token code prefixes\n"
             f"(half greedy, half sampled at T = 1), the distribution it drafts for. On held-out continuations of that\n"
-            f"kind (after val_code prefixes): α {_fmt(before['alpha'])} → {_fmt(after['alpha'])}, greedy agreement "
+            f"kind (after val_code prefixes): overlap {_fmt(before['overlap'])} → {_fmt(after['overlap'])}, greedy agreement "
             f"{_fmt(before['greedy_agreement'])} → {_fmt(after['greedy_agreement'])}.\n"
             f"The rows above are on human-written files.\n")
 

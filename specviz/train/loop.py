@@ -2,7 +2,7 @@
 gradient clipping, a wall-clock budget, periodic evaluation and resumable checkpoints.
 
 Optional distillation: loss = a * CE(data) + (1 - a) * KL(p_teacher || q_student) at temperature 1, teacher in
-no_grad. That is the quantity that raises the acceptance rate alpha = sum_x min(p(x), q(x)).
+no_grad. That is the quantity that raises the overlap sum_x min(p(x), q(x)), the expected acceptance alpha at T = 1.
 
 The number of steps is fixed once: either given (`max_steps`) or computed from the budget after timing the first
 steps; it is stored in the checkpoint so a resumed run follows the same schedule.
@@ -67,10 +67,11 @@ def eval_windows(data: np.ndarray, n: int, context: int) -> np.ndarray:
 @torch.no_grad()
 def evaluate(model, windows: np.ndarray, device, teacher=None, chunk: int = 8) -> dict:
     """Mean CE of `model` on the windows; with a teacher also the teacher-forced acceptance statistics:
-    alpha = mean over positions of sum_x min(p, q) (T = 1) and greedy agreement = mean [argmax p == argmax q]."""
+    overlap = mean over positions of sum_x min(p, q) (alpha's expectation at T = 1) and greedy agreement =
+    mean [argmax p == argmax q]."""
     was_training = model.training
     model.eval()
-    tot = {"ce": 0.0, "alpha": 0.0, "greedy": 0.0, "teacher_ce": 0.0, "n": 0}
+    tot = {"ce": 0.0, "overlap": 0.0, "greedy": 0.0, "teacher_ce": 0.0, "n": 0}
     for i in range(0, len(windows), chunk):
         xy = torch.from_numpy(windows[i:i + chunk]).to(device)
         x, y = xy[:, :-1], xy[:, 1:]
@@ -79,7 +80,7 @@ def evaluate(model, windows: np.ndarray, device, teacher=None, chunk: int = 8) -
         if teacher is not None:
             tl = teacher(input_ids=x).logits.float()  # (B, T, V)
             p, q = tl.softmax(-1), logits.softmax(-1)
-            tot["alpha"] += torch.minimum(p, q).sum(-1).sum().item()
+            tot["overlap"] += torch.minimum(p, q).sum(-1).sum().item()
             tot["greedy"] += (tl.argmax(-1) == logits.argmax(-1)).float().sum().item()
             tot["teacher_ce"] += F.cross_entropy(tl.flatten(0, 1), y.flatten(), reduction="sum").item()
         tot["n"] += y.numel()
@@ -87,7 +88,7 @@ def evaluate(model, windows: np.ndarray, device, teacher=None, chunk: int = 8) -
     n = tot.pop("n")
     out = {"ce": tot["ce"] / n, "positions": n}
     if teacher is not None:
-        out.update(alpha=tot["alpha"] / n, greedy_agreement=tot["greedy"] / n, teacher_ce=tot["teacher_ce"] / n)
+        out.update(overlap=tot["overlap"] / n, greedy_agreement=tot["greedy"] / n, teacher_ce=tot["teacher_ce"] / n)
     return out
 
 
@@ -137,8 +138,8 @@ def train(model, data: np.ndarray, val: dict[str, np.ndarray], cfg: RunConfig, r
         res = {k: evaluate(model, w, device, teacher) for k, w in windows.items()}
         rec = {"step": step, "elapsed_min": round(elapsed / 60, 2), **{k: v for k, v in res.items()}}
         history.append(rec)
-        msg = "  ".join(f"{k}: ce {v['ce']:.3f}" + (f" alpha {v['alpha']:.3f} greedy {v['greedy_agreement']:.3f}"
-                                                     if "alpha" in v else "") for k, v in res.items())
+        msg = "  ".join(f"{k}: ce {v['ce']:.3f}" + (f" overlap {v['overlap']:.3f} greedy {v['greedy_agreement']:.3f}"
+                                                     if "overlap" in v else "") for k, v in res.items())
         log(f"[{cfg.name}] eval step {step}: {msg}  ({time.time() - t:.1f}s)")
         return time.time() - t
 

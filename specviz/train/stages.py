@@ -81,7 +81,7 @@ def extend_target(args, work: Path, device, log) -> None:
 
 
 def _held_out(model, val: dict, args, device, target) -> dict:
-    """Teacher-forced CE, alpha and greedy agreement of a draft on 48 fixed windows of each validation split."""
+    """Teacher-forced CE, overlap sum min(p, q) and greedy agreement of a draft on 48 fixed windows of each validation split."""
     return {k: evaluate(model, eval_windows(v, 48, args.context), device, target) for k, v in val.items()}
 
 
