@@ -23,9 +23,9 @@ from specviz.core.theory import (
 )
 from specviz.engine.models import ASSETS
 from specviz.errors import SpecvizError
-from specviz.viz import theory_charts as charts
 from specviz.ui.controls import model_sidebar, pair_or_error
 from specviz.ui.render import apply_lecture_mode, page_header
+from specviz.viz import theory_charts as charts
 
 LESSON = json.loads((ASSETS / "lessons" / "calculator.json").read_text(encoding="utf-8"))
 VERIFY_MODES = ("ideal (one target step)", "linear model", "measured on this machine")
@@ -84,7 +84,9 @@ elif mode == VERIFY_MODES[2]:
         cols[1].metric("Target step", f"{costs.target_step_s * 1e3:.2f} ms")
         cols[2].metric("Measured c", f"{costs.c:.3f}")
         cols[3].metric(f"Verify pass, K = {k}", f"{costs.verify_relative[k - 1]:.2f} target steps")
-        st.caption(f"{costs.target_name} ← {costs.draft_name} · {costs.device} · {costs.dtype} · median of {costs.repeats}")
+        st.caption(
+            f"{costs.target_name} ← {costs.draft_name} · {costs.device} · {costs.dtype} · median of {costs.repeats}"
+        )
         if st.checkbox("Use the measured c", value=True, key="use_measured_c"):
             c = costs.c
         st.altair_chart(charts.measured_costs_chart(costs.verify_relative, costs.c), width="stretch")
@@ -157,11 +159,15 @@ def rates_from_run() -> None:
         return
     rates, counts = stats.conditional_rates(records)
     st.session_state["rates_text"] = ", ".join(f"{r:.3f}" for r in rates)
-    st.session_state["rates_note"] = f"From {len(prompts)} workload prompts at T = 1: drafts reaching each position {list(counts)}."
+    st.session_state["rates_note"] = (
+        f"From {len(prompts)} workload prompts at T = 1: drafts reaching each position {list(counts)}."
+    )
 
 
 st.session_state.setdefault("rates_text", "0.9, 0.8, 0.75, 0.7")
-rates_text = st.text_input("Per-position acceptance rates α_1, α_2, … (conditional on reaching the position)", key="rates_text")
+rates_text = st.text_input(
+    "Per-position acceptance rates α_1, α_2, … (conditional on reaching the position)", key="rates_text"
+)
 st.button("Take them from a run on the loaded pair (workload prompts, T = 1)", key="rates_run", on_click=rates_from_run)
 if st.session_state.get("rates_error"):
     st.error(st.session_state.pop("rates_error"))

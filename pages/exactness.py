@@ -8,9 +8,9 @@ import streamlit as st
 from specviz.core import lab
 from specviz.engine.models import ASSETS
 from specviz.errors import SpecvizError
-from specviz.viz import lab_charts as charts
 from specviz.ui.controls import model_sidebar, pair_or_error
 from specviz.ui.render import apply_lecture_mode, page_header
+from specviz.viz import lab_charts as charts
 
 LESSON = json.loads((ASSETS / "lessons" / "exactness.json").read_text(encoding="utf-8"))
 PRESETS = {"the seed's draft (close to the target)": lab.SHOP_DRAFT, "a poor draft": lab.POOR_DRAFT}
@@ -31,7 +31,11 @@ def bugs(target_rows: tuple, draft_rows: tuple, k: int, samples: int, seed: int)
     p, q = lab.MarkovChain.from_rows(target_rows, "target table"), lab.MarkovChain.from_rows(draft_rows, "draft table")
     checks = lab.bug_checks(p, q, k=k, samples=samples, seed=seed)
     exact = {c.variant.key: c.exact.tolist() for c in checks}
-    return charts.bug_frame(checks), exact, lab.as_vector(lab.target_distribution(p, (), 3), len(lab.EVENTS), 3).tolist()
+    return (
+        charts.bug_frame(checks),
+        exact,
+        lab.as_vector(lab.target_distribution(p, (), 3), len(lab.EVENTS), 3).tolist(),
+    )
 
 
 def rows_of(frame: pd.DataFrame) -> tuple:
@@ -54,13 +58,18 @@ chart_col.altair_chart(charts.flow_chart(flow), width="stretch")
 numbers_col.dataframe(
     pd.DataFrame(
         {
-            "p": flow.p, "q": flow.q, "accept min(1, p/q)": flow.accept_prob, "emitted as accepted draft": flow.accepted,
-            "residual": flow.residual, "emitted as correction": flow.corrected, "final": flow.final,
+            "p": flow.p,
+            "q": flow.q,
+            "accept min(1, p/q)": flow.accept_prob,
+            "emitted as accepted draft": flow.accepted,
+            "residual": flow.residual,
+            "emitted as correction": flow.corrected,
+            "final": flow.final,
         },
         index=list(flow.tokens),
     ).T.round(4),
     key="flow_table",
-)  # fmt: skip
+)
 cols = st.columns(3)
 cols[0].metric("Final P(A)", f"{flow.final[0]:.4f}")
 cols[1].metric("Final P(B)", f"{flow.final[1]:.4f}")
@@ -77,7 +86,9 @@ d_col.markdown("**Draft q** (row: previous event)")
 draft_table = d_col.data_editor(table_frame(PRESETS[preset]), key=f"draft_table_{list(PRESETS).index(preset)}")
 k_col, n_col, s_col = st.columns(3)
 k = k_col.slider("K (drafts per round)", 1, 8, 4, key="lab_k")
-samples = n_col.select_slider("Samples each way", [2_000, 5_000, 10_000, 20_000, 50_000, 100_000], 20_000, key="lab_samples")
+samples = n_col.select_slider(
+    "Samples each way", [2_000, 5_000, 10_000, 20_000, 50_000, 100_000], 20_000, key="lab_samples"
+)
 seed = s_col.number_input("Seed", 0, 10_000, 0, key="lab_seed")
 
 try:
@@ -116,7 +127,9 @@ cols[1].metric(f"χ² p-value ({samples:,} samples)", f"{row['p_value']:.2e}")
 cols[2].metric("Verdict", str(row["verdict"]))
 cols[3].metric("Acceptance fraction", f"{row['acceptance']:.1%}")
 st.caption(f"{chosen}: {row['what']}.")
-st.altair_chart(charts.variant_chart(lab.sequence_labels(3), target_vec, exact[labels[chosen]], chosen), width="stretch")
+st.altair_chart(
+    charts.variant_chart(lab.sequence_labels(3), target_vec, exact[labels[chosen]], chosen), width="stretch"
+)
 st.altair_chart(charts.bug_chart(frame), width="stretch")
 st.dataframe(
     frame.drop(columns=["key"]),
@@ -152,18 +165,26 @@ if st.button("Sample the next two tokens, plain and speculative", key="real_run"
         bar = st.progress(0.0, text="Sampling…")
         try:
             result = two_token_samples(
-                pair, prompt, samples=real_n, k=real_k, sampling=SamplingSettings(temperature, int(top_k)),
+                pair,
+                prompt,
+                samples=real_n,
+                k=real_k,
+                sampling=SamplingSettings(temperature, int(top_k)),
                 time_budget_s=float(budget),
                 on_progress=lambda done, total: bar.progress(done / total, text=f"{done}/{total} runs each way"),
-            )  # fmt: skip
+            )
         except SpecvizError as exc:
             st.error(str(exc))
         else:
             st.session_state["real_result"] = {
-                "samples": result.samples, "p_value": result.chi2.p_value, "dof": result.chi2.dof,
-                "statistic": result.chi2.statistic, "stopped_early": result.stopped_early,
-                "elapsed_s": result.elapsed_s, "rows": result.table(pair.token_texts),
-            }  # fmt: skip
+                "samples": result.samples,
+                "p_value": result.chi2.p_value,
+                "dof": result.chi2.dof,
+                "statistic": result.chi2.statistic,
+                "stopped_early": result.stopped_early,
+                "elapsed_s": result.elapsed_s,
+                "rows": result.table(pair.token_texts),
+            }
         finally:
             bar.empty()
 
@@ -178,14 +199,15 @@ if real:
     cols[1].metric("χ² p-value, plain vs speculative", f"{real['p_value']:.3f}")
     cols[2].metric("χ² statistic / dof", f"{real['statistic']:.1f} / {real['dof']}")
     verdict = "consistent with the same distribution" if real["p_value"] > 1e-3 else "the two samples differ"
-    st.write(f"Verdict: **{verdict}** (p = {real['p_value']:.3g}; an exact sampler gives p < 0.001 one time in a thousand).")
+    st.write(
+        f"Verdict: **{verdict}** (p = {real['p_value']:.3g}; an exact sampler gives p < 0.001 one time in a thousand)."
+    )
     st.altair_chart(charts.real_pair_chart(real["rows"], "Most frequent next-two-token outcomes"), width="stretch")
 
 st.subheader("Greedy equivalence")
 st.caption(LESSON["greedy"])
 max_tokens = st.slider("Tokens to generate", 8, 128, 48, 8, key="greedy_tokens")
 if st.button("Run plain greedy and speculative greedy", key="greedy_run"):
-
     pair = pair_or_error()
     if pair is not None:
         try:
@@ -200,8 +222,10 @@ if st.button("Run plain greedy and speculative greedy", key="greedy_run"):
 
 def divergence_text(check) -> str:
     """Where the two paths parted, and whether their own logits put that within the precision's rounding."""
-    head = (f"diverged at output token {check.first_divergence + 1}: plain {check.plain_token!r} vs speculative "
-            f"{check.speculative_token!r}")  # fmt: skip
+    head = (
+        f"diverged at output token {check.first_divergence + 1}: plain {check.plain_token!r} vs speculative "
+        f"{check.speculative_token!r}"
+    )
     if check.within_rounding is None:
         return head + " (one path stopped at EOS there)."
     margins = (

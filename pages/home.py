@@ -54,8 +54,28 @@ else:
     )
 
 st.subheader("Explore")
-st.page_link("pages/rounds.py", label="Round by round: draft, verify, accept/reject, commit, with the real numbers", icon=":material/slow_motion_video:")
-st.page_link("pages/calculator.py", label="Speedup calculator: expected tokens, speedup, best K, fed by costs measured here", icon=":material/calculate:")
-st.page_link("pages/exactness.py", label="Exactness lab: why the output is exactly the target's, and what each classic bug breaks", icon=":material/science:")
-st.page_link("pages/workload.py", label="Your workload: acceptance and speedup on your own prompts, with a go / no-go", icon=":material/fact_check:")
-st.page_link("pages/race.py", label="The race: plain vs speculative vs Hugging Face, timed token by token", icon=":material/sports_score:")
+st.page_link(
+    "pages/rounds.py",
+    label="Round by round: draft, verify, accept/reject, commit, with the real numbers",
+    icon=":material/slow_motion_video:",
+)
+st.page_link(
+    "pages/calculator.py",
+    label="Speedup calculator: expected tokens, speedup, best K, fed by costs measured here",
+    icon=":material/calculate:",
+)
+st.page_link(
+    "pages/exactness.py",
+    label="Exactness lab: why the output is exactly the target's, and what each classic bug breaks",
+    icon=":material/science:",
+)
+st.page_link(
+    "pages/workload.py",
+    label="Your workload: acceptance and speedup on your own prompts, with a go / no-go",
+    icon=":material/fact_check:",
+)
+st.page_link(
+    "pages/race.py",
+    label="The race: plain vs speculative vs Hugging Face, timed token by token",
+    icon=":material/sports_score:",
+)

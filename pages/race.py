@@ -53,14 +53,19 @@ if "race" in state:
     if greedy and dtype != torch.float32:
         st.caption(f"In {str(dtype).removeprefix('torch.')}, {BF16_GREEDY_NOTE} (Precision is in the sidebar.)")
     if not greedy:
-        st.caption("Sampling (temperature > 0): lanes draw different random numbers, so their texts differ; each follows the target's distribution.")
+        st.caption(
+            "Sampling (temperature > 0): lanes draw different random numbers, so their texts differ; "
+            "each follows the target's distribution."
+        )
     left, right = st.columns(2)
     left.altair_chart(charts.arrivals_chart(results), width="stretch")
     right.altair_chart(charts.latency_chart(results), width="stretch")
 
 st.subheader("K sweep")
-st.write(f"specviz with the draft model at K = {', '.join(map(str, SWEEP_KS))}: measured speedup over plain decoding, "
-         "next to τ / (K·c + v(K)) with τ from each run and c, v(K) timed on this machine.")  # fmt: skip
+st.write(
+    f"specviz with the draft model at K = {', '.join(map(str, SWEEP_KS))}: measured speedup over plain decoding, "
+    "next to τ / (K·c + v(K)) with τ from each run and c, v(K) timed on this machine."
+)
 if st.button("Run the K sweep", disabled=controls.settings is None):
     try:
         bar = st.progress(0.0, text="Measuring step costs…")

@@ -44,7 +44,9 @@ if uploaded is not None and state.get("replayed") != uploaded.file_id:
 
 if "rounds_trace" not in state:
     st.stop()
-st.download_button("Download this trace (JSON)", state["rounds_trace"].to_json(indent=2), "specviz-trace.json", "application/json")
+st.download_button(
+    "Download this trace (JSON)", state["rounds_trace"].to_json(indent=2), "specviz-trace.json", "application/json"
+)
 
 
 def advance(move) -> None:
@@ -118,8 +120,14 @@ def playback() -> None:
         buttons[2].button("▶ Play", on_click=set_playing, args=(True,), disabled=steps.at_end(trace, cursor))
     buttons[3].button("Run to the end", on_click=advance, args=(lambda t, c: steps.last_cursor(t),))
     buttons[4].button("Reset", on_click=advance, args=(lambda t, c: steps.Cursor(),))
-    buttons[5].select_slider("Seconds per phase when playing", [0.25, 0.5, 1.0, 2.0, 3.0], value=speed, key="play_speed",
-                             label_visibility="collapsed", help="Seconds per phase when playing")  # fmt: skip
+    buttons[5].select_slider(
+        "Seconds per phase when playing",
+        [0.25, 0.5, 1.0, 2.0, 3.0],
+        value=speed,
+        key="play_speed",
+        label_visibility="collapsed",
+        help="Seconds per phase when playing",
+    )
 
     r = trace.rounds[cursor.round]
     step = steps.current_step(trace, cursor)

@@ -1,7 +1,6 @@
 """Your workload: measure acceptance and speedup on your own prompts, per prompt, per position and per tag."""
 
 import json
-from pathlib import Path
 
 import streamlit as st
 
@@ -42,10 +41,16 @@ try:
         parts = [parse_workload(SAMPLES[name].read_bytes(), SAMPLES[name].name) for name in chosen]
         workload = Workload(tuple(r for p in parts for r in p.rows), ()) if parts else None
     elif source == "pasted text":
-        text = st.text_area("One prompt per block: separate prompts by a line holding only --- (or, if there is none, by blank lines).", height=180)
+        text = st.text_area(
+            "One prompt per block: separate prompts by a line holding only --- (or, if there is none, by blank lines).",
+            height=180,
+        )
         workload = parse_workload(text, "pasted.txt", LIMITS.max_upload_bytes) if text.strip() else None
     else:
-        upload = st.file_uploader(".txt (blocks), .jsonl ({\"prompt\", \"tag\"} per line) or .csv (prompt[,tag] columns)", type=["txt", "jsonl", "csv"])
+        upload = st.file_uploader(
+            '.txt (blocks), .jsonl ({"prompt", "tag"} per line) or .csv (prompt[,tag] columns)',
+            type=["txt", "jsonl", "csv"],
+        )
         workload = parse_workload(upload.getvalue(), upload.name, LIMITS.max_upload_bytes) if upload else None
 except SpecvizError as exc:
     st.error(str(exc))
@@ -55,10 +60,18 @@ if workload and workload.problems:
 left, middle, right = st.columns(3)
 chosen_methods = left.multiselect("Methods", list(methods.PROPOSERS), default=["draft"], format_func=methods.label)
 ks = middle.multiselect("K values", list(range(1, 17)), default=[controls.settings.k if controls.settings else 4])
-repeats = right.number_input("Timing repeats per prompt", 1, 5, value=2, help="Each prompt is timed this many times "
-                             "(plain and every method): the go / no-go interval then carries the clock noise too.")
-st.caption("Every run generates exactly the sidebar's max new tokens (EOS is ignored, as vLLM's and Spec-Bench's "
-           "benchmarks do), so every speed is timed over the same length.")
+repeats = right.number_input(
+    "Timing repeats per prompt",
+    1,
+    5,
+    value=2,
+    help="Each prompt is timed this many times "
+    "(plain and every method): the go / no-go interval then carries the clock noise too.",
+)
+st.caption(
+    "Every run generates exactly the sidebar's max new tokens (EOS is ignored, as vLLM's and Spec-Bench's "
+    "benchmarks do), so every speed is timed over the same length."
+)
 state.setdefault("workload_records", [])
 
 
@@ -70,7 +83,10 @@ def runnable_rows(workload: Workload):
         try:
             ids = encode_prompt(pair, row.prompt)
             if pair.context_length and len(ids) + controls.settings.max_new_tokens > pair.context_length:
-                raise SpecvizError(f"{len(ids)} prompt tokens + {controls.settings.max_new_tokens} new tokens exceed the context of {pair.context_length}")
+                raise SpecvizError(
+                    f"{len(ids)} prompt tokens + {controls.settings.max_new_tokens} new tokens exceed the context "
+                    f"of {pair.context_length}"
+                )
             rows.append(row)
         except SpecvizError as exc:
             problems.append(f"line {row.line}: {exc}")
@@ -80,7 +96,9 @@ def runnable_rows(workload: Workload):
 
 
 run_col, stop_col, clear_col = st.columns(3)
-start = run_col.button("▶ Measure", type="primary", key="measure", disabled=not (workload and chosen_methods and ks and controls.settings))
+start = run_col.button(
+    "▶ Measure", type="primary", key="measure", disabled=not (workload and chosen_methods and ks and controls.settings)
+)
 stop_col.button("■ Stop (keeps what was measured)")
 if clear_col.button("Clear results"):
     state["workload_records"] = []
@@ -115,7 +133,10 @@ if not records:
 
 base, meta, run_methods, run_ks, costs = state["workload_settings"]
 planned = state.get("workload_planned", len(records))
-st.caption(f"{len(records)} of {planned} runs measured" + ("" if len(records) == planned else " (stopped early: the finished runs are kept)"))
+st.caption(
+    f"{len(records)} of {planned} runs measured"
+    + ("" if len(records) == planned else " (stopped early: the finished runs are kept)")
+)
 summary = summarize(records, costs, base.seed)
 st.subheader("Recommendation")
 advice = recommend(records, meta.get("draft"), base.sampling.temperature, costs)
@@ -150,9 +171,20 @@ st.caption(
     "On a CPU with small models c and v are large, so measured gains are small."
 )
 st.subheader("Token heatmap")
-which = st.selectbox("Run", range(len(records)), format_func=lambda i: f"{records[i].method} K={records[i].k} · {records[i].prompt[:50]!r}")
+which = st.selectbox(
+    "Run",
+    range(len(records)),
+    format_func=lambda i: f"{records[i].method} K={records[i].k} · {records[i].prompt[:50]!r}",
+)
 st.markdown(charts.heatmap_html(records[which]), unsafe_allow_html=True)
 
 left, right = st.columns(2)
-left.download_button("Download CSV (one row per prompt × method × K)", results_csv(records), "specviz-workload.csv", "text/csv")
-right.download_button("Download JSON (everything, with vLLM-shaped metrics)", results_json(records, base, {"methods": run_methods, "ks": run_ks, **meta}, costs, base.seed), "specviz-workload.json", "application/json")
+left.download_button(
+    "Download CSV (one row per prompt × method × K)", results_csv(records), "specviz-workload.csv", "text/csv"
+)
+right.download_button(
+    "Download JSON (everything, with vLLM-shaped metrics)",
+    results_json(records, base, {"methods": run_methods, "ks": run_ks, **meta}, costs, base.seed),
+    "specviz-workload.json",
+    "application/json",
+)

@@ -34,7 +34,9 @@ class Method:
     def speculative(self) -> bool:
         return self.name != PLAIN
 
-    def vllm_config(self, k: int, draft_source: str | None = None, ngram_min: int = 1, ngram_max: int = 3) -> dict | None:
+    def vllm_config(
+        self, k: int, draft_source: str | None = None, ngram_min: int = 1, ngram_max: int = 3
+    ) -> dict | None:
         """The matching vLLM `--speculative-config` (None when vLLM has no such method)."""
         if self.vllm_method is None:
             return None
@@ -49,7 +51,10 @@ class Method:
         """The matching Hugging Face `generate()` call (None when transformers has no such option)."""
         sampling = "do_sample=False" if temperature == 0 else f"do_sample=True, temperature={temperature:g}"
         if self.hf_option == "prompt_lookup_num_tokens":
-            return f"model.generate(**inputs, prompt_lookup_num_tokens={k}, max_matching_ngram_size={ngram_max}, {sampling})"
+            return (
+                f"model.generate(**inputs, prompt_lookup_num_tokens={k}, max_matching_ngram_size={ngram_max}, "
+                f"{sampling})"
+            )
         if self.hf_option == "assistant_model":
             return (
                 f"model.generate(**inputs, assistant_model=draft_model, num_assistant_tokens={k}, "
@@ -63,16 +68,44 @@ REGISTRY: dict[str, Method] = {
     m.name: m
     for m in (
         Method(PLAIN, "plain decoding", "plain decoding (specviz)", SPECVIZ, needs_draft=False),
-        Method("draft", "draft model", "specviz · draft model", SPECVIZ, needs_draft=True,
-               proposer="DraftModelProposer", vllm_method="draft_model", hf_option="assistant_model"),
-        Method("ngram", "n-gram lookup (prompt lookup)", "specviz · n-gram lookup", SPECVIZ, needs_draft=False,
-               proposer="NgramProposer", vllm_method="ngram", hf_option="prompt_lookup_num_tokens"),
-        Method("hf_assisted", "HF assisted generation", "HF generate · assistant_model", HF, needs_draft=True,
-               mirrors="draft"),
-        Method("hf_prompt_lookup", "HF prompt lookup", "HF generate · prompt lookup", HF, needs_draft=False,
-               mirrors="ngram"),
+        Method(
+            "draft",
+            "draft model",
+            "specviz · draft model",
+            SPECVIZ,
+            needs_draft=True,
+            proposer="DraftModelProposer",
+            vllm_method="draft_model",
+            hf_option="assistant_model",
+        ),
+        Method(
+            "ngram",
+            "n-gram lookup (prompt lookup)",
+            "specviz · n-gram lookup",
+            SPECVIZ,
+            needs_draft=False,
+            proposer="NgramProposer",
+            vllm_method="ngram",
+            hf_option="prompt_lookup_num_tokens",
+        ),
+        Method(
+            "hf_assisted",
+            "HF assisted generation",
+            "HF generate · assistant_model",
+            HF,
+            needs_draft=True,
+            mirrors="draft",
+        ),
+        Method(
+            "hf_prompt_lookup",
+            "HF prompt lookup",
+            "HF generate · prompt lookup",
+            HF,
+            needs_draft=False,
+            mirrors="ngram",
+        ),
     )
-}  # fmt: skip
+}
 
 ENGINE_METHODS = tuple(name for name, m in REGISTRY.items() if m.engine == SPECVIZ)  # what RunSettings.method takes
 PROPOSERS = tuple(name for name, m in REGISTRY.items() if m.proposer)  # the engine's speculative methods

@@ -13,9 +13,16 @@ ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("SPECVIZ_CHROMIUM", "/usr/bin/chromium")
 SCREENSHOTS = ROOT / "tests" / "e2e" / "screenshots"
 CHROMIUM_FLAGS = [
-    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
-]  # fmt: skip
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
 
 
 def free_port() -> int:

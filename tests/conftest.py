@@ -6,6 +6,10 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
+
+# The test models are tiny: one thread runs them faster than two fighting over a 2-core machine (and CI is one).
+torch.set_num_threads(1)
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -22,8 +26,13 @@ def model_dirs(tmp_path_factory) -> dict[str, Path]:
         build_model(root / f"{arch}-target", tokenizer, arch, layers=3, seed=1)
         truncated_copy(root / f"{arch}-target", root / f"{arch}-truncated", layers=1)
         build_model(root / f"{arch}-random", tokenizer, arch, layers=1, seed=2, padded_vocab=3)
-        dirs.update({f"{arch}-target": root / f"{arch}-target", f"{arch}-truncated": root / f"{arch}-truncated",
-                     f"{arch}-random": root / f"{arch}-random"})  # fmt: skip
+        dirs.update(
+            {
+                f"{arch}-target": root / f"{arch}-target",
+                f"{arch}-truncated": root / f"{arch}-truncated",
+                f"{arch}-random": root / f"{arch}-random",
+            }
+        )
     other = build_tokenizer(root / "other-tokenizer", vocab_size=280, corpus="completely different text " * 50)
     build_model(root / "other-vocab", other, "llama", layers=1, seed=3)
     dirs["other-vocab"] = root / "other-vocab"

@@ -16,8 +16,22 @@ def run_cli(capsys, *argv):
 
 def test_run_prints_marked_text_and_a_summary(model_dirs, capsys):
     target = str(model_dirs["llama-target"])
-    code, out, err = run_cli(capsys, "run", "--prompt", "def add", "--target", target, "--draft", target, "--k", "3",
-                             "--max-new-tokens", "12", "--device", "cpu")  # fmt: skip
+    code, out, err = run_cli(
+        capsys,
+        "run",
+        "--prompt",
+        "def add",
+        "--target",
+        target,
+        "--draft",
+        target,
+        "--k",
+        "3",
+        "--max-new-tokens",
+        "12",
+        "--device",
+        "cpu",
+    )
     assert code == 0, err
     assert out.startswith("def add") and "[+" in out  # a self-draft accepts everything: bonus tokens are marked
     assert "K=3, greedy: 12 tokens in 3 rounds · α 1.00 · τ 4.00" in out
@@ -25,16 +39,46 @@ def test_run_prints_marked_text_and_a_summary(model_dirs, capsys):
 
 def test_run_in_bfloat16_records_the_precision(model_dirs, capsys):
     target = str(model_dirs["llama-target"])
-    code, out, err = run_cli(capsys, "run", "--prompt", "def add", "--target", target, "--draft", target,
-                             "--max-new-tokens", "6", "--dtype", "bfloat16", "--json")  # fmt: skip
+    code, out, err = run_cli(
+        capsys,
+        "run",
+        "--prompt",
+        "def add",
+        "--target",
+        target,
+        "--draft",
+        target,
+        "--max-new-tokens",
+        "6",
+        "--dtype",
+        "bfloat16",
+        "--json",
+    )
     assert code == 0, err
     assert Trace.from_json(out).meta["dtype"] == "bfloat16"
 
 
 def test_run_json_is_a_trace_document(model_dirs, capsys):
     target, draft = str(model_dirs["gpt2-target"]), str(model_dirs["gpt2-truncated"])
-    code, out, _ = run_cli(capsys, "run", "--prompt", "for item in", "--target", target, "--draft", draft,
-                           "--temperature", "1", "--top-p", "0.9", "--seed", "3", "--max-new-tokens", "16", "--json")  # fmt: skip
+    code, out, _ = run_cli(
+        capsys,
+        "run",
+        "--prompt",
+        "for item in",
+        "--target",
+        target,
+        "--draft",
+        draft,
+        "--temperature",
+        "1",
+        "--top-p",
+        "0.9",
+        "--seed",
+        "3",
+        "--max-new-tokens",
+        "16",
+        "--json",
+    )
     assert code == 0
     trace = Trace.from_json(out)
     assert trace.settings.sampling.top_p == 0.9 and trace.settings.seed == 3
@@ -44,8 +88,18 @@ def test_run_json_is_a_trace_document(model_dirs, capsys):
 @pytest.mark.parametrize("mode", ["ngram", "plain"])
 def test_ngram_and_plain_need_no_draft_model(model_dirs, capsys, mode):
     extra = ["--draft", "ngram"] if mode == "ngram" else ["--plain", "--draft", "/not/loaded"]
-    code, out, err = run_cli(capsys, "run", "--prompt", "a b a b a", "--target", str(model_dirs["llama-target"]), *extra,
-                             "--max-new-tokens", "8", "--json")  # fmt: skip
+    code, out, err = run_cli(
+        capsys,
+        "run",
+        "--prompt",
+        "a b a b a",
+        "--target",
+        str(model_dirs["llama-target"]),
+        *extra,
+        "--max-new-tokens",
+        "8",
+        "--json",
+    )
     assert code == 0, err
     assert Trace.from_json(out).settings.method == mode
 
@@ -72,8 +126,25 @@ def test_measure_writes_json_and_csv_and_reports_bad_rows(model_dirs, capsys, tm
     prompts = tmp_path / "w.jsonl"
     prompts.write_text('{"prompt": "def add", "tag": "code"}\n{"oops": 1}\n{"prompt": "The fox", "tag": "prose"}\n')
     target, draft = str(model_dirs["llama-target"]), str(model_dirs["llama-truncated"])
-    code, out, err = run_cli(capsys, "measure", str(prompts), "--target", target, "--draft", draft, "--method", "draft,ngram",
-                             "--k", "2,3", "--max-new-tokens", "10", "--json", str(tmp_path / "r.json"), "--csv", str(tmp_path / "r.csv"))  # fmt: skip
+    code, out, err = run_cli(
+        capsys,
+        "measure",
+        str(prompts),
+        "--target",
+        target,
+        "--draft",
+        draft,
+        "--method",
+        "draft,ngram",
+        "--k",
+        "2,3",
+        "--max-new-tokens",
+        "10",
+        "--json",
+        str(tmp_path / "r.json"),
+        "--csv",
+        str(tmp_path / "r.csv"),
+    )
     assert code == 0, err
     assert 'skipped line 2: missing or empty "prompt"' in err
     assert out.splitlines()[0].split()[:3] == ["tag", "method", "K"]
@@ -82,7 +153,10 @@ def test_measure_writes_json_and_csv_and_reports_bad_rows(model_dirs, capsys, tm
     assert len((tmp_path / "r.csv").read_text().splitlines()) == 1 + 8
 
 
-@pytest.mark.parametrize("argv, message", [(["--k", "2,x"], "--k takes whole numbers"), (["--method", "magic"], "--method takes any of draft, ngram")])
+@pytest.mark.parametrize(
+    "argv, message",
+    [(["--k", "2,x"], "--k takes whole numbers"), (["--method", "magic"], "--method takes any of draft, ngram")],
+)
 def test_measure_bad_options(model_dirs, capsys, tmp_path, argv, message):
     prompts = tmp_path / "w.txt"
     prompts.write_text("hello\n")

@@ -41,7 +41,13 @@ def test_text_output_shows_the_formulas(capsys):
 
 
 @pytest.mark.parametrize(
-    "argv", [("--alpha", "1.5"), ("--alpha", "0.5", "--k", "0"), ("--alpha", "0.5", "--c", "-1"), ("--alpha", "0.5", "--verify-cost", "0")]
+    "argv",
+    [
+        ("--alpha", "1.5"),
+        ("--alpha", "0.5", "--k", "0"),
+        ("--alpha", "0.5", "--c", "-1"),
+        ("--alpha", "0.5", "--verify-cost", "0"),
+    ],
 )
 def test_bad_input_raises_a_settings_error(capsys, argv):
     parser = argparse.ArgumentParser()

@@ -19,6 +19,10 @@ def test_ruff(command):
 def test_the_console_script_runs_the_cli():
     specviz = shutil.which("specviz")
     assert specviz, "the `specviz` command is missing: tests/install.sh installs it (pip install -e .)"
-    result = subprocess.run([specviz, "theory", "--alpha", "0.8", "--k", "4", "--c", "0.05", "--json"],
-                            capture_output=True, text=True, cwd=ROOT)  # fmt: skip
+    result = subprocess.run(
+        [specviz, "theory", "--alpha", "0.8", "--k", "4", "--c", "0.05", "--json"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert result.returncode == 0 and '"expected_tokens"' in result.stdout

@@ -10,10 +10,30 @@ import torch
 from specviz.train import DEFAULT_OUT, main
 from specviz.train.card import render
 
-TINY = ["--card-workloads", "code", "--card-prompts", "2", "--card-temperatures", "1", "--card-tokens", "4",
-        "--card-bench-ks", "2", "--card-bench-tokens", "4", "--card-bench-prompts", "1", "--card-dtypes", "float32",
-        "--card-samples", "1", "--card-sample-tokens", "4",
-        "--threads", "1"]  # fmt: skip  (one torch thread each: two collapse on a shared CPU)
+TINY = [
+    "--card-workloads",
+    "code",
+    "--card-prompts",
+    "2",
+    "--card-temperatures",
+    "1",
+    "--card-tokens",
+    "4",
+    "--card-bench-ks",
+    "2",
+    "--card-bench-tokens",
+    "4",
+    "--card-bench-prompts",
+    "1",
+    "--card-dtypes",
+    "float32",
+    "--card-samples",
+    "1",
+    "--card-sample-tokens",
+    "4",
+    "--threads",
+    "1",
+]  # one torch thread each: two collapse on a shared CPU
 
 
 def card(out, *args: str) -> int:
@@ -38,8 +58,10 @@ def test_card_command_measures_the_pair_and_quotes_its_measurements(tmp_path):
     # α on the workload at T = 1 (the recipe's test measures greedy), K = 4, quoted with the command that measured it
     (sampled,) = m["acceptance"]["rows"]
     assert (sampled["temperature"], sampled["prompts"]) == (1.0, 2)
-    assert (f"| code (2 held-out prompts, the first of 20) | T = 1 | **{sampled['alpha']:.2f}** | "
-            f"{sampled['alpha_ci'][0]:.2f}–{sampled['alpha_ci'][1]:.2f} |") in readme
+    assert (
+        f"| code (2 held-out prompts, the first of 20) | T = 1 | **{sampled['alpha']:.2f}** | "
+        f"{sampled['alpha_ci'][0]:.2f}–{sampled['alpha_ci'][1]:.2f} |"
+    ) in readme
     assert "python -m specviz measure code-first2.jsonl --k 4 --max-new-tokens 4 --temperature 1" in readme
 
     # speeds and costs, beside the CPU they were measured on

@@ -16,14 +16,59 @@ from specviz.train import main
 
 def test_recipe_end_to_end_with_an_extension_a_code_only_draft_and_its_tuning(tmp_path):
     work, out = tmp_path / "work", tmp_path / "pair"
-    tiny = ["--work-dir", str(work), "--out-dir", str(out), "--vocab-size", "300", "--target-layers", "2",
-            "--width", "32", "--context", "128", "--batch-size", "2", "--target-steps", "3", "--draft-steps", "2",
-            "--extend-target-steps", "2", "--draft-tune-steps", "2", "--gen-tokens", "200",
-            "--eval-minutes", "60"]  # fmt: skip
+    tiny = [
+        "--work-dir",
+        str(work),
+        "--out-dir",
+        str(out),
+        "--vocab-size",
+        "300",
+        "--target-layers",
+        "2",
+        "--width",
+        "32",
+        "--context",
+        "128",
+        "--batch-size",
+        "2",
+        "--target-steps",
+        "3",
+        "--draft-steps",
+        "2",
+        "--extend-target-steps",
+        "2",
+        "--draft-tune-steps",
+        "2",
+        "--gen-tokens",
+        "200",
+        "--eval-minutes",
+        "60",
+    ]
     # the card at tiny size (the prompts of code.jsonl need the 128-token context)
-    card = ["--card-workloads", "code", "--card-prompts", "1", "--card-temperatures", "0", "--card-tokens", "4",
-            "--card-bench-ks", "2", "--card-bench-tokens", "4", "--card-bench-prompts", "1", "--card-dtypes", "float32",
-            "--card-samples", "1", "--card-sample-tokens", "4", "--threads", "1"]  # fmt: skip
+    card = [
+        "--card-workloads",
+        "code",
+        "--card-prompts",
+        "1",
+        "--card-temperatures",
+        "0",
+        "--card-tokens",
+        "4",
+        "--card-bench-ks",
+        "2",
+        "--card-bench-tokens",
+        "4",
+        "--card-bench-prompts",
+        "1",
+        "--card-dtypes",
+        "float32",
+        "--card-samples",
+        "1",
+        "--card-sample-tokens",
+        "4",
+        "--threads",
+        "1",
+    ]
     threads = torch.get_num_threads()
     try:
         assert main(["all", *tiny, *card]) == 0
@@ -42,7 +87,9 @@ def test_recipe_end_to_end_with_an_extension_a_code_only_draft_and_its_tuning(tm
     assert "val_gen" in manifest["held_out"]["shipped"] and "val_gen" in manifest["held_out"]["before_tuning"]
     assert manifest["models"]["draft"]["training_data"].startswith("code")
     readme = (out / "README.md").read_text()
-    assert "extension 1" in readme and "--draft-data code" in readme and "--draft-tune-steps 2 --gen-tokens 200" in readme
+    assert (
+        "extension 1" in readme and "--draft-data code" in readme and "--draft-tune-steps 2 --gen-tokens 200" in readme
+    )
     assert "distilled on code files" in readme and "On held-out continuations" in readme
     check_card(out, readme)
     for name in ("target", "draft"):
@@ -51,7 +98,6 @@ def test_recipe_end_to_end_with_an_extension_a_code_only_draft_and_its_tuning(tm
     spec = generate(pair, "def f(x):", RunSettings(method="draft", k=3, max_new_tokens=8))
     plain = generate(pair, "def f(x):", RunSettings(method="plain", max_new_tokens=8))
     assert spec.output_ids == plain.output_ids
-
 
 
 def check_card(out, readme: str) -> None:

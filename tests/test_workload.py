@@ -25,12 +25,14 @@ def test_jsonl_rows_tags_and_bad_lines_by_number():
     workload = parse_workload(data, "w.jsonl")
     assert [(r.prompt, r.tag, r.line) for r in workload.rows] == [("a", "code", 1), ("b", "untagged", 6)]
     assert workload.problems == (
-        'line 3: missing or empty "prompt"', "line 4: not valid JSON (Expecting value)",
-        'line 5: expected an object with a "prompt" field')  # fmt: skip
+        'line 3: missing or empty "prompt"',
+        "line 4: not valid JSON (Expecting value)",
+        'line 5: expected an object with a "prompt" field',
+    )
 
 
 def test_csv_needs_a_prompt_column_and_reports_empty_rows():
-    workload = parse_workload("Prompt,tag\nhello,greet\n,empty\n\"multi\nline\",x\n", "w.csv")
+    workload = parse_workload('Prompt,tag\nhello,greet\n,empty\n"multi\nline",x\n', "w.csv")
     assert [(r.prompt, r.tag) for r in workload.rows] == [("hello", "greet"), ("multi\nline", "x")]
     assert workload.problems == ('line 3: missing or empty "prompt"',)
     with pytest.raises(WorkloadError, match="no 'prompt' column \\(its columns: text, tag\\)"):
@@ -76,8 +78,13 @@ def rnd(i, verdicts, overlaps, extra="correction"):
 
 def test_record_statistics_against_a_hand_built_trace():
     # round 1 accepts 1 then rejects; round 2 accepts all 3 (bonus): positions reached 2, 2, 1; accepted 2, 1, 1
-    spec = trace_of([rnd(0, ["accepted", "rejected", "unreached"], [0.9, 0.4, 0.7]),
-                     rnd(1, ["accepted", "accepted", "accepted"], [0.7, 0.6, 0.5], "bonus")], wall=1.0)  # fmt: skip
+    spec = trace_of(
+        [
+            rnd(0, ["accepted", "rejected", "unreached"], [0.9, 0.4, 0.7]),
+            rnd(1, ["accepted", "accepted", "accepted"], [0.7, 0.6, 0.5], "bonus"),
+        ],
+        wall=1.0,
+    )
     plain = trace_of([rnd(i, [], [], "target") for i in range(6)], method="plain", k=3, wall=2.0)
     rec = record_of(spec, plain, "code")
     assert (rec.proposed, rec.judged, rec.accepted, rec.rounds, rec.committed) == (6, 5, 4, 2, 6)
@@ -122,9 +129,26 @@ def test_exports_have_the_documented_shape():
     doc = json.loads(results_json(records, RunSettings(), {"target": "t"}))
     assert {"runs", "summary", "settings"} <= doc.keys()
     run = doc["runs"][0]
-    for key in ("prompt", "tag", "method", "k", "alpha", "tau", "proposed", "accepted", "rounds", "tokens_per_s",
-                "plain_tokens_per_s", "speedup", "per_position", "vllm_metrics", "source", "text", "per_round_accepted",
-                "per_round_drafted"):  # fmt: skip
+    for key in (
+        "prompt",
+        "tag",
+        "method",
+        "k",
+        "alpha",
+        "tau",
+        "proposed",
+        "accepted",
+        "rounds",
+        "tokens_per_s",
+        "plain_tokens_per_s",
+        "speedup",
+        "per_position",
+        "vllm_metrics",
+        "source",
+        "text",
+        "per_round_accepted",
+        "per_round_drafted",
+    ):
         assert key in run
 
 
@@ -142,7 +166,8 @@ def test_run_workload_runs_plain_once_per_prompt_and_every_method_and_k(load):
     seen = []
     records = list(run_workload(gen, rows, ["draft", "ngram"], [2, 3], RunSettings(max_new_tokens=12), seen.append))
     assert [(r.prompt, r.method, r.k) for r in records] == [
-        (p, m, k) for p in ("def f", "class A") for m in ("draft", "ngram") for k in (2, 3)]  # fmt: skip
+        (p, m, k) for p in ("def f", "class A") for m in ("draft", "ngram") for k in (2, 3)
+    ]
     measured = [c for c in calls if c[3] == 12]
     assert [c[1] for c in measured].count("plain") == 2
     assert seen[-1].done == seen[-1].total == 8

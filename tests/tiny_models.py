@@ -58,16 +58,31 @@ def build_model(
     eos = tokenizer.eos_token_id
     if arch == "llama":
         config = LlamaConfig(
-            vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=layers, num_attention_heads=4,
-            num_key_value_heads=2, max_position_embeddings=256, initializer_range=0.2, eos_token_id=eos,
-            bos_token_id=eos, pad_token_id=eos,
-        )  # fmt: skip
+            vocab_size=vocab,
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=layers,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=256,
+            initializer_range=0.2,
+            eos_token_id=eos,
+            bos_token_id=eos,
+            pad_token_id=eos,
+        )
         model = LlamaForCausalLM(config)
     elif arch == "gpt2":
         config = GPT2Config(
-            vocab_size=vocab, n_embd=64, n_layer=layers, n_head=4, n_positions=256, initializer_range=0.2,
-            eos_token_id=eos, bos_token_id=eos, pad_token_id=eos,
-        )  # fmt: skip
+            vocab_size=vocab,
+            n_embd=64,
+            n_layer=layers,
+            n_head=4,
+            n_positions=256,
+            initializer_range=0.2,
+            eos_token_id=eos,
+            bos_token_id=eos,
+            pad_token_id=eos,
+        )
         model = GPT2LMHeadModel(config)
     else:
         raise ValueError(arch)

@@ -1,16 +1,19 @@
-"""Command line: python -m specviz run | train-tiny. Errors a user can fix are printed as one message, never a traceback."""
+"""Command line: python -m specviz run | measure | bench | theory | train-tiny.
+
+Errors a user can fix are printed as one message, never a traceback."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from specviz import methods
+from specviz.cli.theory import add_theory_parser
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings, check_prompt
-from specviz.cli.theory import add_theory_parser
 from specviz.core.trace import Trace
 from specviz.errors import SpecvizError
 
@@ -19,6 +22,7 @@ if TYPE_CHECKING:
 
 ANSI = {"accepted": "\033[32m", "correction": "\033[1;31m", "bonus": "\033[1;34m", "target": "", "prompt": "\033[2m"}
 RESET = "\033[0m"
+LEGEND = (("accepted", "accepted draft"), ("correction", "correction"), ("bonus", "bonus"))
 MARKERS = {"accepted": ("", ""), "correction": ("[!", "]"), "bonus": ("[+", "]"), "target": ("", "")}
 
 
@@ -82,11 +86,14 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("--target", default=BUNDLED_TARGET, help="hub id or local directory (default: bundled pair)")
     parser.add_argument(
-        "--draft", default=BUNDLED_DRAFT, help="hub id or local directory of the draft model, or 'ngram' for prompt lookup"
+        "--draft",
+        default=BUNDLED_DRAFT,
+        help="hub id or local directory of the draft model, or 'ngram' for prompt lookup",
     )
     parser.add_argument("--device", default="auto", help="auto (cuda > mps > cpu), cpu, cuda or mps")
-    parser.add_argument("--dtype", default="auto",
-                        help="auto (float32 on CPU, bfloat16 on CUDA), float32, bfloat16 or float16")
+    parser.add_argument(
+        "--dtype", default="auto", help="auto (float32 on CPU, bfloat16 on CUDA), float32, bfloat16 or float16"
+    )
     parser.add_argument("--allow-pickle", action="store_true", help="allow non-safetensors weights (runs their code!)")
 
 
@@ -119,7 +126,7 @@ def method_of(args: argparse.Namespace) -> str:
     return "ngram" if args.draft.strip().lower() == "ngram" else "draft"
 
 
-def load_for(args: argparse.Namespace, method_names) -> "ModelPair":
+def load_for(args: argparse.Namespace, method_names) -> ModelPair:
     """The pair the model arguments name; the draft is loaded only when one of the methods needs it."""
     from specviz.engine.models import load_pair
 
@@ -160,7 +167,7 @@ def render_text(trace: Trace, colour: bool) -> str:
     if colour:
         parts = [ANSI["prompt"] + trace.prompt + RESET]
         parts += [ANSI[origin] + text + (RESET if ANSI[origin] else "") for _, text, origin in trace.tokens()]
-        legend = f"{ANSI['accepted']}accepted draft{RESET} · {ANSI['correction']}correction{RESET} · {ANSI['bonus']}bonus{RESET}"
+        legend = " · ".join(f"{ANSI[kind]}{name}{RESET}" for kind, name in LEGEND)
     else:
         parts = [trace.prompt] + [MARKERS[o][0] + text + MARKERS[o][1] for _, text, o in trace.tokens()]
         legend = "plain text = accepted draft · [!x] = correction · [+x] = bonus"
@@ -246,8 +253,10 @@ def write_file(path: str, text: str) -> None:
 def summary_table(rows: list[dict]) -> str:
     """The summary per tag, method and K as aligned text; figures not measured show as "–"."""
     num = lambda v, spec, width: f"{'–' if v is None else format(v, spec):>{width}}"  # noqa: E731
-    header = (f"{'tag':<12} {'method':<6} {'K':>2} {'prompts':>7} {'alpha':>6} {'95% CI':>13} {'tau':>5} {'tok/s':>7} "
-              f"{'plain':>7} {'speedup':>7} {'predicted':>9}")  # fmt: skip
+    header = (
+        f"{'tag':<12} {'method':<6} {'K':>2} {'prompts':>7} {'alpha':>6} {'95% CI':>13} {'tau':>5} {'tok/s':>7} "
+        f"{'plain':>7} {'speedup':>7} {'predicted':>9}"
+    )
     lines = [header, "-" * len(header)]
     for r in rows:
         ci = "{:.2f}-{:.2f}".format(*r["alpha_ci"])
@@ -268,7 +277,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     lanes = tuple(methods.parse_list(args.lanes, "--lanes", methods.LANES))
     if methods.PLAIN not in lanes:
-        raise SpecvizError(f"--lanes must include plain, the baseline every speedup is measured against; got {args.lanes!r}.")
+        raise SpecvizError(
+            f"--lanes must include plain, the baseline every speedup is measured against; got {args.lanes!r}."
+        )
     ks = int_list(args.k, "--k")
     check_ks(ks)
     if args.repeats < 1:

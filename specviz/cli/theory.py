@@ -22,7 +22,9 @@ def add_theory_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--alpha", type=float, required=True, help="acceptance rate α, 0..1")
     parser.add_argument("--k", type=int, default=4, help=f"draft tokens per round, 1..{MAX_K} (default 4)")
     parser.add_argument("--c", type=float, default=0.0, help="one draft step / one target step (default 0)")
-    parser.add_argument("--c-hat", type=float, default=None, help="draft ops / target ops for the ops factor (default: c)")
+    parser.add_argument(
+        "--c-hat", type=float, default=None, help="draft ops / target ops for the ops factor (default: c)"
+    )
     parser.add_argument(
         "--verify-cost",
         type=float,

@@ -13,16 +13,22 @@ Everything here is pure: numbers in, numbers out, randomness from an explicit to
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import torch
 
 from specviz.core.sampling import sample, uniforms
 from specviz.core.toy import Context, LanguageModel, speculative_distribution, target_distribution, total_variation
 from specviz.core.verify import (
-    EXACT, Rule, Verdict, acceptance_probability, next_token_distribution, residual, verify,
-)  # fmt: skip
+    EXACT,
+    Rule,
+    Verdict,
+    acceptance_probability,
+    next_token_distribution,
+    residual,
+    verify,
+)
 from specviz.errors import SettingsError
 
 Dist = Callable[[torch.Tensor], torch.Tensor]  # (..., V) q -> (..., V) a distribution derived from it
@@ -64,9 +70,17 @@ def two_token_flow(p_a: float = 0.7, q_a: float = 0.9, tokens: tuple[str, str] =
     final = next_token_distribution(p, q)
     pair = lambda t: (float(t[0]), float(t[1]))  # noqa: E731
     return TwoTokenFlow(
-        tokens, pair(p), pair(q), pair(accept), pair(accepted), rejected, pair(res), pair(corrected), pair(final),
+        tokens,
+        pair(p),
+        pair(q),
+        pair(accept),
+        pair(accepted),
+        rejected,
+        pair(res),
+        pair(corrected),
+        pair(final),
         float(torch.minimum(p, q).sum()),
-    )  # fmt: skip
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -118,7 +132,7 @@ class MarkovChain:
         return torch.cat([self.transitions, self.start[None]])
 
     @classmethod
-    def from_rows(cls, rows: Sequence[Sequence[float]], name: str = "table", normalise: bool = True) -> "MarkovChain":
+    def from_rows(cls, rows: Sequence[Sequence[float]], name: str = "table", normalise: bool = True) -> MarkovChain:
         """Rows START, view, click, cart, buy (as in the editor); each row is normalised to sum to 1."""
         table = _check_table(rows, name)
         if normalise:
@@ -188,30 +202,42 @@ class Variant:
     ratio_q: Dist = _same  # the q used in min(1, p/q) and in the residual
 
 
-EXACT_VARIANT = Variant("exact", "exact (Leviathan / Chen)", "accept with min(1, p/q), correct from norm(max(0, p − q))")
+EXACT_VARIANT = Variant(
+    "exact", "exact (Leviathan / Chen)", "accept with min(1, p/q), correct from norm(max(0, p − q))"
+)
 VARIANTS = (
     EXACT_VARIANT,
     Variant(
-        "skip_residual", "skip the residual", "on a rejection, resample from p instead of norm(max(0, p − q))",
+        "skip_residual",
+        "skip the residual",
+        "on a rejection, resample from p instead of norm(max(0, p − q))",
         rule=Rule(resample=lambda p, q: p),
     ),
     Variant(
-        "correction_from_q", "correction drawn from q", "on a rejection, draw the correction from the draft's q",
+        "correction_from_q",
+        "correction drawn from q",
+        "on a rejection, draw the correction from the draft's q",
         rule=Rule(resample=lambda p, q: q),
     ),
     Variant(
-        "accept_if_p_ge_q", "accept when p ≥ q", "keep a draft only if p(x) ≥ q(x), never with probability p/q",
+        "accept_if_p_ge_q",
+        "accept when p ≥ q",
+        "keep a draft only if p(x) ≥ q(x), never with probability p/q",
         rule=Rule(acceptance=lambda p_x, q_x: (p_x >= q_x).to(p_x.dtype)),
     ),
     Variant(
-        "greedy_soft_q", "greedy draft with soft q", "the draft takes argmax q, but the ratio uses its soft q(x) < 1",
+        "greedy_soft_q",
+        "greedy draft with soft q",
+        "the draft takes argmax q, but the ratio uses its soft q(x) < 1",
         propose=greedy_proposal,
     ),
     Variant(
-        "q_before_top_k", "q before top-k, sampled after", "the draft samples from top-2 of q, the ratio uses q before top-k",
+        "q_before_top_k",
+        "q before top-k, sampled after",
+        "the draft samples from top-2 of q, the ratio uses q before top-k",
         propose=top_k_proposal(2),
     ),
-)  # fmt: skip
+)
 VARIANTS_BY_KEY = {v.key: v for v in VARIANTS}
 
 
@@ -289,9 +315,14 @@ def sample_plain(p: MarkovChain, runs: int, length: int, generator: torch.Genera
 
 
 def sample_speculative(
-    p: MarkovChain, q: MarkovChain, k: int, runs: int, length: int, generator: torch.Generator,
+    p: MarkovChain,
+    q: MarkovChain,
+    k: int,
+    runs: int,
+    length: int,
+    generator: torch.Generator,
     variant: Variant = EXACT_VARIANT,
-) -> RunStats:  # fmt: skip
+) -> RunStats:
     """Speculative decoding of `runs` sequences of `length` events, all unfinished runs advancing one round at a time.
 
     Same procedure as the engine: draft k' = min(K, events left − 1), score them with the target, and let the real
@@ -450,9 +481,14 @@ class ShopExperiment:
 
 
 def shop_experiment(
-    p: MarkovChain, q: MarkovChain, k: int = 4, samples: int = 20_000, length: int = 3, seed: int = 0,
+    p: MarkovChain,
+    q: MarkovChain,
+    k: int = 4,
+    samples: int = 20_000,
+    length: int = 3,
+    seed: int = 0,
     throughput_runs: int = 1000,
-) -> ShopExperiment:  # fmt: skip
+) -> ShopExperiment:
     """The seed's experiment, plus the exact distributions: the Monte-Carlo gap is sampling noise."""
     _check_counts(k, samples, length)
     vocab = p.start.shape[0]
@@ -464,11 +500,20 @@ def shop_experiment(
     exact_spec = as_vector(variant_distribution(p, q, (), k, length), vocab, length)
     long = sample_speculative(p, q, k, throughput_runs, 64, torch.Generator().manual_seed(seed + 2))
     return ShopExperiment(
-        length, k, samples, plain_freq, spec_freq, exact_target, exact_spec,
-        float((plain_freq - spec_freq).abs().max()), float((exact_spec - exact_target).abs().max()),
-        chi2_goodness_of_fit(spec_freq * samples, exact_target), chi2_goodness_of_fit(plain_freq * samples, exact_target),
-        long.passes_per_run, long.acceptance_fraction,
-    )  # fmt: skip
+        length,
+        k,
+        samples,
+        plain_freq,
+        spec_freq,
+        exact_target,
+        exact_spec,
+        float((plain_freq - spec_freq).abs().max()),
+        float((exact_spec - exact_target).abs().max()),
+        chi2_goodness_of_fit(spec_freq * samples, exact_target),
+        chi2_goodness_of_fit(plain_freq * samples, exact_target),
+        long.passes_per_run,
+        long.acceptance_fraction,
+    )
 
 
 @dataclass(frozen=True)
@@ -487,9 +532,14 @@ class BugCheck:
 
 
 def bug_checks(
-    p: MarkovChain, q: MarkovChain, k: int = 4, samples: int = 20_000, length: int = 3, seed: int = 0,
+    p: MarkovChain,
+    q: MarkovChain,
+    k: int = 4,
+    samples: int = 20_000,
+    length: int = 3,
+    seed: int = 0,
     variants: Sequence[Variant] = VARIANTS,
-) -> list[BugCheck]:  # fmt: skip
+) -> list[BugCheck]:
     """Every variant against the target: exact TV by enumeration and a χ² p-value on `samples` runs (fixed seed)."""
     _check_counts(k, samples, length)
     vocab = p.start.shape[0]
@@ -501,10 +551,13 @@ def bug_checks(
         runs = sample_speculative(p, q, k, samples, length, torch.Generator().manual_seed(seed + index), variant)
         checks.append(
             BugCheck(
-                variant, as_vector(exact, vocab, length), total_variation(exact, target),
-                chi2_goodness_of_fit(sequence_counts(runs, vocab), target_vec), runs.acceptance_fraction,
+                variant,
+                as_vector(exact, vocab, length),
+                total_variation(exact, target),
+                chi2_goodness_of_fit(sequence_counts(runs, vocab), target_vec),
+                runs.acceptance_fraction,
             )
-        )  # fmt: skip
+        )
     return checks
 
 

@@ -8,8 +8,8 @@ Counts a source cannot report are None, never guessed: a view shows "not reporte
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Iterator
 
 from specviz.core import stats
 from specviz.core.trace import ACCEPTED, REJECTED, Trace
@@ -107,7 +107,7 @@ class RunRecord:
         }
 
     @classmethod
-    def of_trace(cls, trace: Trace, tag: str = UNTAGGED, round_end_s: tuple[float, ...] | None = None) -> "RunRecord":
+    def of_trace(cls, trace: Trace, tag: str = UNTAGGED, round_end_s: tuple[float, ...] | None = None) -> RunRecord:
         """The record of an in-process run; round_end_s defaults to the trace's own draft + verify times."""
         rounds = trace.rounds
         if round_end_s is None:

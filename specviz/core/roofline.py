@@ -17,8 +17,8 @@ scheduling, the draft's own KV reads being batched with the target's, prefill tr
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from specviz.core.theory import expected_tokens
 from specviz.errors import SettingsError
@@ -141,7 +141,12 @@ def load_point(s: LoadSettings, batch: int) -> LoadPoint:
     plain = batch / plain_step
     spec = batch * expected_tokens(s.alpha, s.k) / spec_round
     return LoadPoint(
-        batch, plain, spec, spec / plain, is_compute_bound(s.hardware, s.target, batch, s.k + 1, s.context), fits(s, batch)
+        batch,
+        plain,
+        spec,
+        spec / plain,
+        is_compute_bound(s.hardware, s.target, batch, s.k + 1, s.context),
+        fits(s, batch),
     )
 
 

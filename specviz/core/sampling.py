@@ -27,7 +27,8 @@ class SamplingSettings:
             raise SettingsError(f"temperature must be a number, got {self.temperature!r}.")
         if self.temperature < 0:
             raise SettingsError(
-                f"temperature must be >= 0 (0 = greedy), got {self.temperature}. Use 0 for greedy or e.g. 1.0 to sample."
+                f"temperature must be >= 0 (0 = greedy), got {self.temperature}. "
+                "Use 0 for greedy or e.g. 1.0 to sample."
             )
         if not isinstance(self.top_k, int) or isinstance(self.top_k, bool) or self.top_k < 0:
             raise SettingsError(f"top-k must be a whole number >= 0 (0 turns it off), got {self.top_k!r}.")

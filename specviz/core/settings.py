@@ -42,7 +42,7 @@ class RunSettings:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "RunSettings":
+    def from_dict(cls, data: dict) -> RunSettings:
         data = dict(data)
         sampling = SamplingSettings(**data.pop("sampling", {}))
         return cls(sampling=sampling, **data)

@@ -17,8 +17,9 @@ report are None and make the statistics that need them None.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Protocol, Sequence
+from typing import Protocol
 
 import numpy as np
 
@@ -80,8 +81,13 @@ def tally(records: Iterable[Counts]) -> Tally:
         return None if any(v is None for v in values) else sum(sum(v) for v in values)
 
     rounds = sum(len(r.per_round_committed) for r in records)
-    return Tally(pooled("per_round_drafted"), pooled("per_round_accepted"), pooled("per_round_judged"), rounds,
-                 pooled("per_round_committed"))  # fmt: skip
+    return Tally(
+        pooled("per_round_drafted"),
+        pooled("per_round_accepted"),
+        pooled("per_round_judged"),
+        rounds,
+        pooled("per_round_committed"),
+    )
 
 
 def alpha(records: Iterable[Counts]) -> float | None:
@@ -138,11 +144,16 @@ def per_position(records: Iterable[Counts]) -> list[dict]:
             if i < len(rec.overlap_by_position) and rec.overlap_by_position[i] is not None:
                 overlap_sum += rec.overlap_by_position[i] * hits
                 overlap_weight += hits
-        rows.append({
-            "position": i + 1, "reached": reached, "accepted": accepted,
-            "rate": ratio(accepted, reached), "cumulative": ratio(accepted, drafted),
-            "overlap": ratio(overlap_sum, overlap_weight),
-        })  # fmt: skip
+        rows.append(
+            {
+                "position": i + 1,
+                "reached": reached,
+                "accepted": accepted,
+                "rate": ratio(accepted, reached),
+                "cumulative": ratio(accepted, drafted),
+                "overlap": ratio(overlap_sum, overlap_weight),
+            }
+        )
     return rows
 
 
@@ -199,9 +210,12 @@ def predicted_speedup(tau_: float, drafts: float, c: float, verify_cost: float) 
 
 
 def bootstrap_ci(
-    values: Sequence[float | None], weights: Sequence[float] | None = None, seed: int = 0, draws: int = 2000,
+    values: Sequence[float | None],
+    weights: Sequence[float] | None = None,
+    seed: int = 0,
+    draws: int = 2000,
     level: float = 0.95,
-) -> tuple[float, float]:  # fmt: skip
+) -> tuple[float, float]:
     """Percentile bootstrap interval over prompts of the (weighted) mean; seeded, so the same values give the same.
 
     With weights it is the interval of a pooled ratio: sum(value * weight) / sum(weight), e.g. alpha pooled over

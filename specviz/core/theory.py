@@ -21,8 +21,8 @@ Conventions worked out against REFERENCE.md:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from specviz.errors import SettingsError
 
@@ -99,15 +99,15 @@ class VerifyCost:
                 raise SettingsError(f"measured verify costs must be positive numbers; got {self.values!r}.")
 
     @classmethod
-    def ideal(cls) -> "VerifyCost":
+    def ideal(cls) -> VerifyCost:
         return cls("ideal")
 
     @classmethod
-    def linear(cls, per_token: float) -> "VerifyCost":
+    def linear(cls, per_token: float) -> VerifyCost:
         return cls("linear", per_token=per_token)
 
     @classmethod
-    def measured(cls, values: Sequence[float]) -> "VerifyCost":
+    def measured(cls, values: Sequence[float]) -> VerifyCost:
         return cls("measured", values=tuple(float(v) for v in values))
 
     @property
@@ -274,7 +274,9 @@ def formulas(result: TheoryResult) -> dict[str, str]:
         "speedup_measured": (
             f"S = E / (K·c + v(K)) = {r.expected_tokens:.3f} / ({k}·{c:g} + {r.verify_cost:.3f}) = {r.speedup:.3f}"
         ),
-        "ops_factor": f"ops = (K·ĉ + K + 1) / E = ({k}·{ch:g} + {k} + 1) / {r.expected_tokens:.3f} = {r.ops_factor:.3f}",
+        "ops_factor": (
+            f"ops = (K·ĉ + K + 1) / E = ({k}·{ch:g} + {k} + 1) / {r.expected_tokens:.3f} = {r.ops_factor:.3f}"
+        ),
         "best_k": f"best K = argmax over K = 1..{i.k_max} of S(K) = {r.best_k} (S = {r.best_speedup:.3f})",
         "break_even_alpha": f"break-even α (ideal verify): α > c = {c:g} → {be}; K = 1 gives (1 + α) / (1 + c)",
     }
@@ -330,7 +332,9 @@ BEST_K_EXAMPLES = ((0.8, 0.05), (0.7, 0.1), (0.6, 0.2), (0.5, 0.5))  # (α, c)
 
 def leviathan_table() -> list[dict]:
     """Table 1 of Leviathan et al. (c = ĉ = 0): α, K, operations factor, speedup."""
-    return [{"alpha": a, "k": k, "ops": ops_factor(a, k, 0.0), "speedup": speedup(a, k, 0.0)} for a, k in LEVIATHAN_TABLE1]
+    return [
+        {"alpha": a, "k": k, "ops": ops_factor(a, k, 0.0), "speedup": speedup(a, k, 0.0)} for a, k in LEVIATHAN_TABLE1
+    ]
 
 
 def best_k_table(k_max: int = MAX_K) -> list[dict]:

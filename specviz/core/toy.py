@@ -6,8 +6,8 @@ claim "speculative sampling emits exactly the target's distribution" becomes an 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 
@@ -27,7 +27,7 @@ class MarkovModel:
         return self.table[context[-1]]
 
     @classmethod
-    def random(cls, vocab_size: int, generator: torch.Generator, sharpness: float = 1.0) -> "MarkovModel":
+    def random(cls, vocab_size: int, generator: torch.Generator, sharpness: float = 1.0) -> MarkovModel:
         """Rows drawn from a softmax of Gaussian logits; larger sharpness = peakier rows."""
         logits = torch.randn(vocab_size, vocab_size, generator=generator, dtype=torch.float64) * sharpness
         return cls(logits.softmax(-1))
@@ -72,7 +72,13 @@ def round_outcomes(p: LanguageModel, q: LanguageModel, context: Context, k: int,
 
 
 def speculative_distribution(
-    p: LanguageModel, q: LanguageModel, context: Context, k: int, length: int, rule: Rule = EXACT, judge: Judge | None = None
+    p: LanguageModel,
+    q: LanguageModel,
+    context: Context,
+    k: int,
+    length: int,
+    rule: Rule = EXACT,
+    judge: Judge | None = None,
 ) -> dict[Context, float]:
     """Exact distribution of the first `length` tokens from repeated rounds (K shrinks at the end, as in the engine)."""
     if length == 0:
@@ -80,7 +86,9 @@ def speculative_distribution(
     judge = judge or judge_with(rule)
     result: dict[Context, float] = {}
     for tokens, prob in round_outcomes(p, q, context, min(k, length - 1), judge).items():
-        for rest, rest_prob in speculative_distribution(p, q, context + tokens, k, length - len(tokens), judge=judge).items():
+        for rest, rest_prob in speculative_distribution(
+            p, q, context + tokens, k, length - len(tokens), judge=judge
+        ).items():
             result[tokens + rest] = result.get(tokens + rest, 0.0) + prob * rest_prob
     return result
 

@@ -54,7 +54,8 @@ class Position:
 
 @dataclass(frozen=True)
 class ExtraToken:
-    """The token the target adds after the accepted drafts: a correction, a bonus, or (plain decoding) the next token."""
+    """The token the target adds after the accepted drafts: a correction, a bonus, or (plain decoding) the next
+    token."""
 
     token_id: int
     text: str
@@ -112,7 +113,7 @@ class Totals:
     tokens_per_s: float
 
     @classmethod
-    def of(cls, rounds: tuple[Round, ...], wall_s: float) -> "Totals":
+    def of(cls, rounds: tuple[Round, ...], wall_s: float) -> Totals:
         counts = stats.Tally(
             proposed=sum(r.proposed for r in rounds),
             accepted=sum(r.accepted for r in rounds),
@@ -151,7 +152,8 @@ class Trace:
         return tuple(t for r in self.rounds for t in r.committed)
 
     def tokens(self, n_rounds: int | None = None) -> list[tuple[int, str, str]]:
-        """Output tokens (of the first n_rounds rounds) as (token_id, text, origin): accepted/correction/bonus/target."""
+        """Output tokens (of the first n_rounds rounds) as (token_id, text, origin), origin one of accepted,
+        correction, bonus or target."""
         out = []
         for r in self.rounds[:n_rounds]:
             out += [(pos.token_id, pos.text, ACCEPTED) for pos in r.positions if pos.accepted]
@@ -159,7 +161,7 @@ class Trace:
                 out.append((r.extra.token_id, r.extra.text, r.extra.kind))
         return out
 
-    def without_timings(self) -> "Trace":
+    def without_timings(self) -> Trace:
         """The same trace with every clock reading zeroed: what two runs with one seed must agree on."""
         rounds = tuple(replace(r, draft_ms=0.0, verify_ms=0.0) for r in self.rounds)
         return replace(self, rounds=rounds, totals=replace(self.totals, wall_s=0.0, tokens_per_s=0.0))
@@ -173,7 +175,7 @@ class Trace:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
 
     @classmethod
-    def from_dict(cls, doc: Any) -> "Trace":
+    def from_dict(cls, doc: Any) -> Trace:
         _check_header(doc)
         try:
             rounds = tuple(_round_from_dict(r) for r in doc["rounds"])
@@ -195,7 +197,7 @@ class Trace:
             ) from exc
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> "Trace":
+    def from_json(cls, text: str | bytes) -> Trace:
         try:
             doc = json.loads(text)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -226,7 +228,11 @@ class Trace:
     def positions_frame(self) -> pd.DataFrame:
         """One row per drafted position: token, q, p, ratio, u, accepted, verdict."""
         scalar = [f.name for f in fields(Position) if f.name not in ("p_top", "q_top")]
-        rows = [{"round": r.index, **{name: getattr(pos, name) for name in scalar}} for r in self.rounds for pos in r.positions]
+        rows = [
+            {"round": r.index, **{name: getattr(pos, name) for name in scalar}}
+            for r in self.rounds
+            for pos in r.positions
+        ]
         return pd.DataFrame(rows, columns=["round", *scalar])
 
 

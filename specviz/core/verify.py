@@ -14,8 +14,8 @@ from norm(max(0, p_i - q_i)); if all K pass, draw a bonus token from p_{K+1}. A 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 

@@ -9,12 +9,15 @@ from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET
 BUNDLED_PRESETS = {
     # No trailing newline: this tokenizer merges a newline with the next line's indentation ("\n        "), so a
     # prompt ending in a bare "\n" sits at a token boundary the models rarely saw, and they start a new def.
-    "code": 'def read_lines(path):\n    """Return the lines of a text file without trailing newlines."""\n    with open(path) as f:',
+    "code": (
+        'def read_lines(path):\n    """Return the lines of a text file without trailing newlines."""\n'
+        "    with open(path) as f:"
+    ),
     "structured": "DEFAULTS = {\n    'name': 'example',\n    'version': 1,\n    'options': {\n        '",
     "prose": "The module provides a simple way to",
 }
 GENERAL_PRESETS = {
-    "code": "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",
+    "code": 'def fibonacci(n):\n    """Return the n-th Fibonacci number."""\n',
     "structured": '{"name": "Ada Lovelace", "born": 1815, "fields": ["mathematics", "',
     "prose": "Speculative decoding makes language models faster because",
 }

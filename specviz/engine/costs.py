@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 
@@ -24,7 +24,9 @@ from specviz.errors import SettingsError
 
 MIN_VERIFY_RELATIVE = 0.9  # a pass over K + 1 tokens reads at least the same weights as a step: below this, noise
 Progress = Callable[[int, int], None]  # (rounds of timings done, rounds in all, the warm-up included)
-DEFAULT_PROMPT = "def mean(values):\n    return sum(values) / len(values)\n\n\nclass Stack:\n    def push(self, item):\n"
+DEFAULT_PROMPT = (
+    "def mean(values):\n    return sum(values) / len(values)\n\n\nclass Stack:\n    def push(self, item):\n"
+)
 
 
 @dataclass(frozen=True)
@@ -65,8 +67,10 @@ class MeasuredCosts:
         cheapest = min(self.verify_relative)
         if cheapest < MIN_VERIFY_RELATIVE:
             k = self.verify_relative.index(cheapest) + 1
-            return (f"a verify pass over {k + 1} tokens timed at {cheapest:.2f} of a one-token step, which it cannot "
-                    "be: the machine was busy while timing. Run again on a quieter machine.")  # fmt: skip
+            return (
+                f"a verify pass over {k + 1} tokens timed at {cheapest:.2f} of a one-token step, which it cannot "
+                "be: the machine was busy while timing. Run again on a quieter machine."
+            )
         if self.c is not None and self.c <= 0:
             return "the draft step timed at no cost at all: the timings are broken. Run again."
         return None
@@ -178,4 +182,3 @@ def _timed(call: Callable[[], object], model: _Restorable, device: torch.device)
     elapsed = time.perf_counter() - start
     model.restore()
     return elapsed
-

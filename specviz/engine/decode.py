@@ -9,8 +9,8 @@ in one transfer at step 3 (on a GPU the draft's timing adds one synchronize afte
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
 import torch
 
@@ -33,10 +33,10 @@ from specviz.core.trace import (
     Trace,
 )
 from specviz.core.verify import Verdict, overlap, verify
-from specviz.engine.kv import CachedModel
 from specviz.engine import proposers
+from specviz.engine.kv import CachedModel
 from specviz.engine.models import ModelPair, synchronize
-from specviz.engine.proposers import Drafter, Proposal, Proposer
+from specviz.engine.proposers import Proposal, Proposer
 from specviz.errors import SettingsError
 
 TOP_N = 10
@@ -88,7 +88,8 @@ def check_fits(pair: ModelPair, prompt_ids: list[int], settings: RunSettings) ->
     if pair.context_length and needed > pair.context_length:
         raise SettingsError(
             f"The prompt is {len(prompt_ids)} tokens and max new tokens is {settings.max_new_tokens}: {needed} in all, "
-            f"more than the model's context of {pair.context_length} tokens. Shorten the prompt or lower max new tokens."
+            f"more than the model's context of {pair.context_length} tokens. "
+            "Shorten the prompt or lower max new tokens."
         )
     if pair.sliding_window and needed >= pair.sliding_window:
         raise SettingsError(
@@ -99,9 +100,11 @@ def check_fits(pair: ModelPair, prompt_ids: list[int], settings: RunSettings) ->
 
 @torch.inference_mode()
 def decode_rounds(
-    pair: ModelPair, prompt_ids: list[int], settings: RunSettings,
+    pair: ModelPair,
+    prompt_ids: list[int],
+    settings: RunSettings,
     on_target_logits: Callable[[torch.Tensor], None] | None = None,
-) -> Iterator[Round]:  # fmt: skip
+) -> Iterator[Round]:
     """Yield one Round per target pass until EOS or max_new_tokens. Same settings and seed -> same rounds.
 
     on_target_logits, if given, sees each pass's raw logits (k+1, V) (the exactness lab reads near-ties from them)."""
@@ -147,11 +150,19 @@ def decode_rounds(
             if drafter:
                 drafter.advance(committed, facts.n_accepted)
         yield _make_round(
-            index, facts, committed, stop, u_accept, float(u_next), pair, settings,
-            draft_ms=(drafted - start) * 1e3, verify_ms=(verified - drafted) * 1e3,
+            index,
+            facts,
+            committed,
+            stop,
+            u_accept,
+            float(u_next),
+            pair,
+            settings,
+            draft_ms=(drafted - start) * 1e3,
+            verify_ms=(verified - drafted) * 1e3,
             target_cache=(target_cache, target.length),
             draft_cache=(draft_cache, drafter.cache_length if drafter else 0),
-        )  # fmt: skip
+        )
         if stop:
             return
 
@@ -174,7 +185,7 @@ class _RoundFacts:
     residual_top: list[tuple[int, float]]
 
     @classmethod
-    def read(cls, v: Verdict, p: torch.Tensor, q: torch.Tensor, proposal: Proposal) -> "_RoundFacts":
+    def read(cls, v: Verdict, p: torch.Tensor, q: torch.Tensor, proposal: Proposal) -> _RoundFacts:
         k, top_n = q.shape[0], min(TOP_N, p.shape[-1])
         n, token = v.n_accepted.view(1), v.next_token.view(1)  # (1,) each: indexing with them needs no sync
         tops = [d.topk(top_n, -1) for d in (p, q, v.next_dist[None])]  # (k+1, N), (k, N), (1, N)
@@ -221,7 +232,9 @@ def _top(ids: list[int], probs: list[float], top_n: int) -> list[list[tuple[int,
     return [[(i, v) for i, v in zip(ids[r : r + top_n], probs[r : r + top_n]) if v > 0] for r in rows]
 
 
-def _apply_stops(facts: _RoundFacts, pair: ModelPair, settings: RunSettings, produced: int) -> tuple[list[int], str | None]:
+def _apply_stops(
+    facts: _RoundFacts, pair: ModelPair, settings: RunSettings, produced: int
+) -> tuple[list[int], str | None]:
     """The round's committed tokens, cut at the first EOS or at max_new_tokens (checked per token)."""
     candidates = facts.drafts[: facts.n_accepted] + [facts.next_token]
     for i, token in enumerate(candidates):
@@ -289,4 +302,3 @@ def _verdict(i: int, n_accepted: int, n_committed: int) -> str:
 
 def _nothing(device: torch.device) -> Proposal:
     return Proposal(torch.empty(0, dtype=torch.long, device=device), None)
-

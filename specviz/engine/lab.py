@@ -12,21 +12,22 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import torch
 
 from specviz.core.lab import Chi2Result, chi2_homogeneity
-from specviz.core.stats import first_divergence
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
+from specviz.core.stats import first_divergence
 from specviz.engine.decode import decode_rounds, encode_prompt
 from specviz.engine.models import ModelPair
 from specviz.errors import SettingsError
 
 Progress = Callable[[int, int], None]  # (runs done, runs asked for)
+TWO_TOKEN_SAMPLING = SamplingSettings(temperature=1.0, top_k=8)
 
 
 @dataclass(frozen=True)
@@ -55,9 +56,12 @@ class TwoTokenSamples:
         for pair, _ in both.most_common(top):
             text = "".join(token_texts[t] if t < len(token_texts) else f"<{t}>" for t in pair)
             rows.append(
-                {"tokens": repr(text), "plain": self.plain.get(pair, 0) / n_plain,
-                 "speculative": self.speculative.get(pair, 0) / n_spec}
-            )  # fmt: skip
+                {
+                    "tokens": repr(text),
+                    "plain": self.plain.get(pair, 0) / n_plain,
+                    "speculative": self.speculative.get(pair, 0) / n_spec,
+                }
+            )
         return rows
 
 
@@ -66,7 +70,7 @@ def two_token_samples(
     prompt: str,
     samples: int = 300,
     k: int = 2,
-    sampling: SamplingSettings = SamplingSettings(temperature=1.0, top_k=8),
+    sampling: SamplingSettings = TWO_TOKEN_SAMPLING,
     seed: int = 0,
     time_budget_s: float = 20.0,
     on_progress: Progress | None = None,
@@ -76,7 +80,9 @@ def two_token_samples(
     if pair.draft is None:
         raise SettingsError("The speculative side needs a draft model: load a pair with a draft.")
     if sampling.greedy:
-        raise SettingsError("Sampling at temperature 0 is deterministic: set a temperature > 0 to compare distributions.")
+        raise SettingsError(
+            "Sampling at temperature 0 is deterministic: set a temperature > 0 to compare distributions."
+        )
     if not isinstance(samples, int) or not 10 <= samples <= 100_000:
         raise SettingsError(f"the number of samples must be from 10 to 100,000; got {samples!r}.")
     if not time_budget_s > 0:
@@ -161,8 +167,8 @@ def greedy_equivalence(pair: ModelPair, prompt: str, k: int = 4, max_new_tokens:
     for method in ("plain", "draft"):
         passes: list[torch.Tensor] = []
         settings = RunSettings(method=method, k=k, max_new_tokens=max_new_tokens)
-        rounds = list(decode_rounds(pair, ids, settings, on_target_logits=lambda lg: passes.append(lg.float().cpu())))
-        rows = [logits[j] for r, logits in zip(rounds, passes) for j in range(len(r.committed))]  # (V,) per token
+        rounds = list(decode_rounds(pair, ids, settings, on_target_logits=passes.append))
+        rows = [logits[j].float() for r, logits in zip(rounds, passes) for j in range(len(r.committed))]  # (V,) each
         runs[method] = (tuple(t for r in rounds for t in r.committed), rows)
     (plain, plain_rows), (spec, spec_rows) = runs["plain"], runs["draft"]
     dtype = str(pair.dtype).removeprefix("torch.")
@@ -177,7 +183,15 @@ def greedy_equivalence(pair: ModelPair, prompt: str, k: int = 4, max_new_tokens:
     lp, ls = plain_rows[index], spec_rows[index]
     size = max(abs(float(lp[a])), abs(float(lp[b])))
     return GreedyCheck(
-        prompt, k, dtype, plain, spec, index, show(plain), show(spec),
-        plain_margin=float(lp[a] - lp[b]), speculative_margin=float(ls[b] - ls[a]),
+        prompt,
+        k,
+        dtype,
+        plain,
+        spec,
+        index,
+        show(plain),
+        show(spec),
+        plain_margin=float(lp[a] - lp[b]),
+        speculative_margin=float(ls[b] - ls[a]),
         tolerance=ROUNDING_ULPS * ulp(size, pair.dtype),
-    )  # fmt: skip
+    )

@@ -171,7 +171,8 @@ def load_model(
 def check_same_tokenizer(
     target_tok: PreTrainedTokenizerBase, draft_tok: PreTrainedTokenizerBase, target_name: str, draft_name: str
 ) -> None:
-    """Both models must number tokens identically; compare the vocabularies, not `vocab_size` (embeddings get padded)."""
+    """Both models must number tokens identically; compare the vocabularies, not `vocab_size` (embeddings get
+    padded)."""
     target_vocab, draft_vocab = target_tok.get_vocab(), draft_tok.get_vocab()
     if target_vocab == draft_vocab:
         return
@@ -179,9 +180,9 @@ def check_same_tokenizer(
     example = differing[0]
     raise IncompatiblePairError(
         f"The draft {draft_name!r} and the target {target_name!r} use different tokenizers: {len(differing)} token(s) "
-        f"are missing from one of them or have different ids (e.g. {example!r} is id {target_vocab.get(example)} in the "
-        f"target and {draft_vocab.get(example)} in the draft). Speculative decoding compares the two models token by "
-        "token, so they must share a tokenizer: pick a draft from the same model family as the target."
+        f"are missing from one of them or have different ids (e.g. {example!r} is id {target_vocab.get(example)} in "
+        f"the target and {draft_vocab.get(example)} in the draft). Speculative decoding compares the two models "
+        "token by token, so they must share a tokenizer: pick a draft from the same model family as the target."
     )
 
 
@@ -195,7 +196,8 @@ def _from_source(auto_class, source: str, what: str, **kwargs):
         return _from_directory(auto_class, path, what, **kwargs)
     if not _HUB_ID.match(source):
         raise ModelLoadError(
-            f"{source!r} is neither an existing directory nor a valid hub id (like 'gpt2' or 'HuggingFaceTB/SmolLM2-135M')."
+            f"{source!r} is neither an existing directory nor a valid hub id "
+            "(like 'gpt2' or 'HuggingFaceTB/SmolLM2-135M')."
         )
     try:
         return quietly(auto_class.from_pretrained, source, local_files_only=True, **kwargs)
@@ -221,7 +223,9 @@ def _from_source(auto_class, source: str, what: str, **kwargs):
 
 def _from_directory(auto_class, path: Path, what: str, **kwargs):
     if not path.is_dir():
-        raise ModelLoadError(f"{str(path)!r} is not a directory. Give a directory saved with save_pretrained, or a hub id.")
+        raise ModelLoadError(
+            f"{str(path)!r} is not a directory. Give a directory saved with save_pretrained, or a hub id."
+        )
     if what == "model" and not (path / "config.json").is_file():
         raise ModelLoadError(f"{str(path)!r} is not a model directory: it has no config.json.")
     try:

@@ -48,7 +48,7 @@ class Proposer(Protocol):
     """Shared, read-only; named by an entry of specviz.methods (its `proposer` field is the class name)."""
 
     @classmethod
-    def for_run(cls, pair: "ModelPair", settings: RunSettings) -> "Proposer":
+    def for_run(cls, pair: ModelPair, settings: RunSettings) -> Proposer:
         """The proposer for a run with these settings on this pair."""
 
     def start(self, prompt_ids: list[int]) -> Drafter:
@@ -64,10 +64,10 @@ class DraftModelProposer:
     sampling: SamplingSettings
 
     @classmethod
-    def for_run(cls, pair: "ModelPair", settings: RunSettings) -> "DraftModelProposer":
+    def for_run(cls, pair: ModelPair, settings: RunSettings) -> DraftModelProposer:
         return cls(pair.draft, pair.vocab_size, settings.sampling)
 
-    def start(self, prompt_ids: list[int]) -> "DraftModelDrafter":
+    def start(self, prompt_ids: list[int]) -> DraftModelDrafter:
         return DraftModelDrafter(CachedModel(self.model, self.vocab_size, prompt_ids), self.sampling)
 
 
@@ -108,10 +108,10 @@ class NgramProposer:
     max_n: int = 3
 
     @classmethod
-    def for_run(cls, pair: "ModelPair", settings: RunSettings) -> "NgramProposer":
+    def for_run(cls, pair: ModelPair, settings: RunSettings) -> NgramProposer:
         return cls(pair.device, settings.ngram_min, settings.ngram_max)
 
-    def start(self, prompt_ids: list[int]) -> "NgramDrafter":
+    def start(self, prompt_ids: list[int]) -> NgramDrafter:
         return NgramDrafter(list(prompt_ids), self.device, self.min_n, self.max_n)
 
 

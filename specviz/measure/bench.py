@@ -11,8 +11,8 @@ import os
 import platform
 import statistics
 import sys
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Callable
 
 import torch
 import transformers
@@ -126,9 +126,9 @@ def results_table(doc: dict) -> str:
     head += "|---|---|---|---|---|---|---|---|---|---|---|\n"
     fmt = lambda v, f: "–" if v is None else format(v, f)  # noqa: E731
     rows = sorted(doc["results"], key=lambda r: (methods.LANES.index(r["method"]), r["k"]))
-    return head + "\n".join(
-        f"| {r['method']} | {r['k'] or '–'} | {r['tokens_per_s']:.1f} | {r['speedup_vs_plain']:.2f}x | {fmt(r['alpha'], '.2f')} | "
-        f"{fmt(r['tau'], '.2f')} | {fmt(r['c'], '.3f')} | {fmt(r['verify_cost'], '.2f')} | {fmt(r['predicted_speedup'], '.2f')} | "
-        f"{fmt(r['efficiency'], '.2f')} | {'yes' if r['identical_to_plain'] else 'NO'} |"
-        for r in rows
-    )
+    cells = lambda r: [  # noqa: E731
+        r["method"], r["k"] or "–", f"{r['tokens_per_s']:.1f}", f"{r['speedup_vs_plain']:.2f}x",
+        fmt(r["alpha"], ".2f"), fmt(r["tau"], ".2f"), fmt(r["c"], ".3f"), fmt(r["verify_cost"], ".2f"),
+        fmt(r["predicted_speedup"], ".2f"), fmt(r["efficiency"], ".2f"), "yes" if r["identical_to_plain"] else "NO",
+    ]  # fmt: skip
+    return head + "\n".join("| " + " | ".join(map(str, cells(r))) + " |" for r in rows)

@@ -8,8 +8,8 @@ while alpha, which generate() does not report, stays None.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Callable
 
 import torch
 from transformers.generation.streamers import BaseStreamer
@@ -25,7 +25,12 @@ OnTokens = Callable[[str, list[int], float], None]  # method, all output ids so 
 
 
 def run_method(
-    pair: ModelPair, prompt: str, settings: RunSettings, method: str, on_tokens: OnTokens | None = None, tag: str = "untagged"
+    pair: ModelPair,
+    prompt: str,
+    settings: RunSettings,
+    method: str,
+    on_tokens: OnTokens | None = None,
+    tag: str = "untagged",
 ) -> RunRecord:
     """Generate with `method` (any registry name), reporting tokens as each target pass commits them."""
     report = on_tokens or (lambda *_: None)
@@ -45,7 +50,12 @@ def run_method(
 
 
 def _hf_record(
-    pair: ModelPair, prompt: str, settings: RunSettings, method: str, report: Callable[[list[int], float], None], tag: str
+    pair: ModelPair,
+    prompt: str,
+    settings: RunSettings,
+    method: str,
+    report: Callable[[list[int], float], None],
+    tag: str,
 ) -> RunRecord:
     streamer = _TimingStreamer(report)
     streamer.start = time.perf_counter()

@@ -6,8 +6,8 @@ keeps of it. The formula is `core.stats.predicted_speedup`; this module picks c 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from specviz import methods
 from specviz.core import stats

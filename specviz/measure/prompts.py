@@ -38,7 +38,8 @@ class Workload:
 def parse_workload(
     data: bytes | str, filename: str = "pasted.txt", max_bytes: int = MAX_FILE_BYTES, max_prompts: int = MAX_PROMPTS
 ) -> Workload:
-    """Prompts from .jsonl ({"prompt", "tag"}), .csv (prompt[, tag] columns) or text (blocks split by --- or blank lines)."""
+    """Prompts from .jsonl ({"prompt", "tag"}), .csv (prompt[, tag] columns) or text (blocks split by --- or blank
+    lines)."""
     text = _as_text(data, filename, max_bytes)
     suffix = Path(filename).suffix.lower()
     parse = {".jsonl": _parse_jsonl, ".json": _parse_jsonl, ".csv": _parse_csv}.get(suffix, _parse_text)
@@ -54,7 +55,9 @@ def parse_workload(
 def _as_text(data: bytes | str, filename: str, max_bytes: int) -> str:
     raw = data.encode("utf-8") if isinstance(data, str) else data
     if len(raw) > max_bytes:
-        raise WorkloadError(f"{filename} is {len(raw) / 1e3:,.0f} kB; workloads are limited to {max_bytes / 1e3:,.0f} kB here.")
+        raise WorkloadError(
+            f"{filename} is {len(raw) / 1e3:,.0f} kB; workloads are limited to {max_bytes / 1e3:,.0f} kB here."
+        )
     if b"\x00" in raw:
         raise WorkloadError(f"{filename} looks binary, not text: give a .txt, .jsonl or .csv file.")
     try:
@@ -73,7 +76,7 @@ def _parse_jsonl(text: str) -> tuple[list[PromptRow], list[str]]:
         except json.JSONDecodeError as exc:
             problems.append(f"line {number}: not valid JSON ({exc.msg})")
             continue
-        row = _row(record, number) if isinstance(record, dict) else "expected an object with a \"prompt\" field"
+        row = _row(record, number) if isinstance(record, dict) else 'expected an object with a "prompt" field'
         (rows.append(row) if isinstance(row, PromptRow) else problems.append(f"line {number}: {row}"))
     return rows, problems
 
@@ -82,7 +85,10 @@ def _parse_csv(text: str) -> tuple[list[PromptRow], list[str]]:
     reader = csv.DictReader(io.StringIO(text))
     columns = [c.strip().lower() for c in reader.fieldnames or []]
     if "prompt" not in columns:
-        raise WorkloadError(f"The CSV has no 'prompt' column (its columns: {', '.join(columns) or 'none'}). Add a header row with prompt[,tag].")
+        raise WorkloadError(
+            f"The CSV has no 'prompt' column (its columns: {', '.join(columns) or 'none'}). "
+            "Add a header row with prompt[,tag]."
+        )
     rows, problems = [], []
     for record in reader:
         number = reader.line_num
@@ -110,7 +116,7 @@ def _parse_text(text: str) -> tuple[list[PromptRow], list[str]]:
 def _row(record: dict, number: int) -> PromptRow | str:
     prompt = record.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
-        return "missing or empty \"prompt\""
+        return 'missing or empty "prompt"'
     tag = record.get("tag") or UNTAGGED
     return PromptRow(prompt, str(tag).strip() or UNTAGGED, number)
 

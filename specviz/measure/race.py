@@ -7,8 +7,8 @@ Lanes run one after another, never concurrently, so no lane steals another's cor
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Callable, Sequence
 
 from specviz.core import stats
 from specviz.core.record import RunRecord
@@ -30,7 +30,9 @@ def warm_up(pair: ModelPair, prompt: str, settings: RunSettings, lanes: Sequence
         run_method(pair, prompt, short, lane)
 
 
-def race(pair: ModelPair, prompt: str, settings: RunSettings, lanes: Sequence[str], on_tokens: OnTokens | None = None) -> list[RunRecord]:
+def race(
+    pair: ModelPair, prompt: str, settings: RunSettings, lanes: Sequence[str], on_tokens: OnTokens | None = None
+) -> list[RunRecord]:
     """Every lane on the prompt, one after another (warm-up first)."""
     warm_up(pair, prompt, settings, lanes)
     return [run_method(pair, prompt, settings, lane, on_tokens) for lane in lanes]
@@ -66,15 +68,22 @@ def versus_plain(pair: ModelPair, prompt: str, settings: RunSettings, repeats: i
             runs[name] = generate(pair, prompt, s)
             times[name].append(runs[name].totals.tokens_per_s)
     return VersusPlain(
-        runs["spec"], runs["plain"], statistics.median(times["spec"]), statistics.median(times["plain"]), repeats,
+        runs["spec"],
+        runs["plain"],
+        statistics.median(times["spec"]),
+        statistics.median(times["plain"]),
+        repeats,
         stats.first_divergence(runs["plain"].output_ids, runs["spec"].output_ids),
-    )  # fmt: skip
+    )
 
 
 def k_sweep(
-    pair: ModelPair, prompt: str, settings: RunSettings, ks: Sequence[int] = SWEEP_KS,
+    pair: ModelPair,
+    prompt: str,
+    settings: RunSettings,
+    ks: Sequence[int] = SWEEP_KS,
     on_progress: Callable[[float], None] | None = None,
-) -> list[dict]:  # fmt: skip
+) -> list[dict]:
     """Draft-model speedup over plain at each K, measured, and predicted from measured tau and costs."""
     costs = measure_costs(pair, k_max=max(ks), repeats=3)
     warm_up(pair, prompt, replace(settings, k=ks[0]), ["plain", "draft"])
@@ -83,9 +92,17 @@ def k_sweep(
     for i, k in enumerate(ks):
         lane = run_method(pair, prompt, replace(settings, k=k), "draft")
         prediction = predict([lane], costs)
-        rows += [{"k": k, "kind": "measured", "speedup": lane.tokens_per_s / plain.tokens_per_s},
-                 {"k": k, "kind": "predicted from measured τ and costs", "speedup": prediction.speedup,
-                  "alpha": lane.alpha, "tau": lane.tau, "drafts_per_round": prediction.drafts_per_round}]  # fmt: skip
+        rows += [
+            {"k": k, "kind": "measured", "speedup": lane.tokens_per_s / plain.tokens_per_s},
+            {
+                "k": k,
+                "kind": "predicted from measured τ and costs",
+                "speedup": prediction.speedup,
+                "alpha": lane.alpha,
+                "tau": lane.tau,
+                "drafts_per_round": prediction.drafts_per_round,
+            },
+        ]
         if on_progress:
             on_progress((i + 1) / len(ks))
     return rows

@@ -7,8 +7,8 @@ prompts it is judged on, is an optimistic figure: the verdict says so whenever i
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from specviz import methods
 from specviz.core import stats
@@ -50,10 +50,16 @@ def recommend(
     go, reason = _verdict(method, k, len(best), len(settings_measured), measured, (low, high), alpha, prediction)
     entry, settings = methods.get(method), runs[0].settings
     return Recommendation(
-        go, reason, method, k, measured, (low, high), prediction.speedup if prediction else None,
+        go,
+        reason,
+        method,
+        k,
+        measured,
+        (low, high),
+        prediction.speedup if prediction else None,
         entry.vllm_config(k, draft_source, settings.get("ngram_min", 1), settings.get("ngram_max", 3)),
         entry.hf_generate_call(k, temperature, settings.get("ngram_max", 3)),
-    )  # fmt: skip
+    )
 
 
 def _verdict(method, k, prompts, candidates, measured, ci, alpha, prediction) -> tuple[bool | None, str]:
@@ -78,7 +84,8 @@ def _verdict(method, k, prompts, candidates, measured, ci, alpha, prediction) ->
     why = ""
     if prediction:
         why = (
-            f": a draft step costs c = {prediction.c:.2f} of a target step and a verify pass {prediction.verify_cost:.2f} "
+            f": a draft step costs c = {prediction.c:.2f} of a target step and a verify pass "
+            f"{prediction.verify_cost:.2f} "
             f"steps here, so even without loop overhead the model passes allow only {prediction.speedup:.2f}x"
         )
     return False, (

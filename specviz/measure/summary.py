@@ -8,7 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -19,8 +19,23 @@ from specviz.measure.predict import predict
 from specviz.measure.workload import PairedRun
 
 ALL = "all"
-CSV_COLUMNS = ("prompt", "tag", "method", "k", "alpha", "acceptance_rate", "tau", "proposed", "judged", "accepted",
-               "rounds", "committed", "tokens_per_s", "plain_tokens_per_s", "speedup")  # fmt: skip
+CSV_COLUMNS = (
+    "prompt",
+    "tag",
+    "method",
+    "k",
+    "alpha",
+    "acceptance_rate",
+    "tau",
+    "proposed",
+    "judged",
+    "accepted",
+    "rounds",
+    "committed",
+    "tokens_per_s",
+    "plain_tokens_per_s",
+    "speedup",
+)
 
 
 def groups(results: Sequence[PairedRun], by_tag: bool = True) -> dict[tuple[str, str, int], list[PairedRun]]:
@@ -40,18 +55,23 @@ def summarize(results: Sequence[PairedRun], costs: MeasuredCosts | None = None, 
         runs = [res.run for res in group]
         counts = stats.tally(runs)
         prediction = predict(runs, costs)
-        out.append({
-            "tag": tag, "method": method, "k": k, "prompts": len(group),
-            "alpha": counts.alpha,
-            "alpha_ci": stats.bootstrap_ci([r.alpha for r in runs], [r.judged for r in runs], seed),
-            "acceptance_rate": counts.acceptance_rate,
-            "tau": counts.tau,
-            "tokens_per_s": float(np.mean([r.tokens_per_s for r in runs])),
-            "plain_tokens_per_s": mean_of([res.plain_tokens_per_s for res in group]),
-            "speedup": mean_of([res.speedup for res in group]),
-            "speedup_ci": stats.bootstrap_ci_nested([res.speedups for res in group], seed=seed),
-            "predicted_speedup": prediction.speedup if prediction else None,
-        })  # fmt: skip
+        out.append(
+            {
+                "tag": tag,
+                "method": method,
+                "k": k,
+                "prompts": len(group),
+                "alpha": counts.alpha,
+                "alpha_ci": stats.bootstrap_ci([r.alpha for r in runs], [r.judged for r in runs], seed),
+                "acceptance_rate": counts.acceptance_rate,
+                "tau": counts.tau,
+                "tokens_per_s": float(np.mean([r.tokens_per_s for r in runs])),
+                "plain_tokens_per_s": mean_of([res.plain_tokens_per_s for res in group]),
+                "speedup": mean_of([res.speedup for res in group]),
+                "speedup_ci": stats.bootstrap_ci_nested([res.speedups for res in group], seed=seed),
+                "predicted_speedup": prediction.speedup if prediction else None,
+            }
+        )
     return out
 
 

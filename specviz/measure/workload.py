@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable, Iterator
 
 from specviz.core import stats
 from specviz.core.record import RunRecord
@@ -18,9 +18,30 @@ from specviz.core.settings import RunSettings
 from specviz.measure.prompts import PromptRow
 
 RunSource = Callable[[str, RunSettings, str], RunRecord]  # (prompt, settings, tag) -> the run's record
-RECORD_KEYS = ("prompt", "tag", "method", "k", "alpha", "tau", "proposed", "accepted", "judged", "acceptance_rate",
-               "rounds", "committed", "draft_ms", "verify_ms", "per_position", "accepted_lengths",
-               "by_class", "tokens", "source", "text", "per_round_accepted", "per_round_drafted")  # fmt: skip
+RECORD_KEYS = (
+    "prompt",
+    "tag",
+    "method",
+    "k",
+    "alpha",
+    "tau",
+    "proposed",
+    "accepted",
+    "judged",
+    "acceptance_rate",
+    "rounds",
+    "committed",
+    "draft_ms",
+    "verify_ms",
+    "per_position",
+    "accepted_lengths",
+    "by_class",
+    "tokens",
+    "source",
+    "text",
+    "per_round_accepted",
+    "per_round_drafted",
+)
 
 
 @dataclass(frozen=True)

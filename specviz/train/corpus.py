@@ -8,6 +8,7 @@ Prose  = the English documentation text in `pydoc_data.topics`, plus, where Debi
 Every list is sorted, the split is a hash of the document id, and the training order is a seeded shuffle, so the
 same machine gives the same corpus; `manifest.json` records what was gathered (counts, bytes, sha256).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -22,8 +23,21 @@ import numpy as np
 
 # Packages left out of the code corpus: tests, GUI toolkits and demos, legacy/deprecated trees, generated tables.
 EXCLUDED_PARTS = {
-    "test", "tests", "idle_test", "site-packages", "idlelib", "tkinter", "turtledemo", "encodings", "lib2to3",
-    "distutils", "ensurepip", "__phello__", "pydoc_data", "msilib", "_distutils_hack",
+    "test",
+    "tests",
+    "idle_test",
+    "site-packages",
+    "idlelib",
+    "tkinter",
+    "turtledemo",
+    "encodings",
+    "lib2to3",
+    "distutils",
+    "ensurepip",
+    "__phello__",
+    "pydoc_data",
+    "msilib",
+    "_distutils_hack",
 }
 EXCLUDED_FILES = {"this.py", "antigravity.py", "__hello__.py"}
 MAX_FILE_BYTES = 130_000  # drops _pydecimal.py and turtle.py, the two outliers
@@ -106,8 +120,29 @@ def gather_code(root: Path) -> tuple[list[dict], dict]:
 class _DocText(HTMLParser):
     """Text of the Sphinx `<div role="main">` body: block tags become line breaks, `<pre>` keeps its spacing."""
 
-    BLOCK = {"p", "div", "section", "h1", "h2", "h3", "h4", "h5", "h6", "li", "dt", "dd", "tr", "table", "ul", "ol",
-             "dl", "blockquote", "br", "pre", "caption"}
+    BLOCK = {
+        "p",
+        "div",
+        "section",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "li",
+        "dt",
+        "dd",
+        "tr",
+        "table",
+        "ul",
+        "ol",
+        "dl",
+        "blockquote",
+        "br",
+        "pre",
+        "caption",
+    }
     SKIP = {"script", "style", "head", "nav"}
 
     def __init__(self):
@@ -184,8 +219,10 @@ def _paragraph_dedupe(docs: list[dict]) -> int:
 def gather_prose(use_docs: str) -> tuple[list[dict], dict]:
     from pydoc_data import topics
 
-    docs = [{"id": f"topics/{name}", "kind": "prose", "text": topics.topics[name].strip() + "\n"}
-            for name in sorted(topics.topics)]
+    docs = [
+        {"id": f"topics/{name}", "kind": "prose", "text": topics.topics[name].strip() + "\n"}
+        for name in sorted(topics.topics)
+    ]
     info = {"pydoc_topics": len(docs), "docs_dir": None, "doc_pages": 0}
     if use_docs != "off" and DOCS_DIR.is_dir():
         pages = [p for s in DOC_SECTIONS for p in sorted((DOCS_DIR / s).rglob("*.html"))]
@@ -210,8 +247,12 @@ def _stats(docs: list[dict]) -> dict:
     h = hashlib.sha256()
     for d in docs:
         h.update(d["id"].encode() + b"\0" + d["text"].encode() + b"\0")
-    return {"documents": len(docs), "chars": sum(len(d["text"]) for d in docs),
-            "bytes": sum(len(d["text"].encode()) for d in docs), "sha256": h.hexdigest()}
+    return {
+        "documents": len(docs),
+        "chars": sum(len(d["text"]) for d in docs),
+        "bytes": sum(len(d["text"].encode()) for d in docs),
+        "sha256": h.hexdigest(),
+    }
 
 
 def write_jsonl(path: Path, docs: list[dict]) -> None:
@@ -239,9 +280,13 @@ def build_corpus(out_dir: Path, *, seed: int, use_docs: str, log) -> dict:
     order = np.random.default_rng(seed).permutation(len(splits["train"]))  # seeded training order
     splits["train"] = [splits["train"][i] for i in order]
     manifest = {
-        "stdlib_root": str(root), "seed": seed, "excluded_parts": sorted(EXCLUDED_PARTS),
-        "code_skipped": skipped, "prose": prose_info,
-        "all_code": _stats(code), "all_prose": _stats(prose),
+        "stdlib_root": str(root),
+        "seed": seed,
+        "excluded_parts": sorted(EXCLUDED_PARTS),
+        "code_skipped": skipped,
+        "prose": prose_info,
+        "all_code": _stats(code),
+        "all_prose": _stats(prose),
         "splits": {},
     }
     for name, docs in splits.items():
@@ -250,8 +295,10 @@ def build_corpus(out_dir: Path, *, seed: int, use_docs: str, log) -> dict:
         st["code_documents"] = sum(d["kind"] == "code" for d in docs)
         st["prose_documents"] = sum(d["kind"] == "prose" for d in docs)
         manifest["splits"][name] = st
-        log(f"corpus {name}: {st['documents']} docs ({st['code_documents']} code, {st['prose_documents']} prose), "
-            f"{st['bytes'] / 1e6:.2f} MB")
+        log(
+            f"corpus {name}: {st['documents']} docs ({st['code_documents']} code, {st['prose_documents']} prose), "
+            f"{st['bytes'] / 1e6:.2f} MB"
+        )
     manifest["val_ids"] = {k: [d["id"] for d in splits[k]] for k in ("val_code", "val_prose")}
     (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2))
     return manifest
@@ -262,8 +309,11 @@ def check_workloads(corpus_dir: Path, workload_files: list[Path], log) -> dict:
     texts = [d["text"] for name in ("train", "val_code", "val_prose") for d in read_jsonl(corpus_dir / f"{name}.jsonl")]
     # also the raw stdlib, before cleaning (a prompt copied from it would be a leak even if cleaning changed it)
     blob = "\n\0".join(texts)
-    raw = "\n\0".join(p.read_text(encoding="utf-8", errors="replace") for p in sorted(stdlib_root().rglob("*.py"))
-                      if "site-packages" not in p.parts)
+    raw = "\n\0".join(
+        p.read_text(encoding="utf-8", errors="replace")
+        for p in sorted(stdlib_root().rglob("*.py"))
+        if "site-packages" not in p.parts
+    )
     result = {"prompts": 0, "leaks": []}
     for wf in workload_files:
         if not wf.exists():

@@ -2,6 +2,7 @@
 reload them with `AutoModelForCausalLM` / `AutoTokenizer` only (no specviz code), measure the held-out acceptance
 statistics on the reloaded weights, write manifest.json, and end with the model card (card.py: it measures the
 pair with specviz and writes measurements.json and README.md)."""
+
 from __future__ import annotations
 
 import json
@@ -35,8 +36,9 @@ def save_hf(model, tok_dir: Path, out: Path, log) -> None:
     model = model.to("cpu").to(torch.bfloat16)
     model.config._attn_implementation = None
     cfg = model.config
-    model.generation_config = GenerationConfig(bos_token_id=cfg.bos_token_id, eos_token_id=cfg.eos_token_id,
-                                               pad_token_id=cfg.pad_token_id)
+    model.generation_config = GenerationConfig(
+        bos_token_id=cfg.bos_token_id, eos_token_id=cfg.eos_token_id, pad_token_id=cfg.pad_token_id
+    )
     model.save_pretrained(out, safe_serialization=True)
     AutoTokenizer.from_pretrained(str(tok_dir)).save_pretrained(out)
     log(f"export: wrote {out} ({_dir_bytes(out) / 1e6:.2f} MB)")
@@ -90,7 +92,9 @@ def export(args, work: Path, device, log) -> None:
     corpus.pop("val_ids", None)
     tokens = json.loads((work / "data" / "info.json").read_text())
     runs = [r.name for r in target_runs(work) + draft_runs(work)] + ["draft_ce"]
-    results = {n: json.loads((work / n / "result.json").read_text()) for n in runs if (work / n / "result.json").exists()}
+    results = {
+        n: json.loads((work / n / "result.json").read_text()) for n in runs if (work / n / "result.json").exists()
+    }
     for r in results.values():
         r.pop("history", None)
     draft_eval = json.loads((work / "draft_eval.json").read_text()) if (work / "draft_eval.json").exists() else {}
@@ -99,17 +103,29 @@ def export(args, work: Path, device, log) -> None:
     manifest = {
         "created": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
         "recipe": "python -m specviz train-tiny (specviz/train)",
-        "hardware": {"machine": platform.machine(), "processor": platform.processor() or None,
-                     "torch_threads": torch.get_num_threads(), "device": str(device),
-                     "torch": torch.__version__, "python": platform.python_version()},
+        "hardware": {
+            "machine": platform.machine(),
+            "processor": platform.processor() or None,
+            "torch_threads": torch.get_num_threads(),
+            "device": str(device),
+            "torch": torch.__version__,
+            "python": platform.python_version(),
+        },
         "dtype_on_disk": SHIP_DTYPE,
-        "corpus": corpus, "tokens": tokens,
-        "models": {"target": {**target_arch.as_dict(), "parameters": counts["target"]},
-                   "draft": {**draft_arch.as_dict(), "parameters": counts["draft"],
-                             "init": "target embeddings + layer 0 + final norm",
-                             "training_data": f"{args.draft_data} documents of the training split"
-                                              + (", then continuations the target wrote" if before_tuning else "")}},
-        "training": results, "draft_comparison": draft_eval,
+        "corpus": corpus,
+        "tokens": tokens,
+        "models": {
+            "target": {**target_arch.as_dict(), "parameters": counts["target"]},
+            "draft": {
+                **draft_arch.as_dict(),
+                "parameters": counts["draft"],
+                "init": "target embeddings + layer 0 + final norm",
+                "training_data": f"{args.draft_data} documents of the training split"
+                + (", then continuations the target wrote" if before_tuning else ""),
+            },
+        },
+        "training": results,
+        "draft_comparison": draft_eval,
         "held_out": {"shipped": shipped, "ce_only_control": ce_only, "before_tuning": before_tuning},
         "sizes": sizes,
     }

@@ -7,6 +7,7 @@ no_grad. That is the quantity that raises the overlap sum_x min(p(x), q(x)), the
 The number of steps is fixed once: either given (`max_steps`) or computed from the budget after timing the first
 steps; it is stored in the checkpoint so a resumed run follows the same schedule.
 """
+
 from __future__ import annotations
 
 import json
@@ -52,7 +53,7 @@ def lr_at(step: int, cfg: RunConfig, max_steps: int) -> float:
 
 def get_batch(data: np.ndarray, rng: np.random.Generator, batch: int, context: int, device):
     starts = rng.integers(0, len(data) - context - 1, size=batch)
-    xy = np.stack([data[s:s + context + 1].astype(np.int64) for s in starts])  # (B, T+1)
+    xy = np.stack([data[s : s + context + 1].astype(np.int64) for s in starts])  # (B, T+1)
     xy = torch.from_numpy(xy).to(device)
     return xy[:, :-1], xy[:, 1:]  # (B, T), (B, T)
 
@@ -61,7 +62,7 @@ def eval_windows(data: np.ndarray, n: int, context: int) -> np.ndarray:
     """n fixed, evenly spaced validation windows: (n, T+1)."""
     n = max(1, min(n, (len(data) - 1) // (context + 1)))
     starts = np.linspace(0, len(data) - context - 1, n).astype(np.int64)
-    return np.stack([data[s:s + context + 1].astype(np.int64) for s in starts])
+    return np.stack([data[s : s + context + 1].astype(np.int64) for s in starts])
 
 
 @torch.no_grad()
@@ -73,7 +74,7 @@ def evaluate(model, windows: np.ndarray, device, teacher=None, chunk: int = 8) -
     model.eval()
     tot = {"ce": 0.0, "overlap": 0.0, "greedy": 0.0, "teacher_ce": 0.0, "n": 0}
     for i in range(0, len(windows), chunk):
-        xy = torch.from_numpy(windows[i:i + chunk]).to(device)
+        xy = torch.from_numpy(windows[i : i + chunk]).to(device)
         x, y = xy[:, :-1], xy[:, 1:]
         logits = model(input_ids=x).logits.float()  # (B, T, V)
         tot["ce"] += F.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction="sum").item()
@@ -98,8 +99,9 @@ def _atomic_save(obj, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def train(model, data: np.ndarray, val: dict[str, np.ndarray], cfg: RunConfig, run_dir: Path, log,
-          teacher=None, device="cpu") -> dict:
+def train(
+    model, data: np.ndarray, val: dict[str, np.ndarray], cfg: RunConfig, run_dir: Path, log, teacher=None, device="cpu"
+) -> dict:
     """Train until max_steps or the budget; resumes from run_dir/ckpt.pt. Writes run_dir/final.pt + result.json."""
     run_dir.mkdir(parents=True, exist_ok=True)
     ckpt_path, result_path = run_dir / "ckpt.pt", run_dir / "result.json"
@@ -111,8 +113,11 @@ def train(model, data: np.ndarray, val: dict[str, np.ndarray], cfg: RunConfig, r
     model.to(device).train()
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
-                             {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr, betas=(0.9, 0.95))
+    opt = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=cfg.lr,
+        betas=(0.9, 0.95),
+    )
     rng = np.random.default_rng(cfg.seed)
     torch.manual_seed(cfg.seed)
     step, elapsed, max_steps, history = 0, 0.0, cfg.max_steps, []
@@ -128,9 +133,20 @@ def train(model, data: np.ndarray, val: dict[str, np.ndarray], cfg: RunConfig, r
     tokens_per_step = cfg.batch_size * cfg.context
 
     def save_ckpt():
-        _atomic_save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step, "elapsed": elapsed,
-                      "max_steps": max_steps, "history": history, "np_rng": rng.bit_generator.state,
-                      "torch_rng": torch.get_rng_state(), "config": asdict(cfg)}, ckpt_path)
+        _atomic_save(
+            {
+                "model": model.state_dict(),
+                "optimizer": opt.state_dict(),
+                "step": step,
+                "elapsed": elapsed,
+                "max_steps": max_steps,
+                "history": history,
+                "np_rng": rng.bit_generator.state,
+                "torch_rng": torch.get_rng_state(),
+                "config": asdict(cfg),
+            },
+            ckpt_path,
+        )
         log(f"[{cfg.name}] checkpoint at step {step} -> {ckpt_path}")
 
     def run_eval():
@@ -138,8 +154,11 @@ def train(model, data: np.ndarray, val: dict[str, np.ndarray], cfg: RunConfig, r
         res = {k: evaluate(model, w, device, teacher) for k, w in windows.items()}
         rec = {"step": step, "elapsed_min": round(elapsed / 60, 2), **{k: v for k, v in res.items()}}
         history.append(rec)
-        msg = "  ".join(f"{k}: ce {v['ce']:.3f}" + (f" overlap {v['overlap']:.3f} greedy {v['greedy_agreement']:.3f}"
-                                                     if "overlap" in v else "") for k, v in res.items())
+        msg = "  ".join(
+            f"{k}: ce {v['ce']:.3f}"
+            + (f" overlap {v['overlap']:.3f} greedy {v['greedy_agreement']:.3f}" if "overlap" in v else "")
+            for k, v in res.items()
+        )
         log(f"[{cfg.name}] eval step {step}: {msg}  ({time.time() - t:.1f}s)")
         return time.time() - t
 
@@ -148,7 +167,7 @@ def train(model, data: np.ndarray, val: dict[str, np.ndarray], cfg: RunConfig, r
     loss_acc, n_acc = 0.0, 0
     while (max_steps is None or step < max_steps) and elapsed < cfg.budget_s:
         t0 = time.time()
-        lr = lr_at(step, cfg, max_steps or 10 ** 9)
+        lr = lr_at(step, cfg, max_steps or 10**9)
         for g in opt.param_groups:
             g["lr"] = lr
         x, y = get_batch(data, rng, cfg.batch_size, cfg.context, device)
@@ -175,15 +194,19 @@ def train(model, data: np.ndarray, val: dict[str, np.ndarray], cfg: RunConfig, r
                 per_step = float(np.mean(timed[2:]))
                 reserve = 0.04 * cfg.budget_s  # evaluations and checkpoints
                 max_steps = step + max(1, int((cfg.budget_s - elapsed - reserve) / per_step))
-                log(f"[{cfg.name}] calibrated: {per_step:.3f} s/step, {tokens_per_step / per_step:.0f} tok/s "
-                    f"-> max_steps {max_steps} for a {cfg.budget_s / 60:.1f} min budget")
+                log(
+                    f"[{cfg.name}] calibrated: {per_step:.3f} s/step, {tokens_per_step / per_step:.0f} tok/s "
+                    f"-> max_steps {max_steps} for a {cfg.budget_s / 60:.1f} min budget"
+                )
         now = time.time()
         if now - last_log >= cfg.log_every_s or step == max_steps:
             rate = tokens_per_step * step / max(elapsed, 1e-9)
             eta = (max_steps - step) * elapsed / step if max_steps else float("nan")
-            log(f"[{cfg.name}] step {step}/{max_steps} loss {loss_acc / n_acc:.4f} lr {lr:.2e} "
+            log(
+                f"[{cfg.name}] step {step}/{max_steps} loss {loss_acc / n_acc:.4f} lr {lr:.2e} "
                 f"{tokens_per_step / dt:.0f} tok/s (avg {rate:.0f}) elapsed {elapsed / 60:.1f} min "
-                f"ETA {eta / 60:.1f} min")
+                f"ETA {eta / 60:.1f} min"
+            )
             loss_acc, n_acc, last_log = 0.0, 0, now
         if now - last_eval >= cfg.eval_every_s:
             elapsed += run_eval()
@@ -203,12 +226,21 @@ def train(model, data: np.ndarray, val: dict[str, np.ndarray], cfg: RunConfig, r
         run_eval()
     save_ckpt()
     _atomic_save(model.state_dict(), run_dir / "final.pt")
-    result = {"name": cfg.name, "steps": step, "max_steps": max_steps, "tokens_seen": step * tokens_per_step,
-              "train_minutes": round(elapsed / 60, 2), "stopped_by": "steps" if step >= (max_steps or 0) else "budget",
-              "final_train_loss": history[-1].get("train_loss") if history else None,
-              "last_eval": history[-1], "history": history, "config": asdict(cfg),
-              "tokens_per_s": round(step * tokens_per_step / max(elapsed, 1e-9), 1),
-              "threads": torch.get_num_threads(), "device": str(device)}
+    result = {
+        "name": cfg.name,
+        "steps": step,
+        "max_steps": max_steps,
+        "tokens_seen": step * tokens_per_step,
+        "train_minutes": round(elapsed / 60, 2),
+        "stopped_by": "steps" if step >= (max_steps or 0) else "budget",
+        "final_train_loss": history[-1].get("train_loss") if history else None,
+        "last_eval": history[-1],
+        "history": history,
+        "config": asdict(cfg),
+        "tokens_per_s": round(step * tokens_per_step / max(elapsed, 1e-9), 1),
+        "threads": torch.get_num_threads(),
+        "device": str(device),
+    }
     result["final_train_loss"] = round(_recent_train_loss(model, data, cfg, device), 4)
     result_path.write_text(json.dumps(result, indent=2))
     log(f"[{cfg.name}] done: {step} steps, {elapsed / 60:.1f} min, train loss {result['final_train_loss']}")

@@ -5,6 +5,7 @@ subprocess writing JSON), so the card quotes commands a reader can rerun and dep
 JSON keys, not on the measurement code behind them. The result is one document, measurements.json, holding exactly
 the figures the card quotes and where they were measured.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,18 +19,19 @@ import time
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from specviz.engine.catalogue import BUNDLED_PRESETS
+
 from .paths import DEFAULT_OUT, REPO_ROOT, WORKLOADS
 
 FORMAT = "specviz.model_card_measurements"
 VERSION = 1
 # (label, prompt): greedy completions by the target alone, shown in the card
 SAMPLE_PROMPTS = (
-    ("function body",
-     'def read_lines(path):\n    """Return the lines of a text file without trailing newlines."""\n    with open(path) as f:'),
+    ("function body", BUNDLED_PRESETS["code"]),
     ("class", 'class Stack:\n    """A last-in, first-out stack of items."""\n    def __init__(self):'),
     ("docstring", 'def parse_header(line):\n    """'),
     ("prose", "The module provides a simple way to"),
-)  # fmt: skip
+)
 
 
 @dataclass(frozen=True)
@@ -50,14 +52,22 @@ class CardSettings:
     threads: int | None = None  # torch threads for the measuring processes (None: torch's default)
 
     @classmethod
-    def from_args(cls, args) -> "CardSettings":
+    def from_args(cls, args) -> CardSettings:
         """From the train-tiny arguments `--card-*` (and `--threads`)."""
-        return cls(workloads=tuple(args.card_workloads.split(",")), prompts=args.card_prompts,
-                   temperatures=tuple(float(t) for t in args.card_temperatures.split(",")), k=args.card_k,
-                   max_new_tokens=args.card_tokens, bench_ks=tuple(int(k) for k in args.card_bench_ks.split(",")),
-                   bench_tokens=args.card_bench_tokens, bench_prompts=args.card_bench_prompts,
-                   dtypes=tuple(args.card_dtypes.split(",")), samples=args.card_samples,
-                   sample_tokens=args.card_sample_tokens, threads=args.threads)  # fmt: skip
+        return cls(
+            workloads=tuple(args.card_workloads.split(",")),
+            prompts=args.card_prompts,
+            temperatures=tuple(float(t) for t in args.card_temperatures.split(",")),
+            k=args.card_k,
+            max_new_tokens=args.card_tokens,
+            bench_ks=tuple(int(k) for k in args.card_bench_ks.split(",")),
+            bench_tokens=args.card_bench_tokens,
+            bench_prompts=args.card_bench_prompts,
+            dtypes=tuple(args.card_dtypes.split(",")),
+            samples=args.card_samples,
+            sample_tokens=args.card_sample_tokens,
+            threads=args.threads,
+        )
 
     def __post_init__(self):
         if not self.dtypes or not self.workloads or not self.temperatures:
@@ -102,12 +112,19 @@ class Runner:
         """(the command as the card quotes it, its stdout when it writes no JSON file); `shown` renames arguments
         in the quoted command (a temporary file by its bare name)."""
         argv = [*argv, *self.models]
-        quoted = shlex.join(["python", "-m", "specviz", *((shown or {}).get(a, a) for a in argv)]
-                            + (["--json", json_name] if json_name else []))
+        quoted = shlex.join(
+            ["python", "-m", "specviz", *((shown or {}).get(a, a) for a in argv)]
+            + (["--json", json_name] if json_name else [])
+        )
         run = argv + (["--json", str(self.tmp / json_name)] if json_name else [])
         self.log(f"card: {quoted}")
-        done = subprocess.run([sys.executable, "-m", "specviz", *run], cwd=REPO_ROOT, env=self.env, text=True,
-                              stdout=None if json_name else subprocess.PIPE)
+        done = subprocess.run(
+            [sys.executable, "-m", "specviz", *run],
+            cwd=REPO_ROOT,
+            env=self.env,
+            text=True,
+            stdout=None if json_name else subprocess.PIPE,
+        )
         if done.returncode:
             raise SystemExit(f"card: `{quoted}` failed with exit status {done.returncode}")
         return quoted, done.stdout or ""
@@ -127,24 +144,34 @@ def measure_all(pair_dir: Path, s: CardSettings, log) -> dict:
         acceptance = _acceptance(run, s, files)
         speed = [_speed(run, s, dtype) for dtype in s.dtypes]
     return {
-        "format": FORMAT, "version": VERSION,
+        "format": FORMAT,
+        "version": VERSION,
         "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "duration_min": round((time.time() - started) / 60, 1),
         "environment": _environment(speed[0].pop("environment")),
         "settings": s.as_dict(),
-        "samples": samples, "workloads": workloads, "acceptance": acceptance,
+        "samples": samples,
+        "workloads": workloads,
+        "acceptance": acceptance,
         "speed": [{k: v for k, v in run.items() if k != "environment"} for run in speed],
-    }  # fmt: skip
+    }
 
 
 def _environment(bench_env: dict) -> dict:
     """Where it was measured: the CPU by name, the kernels torch picks for it, threads (as the bench reported them)."""
     import torch
 
-    return {"cpu": cpu_name(), "cpu_capability": torch.backends.cpu.get_cpu_capability(), "cores": os.cpu_count(),
-            "torch_threads": bench_env.get("torch_threads"), "device": bench_env.get("device"),
-            "python": bench_env.get("python"), "torch": bench_env.get("torch"),
-            "transformers": bench_env.get("transformers"), "specviz": bench_env.get("specviz")}  # fmt: skip
+    return {
+        "cpu": cpu_name(),
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "cores": os.cpu_count(),
+        "torch_threads": bench_env.get("torch_threads"),
+        "device": bench_env.get("device"),
+        "python": bench_env.get("python"),
+        "torch": bench_env.get("torch"),
+        "transformers": bench_env.get("transformers"),
+        "specviz": bench_env.get("specviz"),
+    }
 
 
 def _samples(run: Runner, s: CardSettings) -> dict:
@@ -170,8 +197,11 @@ def _rows(name: str) -> list[str]:
 def _workload_facts(name: str) -> dict:
     """What the card says about a workload file: its prompts, and how many end after a newline."""
     prompts = [json.loads(line)["prompt"] for line in _rows(name)]
-    return {"file": _rel(_source(name)), "prompts": len(prompts),
-            "prompts_ending_in_newline": sum(p.endswith("\n") for p in prompts)}
+    return {
+        "file": _rel(_source(name)),
+        "prompts": len(prompts),
+        "prompts_ending_in_newline": sum(p.endswith("\n") for p in prompts),
+    }
 
 
 def _workload_file(name: str, s: CardSettings, tmp: Path) -> Path:
@@ -191,31 +221,78 @@ def _acceptance(run: Runner, s: CardSettings, files: dict[str, Path]) -> dict:
         for t in s.temperatures:
             decoding = "greedy" if t == 0 else f"T{t:g}"
             json_name = f"measure-{name}-{decoding}.json"
-            argv = ["measure", str(path), "--k", str(s.k), "--max-new-tokens", str(s.max_new_tokens),
-                    *(["--temperature", f"{t:g}"] if t else []), "--device", "cpu", "--dtype", "float32"]
+            argv = [
+                "measure",
+                str(path),
+                "--k",
+                str(s.k),
+                "--max-new-tokens",
+                str(s.max_new_tokens),
+                *(["--temperature", f"{t:g}"] if t else []),
+                "--device",
+                "cpu",
+                "--dtype",
+                "float32",
+            ]
             command, _ = run(argv, json_name, {str(path): _rel(path) if path == _source(name) else path.name})
             doc = run.json(json_name)
             summary = next(r for r in doc["summary"] if r["tag"] == "all" and r["method"] == "draft" and r["k"] == s.k)
-            rows.append({"workload": name, "temperature": t, "command": command,
-                         **{key: summary[key] for key in ("prompts", "alpha", "alpha_ci", "acceptance_rate", "tau",
-                                                          "speedup")}})  # fmt: skip
+            rows.append(
+                {
+                    "workload": name,
+                    "temperature": t,
+                    "command": command,
+                    **{
+                        key: summary[key]
+                        for key in ("prompts", "alpha", "alpha_ci", "acceptance_rate", "tau", "speedup")
+                    },
+                }
+            )
     return {"k": s.k, "max_new_tokens": s.max_new_tokens, "dtype": "float32", "rows": rows}
 
 
-SPEED_KEYS = ("method", "k", "tokens_per_s", "speedup_vs_plain", "alpha", "tau", "c", "verify_cost",
-              "predicted_speedup", "efficiency", "identical_to_plain")  # fmt: skip
+SPEED_KEYS = (
+    "method",
+    "k",
+    "tokens_per_s",
+    "speedup_vs_plain",
+    "alpha",
+    "tau",
+    "c",
+    "verify_cost",
+    "predicted_speedup",
+    "efficiency",
+    "identical_to_plain",
+)
 COST_KEYS = ("target_step_ms", "draft_step_ms", "c", "verify_relative", "context_tokens", "repeats")
 
 
 def _speed(run: Runner, s: CardSettings, dtype: str) -> dict:
     """Every lane at every K against plain decoding, greedy, on the first prompts of code.jsonl, in one precision."""
     json_name = f"bench-{dtype}.json"
-    argv = ["bench", "--prompts", _rel(WORKLOADS[0]), "--limit", str(s.bench_prompts),
-            "--k", ",".join(map(str, s.bench_ks)), "--max-new-tokens", str(s.bench_tokens),
-            "--device", "cpu", "--dtype", dtype]  # fmt: skip
+    argv = [
+        "bench",
+        "--prompts",
+        _rel(WORKLOADS[0]),
+        "--limit",
+        str(s.bench_prompts),
+        "--k",
+        ",".join(map(str, s.bench_ks)),
+        "--max-new-tokens",
+        str(s.bench_tokens),
+        "--device",
+        "cpu",
+        "--dtype",
+        dtype,
+    ]
     command, _ = run(argv, json_name)
     doc = run.json(json_name)
-    return {"dtype": doc["environment"]["dtype"], "command": command, "prompts": doc["settings"]["prompts"],
-            "max_new_tokens": doc["settings"]["max_new_tokens"], "environment": doc["environment"],
-            "costs": {key: doc["costs"][key] for key in COST_KEYS},
-            "results": [{key: r[key] for key in SPEED_KEYS} for r in doc["results"]]}  # fmt: skip
+    return {
+        "dtype": doc["environment"]["dtype"],
+        "command": command,
+        "prompts": doc["settings"]["prompts"],
+        "max_new_tokens": doc["settings"]["max_new_tokens"],
+        "environment": doc["environment"],
+        "costs": {key: doc["costs"][key] for key in COST_KEYS},
+        "results": [{key: r[key] for key in SPEED_KEYS} for r in doc["results"]],
+    }

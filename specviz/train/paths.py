@@ -1,5 +1,6 @@
 """Where the recipe reads its prompts and writes the pair, and how big the pair may be (shared by the stages, the
 export and the card)."""
+
 from __future__ import annotations
 
 from pathlib import Path

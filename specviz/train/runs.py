@@ -1,4 +1,5 @@
 """The run dirs in the work dir and the models they hold: what the draft stage and the export both load."""
+
 from __future__ import annotations
 
 from pathlib import Path

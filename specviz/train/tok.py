@@ -4,6 +4,7 @@ flat uint16 array (documents joined by `<|endoftext|>`) that the training loop r
 
 Byte-level BPE with no normaliser is lossless: decode(encode(text)) == text, indentation and newlines included.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,7 +18,7 @@ SPECIALS = [EOS, PAD]
 
 ROUND_TRIP_SAMPLES = [
     "def f(x):\n    if x:\n\treturn {'a': [1, 2]}  # tab\n\n\n    return None\n",
-    "class A(object):\n    \"\"\"Doc.\"\"\"\n\n    def __init__(self, *args, **kw) -> None:\n        pass\n",
+    'class A(object):\n    """Doc."""\n\n    def __init__(self, *args, **kw) -> None:\n        pass\n',
     "  leading spaces, trailing spaces   \nÜnïcödé “quotes” — and 景太郎\r\n",
 ]
 
@@ -30,13 +31,21 @@ def train_tokenizer(train_docs: list[dict], out_dir: Path, *, vocab_size: int, l
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size, min_frequency=2, special_tokens=SPECIALS,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False,
+        vocab_size=vocab_size,
+        min_frequency=2,
+        special_tokens=SPECIALS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
     )
     tok.train_from_iterator((d["text"] for d in train_docs), trainer=trainer, length=len(train_docs))
     fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok, eos_token=EOS, bos_token=EOS, pad_token=PAD, unk_token=None,
-        clean_up_tokenization_spaces=False, model_max_length=1 << 30,
+        tokenizer_object=tok,
+        eos_token=EOS,
+        bos_token=EOS,
+        pad_token=PAD,
+        unk_token=None,
+        clean_up_tokenization_spaces=False,
+        model_max_length=1 << 30,
     )
     out_dir.mkdir(parents=True, exist_ok=True)
     fast.save_pretrained(out_dir)

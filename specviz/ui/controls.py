@@ -21,7 +21,9 @@ from specviz.ui.loaders import cached_pair, default_sources
 from specviz.viz.explain import BF16_GREEDY_NOTE
 
 CUSTOM = "Custom: any two hub ids or local paths"
-DTYPE_HELP = "auto: float32 on CPU, bfloat16 on a GPU. bfloat16 on a CPU with native support is faster, but " + BF16_GREEDY_NOTE
+DTYPE_HELP = (
+    "auto: float32 on CPU, bfloat16 on a GPU. bfloat16 on a CPU with native support is faster, but " + BF16_GREEDY_NOTE
+)
 
 
 @dataclass(frozen=True)
@@ -73,23 +75,34 @@ def model_sidebar() -> bool:
     """The sidebar of pages that use a pair but no decoding settings: the pair picker and lecture mode."""
     st.sidebar.header("Models")
     pair_picker()
-    return st.sidebar.toggle("Lecture mode (large, high contrast)", key=keep("lecture", False), on_change=remember, args=("lecture",))
+    return st.sidebar.toggle(
+        "Lecture mode (large, high contrast)", key=keep("lecture", False), on_change=remember, args=("lecture",)
+    )
 
 
 def pair_picker() -> None:
     """Catalogue or custom pair, loaded on request; a failure is reported and the previous pair stays."""
     names = [spec.name for spec in CATALOGUE] + ([] if Limits.from_env().public else [CUSTOM])
-    choice = st.sidebar.selectbox("Model pair", names, key=keep("pair_choice", names[0]), on_change=remember, args=("pair_choice",))
+    choice = st.sidebar.selectbox(
+        "Model pair", names, key=keep("pair_choice", names[0]), on_change=remember, args=("pair_choice",)
+    )
     if choice == CUSTOM:
-        target = st.sidebar.text_input("Target (hub id or path)", key=keep("custom_target", ""), on_change=remember, args=("custom_target",))
-        draft = st.sidebar.text_input("Draft (hub id or path)", key=keep("custom_draft", ""), on_change=remember, args=("custom_draft",))
+        target = st.sidebar.text_input(
+            "Target (hub id or path)", key=keep("custom_target", ""), on_change=remember, args=("custom_target",)
+        )
+        draft = st.sidebar.text_input(
+            "Draft (hub id or path)", key=keep("custom_draft", ""), on_change=remember, args=("custom_draft",)
+        )
     else:
         spec = next(s for s in CATALOGUE if s.name == choice)
         target, draft = default_sources() if spec.offline else (spec.target, spec.draft)
         st.sidebar.caption(spec.note)
-    device = st.sidebar.selectbox("Device", ["auto", "cpu", "cuda", "mps"], key=keep("device", "auto"), on_change=remember, args=("device",))
-    dtype = st.sidebar.selectbox("Precision", list(DTYPES), key=keep("dtype", "auto"), on_change=remember, args=("dtype",),
-                                 help=DTYPE_HELP)  # fmt: skip
+    device = st.sidebar.selectbox(
+        "Device", ["auto", "cpu", "cuda", "mps"], key=keep("device", "auto"), on_change=remember, args=("device",)
+    )
+    dtype = st.sidebar.selectbox(
+        "Precision", list(DTYPES), key=keep("dtype", "auto"), on_change=remember, args=("dtype",), help=DTYPE_HELP
+    )
     wanted = (target.strip(), draft.strip(), device, dtype)
     if wanted != active_sources() and st.sidebar.button("Load this pair", type="primary"):
         try:
@@ -100,7 +113,9 @@ def pair_picker() -> None:
             st.session_state["active_pair"] = wanted
     limits = Limits.from_env()
     target_in_use, draft_in_use, device_in_use, dtype_in_use = (display_source(s, limits) for s in active_sources())
-    st.sidebar.caption(f"In use: **{target_in_use}** ← draft **{draft_in_use}** on {device_in_use}, {dtype_in_use} precision")
+    st.sidebar.caption(
+        f"In use: **{target_in_use}** ← draft **{draft_in_use}** on {device_in_use}, {dtype_in_use} precision"
+    )
 
 
 def sidebar_controls() -> Controls:
@@ -109,17 +124,48 @@ def sidebar_controls() -> Controls:
     pair_picker()
     limits = Limits.from_env()
     st.sidebar.header("Decoding")
-    method = st.sidebar.radio("Proposer", list(methods.PROPOSERS), format_func=methods.label, key=keep("method", "draft"), on_change=remember, args=("method",))
-    k = st.sidebar.slider("K: draft tokens per round", 1, limits.max_k, key=keep("k", 4, limits.max_k), on_change=remember, args=("k",))
-    temperature = st.sidebar.slider("Temperature (0 = greedy)", 0.0, 2.0, step=0.05, key=keep("temperature", 1.0), on_change=remember, args=("temperature",))
-    top_k = st.sidebar.number_input("Top-k (0 = off)", 0, 1000, step=1, key=keep("top_k", 0), on_change=remember, args=("top_k",))
-    top_p = st.sidebar.slider("Top-p (1 = off)", 0.05, 1.0, step=0.05, key=keep("top_p", 1.0), on_change=remember, args=("top_p",))
-    seed = st.sidebar.number_input("Seed", 0, 2**31 - 1, step=1, key=keep("seed", 0), on_change=remember, args=("seed",))
-    max_new = st.sidebar.slider("Max new tokens", 1, limits.max_new_tokens, key=keep("max_new_tokens", 48, limits.max_new_tokens),
-                                on_change=remember, args=("max_new_tokens",))  # fmt: skip
+    method = st.sidebar.radio(
+        "Proposer",
+        list(methods.PROPOSERS),
+        format_func=methods.label,
+        key=keep("method", "draft"),
+        on_change=remember,
+        args=("method",),
+    )
+    k = st.sidebar.slider(
+        "K: draft tokens per round", 1, limits.max_k, key=keep("k", 4, limits.max_k), on_change=remember, args=("k",)
+    )
+    temperature = st.sidebar.slider(
+        "Temperature (0 = greedy)",
+        0.0,
+        2.0,
+        step=0.05,
+        key=keep("temperature", 1.0),
+        on_change=remember,
+        args=("temperature",),
+    )
+    top_k = st.sidebar.number_input(
+        "Top-k (0 = off)", 0, 1000, step=1, key=keep("top_k", 0), on_change=remember, args=("top_k",)
+    )
+    top_p = st.sidebar.slider(
+        "Top-p (1 = off)", 0.05, 1.0, step=0.05, key=keep("top_p", 1.0), on_change=remember, args=("top_p",)
+    )
+    seed = st.sidebar.number_input(
+        "Seed", 0, 2**31 - 1, step=1, key=keep("seed", 0), on_change=remember, args=("seed",)
+    )
+    max_new = st.sidebar.slider(
+        "Max new tokens",
+        1,
+        limits.max_new_tokens,
+        key=keep("max_new_tokens", 48, limits.max_new_tokens),
+        on_change=remember,
+        args=("max_new_tokens",),
+    )
     if limits.public:
         st.sidebar.caption(f"Public mode: K ≤ {limits.max_k}, at most {limits.max_new_tokens} new tokens.")
-    lecture = st.sidebar.toggle("Lecture mode (large, high contrast)", key=keep("lecture", False), on_change=remember, args=("lecture",))
+    lecture = st.sidebar.toggle(
+        "Lecture mode (large, high contrast)", key=keep("lecture", False), on_change=remember, args=("lecture",)
+    )
     settings = None
     try:
         sampling = SamplingSettings(float(temperature), int(top_k), float(top_p))
@@ -142,4 +188,3 @@ def prompt_box(target: str, key: str = "prompt") -> str:
     prompt = st.text_area("Prompt", key=key, height=110)
     st.session_state["_kept_" + key] = prompt
     return prompt
-

@@ -21,7 +21,7 @@ class Limits:
     max_upload_bytes: int = 2_000_000
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None) -> "Limits":
+    def from_env(cls, env: dict[str, str] | None = None) -> Limits:
         env = dict(os.environ if env is None else env)
         if env.get("SPECVIZ_PUBLIC", "").strip().lower() not in ("1", "true", "yes", "on"):
             return cls()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import streamlit as st
 
@@ -53,10 +53,12 @@ def show_text(trace: Trace, n_rounds: int | None = None) -> None:
 
 
 @st.cache_data(show_spinner="Warming up, then timing plain and speculative decoding in turn…", max_entries=8)
-def cached_versus_plain(sources: tuple[str, str, str, str], prompt: str, settings: RunSettings) -> tuple[VersusPlain, str]:
+def cached_versus_plain(
+    sources: tuple[str, str, str, str], prompt: str, settings: RunSettings
+) -> tuple[VersusPlain, str]:
     """The home page's measurement and the time it was taken ("HH:MM UTC"): cached for the whole server, so every
     session sees the same run and the page says when it was measured."""
-    measured_at = datetime.now(timezone.utc).strftime("%H:%M UTC on %d %b")
+    measured_at = datetime.now(UTC).strftime("%H:%M UTC on %d %b")
     return versus_plain(cached_pair(*sources), prompt, settings), measured_at
 
 

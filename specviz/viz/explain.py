@@ -7,6 +7,8 @@ import html
 from specviz.core.trace import Position, Round
 from specviz.viz.text import visible
 
+DRAFT_BOX = "border:1px solid #6a1b9a;padding:.2rem .45rem;margin:0 .1rem;font-family:monospace"
+
 
 def _tok(text: str) -> str:
     return f"'{html.escape(visible(text))}'"
@@ -14,10 +16,7 @@ def _tok(text: str) -> str:
 
 def verify_html(r: Round) -> str:
     """The K drafts plus the pending token go through the target together: one pass, K+1 distributions."""
-    boxes = "".join(
-        f'<span style="border:1px solid #6a1b9a;padding:.2rem .45rem;margin:0 .1rem;font-family:monospace">{html.escape(visible(p.text))}</span>'
-        for p in r.positions
-    )
+    boxes = "".join(f'<span style="{DRAFT_BOX}">{html.escape(visible(p.text))}</span>' for p in r.positions)
     return (
         f'<div style="border:3px solid #6a1b9a;border-radius:.5rem;padding:.5rem;display:inline-block">'
         f'<div style="font-weight:bold;color:#6a1b9a">ONE target forward pass · {r.verify_ms:.1f} ms</div>'
@@ -67,7 +66,12 @@ def commit_sentence(r: Round) -> str:
     )
     if r.draft_cache != (0, 0):
         text += f", the draft's from {r.draft_cache[0]} to {r.draft_cache[1]}"
-    return text + ": rejected drafts leave no trace; the newest token is read at the start of the next round." + stop.get(r.stop or "", "")
+    return (
+        text
+        + ": rejected drafts leave no trace; the newest token is read at the start of the next round."
+        + stop.get(r.stop or "", "")
+    )
+
 
 BF16_GREEDY_NOTE = (
     "a verify pass over K + 1 tokens rounds differently from one-token steps, so where the target's top two tokens "

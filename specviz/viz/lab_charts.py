@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import altair as alt
 import pandas as pd
@@ -22,33 +22,57 @@ def flow_frame(flow: TwoTokenFlow) -> pd.DataFrame:
     rows = []
     for i, token in enumerate(flow.tokens):
         for origin, mass in (("accepted", flow.accepted[i]), ("correction", flow.corrected[i])):
-            rows.append({
-                "token": token, "source": ORIGIN_LABELS[origin], "mass": mass, "p": flow.p[i], "q": flow.q[i],
-                "accept_prob": flow.accept_prob[i], "residual": flow.residual[i], "final": flow.final[i],
-                "order": 0 if origin == "accepted" else 1,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "token": token,
+                    "source": ORIGIN_LABELS[origin],
+                    "mass": mass,
+                    "p": flow.p[i],
+                    "q": flow.q[i],
+                    "accept_prob": flow.accept_prob[i],
+                    "residual": flow.residual[i],
+                    "final": flow.final[i],
+                    "order": 0 if origin == "accepted" else 1,
+                }
+            )
     return pd.DataFrame(rows)
 
 
 def flow_chart(flow: TwoTokenFlow) -> alt.LayerChart:
     """Stacked bars: accepted-draft mass + correction mass per token, with p marked: the stack reaches p exactly."""
     frame = flow_frame(flow)
-    bars = alt.Chart(frame).mark_bar().encode(
-        x=alt.X("token:N", title="token", axis=alt.Axis(labelAngle=0)),
-        y=alt.Y("mass:Q", title="probability of being emitted", stack="zero", scale=alt.Scale(domain=[0, 1])),
-        color=alt.Color("source:N", title="emitted as", scale=alt.Scale(domain=list(SOURCE_COLORS), range=list(SOURCE_COLORS.values()))),
-        order=alt.Order("order:Q"),
-        tooltip=[
-            "token:N", "source:N", alt.Tooltip("mass:Q", format=".4f"), alt.Tooltip("q:Q", title="q(x)", format=".3f"),
-            alt.Tooltip("accept_prob:Q", title="min(1, p/q)", format=".4f"),
-            alt.Tooltip("residual:Q", title="residual(x)", format=".4f"), alt.Tooltip("final:Q", title="final", format=".4f"),
-        ],
-    )  # fmt: skip
-    targets = pd.DataFrame({"token": list(flow.tokens), "p": list(flow.p)})
-    p_marks = alt.Chart(targets).mark_tick(color="black", thickness=3, size=60).encode(
-        x="token:N", y="p:Q", tooltip=["token:N", alt.Tooltip("p:Q", title="target p(x)", format=".4f")]
+    bars = (
+        alt.Chart(frame)
+        .mark_bar()
+        .encode(
+            x=alt.X("token:N", title="token", axis=alt.Axis(labelAngle=0)),
+            y=alt.Y("mass:Q", title="probability of being emitted", stack="zero", scale=alt.Scale(domain=[0, 1])),
+            color=alt.Color(
+                "source:N",
+                title="emitted as",
+                scale=alt.Scale(domain=list(SOURCE_COLORS), range=list(SOURCE_COLORS.values())),
+            ),
+            order=alt.Order("order:Q"),
+            tooltip=[
+                "token:N",
+                "source:N",
+                alt.Tooltip("mass:Q", format=".4f"),
+                alt.Tooltip("q:Q", title="q(x)", format=".3f"),
+                alt.Tooltip("accept_prob:Q", title="min(1, p/q)", format=".4f"),
+                alt.Tooltip("residual:Q", title="residual(x)", format=".4f"),
+                alt.Tooltip("final:Q", title="final", format=".4f"),
+            ],
+        )
     )
-    title = alt.TitleParams("Accepted drafts + corrections = p", subtitle=f"α = Σ min(p, q) = {flow.alpha:.3f}; black tick = p")
+    targets = pd.DataFrame({"token": list(flow.tokens), "p": list(flow.p)})
+    p_marks = (
+        alt.Chart(targets)
+        .mark_tick(color="black", thickness=3, size=60)
+        .encode(x="token:N", y="p:Q", tooltip=["token:N", alt.Tooltip("p:Q", title="target p(x)", format=".4f")])
+    )
+    title = alt.TitleParams(
+        "Accepted drafts + corrections = p", subtitle=f"α = Σ min(p, q) = {flow.alpha:.3f}; black tick = p"
+    )
     return (bars + p_marks).properties(title=title, height=260)
 
 
@@ -63,8 +87,15 @@ def shop_frame(exp: ShopExperiment, top: int = 16) -> pd.DataFrame:
             ("plain samples", exp.plain_freq[i]),
             ("speculative samples", exp.spec_freq[i]),
         ):
-            rows.append({"sequence": labels[i], "rank": rank, "series": series, "prob": float(value),
-                         "exact_spec": float(exp.exact_spec[i])})  # fmt: skip
+            rows.append(
+                {
+                    "sequence": labels[i],
+                    "rank": rank,
+                    "series": series,
+                    "prob": float(value),
+                    "exact_spec": float(exp.exact_spec[i]),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -72,14 +103,25 @@ def shop_chart(exp: ShopExperiment, top: int = 16) -> alt.Chart:
     frame = shop_frame(exp, top)
     order = list(dict.fromkeys(frame.sort_values("rank")["sequence"]))
     title = f"The {top} most likely {exp.length}-event sequences: exact p vs {exp.samples:,} samples each way"
-    return alt.Chart(frame, title=title).mark_bar().encode(
-        x=alt.X("sequence:N", sort=order, title="sequence", axis=alt.Axis(labelAngle=-40)),
-        xOffset=alt.XOffset("series:N", sort=list(SERIES_COLORS)),
-        y=alt.Y("prob:Q", title="probability / frequency"),
-        color=alt.Color("series:N", title=None, scale=alt.Scale(domain=list(SERIES_COLORS), range=list(SERIES_COLORS.values()))),
-        tooltip=["sequence:N", "series:N", alt.Tooltip("prob:Q", format=".4f"),
-                 alt.Tooltip("exact_spec:Q", title="exact speculative (enumeration)", format=".6f")],
-    ).properties(height=300)  # fmt: skip
+    return (
+        alt.Chart(frame, title=title)
+        .mark_bar()
+        .encode(
+            x=alt.X("sequence:N", sort=order, title="sequence", axis=alt.Axis(labelAngle=-40)),
+            xOffset=alt.XOffset("series:N", sort=list(SERIES_COLORS)),
+            y=alt.Y("prob:Q", title="probability / frequency"),
+            color=alt.Color(
+                "series:N", title=None, scale=alt.Scale(domain=list(SERIES_COLORS), range=list(SERIES_COLORS.values()))
+            ),
+            tooltip=[
+                "sequence:N",
+                "series:N",
+                alt.Tooltip("prob:Q", format=".4f"),
+                alt.Tooltip("exact_spec:Q", title="exact speculative (enumeration)", format=".6f"),
+            ],
+        )
+        .properties(height=300)
+    )
 
 
 def bug_frame(checks: Sequence[BugCheck]) -> pd.DataFrame:
@@ -94,15 +136,20 @@ def bug_frame(checks: Sequence[BugCheck]) -> pd.DataFrame:
                 "chi2": c.chi2.statistic,
                 "dof": c.chi2.dof,
                 "acceptance": c.acceptance_fraction,
-                "verdict": "exact" if c.tv < 1e-9 else ("bias detected" if c.detected else "biased, not detected at this N"),
+                "verdict": "exact"
+                if c.tv < 1e-9
+                else ("bias detected" if c.detected else "biased, not detected at this N"),
             }
             for c in checks
         ]
     )
 
 
-VERDICT_COLORS = {"exact": ORIGIN_COLORS["accepted"], "bias detected": ORIGIN_COLORS["correction"],
-                  "biased, not detected at this N": "#ef6c00"}  # fmt: skip
+VERDICT_COLORS = {
+    "exact": ORIGIN_COLORS["accepted"],
+    "bias detected": ORIGIN_COLORS["correction"],
+    "biased, not detected at this N": "#ef6c00",
+}
 
 
 def bug_chart(frame: pd.DataFrame) -> alt.Chart:
@@ -110,16 +157,27 @@ def bug_chart(frame: pd.DataFrame) -> alt.Chart:
 
     `frame` comes from `bug_frame(checks)` (a plain frame, so a page can cache it).
     """
-    return alt.Chart(frame, title="How far each sampler's exact output is from the target (total variation)").mark_bar().encode(
-        y=alt.Y("variant:N", sort=list(frame["variant"]), title=None, axis=alt.Axis(labelLimit=260)),
-        x=alt.X("tv:Q", title="TV distance from p (exact, by enumeration)"),
-        color=alt.Color(
-            "verdict:N", title="χ² test on samples",
-            scale=alt.Scale(domain=list(VERDICT_COLORS), range=list(VERDICT_COLORS.values())),
-        ),
-        tooltip=["variant:N", "what:N", alt.Tooltip("tv:Q", format=".4f"), alt.Tooltip("p_value:Q", title="χ² p-value", format=".2e"),
-                 alt.Tooltip("acceptance:Q", title="acceptance fraction", format=".3f")],
-    ).properties(height=32 * len(frame))  # fmt: skip
+    return (
+        alt.Chart(frame, title="How far each sampler's exact output is from the target (total variation)")
+        .mark_bar()
+        .encode(
+            y=alt.Y("variant:N", sort=list(frame["variant"]), title=None, axis=alt.Axis(labelLimit=260)),
+            x=alt.X("tv:Q", title="TV distance from p (exact, by enumeration)"),
+            color=alt.Color(
+                "verdict:N",
+                title="χ² test on samples",
+                scale=alt.Scale(domain=list(VERDICT_COLORS), range=list(VERDICT_COLORS.values())),
+            ),
+            tooltip=[
+                "variant:N",
+                "what:N",
+                alt.Tooltip("tv:Q", format=".4f"),
+                alt.Tooltip("p_value:Q", title="χ² p-value", format=".2e"),
+                alt.Tooltip("acceptance:Q", title="acceptance fraction", format=".3f"),
+            ],
+        )
+        .properties(height=32 * len(frame))
+    )
 
 
 def real_pair_frame(rows: Sequence[dict]) -> pd.DataFrame:
@@ -135,13 +193,18 @@ def real_pair_chart(rows: Sequence[dict], title: str) -> alt.Chart:
     frame = real_pair_frame(rows)
     order = list(dict.fromkeys(frame["tokens"]))
     colors = {"plain": SERIES_COLORS["plain samples"], "speculative": SERIES_COLORS["speculative samples"]}
-    return alt.Chart(frame, title=title).mark_bar().encode(
-        x=alt.X("tokens:N", sort=order, title="next two tokens", axis=alt.Axis(labelAngle=-40)),
-        xOffset=alt.XOffset("series:N"),
-        y=alt.Y("freq:Q", title="frequency"),
-        color=alt.Color("series:N", title=None, scale=alt.Scale(domain=list(colors), range=list(colors.values()))),
-        tooltip=["tokens:N", "series:N", alt.Tooltip("freq:Q", format=".3f")],
-    ).properties(height=260)
+    return (
+        alt.Chart(frame, title=title)
+        .mark_bar()
+        .encode(
+            x=alt.X("tokens:N", sort=order, title="next two tokens", axis=alt.Axis(labelAngle=-40)),
+            xOffset=alt.XOffset("series:N"),
+            y=alt.Y("freq:Q", title="frequency"),
+            color=alt.Color("series:N", title=None, scale=alt.Scale(domain=list(colors), range=list(colors.values()))),
+            tooltip=["tokens:N", "series:N", alt.Tooltip("freq:Q", format=".3f")],
+        )
+        .properties(height=260)
+    )
 
 
 def variant_frame(
@@ -151,8 +214,24 @@ def variant_frame(
     order = sorted(range(len(labels)), key=lambda i: -abs(variant[i] - target[i]))[:top]
     rows = []
     for rank, i in enumerate(order):
-        rows.append({"sequence": labels[i], "rank": rank, "series": "exact target p", "prob": target[i], "gap": variant[i] - target[i]})
-        rows.append({"sequence": labels[i], "rank": rank, "series": variant_label, "prob": variant[i], "gap": variant[i] - target[i]})
+        rows.append(
+            {
+                "sequence": labels[i],
+                "rank": rank,
+                "series": "exact target p",
+                "prob": target[i],
+                "gap": variant[i] - target[i],
+            }
+        )
+        rows.append(
+            {
+                "sequence": labels[i],
+                "rank": rank,
+                "series": variant_label,
+                "prob": variant[i],
+                "gap": variant[i] - target[i],
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -163,13 +242,22 @@ def variant_chart(
     frame = variant_frame(labels, target, variant, variant_label, top)
     order = list(dict.fromkeys(frame.sort_values("rank")["sequence"]))
     colors = [SERIES_COLORS["exact target p"], ORIGIN_COLORS["correction"]]
-    return alt.Chart(frame, title=f"Exact output of '{variant_label}' vs p, where they differ most").mark_bar().encode(
-        x=alt.X("sequence:N", sort=order, title="sequence", axis=alt.Axis(labelAngle=-40)),
-        xOffset=alt.XOffset("series:N", sort=["exact target p", variant_label]),
-        y=alt.Y("prob:Q", title="exact probability"),
-        color=alt.Color("series:N", title=None, scale=alt.Scale(domain=["exact target p", variant_label], range=colors)),
-        tooltip=[
-            "sequence:N", "series:N", alt.Tooltip("prob:Q", format=".5f"),
-            alt.Tooltip("gap:Q", title="variant − p", format="+.5f"),
-        ],
-    ).properties(height=280)  # fmt: skip
+    return (
+        alt.Chart(frame, title=f"Exact output of '{variant_label}' vs p, where they differ most")
+        .mark_bar()
+        .encode(
+            x=alt.X("sequence:N", sort=order, title="sequence", axis=alt.Axis(labelAngle=-40)),
+            xOffset=alt.XOffset("series:N", sort=["exact target p", variant_label]),
+            y=alt.Y("prob:Q", title="exact probability"),
+            color=alt.Color(
+                "series:N", title=None, scale=alt.Scale(domain=["exact target p", variant_label], range=colors)
+            ),
+            tooltip=[
+                "sequence:N",
+                "series:N",
+                alt.Tooltip("prob:Q", format=".5f"),
+                alt.Tooltip("gap:Q", title="variant − p", format="+.5f"),
+            ],
+        )
+        .properties(height=280)
+    )

@@ -20,13 +20,19 @@ def lanes_frame(results: list[RunRecord], reference: tuple[int, ...] | None = No
         if reference is not None:
             divergence = stats.first_divergence(reference, r.output_ids)
             same = "✓" if divergence is None else f"✗ from token {divergence + 1}"
-        rows.append({
-            "lane": methods.lane_label(r.method), "tokens": len(r.output_ids), "time to first token (ms)": r.ttft_s * 1e3,
-            "tokens/s": r.tokens_per_s, "median gap (ms)": float(pd.Series(gaps).median()) if gaps else 0.0,
-            "max gap (ms)": max(gaps, default=0.0),
-            "α": _alpha_text(r), "τ": r.tau,
-            "same text as plain": same,
-        })  # fmt: skip
+        rows.append(
+            {
+                "lane": methods.lane_label(r.method),
+                "tokens": len(r.output_ids),
+                "time to first token (ms)": r.ttft_s * 1e3,
+                "tokens/s": r.tokens_per_s,
+                "median gap (ms)": float(pd.Series(gaps).median()) if gaps else 0.0,
+                "max gap (ms)": max(gaps, default=0.0),
+                "α": _alpha_text(r),
+                "τ": r.tau,
+                "same text as plain": same,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -65,7 +71,9 @@ def arrivals_chart(results: list[RunRecord]) -> alt.Chart:
 
 def latency_frame(results: list[RunRecord]) -> pd.DataFrame:
     rows = [
-        {"lane": methods.lane_label(r.method), "gap_ms": g} for r in results for g in stats.inter_token_latencies_ms(r.arrivals())
+        {"lane": methods.lane_label(r.method), "gap_ms": g}
+        for r in results
+        for g in stats.inter_token_latencies_ms(r.arrivals())
     ]
     return pd.DataFrame(rows, columns=["lane", "gap_ms"])
 

@@ -44,7 +44,9 @@ def pq_chart(pos: Position) -> alt.Chart:
             x=alt.X("token:N", sort=order, title="token", axis=alt.Axis(labelAngle=0)),
             xOffset=alt.XOffset("dist:N", sort=list(DIST_COLORS)),
             y=alt.Y("prob:Q", title="probability", scale=alt.Scale(domain=[0, 1])),
-            color=alt.Color("dist:N", scale=alt.Scale(domain=list(DIST_COLORS), range=list(DIST_COLORS.values())), title=None),
+            color=alt.Color(
+                "dist:N", scale=alt.Scale(domain=list(DIST_COLORS), range=list(DIST_COLORS.values())), title=None
+            ),
             stroke=alt.condition("datum.proposal", alt.value("black"), alt.value(None)),
             strokeWidth=alt.condition("datum.proposal", alt.value(2), alt.value(0)),
             tooltip=["token:N", "dist:N", alt.Tooltip("prob:Q", format=".4f"), "proposal:N"],
@@ -56,7 +58,17 @@ def pq_chart(pos: Position) -> alt.Chart:
 def acceptance_frame(pos: Position) -> pd.DataFrame:
     verdict = "accepted" if pos.u <= pos.ratio else "rejected"
     return pd.DataFrame(
-        [{"what": "min(1, p/q)", "value": pos.ratio, "u": pos.u, "verdict": verdict, "p": pos.p, "q": pos.q, "one": 1.0}]
+        [
+            {
+                "what": "min(1, p/q)",
+                "value": pos.ratio,
+                "u": pos.u,
+                "verdict": verdict,
+                "p": pos.p,
+                "q": pos.q,
+                "one": 1.0,
+            }
+        ]
     )
 
 
@@ -69,11 +81,20 @@ def acceptance_chart(pos: Position) -> alt.LayerChart:
     track = base.mark_bar(color="#eeeeee", size=34).encode(x=alt.X("one:Q", scale=x_scale, title=None))
     bar = base.mark_bar(color=VERDICT_COLORS[verdict], size=34).encode(
         x=alt.X("value:Q", scale=x_scale, title="acceptance probability min(1, p/q), and the uniform draw u"),
-        tooltip=[alt.Tooltip("p:Q", format=".4f"), alt.Tooltip("q:Q", format=".4f"), alt.Tooltip("value:Q", title="min(1,p/q)", format=".4f"),
-                 alt.Tooltip("u:Q", format=".4f"), "verdict:N"],
-    )  # fmt: skip
-    u_mark = base.mark_tick(color="black", thickness=3, size=50).encode(x=alt.X("u:Q", scale=x_scale), tooltip=[alt.Tooltip("u:Q", format=".4f")])
-    label = base.mark_text(dy=-30, fontWeight="bold").encode(x=alt.X("u:Q", scale=x_scale), text=alt.value(f"u = {pos.u:.3f}"))
+        tooltip=[
+            alt.Tooltip("p:Q", format=".4f"),
+            alt.Tooltip("q:Q", format=".4f"),
+            alt.Tooltip("value:Q", title="min(1,p/q)", format=".4f"),
+            alt.Tooltip("u:Q", format=".4f"),
+            "verdict:N",
+        ],
+    )
+    u_mark = base.mark_tick(color="black", thickness=3, size=50).encode(
+        x=alt.X("u:Q", scale=x_scale), tooltip=[alt.Tooltip("u:Q", format=".4f")]
+    )
+    label = base.mark_text(dy=-30, fontWeight="bold").encode(
+        x=alt.X("u:Q", scale=x_scale), text=alt.value(f"u = {pos.u:.3f}")
+    )
     sign = "≤" if verdict == "accepted" else ">"
     title = f"{verdict.upper()}: u = {pos.u:.3f} {sign} min(1, {pos.p:.3f} / {pos.q:.3f}) = {pos.ratio:.3f}"
     return (track + bar + u_mark + label).properties(title=title, height=110)
@@ -104,16 +125,25 @@ def _drawn_chart(top: tuple[TokenProb, ...], chosen: int | None, colour: str, ti
 def residual_chart(r: Round) -> alt.Chart:
     """norm(max(0, p − q)) at the rejected position, with the sampled correction highlighted."""
     chosen = r.extra.token_id if r.extra else None
-    return _drawn_chart(r.residual_top, chosen, ORIGIN_COLORS["correction"],
-                        "Residual norm(max(0, p − q)): where p has more mass than q; the correction is drawn here",
-                        "residual probability")  # fmt: skip
+    return _drawn_chart(
+        r.residual_top,
+        chosen,
+        ORIGIN_COLORS["correction"],
+        "Residual norm(max(0, p − q)): where p has more mass than q; the correction is drawn here",
+        "residual probability",
+    )
 
 
 def bonus_chart(r: Round) -> alt.Chart:
     """p at position K+1 (free: the verify pass computed it), with the sampled bonus token highlighted."""
     chosen = r.extra.token_id if r.extra else None
-    return _drawn_chart(r.bonus_top, chosen, ORIGIN_COLORS["bonus"],
-                        "All drafts accepted: the bonus token is drawn from p at position K+1", "p (target)")  # fmt: skip
+    return _drawn_chart(
+        r.bonus_top,
+        chosen,
+        ORIGIN_COLORS["bonus"],
+        "All drafts accepted: the bonus token is drawn from p at position K+1",
+        "p (target)",
+    )
 
 
 def cache_frame(r: Round, has_draft: bool) -> pd.DataFrame:
@@ -133,7 +163,9 @@ def cache_chart(r: Round, has_draft: bool = True) -> alt.Chart:
             y=alt.Y("model:N", title=None),
             yOffset=alt.YOffset("moment:N"),
             x=alt.X("tokens:Q", title="tokens held in the KV cache"),
-            color=alt.Color("moment:N", title=None, scale=alt.Scale(range=["#90a4ae", "#37474f", "#ffb74d", "#e65100"])),
+            color=alt.Color(
+                "moment:N", title=None, scale=alt.Scale(range=["#90a4ae", "#37474f", "#ffb74d", "#e65100"])
+            ),
             tooltip=["model:N", "moment:N", "tokens:Q"],
         )
         .properties(height=140)
@@ -154,7 +186,12 @@ def timing_chart(rounds: tuple[Round, ...]) -> alt.Chart:
         .encode(
             x=alt.X("round:O", title="round"),
             y=alt.Y("ms:Q", title="milliseconds", stack="zero"),
-            color=alt.Color("phase:N", scale=alt.Scale(domain=["draft", "verify"], range=[DIST_COLORS["q (draft)"], DIST_COLORS["p (target)"]])),
+            color=alt.Color(
+                "phase:N",
+                scale=alt.Scale(
+                    domain=["draft", "verify"], range=[DIST_COLORS["q (draft)"], DIST_COLORS["p (target)"]]
+                ),
+            ),
             tooltip=["round:O", "phase:N", alt.Tooltip("ms:Q", format=".2f")],
         )
         .properties(height=200)

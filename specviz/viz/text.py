@@ -14,10 +14,15 @@ def token_tooltips(trace: Trace, n_rounds: int | None = None) -> list[str]:
     for r in trace.rounds[:n_rounds]:
         for pos in r.positions:
             if pos.accepted:
-                tips.append(f"accepted draft · p(x)={pos.p:.3f} · q(x)={pos.q:.3f} · min(1,p/q)={pos.ratio:.3f} · u={pos.u:.3f}")
+                tips.append(
+                    f"accepted draft · p(x)={pos.p:.3f} · q(x)={pos.q:.3f} · min(1,p/q)={pos.ratio:.3f} · u={pos.u:.3f}"
+                )
         if r.extra:
             source = {"correction": "residual", "bonus": "p at position K+1", "target": "p"}[r.extra.kind]
-            tips.append(f"{r.extra.kind} · drawn from the {source}: prob {r.extra.prob:.3f} · p(x)={r.extra.p:.3f} · u={r.extra.u:.3f}")
+            tips.append(
+                f"{r.extra.kind} · drawn from the {source}: prob {r.extra.prob:.3f} · "
+                f"p(x)={r.extra.p:.3f} · u={r.extra.u:.3f}"
+            )
     return tips
 
 
@@ -32,7 +37,11 @@ def trace_html(trace: Trace, n_rounds: int | None = None) -> str:
     spans = [span(trace.prompt, "prompt", "prompt")]
     tokens = trace.tokens(n_rounds)
     spans += [span(text, origin, tip) for (_, text, origin), tip in zip(tokens, token_tooltips(trace, n_rounds))]
-    return '<div class="specviz-text" style="white-space:pre-wrap;font-family:monospace;line-height:1.6">' + "".join(spans) + "</div>"
+    return (
+        '<div class="specviz-text" style="white-space:pre-wrap;font-family:monospace;line-height:1.6">'
+        + "".join(spans)
+        + "</div>"
+    )
 
 
 def legend_html(origins: tuple[str, ...] = (ACCEPTED, "correction", "bonus")) -> str:

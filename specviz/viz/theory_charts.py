@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import altair as alt
 import pandas as pd
@@ -32,7 +32,8 @@ def speedup_frame(
             rows.append(
                 {
                     "alpha": a,
-                    "alpha_label": f"α = {a:g}" + (" (chosen)" if chosen_alpha is not None and abs(a - chosen_alpha) < 1e-9 else ""),
+                    "alpha_label": f"α = {a:g}"
+                    + (" (chosen)" if chosen_alpha is not None and abs(a - chosen_alpha) < 1e-9 else ""),
                     "k": k,
                     "expected_tokens": expected_tokens(a, k),
                     "speedup_ideal": speedup(a, k, c),
@@ -59,16 +60,22 @@ def speedup_vs_k_chart(frame: pd.DataFrame, current_k: int, title: str = "Speedu
             alt.Tooltip("speedup_ideal:Q", title="speedup (ideal verify)", format=".3f"),
         ],
     )
-    one = alt.Chart(pd.DataFrame({"speedup": [1.0]})).mark_rule(color=BREAK_EVEN_COLOR, strokeDash=[4, 4]).encode(
-        y="speedup:Q", tooltip=[alt.Tooltip("speedup:Q", title="break-even")]
+    one = (
+        alt.Chart(pd.DataFrame({"speedup": [1.0]}))
+        .mark_rule(color=BREAK_EVEN_COLOR, strokeDash=[4, 4])
+        .encode(y="speedup:Q", tooltip=[alt.Tooltip("speedup:Q", title="break-even")])
     )
-    chosen = alt.Chart(pd.DataFrame({"k": [current_k]})).mark_rule(color="black", opacity=0.4).encode(
-        x="k:O", tooltip=[alt.Tooltip("k:O", title="chosen K")]
+    chosen = (
+        alt.Chart(pd.DataFrame({"k": [current_k]}))
+        .mark_rule(color="black", opacity=0.4)
+        .encode(x="k:O", tooltip=[alt.Tooltip("k:O", title="chosen K")])
     )
     return (lines + one + chosen).properties(title=title, height=300)
 
 
-def heatmap_frame(c: float, verify: VerifyCost = IDEAL, alphas: Sequence[float] = HEATMAP_ALPHAS, k_max: int = MAX_K) -> pd.DataFrame:
+def heatmap_frame(
+    c: float, verify: VerifyCost = IDEAL, alphas: Sequence[float] = HEATMAP_ALPHAS, k_max: int = MAX_K
+) -> pd.DataFrame:
     frame = speedup_frame(alphas, c, verify, k_max)
     best = {a: best_k(a, c, verify, k_max)[0] for a in alphas}
     frame["best"] = [best[a] == k for a, k in zip(frame["alpha"], frame["k"])]
@@ -84,7 +91,9 @@ def heatmap_chart(frame: pd.DataFrame, alpha: float, k: int, title: str = "Speed
     cells = base.mark_rect().encode(
         x=alt.X("k:O", title="K (draft tokens per round)"),
         y=alt.Y("alpha:O", title="acceptance rate α", sort=alpha_order),
-        color=alt.Color("speedup:Q", title="speedup", scale=alt.Scale(domain=domain, range=["#c62828", "#f5f5f5", "#2e7d32"])),
+        color=alt.Color(
+            "speedup:Q", title="speedup", scale=alt.Scale(domain=domain, range=["#c62828", "#f5f5f5", "#2e7d32"])
+        ),
         tooltip=[
             alt.Tooltip("alpha:O", title="α"),
             alt.Tooltip("k:O", title="K"),
@@ -92,13 +101,21 @@ def heatmap_chart(frame: pd.DataFrame, alpha: float, k: int, title: str = "Speed
             alt.Tooltip("best:N", title="best K for this α"),
         ],
     )
-    best = base.transform_filter("datum.best").mark_point(shape="diamond", filled=True, color="black", size=60).encode(
-        x="k:O", y=alt.Y("alpha:O", sort=alpha_order), tooltip=[alt.Tooltip("alpha:O", title="α"), alt.Tooltip("k:O", title="best K")]
+    best = (
+        base.transform_filter("datum.best")
+        .mark_point(shape="diamond", filled=True, color="black", size=60)
+        .encode(
+            x="k:O",
+            y=alt.Y("alpha:O", sort=alpha_order),
+            tooltip=[alt.Tooltip("alpha:O", title="α"), alt.Tooltip("k:O", title="best K")],
+        )
     )
     nearest = min(frame["alpha"].unique(), key=lambda a: abs(a - alpha))
-    here = alt.Chart(pd.DataFrame({"alpha": [nearest], "k": [k], "label": [f"you: α≈{nearest:g}, K={k}"]})).mark_point(
-        shape="circle", size=220, color="white", stroke="black", strokeWidth=2
-    ).encode(x="k:O", y=alt.Y("alpha:O", sort=alpha_order), tooltip=["label:N"])
+    here = (
+        alt.Chart(pd.DataFrame({"alpha": [nearest], "k": [k], "label": [f"you: α≈{nearest:g}, K={k}"]}))
+        .mark_point(shape="circle", size=220, color="white", stroke="black", strokeWidth=2)
+        .encode(x="k:O", y=alt.Y("alpha:O", sort=alpha_order), tooltip=["label:N"])
+    )
     return (cells + best + here).properties(title=title, height=360)
 
 
@@ -109,17 +126,27 @@ def expected_tokens_chart(alpha: float, k_max: int = MAX_K, current_k: int | Non
         rows.append({"k": k, "series": f"E at α = {alpha:g}", "tokens": expected_tokens(alpha, k)})
         rows.append({"k": k, "series": "K + 1 (all accepted)", "tokens": float(k + 1)})
     frame = pd.DataFrame(rows)
-    lines = alt.Chart(frame).mark_line(point=True).encode(
-        x=alt.X("k:O", title="K (draft tokens per round)"),
-        y=alt.Y("tokens:Q", title="expected tokens per round"),
-        color=alt.Color("series:N", title=None, scale=alt.Scale(range=[SPEC_COLOR, "#9e9e9e"])),
-        tooltip=[alt.Tooltip("k:O", title="K"), "series:N", alt.Tooltip("tokens:Q", format=".3f")],
+    lines = (
+        alt.Chart(frame)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("k:O", title="K (draft tokens per round)"),
+            y=alt.Y("tokens:Q", title="expected tokens per round"),
+            color=alt.Color("series:N", title=None, scale=alt.Scale(range=[SPEC_COLOR, "#9e9e9e"])),
+            tooltip=[alt.Tooltip("k:O", title="K"), "series:N", alt.Tooltip("tokens:Q", format=".3f")],
+        )
     )
     chart = lines
     if current_k is not None:
-        chart = lines + alt.Chart(pd.DataFrame({"k": [current_k]})).mark_rule(color="black", opacity=0.4).encode(x="k:O")
+        chart = lines + alt.Chart(pd.DataFrame({"k": [current_k]})).mark_rule(color="black", opacity=0.4).encode(
+            x="k:O"
+        )
     limit = 1 / (1 - alpha) if alpha < 1 else None
-    title = f"Expected tokens per round (limit 1/(1 − α) = {limit:.2f} as K grows)" if limit else "Expected tokens per round"
+    title = (
+        f"Expected tokens per round (limit 1/(1 − α) = {limit:.2f} as K grows)"
+        if limit
+        else "Expected tokens per round"
+    )
     return chart.properties(title=title, height=260)
 
 
@@ -143,48 +170,78 @@ def positional_chart(comparison: PositionalComparison) -> alt.Chart:
         f"E = 1 + Σ Π α_j = {comparison.expected_tokens:.3f} vs i.i.d. {comparison.iid_expected_tokens:.3f} "
         f"({comparison.relative_error:+.1%})"
     )
-    return alt.Chart(frame, title=title).mark_bar().encode(
-        x=alt.X("position:O", title="draft position i"),
-        xOffset=alt.XOffset("series:N"),
-        y=alt.Y("passes:Q", title="P(drafts 1..i all accepted)", scale=alt.Scale(domain=[0, 1])),
-        color=alt.Color("series:N", title=None, scale=alt.Scale(domain=series, range=["#2e7d32", "#9e9e9e"])),
-        tooltip=["position:O", "series:N", alt.Tooltip("rate:Q", title="α_i", format=".3f"), alt.Tooltip("passes:Q", format=".3f")],
-    ).properties(height=240)
+    return (
+        alt.Chart(frame, title=title)
+        .mark_bar()
+        .encode(
+            x=alt.X("position:O", title="draft position i"),
+            xOffset=alt.XOffset("series:N"),
+            y=alt.Y("passes:Q", title="P(drafts 1..i all accepted)", scale=alt.Scale(domain=[0, 1])),
+            color=alt.Color("series:N", title=None, scale=alt.Scale(domain=series, range=["#2e7d32", "#9e9e9e"])),
+            tooltip=[
+                "position:O",
+                "series:N",
+                alt.Tooltip("rate:Q", title="α_i", format=".3f"),
+                alt.Tooltip("passes:Q", format=".3f"),
+            ],
+        )
+        .properties(height=240)
+    )
 
 
 def load_frame(points: Sequence[LoadPoint]) -> pd.DataFrame:
     rows = []
     for pt in points:
         for series, tps in (("plain decoding", pt.plain_tokens_s), ("speculative", pt.spec_tokens_s)):
-            rows.append({"batch": pt.batch, "series": series, "tokens_s": tps, "gain": pt.gain,
-                         "compute_bound": pt.verify_compute_bound, "fits": pt.fits})  # fmt: skip
+            rows.append(
+                {
+                    "batch": pt.batch,
+                    "series": series,
+                    "tokens_s": tps,
+                    "gain": pt.gain,
+                    "compute_bound": pt.verify_compute_bound,
+                    "fits": pt.fits,
+                }
+            )
     return pd.DataFrame(rows)
 
 
 def load_chart(points: Sequence[LoadPoint], break_even: int | None, hardware: str) -> alt.LayerChart:
-    """Modelled total tokens/s against concurrency, plain vs speculative, with the batch where speculation stops paying."""
+    """Modelled total tokens/s against concurrency, plain vs speculative, with the batch where speculation stops
+    paying."""
     frame = load_frame(points)
-    lines = alt.Chart(frame).mark_line(point=True).encode(
-        x=alt.X("batch:Q", title="concurrent sequences (batch)", scale=alt.Scale(type="log", base=2)),
-        y=alt.Y("tokens_s:Q", title="tokens/s, all sequences (model)", scale=alt.Scale(type="log")),
-        color=alt.Color(
-            "series:N", title=None, scale=alt.Scale(domain=["plain decoding", "speculative"], range=[PLAIN_COLOR, SPEC_COLOR])
-        ),
-        opacity=alt.condition("datum.fits", alt.value(1.0), alt.value(0.35)),
-        tooltip=[
-            "batch:Q", "series:N", alt.Tooltip("tokens_s:Q", title="tokens/s", format=",.0f"),
-            alt.Tooltip("gain:Q", title="speculative / plain", format=".2f"),
-            alt.Tooltip("compute_bound:N", title="verify pass compute-bound"), alt.Tooltip("fits:N", title="fits in memory"),
-        ],
-    )  # fmt: skip
+    lines = (
+        alt.Chart(frame)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("batch:Q", title="concurrent sequences (batch)", scale=alt.Scale(type="log", base=2)),
+            y=alt.Y("tokens_s:Q", title="tokens/s, all sequences (model)", scale=alt.Scale(type="log")),
+            color=alt.Color(
+                "series:N",
+                title=None,
+                scale=alt.Scale(domain=["plain decoding", "speculative"], range=[PLAIN_COLOR, SPEC_COLOR]),
+            ),
+            opacity=alt.condition("datum.fits", alt.value(1.0), alt.value(0.35)),
+            tooltip=[
+                "batch:Q",
+                "series:N",
+                alt.Tooltip("tokens_s:Q", title="tokens/s", format=",.0f"),
+                alt.Tooltip("gain:Q", title="speculative / plain", format=".2f"),
+                alt.Tooltip("compute_bound:N", title="verify pass compute-bound"),
+                alt.Tooltip("fits:N", title="fits in memory"),
+            ],
+        )
+    )
     title = f"A roofline model on {hardware}: " + (
-        f"speculation stops paying at batch ≈ {break_even}" if break_even else "speculation still pays at every batch shown"
+        f"speculation stops paying at batch ≈ {break_even}"
+        if break_even
+        else "speculation still pays at every batch shown"
     )
     chart = lines
     if break_even:
-        chart = lines + alt.Chart(pd.DataFrame({"batch": [break_even]})).mark_rule(color=BREAK_EVEN_COLOR, strokeDash=[4, 4]).encode(
-            x="batch:Q", tooltip=[alt.Tooltip("batch:Q", title="break-even batch")]
-        )
+        chart = lines + alt.Chart(pd.DataFrame({"batch": [break_even]})).mark_rule(
+            color=BREAK_EVEN_COLOR, strokeDash=[4, 4]
+        ).encode(x="batch:Q", tooltip=[alt.Tooltip("batch:Q", title="break-even batch")])
     return chart.properties(title=title, height=300)
 
 
@@ -201,9 +258,14 @@ def measured_costs_frame(verify_relative: Sequence[float], c: float) -> pd.DataF
 def measured_costs_chart(verify_relative: Sequence[float], c: float) -> alt.Chart:
     """The measured verify cost and the drafting cost per round, in target steps."""
     title = "Measured costs on this machine (in target steps)"
-    return alt.Chart(measured_costs_frame(verify_relative, c), title=title).mark_line(point=True).encode(
-        x=alt.X("k:O", title="K (draft tokens per round)"),
-        y=alt.Y("cost:Q", title="cost (one target step = 1)"),
-        color=alt.Color("series:N", title=None),
-        tooltip=[alt.Tooltip("k:O", title="K"), "series:N", alt.Tooltip("cost:Q", format=".3f")],
-    ).properties(height=240)
+    return (
+        alt.Chart(measured_costs_frame(verify_relative, c), title=title)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("k:O", title="K (draft tokens per round)"),
+            y=alt.Y("cost:Q", title="cost (one target step = 1)"),
+            color=alt.Color("series:N", title=None),
+            tooltip=[alt.Tooltip("k:O", title="K"), "series:N", alt.Tooltip("cost:Q", format=".3f")],
+        )
+        .properties(height=240)
+    )

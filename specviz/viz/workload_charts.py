@@ -6,7 +6,8 @@ Every figure comes from core/stats.py; the predictions are computed by the calle
 from __future__ import annotations
 
 import html
-from typing import Protocol, Sequence
+from collections.abc import Sequence
+from typing import Protocol
 
 import altair as alt
 import pandas as pd
@@ -28,7 +29,7 @@ def _label(rec: Paired | RunRecord) -> str:
 
 
 def setting_groups(records: Sequence[Paired]) -> dict[str, list[Paired]]:
-    """"method K=k" -> its results, in first-seen order."""
+    """ "method K=k" -> its results, in first-seen order."""
     groups: dict[str, list[Paired]] = {}
     for rec in records:
         groups.setdefault(_label(rec), []).append(rec)
@@ -36,16 +37,33 @@ def setting_groups(records: Sequence[Paired]) -> dict[str, list[Paired]]:
 
 
 def per_prompt_frame(records: Sequence[Paired]) -> pd.DataFrame:
-    columns = ["tag", "method", "k", "alpha", "acceptance_rate", "tau", "proposed", "accepted", "rounds", "tokens_per_s", "plain_tokens_per_s", "speedup", "prompt"]
+    columns = [
+        "tag",
+        "method",
+        "k",
+        "alpha",
+        "acceptance_rate",
+        "tau",
+        "proposed",
+        "accepted",
+        "rounds",
+        "tokens_per_s",
+        "plain_tokens_per_s",
+        "speedup",
+        "prompt",
+    ]
     return pd.DataFrame([{c: getattr(r, c) for c in columns} for r in records], columns=columns)
 
 
 def summary_frame(summary: list[dict]) -> pd.DataFrame:
     rows = [
-        {**{k: v for k, v in row.items() if not k.endswith("_ci")},
-         "alpha 95% CI": "{:.2f}–{:.2f}".format(*row["alpha_ci"]), "speedup 95% CI": "{:.2f}–{:.2f}".format(*row["speedup_ci"])}
+        {
+            **{k: v for k, v in row.items() if not k.endswith("_ci")},
+            "alpha 95% CI": "{:.2f}–{:.2f}".format(*row["alpha_ci"]),
+            "speedup 95% CI": "{:.2f}–{:.2f}".format(*row["speedup_ci"]),
+        }
         for row in summary
-    ]  # fmt: skip
+    ]
     return pd.DataFrame(rows)
 
 
@@ -132,10 +150,16 @@ def speedup_frame(records: Sequence[Paired], predictions: dict) -> pd.DataFrame:
     for label, group in setting_groups(records).items():
         measured = sum(r.speedup for r in group) / len(group)
         prediction = predictions.get(label)
-        costs = {"c": prediction.c, "verify_cost": prediction.verify_cost} if prediction else {"c": None, "verify_cost": None}
+        costs = (
+            {"c": prediction.c, "verify_cost": prediction.verify_cost}
+            if prediction
+            else {"c": None, "verify_cost": None}
+        )
         rows.append({"setting": label, "kind": "measured", "speedup": measured, **costs})
         if prediction:
-            rows.append({"setting": label, "kind": "predicted from measured τ, c, v", "speedup": prediction.speedup, **costs})
+            rows.append(
+                {"setting": label, "kind": "predicted from measured τ, c, v", "speedup": prediction.speedup, **costs}
+            )
     return pd.DataFrame(rows, columns=["setting", "kind", "speedup", "c", "verify_cost"])
 
 
@@ -149,9 +173,14 @@ def speedup_chart(records: Sequence[Paired], predictions: dict) -> alt.LayerChar
             y=alt.Y("speedup:Q", title="speedup (×)"),
             color=alt.Color("kind:N", title=None),
             xOffset="kind:N",
-            tooltip=["setting:N", "kind:N", alt.Tooltip("speedup:Q", format=".2f"), alt.Tooltip("c:Q", format=".3f"),
-                     alt.Tooltip("verify_cost:Q", format=".2f")],
-        )  # fmt: skip
+            tooltip=[
+                "setting:N",
+                "kind:N",
+                alt.Tooltip("speedup:Q", format=".2f"),
+                alt.Tooltip("c:Q", format=".3f"),
+                alt.Tooltip("verify_cost:Q", format=".2f"),
+            ],
+        )
     )
     even = alt.Chart(pd.DataFrame({"y": [1.0]})).mark_rule(strokeDash=[4, 4], color="black").encode(y="y:Q")
     return (bars + even).properties(height=260)
@@ -167,6 +196,8 @@ def heatmap_html(rec: Paired | RunRecord) -> str:
             hue = int(120 * prob)  # 0 = red (unlikely to be accepted) ... 120 = green (certain)
             style, tip = f"background:hsl({hue},70%,80%)", f"{origin} · min(1, p/q) = {prob:.3f}"
         spans.append(f'<span style="{style}" title="{html.escape(tip)}">{html.escape(text)}</span>')
-    legend = '<div style="font-size:.8em">shade: <span style="background:hsl(0,70%,80%)">low</span> → <span style="background:hsl(120,70%,80%)">high</span> acceptance probability; grey: bonus token</div>'
+    legend = (
+        '<div style="font-size:.8em">shade: <span style="background:hsl(0,70%,80%)">low</span> → '
+        '<span style="background:hsl(120,70%,80%)">high</span> acceptance probability; grey: bonus token</div>'
+    )
     return '<div style="white-space:pre-wrap;font-family:monospace">' + "".join(spans) + "</div>" + legend
-

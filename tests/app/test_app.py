@@ -1,5 +1,6 @@
 """The home page runs speculative and plain decoding on the default pair and reports what the traces say."""
 
+from app_helpers import open_page, page
 from streamlit.testing.v1 import AppTest
 
 from specviz.core.settings import RunSettings
@@ -7,13 +8,15 @@ from specviz.engine.catalogue import presets_for
 from specviz.engine.decode import generate
 from specviz.engine.models import load_pair
 
-from app_helpers import open_page, page
-
 
 def test_home_shows_a_live_run_with_alpha_tau_and_speedup(tiny_default):
     at = open_page("pages/home.py")
     assert not at.exception and not at.error
-    expected = generate(load_pair(*tiny_default, device="cpu"), presets_for(tiny_default[0])["code"], RunSettings(k=4, max_new_tokens=48))
+    expected = generate(
+        load_pair(*tiny_default, device="cpu"),
+        presets_for(tiny_default[0])["code"],
+        RunSettings(k=4, max_new_tokens=48),
+    )
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["α (accepted / judged)"] == f"{expected.totals.alpha:.2f}"
     assert metrics["τ (tokens per target pass)"] == f"{expected.totals.tau:.2f}"

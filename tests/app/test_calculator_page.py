@@ -81,7 +81,9 @@ def test_per_position_rates(page):
 
 def test_load_model_section(page):
     page.selectbox(key="hardware").set_value("A100 80GB").run()
-    s = LoadSettings(HARDWARE["A100 80GB"], MODELS["8B (Llama-3-8B shape)"], MODELS["1B (Llama-3.2-1B shape)"], 0.8, 4, 512)
+    s = LoadSettings(
+        HARDWARE["A100 80GB"], MODELS["8B (Llama-3-8B shape)"], MODELS["1B (Llama-3.2-1B shape)"], 0.8, 4, 512
+    )
     m = metrics(page)
     assert m["Modelled gain at batch 1"] == f"{load_point(s, 1).gain:.2f}×"
     assert m["Speculation stops paying at batch"] == str(break_even_batch(s))

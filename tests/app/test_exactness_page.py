@@ -23,7 +23,11 @@ def page():
 
 def test_two_token_example_reaches_p(page):
     m = metrics(page)
-    assert (m["Final P(A)"], m["Final P(B)"], m["Rejected, corrected from the residual"]) == ("0.7000", "0.3000", "0.2000")
+    assert (m["Final P(A)"], m["Final P(B)"], m["Rejected, corrected from the residual"]) == (
+        "0.7000",
+        "0.3000",
+        "0.2000",
+    )
     assert page.info[0].value.startswith("Accepting a draft token")
     page.slider(key="p_a").set_value(0.35).run()
     page.slider(key="q_a").set_value(0.05).run()

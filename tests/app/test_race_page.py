@@ -5,8 +5,8 @@ import math
 
 import pytest
 import torch
-
 from app_helpers import click, open_page
+
 from specviz.core import stats
 from specviz.methods import LANES
 

@@ -1,5 +1,7 @@
 """The round-by-round page steps through real rounds and shows exactly what the trace holds."""
 
+from app_helpers import click, open_page
+
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
 from specviz.core.trace import Totals
@@ -8,11 +10,13 @@ from specviz.engine.decode import generate
 from specviz.engine.models import load_pair
 from specviz.viz import steps
 
-from app_helpers import click, open_page
-
 
 def expected_trace(tiny_default):
-    return generate(load_pair(*tiny_default, device="cpu"), presets_for(tiny_default[0])["code"], RunSettings(k=4, sampling=SamplingSettings(1.0), max_new_tokens=48))
+    return generate(
+        load_pair(*tiny_default, device="cpu"),
+        presets_for(tiny_default[0])["code"],
+        RunSettings(k=4, sampling=SamplingSettings(1.0), max_new_tokens=48),
+    )
 
 
 def test_stepping_three_rounds_matches_the_trace(tiny_default):

@@ -23,7 +23,9 @@ def test_three_prompt_workload_fills_the_tables(tiny_default):
     assert overall["alpha"] == sum(r.accepted for r in records) / sum(r.judged for r in records)
     assert overall["acceptance_rate"] == sum(r.accepted for r in records) / sum(r.proposed for r in records)
     # three prompts are too few for a go / no-go: the page says so instead of a verdict
-    assert not at.success and any(i.value.startswith("No verdict yet") and "at least 5 prompts" in i.value for i in at.info)
+    assert not at.success and any(
+        i.value.startswith("No verdict yet") and "at least 5 prompts" in i.value for i in at.info
+    )
     # results survive a rerun (another widget changed)
     at.sidebar.slider(key="k").set_value(2).run()
     assert len(at.session_state["workload_records"]) == 3
@@ -55,7 +57,9 @@ def test_bad_upload_rows_are_listed_and_valid_rows_kept(tiny_default):
     assert not at.exception and not at.error
     records = at.session_state["workload_records"]
     assert [(r.prompt, r.tag) for r in records] == [
-        ("def add(a, b):", "code"), ("The quick brown fox", "prose"), ("class Counter:", "untagged")
-    ]  # fmt: skip
+        ("def add(a, b):", "code"),
+        ("The quick brown fox", "prose"),
+        ("class Counter:", "untagged"),
+    ]
     assert list(at.dataframe[1].value["prompt"]) == [r.prompt for r in records]
     assert any(c.value.startswith("3 of 3 runs measured") for c in at.caption)

@@ -97,5 +97,8 @@ def test_batched_verify_is_verify_round_by_round():
         for r in range(n):
             kr = int(k[r])
             alone = verify(p[r, : kr + 1], q[r, :kr], drafts[r, :kr], u[r, :kr], u[r, big_k], rule)
-            assert (int(batch.n_accepted[r]), int(batch.next_token[r])) == (int(alone.n_accepted), int(alone.next_token))
+            assert (int(batch.n_accepted[r]), int(batch.next_token[r])) == (
+                int(alone.n_accepted),
+                int(alone.next_token),
+            )
             assert torch.equal(batch.next_dist[r], alone.next_dist) and torch.equal(batch.p_x[r, :kr], alone.p_x)

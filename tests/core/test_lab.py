@@ -140,7 +140,9 @@ def test_chi2_tests():
     probs = torch.tensor([0.5, 0.3, 0.2, 0.0])
     fit = lab.chi2_goodness_of_fit(torch.tensor([500.0, 300.0, 200.0, 0.0]), probs)
     assert fit.statistic == pytest.approx(0.0) and fit.p_value == pytest.approx(1.0) and fit.dof == 2
-    assert lab.chi2_goodness_of_fit(torch.tensor([500.0, 300.0, 199.0, 1.0]), probs).p_value == 0.0  # impossible outcome
+    assert (
+        lab.chi2_goodness_of_fit(torch.tensor([500.0, 300.0, 199.0, 1.0]), probs).p_value == 0.0
+    )  # impossible outcome
     pooled = lab.chi2_goodness_of_fit(torch.tensor([97.0, 1.0, 1.0, 1.0]), torch.tensor([0.97, 0.01, 0.01, 0.01]))
     assert pooled.pooled == 3 and pooled.dof == 1
     same = lab.chi2_homogeneity(torch.tensor([50.0, 30.0, 20.0]), torch.tensor([50.0, 30.0, 20.0]))

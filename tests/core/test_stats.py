@@ -10,8 +10,20 @@ from specviz.core.record import HF, RunRecord
 
 def record(committed, drafted=None, accepted=None, judged=None, k=3, method="draft", ends=None, source="specviz"):
     ends = ends or tuple(0.01 * (i + 1) for i in range(len(committed)))
-    return RunRecord(source, method, k, "p", "", tuple(range(sum(committed))), tuple(committed),
-                     drafted, accepted, judged, tuple(ends), wall_s=ends[-1])  # fmt: skip
+    return RunRecord(
+        source,
+        method,
+        k,
+        "p",
+        "",
+        tuple(range(sum(committed))),
+        tuple(committed),
+        drafted,
+        accepted,
+        judged,
+        tuple(ends),
+        wall_s=ends[-1],
+    )
 
 
 # Three rounds of K = 3:

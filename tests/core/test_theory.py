@@ -1,7 +1,6 @@
 """The calculator's closed forms reproduce REFERENCE.md exactly, and its edge cases behave."""
 
 import math
-from types import SimpleNamespace
 
 import pytest
 
@@ -29,8 +28,14 @@ from specviz.core.theory import (
 from specviz.errors import SettingsError
 
 # REFERENCE.md, Leviathan et al. Table 1 (c = 0): (α, K) -> (ops, speed)
-TABLE1 = {(0.6, 2): (1.53, 1.96), (0.7, 3): (1.58, 2.53), (0.8, 2): (1.23, 2.44), (0.8, 5): (1.63, 3.69),
-          (0.9, 2): (1.11, 2.71), (0.9, 10): (1.60, 6.86)}  # fmt: skip
+TABLE1 = {
+    (0.6, 2): (1.53, 1.96),
+    (0.7, 3): (1.58, 2.53),
+    (0.8, 2): (1.23, 2.44),
+    (0.8, 5): (1.63, 3.69),
+    (0.9, 2): (1.11, 2.71),
+    (0.9, 10): (1.60, 6.86),
+}
 # REFERENCE.md, best integer K: (α, c) -> (K, speedup)
 BEST_K = {(0.8, 0.05): (8, 3.09), (0.7, 0.1): (4, 1.98), (0.6, 0.2): (2, 1.40), (0.5, 0.5): (1, 1.00)}
 
@@ -116,7 +121,15 @@ def test_analyse_collects_every_number():
     assert r.best_k < 8  # a dearer verify pass per token favours a shorter draft
     assert r.ops_factor == pytest.approx((4 * 0.05 + 5) / 3.3616)  # ĉ defaults to c
     doc = r.to_dict()
-    assert {"expected_tokens", "speedup", "speedup_measured", "ops_factor", "best_k", "best_speedup", "break_even_alpha"} <= doc.keys()
+    assert {
+        "expected_tokens",
+        "speedup",
+        "speedup_measured",
+        "ops_factor",
+        "best_k",
+        "best_speedup",
+        "break_even_alpha",
+    } <= doc.keys()
 
 
 def test_formulas_show_the_numbers_substituted():
@@ -174,7 +187,9 @@ def test_parse_rates():
 
 def test_seed_tables():
     k4 = {r["alpha"]: r["expected_tokens"] for r in expected_tokens_table(4)}
-    assert round(k4[0.5], 4) == 1.9375 and round(k4[0.8], 4) == 3.3616 and round(k4[0.9], 4) == 4.0951 and k4[1.0] == 5.0
+    assert (
+        round(k4[0.5], 4) == 1.9375 and round(k4[0.8], 4) == 3.3616 and round(k4[0.9], 4) == 4.0951 and k4[1.0] == 5.0
+    )
     rows = {r["example"]: r for r in cost_examples_table()}
     cheap, half, deep, dear = (rows[e.label] for e in COST_EXAMPLES)
     assert cheap["speedup"] > 2  # a cheap, accurate draft: more than 2x

@@ -14,7 +14,9 @@ def hand_trace() -> Trace:
     r0 = Round(
         index=0,
         positions=(
-            Position(0, 5, " x", q=0.5, p=0.75, ratio=1.0, u=0.9, accepted=True, verdict="accepted", p_top=top, q_top=top),
+            Position(
+                0, 5, " x", q=0.5, p=0.75, ratio=1.0, u=0.9, accepted=True, verdict="accepted", p_top=top, q_top=top
+            ),
             Position(1, 6, " y", q=0.5, p=0.1, ratio=0.2, u=0.6, accepted=False, verdict="rejected"),
         ),
         extra=ExtraToken(7, " z", "correction", prob=1.0, p=0.9, u=0.3),
@@ -81,8 +83,18 @@ def test_json_has_the_documented_shape():
     assert {"settings", "rounds", "text", "totals"} <= doc.keys()
     position = doc["rounds"][0]["positions"][0]
     assert {"token_id", "text", "p", "q", "ratio", "u", "accepted"} <= position.keys()
-    assert set(doc["totals"]) == {"proposed", "accepted", "judged", "rounds", "committed", "alpha", "acceptance_rate", "tau",
-                                  "wall_s", "tokens_per_s"}  # fmt: skip
+    assert set(doc["totals"]) == {
+        "proposed",
+        "accepted",
+        "judged",
+        "rounds",
+        "committed",
+        "alpha",
+        "acceptance_rate",
+        "tau",
+        "wall_s",
+        "tokens_per_s",
+    }
     assert doc["settings"]["sampling"] == {"temperature": 0.7, "top_k": 20, "top_p": 1.0}
 
 

@@ -63,10 +63,22 @@ def test_one_hot_draft_is_accepted_with_probability_p():
     # deterministic drafter proposes token 2 (q = one-hot): ratio = p(2) = .3
     p_rows = [(0.5, 0.2, 0.3, 0.0), (1, 0, 0, 0)]
     q = one_hot(torch.tensor([2]), V).double()
-    accept = verify(torch.tensor(p_rows, dtype=torch.float64), q, torch.tensor([2]), torch.tensor([0.29], dtype=torch.float64), torch.tensor(0.5))
+    accept = verify(
+        torch.tensor(p_rows, dtype=torch.float64),
+        q,
+        torch.tensor([2]),
+        torch.tensor([0.29], dtype=torch.float64),
+        torch.tensor(0.5),
+    )
     assert accept.accept_prob.item() == pytest.approx(0.3) and int(accept.n_accepted) == 1
     # u = .31 rejects; the correction comes from p with token 2 zeroed: (.5, .2, 0, 0)/.7 -> u .8 gives token 1
-    reject = verify(torch.tensor(p_rows, dtype=torch.float64), q, torch.tensor([2]), torch.tensor([0.31], dtype=torch.float64), torch.tensor(0.8))
+    reject = verify(
+        torch.tensor(p_rows, dtype=torch.float64),
+        q,
+        torch.tensor([2]),
+        torch.tensor([0.31], dtype=torch.float64),
+        torch.tensor(0.8),
+    )
     assert int(reject.n_accepted) == 0 and int(reject.next_token) == 1
     assert reject.next_dist.tolist() == pytest.approx([5 / 7, 2 / 7, 0, 0])
 

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from browser_helpers import CHROMIUM, CHROMIUM_FLAGS, ROOT, free_port, wait_healthy
 
 
@@ -20,11 +19,28 @@ def app_url(tmp_path_factory):
     log_path = tmp_path_factory.mktemp("streamlit") / "server.log"
     with open(log_path, "w") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
-             "--server.address", "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none",
-             "--browser.gatherUsageStats", "false"],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "streamlit",
+                "run",
+                str(ROOT / "app.py"),
+                "--server.port",
+                str(port),
+                "--server.address",
+                "127.0.0.1",
+                "--server.headless",
+                "true",
+                "--server.fileWatcherType",
+                "none",
+                "--browser.gatherUsageStats",
+                "false",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         url = f"http://127.0.0.1:{port}"
         try:
             wait_healthy(url, process)

@@ -1,10 +1,15 @@
 """In a real browser: moving α on the calculator changes the speedup shown."""
 
-from browser_helpers import screenshot, open_app_page, settle
+from browser_helpers import open_app_page, screenshot, settle
 
 
 def metric(page, label):
-    return page.locator('[data-testid="stMetric"]').filter(has_text=label).locator('[data-testid="stMetricValue"]').inner_text()
+    return (
+        page.locator('[data-testid="stMetric"]')
+        .filter(has_text=label)
+        .locator('[data-testid="stMetricValue"]')
+        .inner_text()
+    )
 
 
 def test_changing_alpha_changes_the_speedup(app_url, page):

@@ -50,8 +50,14 @@ def test_five_sessions_run_and_step_at_once(app_url, browser):
             with tab.expect_download() as download:
                 tab.get_by_role("button", name="Download this trace (JSON)").click()
             shown = Trace.from_json(open(download.value.path(), encoding="utf-8").read())
-            alone = generate(pair, BUNDLED_PRESETS["code"], RunSettings(k=4, sampling=SamplingSettings(1.0), max_new_tokens=48, seed=seed))
-            assert shown.without_timings().to_dict()["rounds"] == alone.without_timings().to_dict()["rounds"], f"session {seed}"
+            alone = generate(
+                pair,
+                BUNDLED_PRESETS["code"],
+                RunSettings(k=4, sampling=SamplingSettings(1.0), max_new_tokens=48, seed=seed),
+            )
+            assert shown.without_timings().to_dict()["rounds"] == alone.without_timings().to_dict()["rounds"], (
+                f"session {seed}"
+            )
             assert json.loads(shown.to_json())["settings"]["seed"] == seed
     finally:
         for context in contexts:

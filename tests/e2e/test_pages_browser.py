@@ -4,7 +4,6 @@ import csv
 import io
 
 import pytest
-
 from browser_helpers import main_text, open_app_page, screenshot, settle
 
 PAGES = {  # path -> text that appears once the page has finished rendering
@@ -34,8 +33,10 @@ def test_step_three_rounds(app_url, page):
 
 def test_three_prompt_workload_upload_and_csv_download(app_url, page, tmp_path):
     upload = tmp_path / "mine.jsonl"
-    upload.write_text('{"prompt": "def add(a, b):", "tag": "code"}\n{"prompt": "class Counter:", "tag": "code"}\n'
-                      'not json\n{"prompt": "for item in items:", "tag": "loop"}\n')  # fmt: skip
+    upload.write_text(
+        '{"prompt": "def add(a, b):", "tag": "code"}\n{"prompt": "class Counter:", "tag": "code"}\n'
+        'not json\n{"prompt": "for item in items:", "tag": "loop"}\n'
+    )
     open_app_page(page, app_url, "workload")
     page.get_by_text("an uploaded file").click()
     settle(page)

@@ -4,11 +4,11 @@ import json
 
 import pytest
 
-from specviz.measure.bench import results_table, run_bench
-from specviz.methods import LANES
 from specviz.core.settings import RunSettings
 from specviz.engine.compare import hf_generate
 from specviz.engine.decode import encode_prompt, generate
+from specviz.measure.bench import results_table, run_bench
+from specviz.methods import LANES
 
 PROMPT = "for item in items:\n    print(item)\nfor item in items:\n"
 
@@ -42,12 +42,24 @@ def test_bench_json_has_every_lane_and_the_documented_fields(load):
     pair = load("llama-target", "llama-truncated")
     doc = run_bench(pair, [PROMPT, "def add(a, b):"], [1, 2], RunSettings(max_new_tokens=8), repeats=1)
     doc = json.loads(json.dumps(doc))  # it is plain JSON
-    assert {"device", "dtype", "cores", "cpu", "cpu_capability", "torch", "transformers", "python"} <= doc["environment"].keys()
+    assert {"device", "dtype", "cores", "cpu", "cpu_capability", "torch", "transformers", "python"} <= doc[
+        "environment"
+    ].keys()
     results = {(r["method"], r["k"]): r for r in doc["results"]}
     assert set(results) == {("plain", 0)} | {(lane, k) for lane in LANES[1:] for k in (1, 2)}
     for r in doc["results"]:
-        for key in ("method", "k", "tokens_per_s", "speedup_vs_plain", "alpha", "tau", "c", "verify_cost",
-                    "predicted_speedup", "efficiency"):  # fmt: skip
+        for key in (
+            "method",
+            "k",
+            "tokens_per_s",
+            "speedup_vs_plain",
+            "alpha",
+            "tau",
+            "c",
+            "verify_cost",
+            "predicted_speedup",
+            "efficiency",
+        ):
             assert key in r
         assert r["identical_to_plain"] and r["runs"] == 2
     draft = results[("draft", 2)]

@@ -20,9 +20,14 @@ def hf_greedy(pair, prompt, max_new_tokens):
     ids = torch.tensor([pair.tokenizer.encode(prompt)])
     padding = list(range(pair.vocab_size, pair.target.get_output_embeddings().weight.shape[0]))
     out = pair.target.generate(
-        ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=max_new_tokens,
-        eos_token_id=sorted(pair.eos_ids), pad_token_id=sorted(pair.eos_ids)[0], suppress_tokens=padding,
-    )  # fmt: skip
+        ids,
+        attention_mask=torch.ones_like(ids),
+        do_sample=False,
+        max_new_tokens=max_new_tokens,
+        eos_token_id=sorted(pair.eos_ids),
+        pad_token_id=sorted(pair.eos_ids)[0],
+        suppress_tokens=padding,
+    )
     return out[0, ids.shape[1] :].tolist()
 
 

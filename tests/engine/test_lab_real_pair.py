@@ -1,6 +1,5 @@
 """The exactness lab on a real pair (specviz.engine.lab): plain and speculative samples agree, greedy is identical."""
 
-
 import pytest
 import torch
 
@@ -14,10 +13,15 @@ def test_real_pair_two_token_samples_agree(load):
     pair = load("llama-target", "llama-truncated")
     calls = []
     result = two_token_samples(
-        pair, "def add(a, b):", samples=100, k=2, sampling=SamplingSettings(1.0, top_k=4), seed=0,
+        pair,
+        "def add(a, b):",
+        samples=100,
+        k=2,
+        sampling=SamplingSettings(1.0, top_k=4),
+        seed=0,
         time_budget_s=600.0,  # the default 20 s cut this short on a busy machine; the budget has its own test below
         on_progress=lambda done, total: calls.append((done, total)),
-    )  # fmt: skip
+    )
     assert result.samples == 100 and sum(result.speculative.values()) == 100 and not result.stopped_early
     assert all(len(key) == 2 for key in result.plain) and calls[-1] == (100, 100)
     assert result.chi2.dof >= 3 and result.chi2.p_value > 1e-6

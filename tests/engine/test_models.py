@@ -106,8 +106,16 @@ def test_sliding_window_models_are_refused_past_the_window(model_dirs, tmp_path)
     from transformers import AutoTokenizer, MistralConfig, MistralForCausalLM
 
     tokenizer = AutoTokenizer.from_pretrained(model_dirs["llama-target"])
-    config = MistralConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                           num_attention_heads=2, num_key_value_heads=1, sliding_window=16, max_position_embeddings=256)  # fmt: skip
+    config = MistralConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        sliding_window=16,
+        max_position_embeddings=256,
+    )
     MistralForCausalLM(config).save_pretrained(tmp_path)
     tokenizer.save_pretrained(tmp_path)
     pair = load_pair(str(tmp_path), None, device="cpu")

@@ -4,7 +4,6 @@ must come out the same: same text, same drafts, same uniforms, same accept / rej
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -32,12 +31,18 @@ def test_same_settings_and_seed_give_the_recorded_trace(bundled, path):
     for new, old in zip(now.rounds, recorded.rounds):
         assert new.committed == old.committed and new.stop == old.stop
         assert (new.target_cache, new.draft_cache) == (old.target_cache, old.draft_cache)
-        assert [(p.token_id, p.verdict, p.u) for p in new.positions] == [(p.token_id, p.verdict, p.u) for p in old.positions]
+        assert [(p.token_id, p.verdict, p.u) for p in new.positions] == [
+            (p.token_id, p.verdict, p.u) for p in old.positions
+        ]
         for a, b in zip(new.positions, old.positions):
             assert (a.q, a.p, a.ratio) == pytest.approx((b.q, b.p, b.ratio), rel=1e-4, abs=1e-6)
         assert (new.extra is None) == (old.extra is None)
         if new.extra:
-            assert (new.extra.token_id, new.extra.kind, new.extra.u) == (old.extra.token_id, old.extra.kind, old.extra.u)
+            assert (new.extra.token_id, new.extra.kind, new.extra.u) == (
+                old.extra.token_id,
+                old.extra.kind,
+                old.extra.u,
+            )
 
 
 def test_the_fixtures_cover_every_method():

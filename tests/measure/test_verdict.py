@@ -21,8 +21,9 @@ def costs(c=0.2, verify=(1.1, 1.2, 1.3, 1.4)):
 def run(method="draft", k=4, committed=(5, 2), drafted=(4, 4), accepted=(4, 1), wall=0.02, prompt="p"):
     judged = tuple(min(a + 1, d) for a, d in zip(accepted, drafted))
     ends = tuple(wall * (i + 1) / len(committed) for i in range(len(committed)))
-    return RunRecord("specviz", method, k, prompt, "", tuple(range(sum(committed))), committed, drafted, accepted,
-                     judged, ends, wall)  # fmt: skip
+    return RunRecord(
+        "specviz", method, k, prompt, "", tuple(range(sum(committed))), committed, drafted, accepted, judged, ends, wall
+    )
 
 
 def plain(wall=0.03, n=7, prompt="p"):
@@ -75,7 +76,9 @@ def test_go_and_no_go_and_the_optimism_of_picking_the_best():
     assert advice.go is True and "optimistic" not in advice.reason  # one setting: nothing was picked
     slow = [paired([0.8, 0.9], k=2, prompt=f"p{i}") for i in range(MIN_PROMPTS)]
     advice = recommend(fast + slow, "d", 0.0, costs())
-    assert advice.go is True and advice.k == 4 and "best of 2 settings" in advice.reason and "optimistic" in advice.reason
+    assert (
+        advice.go is True and advice.k == 4 and "best of 2 settings" in advice.reason and "optimistic" in advice.reason
+    )
     advice = recommend(slow, "d", 0.0, costs())
     assert advice.go is False and "allow only" in advice.reason and advice.predicted_speedup is not None
 

@@ -19,8 +19,12 @@ def test_flow_chart_stacks_accepted_and_correction_to_p():
     assert bars["encoding"]["y"]["stack"] == "zero" and bars["encoding"]["tooltip"]
     assert bars["encoding"]["color"]["scale"]["range"] == [ORIGIN_COLORS["accepted"], ORIGIN_COLORS["correction"]]
     mass = {(r["token"], r["source"]): r["mass"] for r in data_of(spec, bars)}
-    assert mass[("A", "accepted draft")] == pytest.approx(0.7) and mass[("A", "correction (residual)")] == pytest.approx(0.0)
-    assert mass[("B", "accepted draft")] == pytest.approx(0.1) and mass[("B", "correction (residual)")] == pytest.approx(0.2)
+    assert mass[("A", "accepted draft")] == pytest.approx(0.7) and mass[
+        ("A", "correction (residual)")
+    ] == pytest.approx(0.0)
+    assert mass[("B", "accepted draft")] == pytest.approx(0.1) and mass[
+        ("B", "correction (residual)")
+    ] == pytest.approx(0.2)
     assert [r["p"] for r in data_of(spec, ticks)] == pytest.approx([0.7, 0.3])
 
 
@@ -50,7 +54,9 @@ def test_bug_chart_and_variant_chart():
     rows = data_of(vspec)
     assert len(rows) == 8 and vspec["mark"]["type"] == "bar"
     gaps = [abs(r["gap"]) for r in rows if r["series"] == "greedy"]
-    assert gaps == sorted(gaps, reverse=True) and gaps[0] == pytest.approx(float((greedy.exact - torch_tensor(target)).abs().max()))
+    assert gaps == sorted(gaps, reverse=True) and gaps[0] == pytest.approx(
+        float((greedy.exact - torch_tensor(target)).abs().max())
+    )
 
 
 def torch_tensor(values):
@@ -64,4 +70,8 @@ def test_real_pair_chart():
     spec = charts.real_pair_chart(rows, "title").to_dict()
     assert spec["mark"]["type"] == "bar" and spec["title"] == "title"
     assert {(r["tokens"], r["series"], r["freq"]) for r in data_of(spec)} == {
-        ("'ab'", "plain", 0.5), ("'ab'", "speculative", 0.4), ("'cd'", "plain", 0.1), ("'cd'", "speculative", 0.2)}
+        ("'ab'", "plain", 0.5),
+        ("'ab'", "speculative", 0.4),
+        ("'cd'", "plain", 0.1),
+        ("'cd'", "speculative", 0.2),
+    }

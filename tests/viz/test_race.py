@@ -12,8 +12,20 @@ def lane(method, arrivals, ids=(1, 2, 3, 4, 5), accepted=None, source="specviz")
         accepted = (0,) * len(committed)
     judged = None if accepted is None else tuple(min(a + 1, k) for a in accepted)
     drafted = None if accepted is None else (k,) * len(committed)
-    return RunRecord(source, method, k, "p", "", tuple(ids), committed, drafted, accepted, judged,
-                     tuple(t for t, _ in arrivals), arrivals[-1][0])  # fmt: skip
+    return RunRecord(
+        source,
+        method,
+        k,
+        "p",
+        "",
+        tuple(ids),
+        committed,
+        drafted,
+        accepted,
+        judged,
+        tuple(t for t, _ in arrivals),
+        arrivals[-1][0],
+    )
 
 
 def test_race_frames_and_charts():
@@ -23,8 +35,12 @@ def test_race_frames_and_charts():
     hf = lane("hf_assisted", [(0.01, 2), (0.02, 3)], source=HF)
     table = race_charts.lanes_frame([plain, spec, other, hf], plain.output_ids)
     assert list(table["same text as plain"]) == ["✓", "✓", "✗ from token 3", "✓"]
-    assert list(table["lane"]) == ["plain decoding (specviz)", "specviz · draft model", "specviz · n-gram lookup",
-                                   "HF generate · assistant_model"]  # fmt: skip
+    assert list(table["lane"]) == [
+        "plain decoding (specviz)",
+        "specviz · draft model",
+        "specviz · n-gram lookup",
+        "HF generate · assistant_model",
+    ]
     assert list(table["α"]) == ["–", "0.75", "1.00", "not reported"]  # generate() does not report acceptances
     assert table["τ"][3] == 2.5  # but tokens per target pass are measured for every lane
     assert set(race_charts.lanes_frame([plain, other])["same text as plain"]) == {"n/a (sampling)"}

@@ -9,15 +9,28 @@ from specviz.viz.text import proposals_html, trace_html
 
 P_TOP = (TokenProb(5, " x", 0.6), TokenProb(6, " y", 0.3), TokenProb(7, "\n", 0.1))
 Q_TOP = (TokenProb(6, " y", 0.7), TokenProb(5, " x", 0.2), TokenProb(8, "(", 0.1))
-REJECTED = Position(0, 6, " y", q=0.7, p=0.3, ratio=0.3 / 0.7, u=0.9, accepted=False, verdict="rejected", p_top=P_TOP, q_top=Q_TOP)
-ACCEPTED = Position(0, 5, " x", q=0.2, p=0.6, ratio=1.0, u=0.5, accepted=True, verdict="accepted", p_top=P_TOP, q_top=Q_TOP)
+REJECTED = Position(
+    0, 6, " y", q=0.7, p=0.3, ratio=0.3 / 0.7, u=0.9, accepted=False, verdict="rejected", p_top=P_TOP, q_top=Q_TOP
+)
+ACCEPTED = Position(
+    0, 5, " x", q=0.2, p=0.6, ratio=1.0, u=0.5, accepted=True, verdict="accepted", p_top=P_TOP, q_top=Q_TOP
+)
 
 
 def correction_round():
     from specviz.core.trace import ExtraToken
 
-    return Round(0, (REJECTED,), ExtraToken(5, " x", "correction", 0.8, 0.6, 0.2),
-                 (TokenProb(5, " x", 0.8), TokenProb(7, "\n", 0.2)), (5,), 1.0, 2.0, (9, 8), (8, 8))  # fmt: skip
+    return Round(
+        0,
+        (REJECTED,),
+        ExtraToken(5, " x", "correction", 0.8, 0.6, 0.2),
+        (TokenProb(5, " x", 0.8), TokenProb(7, "\n", 0.2)),
+        (5,),
+        1.0,
+        2.0,
+        (9, 8),
+        (8, 8),
+    )
 
 
 def test_pq_chart_pairs_q_and_p_and_outlines_the_proposal():

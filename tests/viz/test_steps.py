@@ -11,13 +11,21 @@ def pos(i, verdict):
 
 def make_round(index, verdicts, extra="correction"):
     extra_token = ExtraToken(9, "z", extra, 1.0, 1.0, 0.5) if extra else None
-    return Round(index, tuple(pos(i, v) for i, v in enumerate(verdicts)), extra_token, (), (1,), 1.0, 1.0, (0, 0), (0, 0))
+    return Round(
+        index, tuple(pos(i, v) for i, v in enumerate(verdicts)), extra_token, (), (1,), 1.0, 1.0, (0, 0), (0, 0)
+    )
 
 
 def test_round_steps_judge_until_the_first_rejection():
     r = make_round(0, ["accepted", "rejected", "unreached"])
     assert [(s.phase, s.position) for s in steps.round_steps(r)] == [
-        ("draft", None), ("verify", None), ("judge", 0), ("judge", 1), ("resolve", None), ("commit", None)]  # fmt: skip
+        ("draft", None),
+        ("verify", None),
+        ("judge", 0),
+        ("judge", 1),
+        ("resolve", None),
+        ("commit", None),
+    ]
 
 
 def test_plain_rounds_and_stopped_rounds():

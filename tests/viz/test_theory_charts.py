@@ -68,7 +68,9 @@ def test_positional_chart():
 
 
 def test_load_chart():
-    s = LoadSettings(HARDWARE["A100 80GB"], MODELS["70B (Llama-3-70B shape)"], MODELS["1B (Llama-3.2-1B shape)"], 0.8, 4)
+    s = LoadSettings(
+        HARDWARE["A100 80GB"], MODELS["70B (Llama-3-70B shape)"], MODELS["1B (Llama-3.2-1B shape)"], 0.8, 4
+    )
     points = load_curve(s)
     b = break_even_batch(s)
     spec = charts.load_chart(points, b, "A100 80GB").to_dict()
@@ -85,5 +87,8 @@ def test_load_chart():
 def test_measured_costs_chart():
     spec = charts.measured_costs_chart([1.1, 1.3], 0.4).to_dict()
     data = rows(spec, spec)
-    assert {(r["k"], r["series"], round(r["cost"], 6)) for r in data} >= {(2, "measured v(K)", 1.3), (2, "K·c (drafting)", 0.8)}
+    assert {(r["k"], r["series"], round(r["cost"], 6)) for r in data} >= {
+        (2, "measured v(K)", 1.3),
+        (2, "K·c (drafting)", 0.8),
+    }
     assert spec["mark"]["type"] == "line"
