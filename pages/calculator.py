@@ -59,7 +59,7 @@ def measure_now() -> None:
 # ---- inputs ----------------------------------------------------------------------------------------------------------
 st.caption(LESSON["inputs"])
 left, middle, right = st.columns(3)
-alpha = left.slider("α (acceptance rate)", 0.0, 1.0, 0.8, 0.01, key="alpha")
+alpha = left.slider("α (per-token acceptance probability)", 0.0, 1.0, 0.8, 0.01, key="alpha")
 k = middle.slider("K (draft tokens per round)", 1, MAX_K, 4, key="k")
 c = right.slider("c (draft step / target step)", 0.0, 1.0, 0.05, 0.01, key="c")
 with st.expander("Operations ratio ĉ (for the operations factor)"):
@@ -159,6 +159,7 @@ def rates_from_run() -> None:
         return
     rates, counts = stats.conditional_rates(records)
     st.session_state["rates_text"] = ", ".join(f"{r:.3f}" for r in rates)
+    st.session_state["rates_counts"] = (st.session_state["rates_text"], counts)  # valid while the text is unchanged
     st.session_state["rates_note"] = (
         f"From {len(prompts)} workload prompts at T = 1: drafts reaching each position {list(counts)}."
     )
@@ -174,13 +175,16 @@ if st.session_state.get("rates_error"):
 if st.session_state.get("rates_note"):
     st.caption(st.session_state["rates_note"])
 try:
-    comparison = compare_positional(parse_rates(rates_text))
+    run_text, run_counts = st.session_state.get("rates_counts", (None, None))
+    comparison = compare_positional(parse_rates(rates_text), run_counts if rates_text == run_text else None)
 except SpecvizError as exc:
     st.error(str(exc))
 else:
     p_cols = st.columns(3)
     p_cols[0].metric("E with per-position rates", f"{comparison.expected_tokens:.3f}")
-    p_cols[1].metric(f"E i.i.d. at mean α = {comparison.mean_alpha:.3f}", f"{comparison.iid_expected_tokens:.3f}")
+    p_cols[1].metric(
+        f"E i.i.d. at {comparison.alpha_label} = {comparison.mean_alpha:.3f}", f"{comparison.iid_expected_tokens:.3f}"
+    )
     p_cols[2].metric("i.i.d. formula is off by", f"{comparison.relative_error:+.1%}")
     st.altair_chart(charts.positional_chart(comparison), width="stretch")
 

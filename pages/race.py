@@ -73,4 +73,7 @@ if st.button("Run the K sweep", disabled=controls.settings is None):
     except SpecvizError as exc:
         st.error(str(exc))
 if "sweep" in state:
-    st.altair_chart(charts.sweep_chart(state["sweep"]), width="stretch")
+    sweep = state["sweep"]
+    if sweep.costs.implausible:
+        st.warning(f"No prediction is drawn: {sweep.costs.implausible}")
+    st.altair_chart(charts.sweep_chart(sweep.rows), width="stretch")

@@ -8,7 +8,14 @@ from specviz.ui.controls import active_sources, prompt_box, sidebar_controls
 from specviz.ui.render import apply_lecture_mode, cached_run, page_header, show_text
 from specviz.viz import round_charts as charts
 from specviz.viz import steps
-from specviz.viz.explain import ALPHA_HELP, commit_sentence, judge_sentence, resolve_sentence, verify_html
+from specviz.viz.explain import (
+    ALPHA_HELP,
+    commit_sentence,
+    draft_sentence,
+    judge_sentence,
+    resolve_sentence,
+    verify_html,
+)
 from specviz.viz.text import proposals_html
 
 page_header(
@@ -61,7 +68,7 @@ def show_step(trace: Trace, r, step: steps.Step) -> None:
     if step.phase != steps.JUDGE or step.position == 0:
         st.subheader(steps.PHASE_TITLES[step.phase])
     if step.phase == steps.DRAFT:
-        st.write(f"The draft proposes {r.proposed} token(s), one cheap forward pass each ({r.draft_ms:.1f} ms in all):")
+        st.write(draft_sentence(trace, r))
         st.markdown(proposals_html(r), unsafe_allow_html=True)
     elif step.phase == steps.VERIFY:
         st.markdown(verify_html(r), unsafe_allow_html=True)

@@ -205,11 +205,11 @@ def _copied_positions(trace: Trace, n: int = 3) -> set[tuple[int, int]]:
 
 
 def _heat_tokens(trace: Trace) -> Iterator[tuple[str, float | None, str]]:
-    """Accepted drafts carry min(1, p/q); a correction carries the rejected draft's; bonus and plain tokens none."""
+    """Accepted drafts carry the min(1, p/q) they passed with; corrections, bonus and plain tokens were never judged
+    by that test (they are drawn from the residual or from p), so they carry None."""
     for r in trace.rounds:
         for pos in r.positions:
             if pos.accepted:
                 yield (pos.text, pos.ratio, ACCEPTED)
         if r.extra:
-            rejected = next((p.ratio for p in r.positions if p.verdict == REJECTED), None)
-            yield (r.extra.text, rejected, r.extra.kind)
+            yield (r.extra.text, None, r.extra.kind)

@@ -288,7 +288,8 @@ def formulas(result: TheoryResult) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class PositionalComparison:
-    """E from per-position rates vs the i.i.d. formula at their mean (and at the first position's rate)."""
+    """E from per-position rates vs the i.i.d. formula at one α: the measured α (accepted / judged, the rates
+    weighted by how many drafts reached each position) when the counts are known, else the rates' plain mean."""
 
     alphas: tuple[float, ...]
     expected_tokens: float  # 1 + Σ_i Π_{j≤i} α_j
@@ -296,19 +297,24 @@ class PositionalComparison:
     iid_expected_tokens: float  # E(mean α, K)
     error: float  # iid − positional (positive: the i.i.d. formula is optimistic)
     relative_error: float
+    alpha_label: str = "mean of the rates"  # what mean_alpha is
 
 
-def compare_positional(alphas: Sequence[float]) -> PositionalComparison:
-    """How far the i.i.d. formula at the mean rate is from E with the per-position rates."""
+def compare_positional(alphas: Sequence[float], reached: Sequence[int] | None = None) -> PositionalComparison:
+    """How far the i.i.d. formula is from E with the per-position rates; with `reached` (drafts that reached each
+    position) the i.i.d. formula uses the run's α = accepted / judged, as every other page does."""
     alphas = tuple(float(a) for a in alphas)
     if not alphas or len(alphas) > 64:
         raise SettingsError("give between 1 and 64 per-position acceptance rates.")
     if not all(_finite(a) and 0 <= a <= 1 for a in alphas):
         raise SettingsError(f"every per-position acceptance rate must be from 0 to 1; got {list(alphas)}.")
     exact = positional_expected_tokens(alphas)
-    mean = sum(alphas) / len(alphas)
+    if reached is not None and len(reached) == len(alphas) and sum(reached) > 0:
+        mean, label = sum(a * n for a, n in zip(alphas, reached)) / sum(reached), "α = accepted / judged"
+    else:
+        mean, label = sum(alphas) / len(alphas), "mean of the rates"
     iid = expected_tokens(mean, len(alphas))
-    return PositionalComparison(alphas, exact, mean, iid, iid - exact, (iid - exact) / exact)
+    return PositionalComparison(alphas, exact, mean, iid, iid - exact, (iid - exact) / exact, label)
 
 
 def parse_rates(text: str) -> tuple[float, ...]:

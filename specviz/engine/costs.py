@@ -22,6 +22,7 @@ from specviz.engine.kv import CachedModel
 from specviz.engine.models import ModelPair, synchronize
 from specviz.errors import SettingsError
 
+NOISE_FACTOR = 1.5  # a pass over fewer tokens timed this many times slower than one over more: noise, not cost
 MIN_VERIFY_RELATIVE = 0.9  # a pass over K + 1 tokens reads at least the same weights as a step: below this, noise
 Progress = Callable[[int, int], None]  # (rounds of timings done, rounds in all, the warm-up included)
 DEFAULT_PROMPT = (
@@ -73,6 +74,15 @@ class MeasuredCosts:
             )
         if self.c is not None and self.c <= 0:
             return "the draft step timed at no cost at all: the timings are broken. Run again."
+        v = self.verify_relative
+        for small in range(len(v)):
+            for large in range(small + 1, len(v)):
+                if v[small] > NOISE_FACTOR * v[large]:
+                    return (
+                        f"a verify pass over {small + 2} tokens timed at {v[small]:.2f} steps but one over {large + 2} "
+                        f"at {v[large]:.2f}: fewer tokens cannot cost {NOISE_FACTOR:g}x more, so the machine was busy "
+                        "while timing. Run again on a quieter machine."
+                    )
         return None
 
     def to_dict(self) -> dict:

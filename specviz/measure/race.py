@@ -14,7 +14,7 @@ from specviz.core import stats
 from specviz.core.record import RunRecord
 from specviz.core.settings import RunSettings
 from specviz.core.trace import Trace
-from specviz.engine.costs import measure_costs
+from specviz.engine.costs import MeasuredCosts, measure_costs
 from specviz.engine.decode import generate
 from specviz.engine.models import ModelPair
 from specviz.measure.lanes import OnTokens, run_method
@@ -77,32 +77,34 @@ def versus_plain(pair: ModelPair, prompt: str, settings: RunSettings, repeats: i
     )
 
 
+@dataclass(frozen=True)
+class Sweep:
+    rows: list[dict]  # per K: a "measured" row and, when the costs allow one, a "predicted from ..." row
+    costs: MeasuredCosts
+
+
 def k_sweep(
     pair: ModelPair,
     prompt: str,
     settings: RunSettings,
     ks: Sequence[int] = SWEEP_KS,
     on_progress: Callable[[float], None] | None = None,
-) -> list[dict]:
-    """Draft-model speedup over plain at each K, measured, and predicted from measured tau and costs."""
-    costs = measure_costs(pair, k_max=max(ks), repeats=3)
+) -> Sweep:
+    """Draft-model speedup over plain at each K, measured, and predicted from measured tau and costs (no prediction
+    when the costs cannot be true: see MeasuredCosts.implausible)."""
+    costs = measure_costs(pair, k_max=max(ks), repeats=5)
     warm_up(pair, prompt, replace(settings, k=ks[0]), ["plain", "draft"])
     plain = run_method(pair, prompt, settings, "plain")
     rows = []
     for i, k in enumerate(ks):
         lane = run_method(pair, prompt, replace(settings, k=k), "draft")
+        rows.append({"k": k, "kind": "measured", "speedup": lane.tokens_per_s / plain.tokens_per_s})
         prediction = predict([lane], costs)
-        rows += [
-            {"k": k, "kind": "measured", "speedup": lane.tokens_per_s / plain.tokens_per_s},
-            {
-                "k": k,
-                "kind": "predicted from measured τ and costs",
-                "speedup": prediction.speedup,
-                "alpha": lane.alpha,
-                "tau": lane.tau,
-                "drafts_per_round": prediction.drafts_per_round,
-            },
-        ]
+        if prediction:
+            rows.append({
+                "k": k, "kind": "predicted from measured τ and costs", "speedup": prediction.speedup,
+                "alpha": lane.alpha, "tau": lane.tau, "drafts_per_round": prediction.drafts_per_round,
+            })  # fmt: skip
         if on_progress:
             on_progress((i + 1) / len(ks))
-    return rows
+    return Sweep(rows, costs)

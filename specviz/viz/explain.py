@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 
-from specviz.core.trace import Position, Round
+from specviz.core.trace import Position, Round, Trace
 from specviz.viz.text import visible
 
 DRAFT_BOX = "border:1px solid #6a1b9a;padding:.2rem .45rem;margin:0 .1rem;font-family:monospace"
@@ -24,6 +24,21 @@ def verify_html(r: Round) -> str:
         f"<div>→ p<sub>1</sub> … p<sub>{r.proposed + 1}</sub>: the target's distribution at each of the "
         f"{r.proposed + 1} positions, all at once (drafting took {r.draft_ms:.1f} ms).</div></div>"
     )
+
+
+def draft_sentence(trace: Trace, r: Round) -> str:
+    """What drafting cost this round: forward passes of the draft model, or a lookup that runs no model at all."""
+    if trace.settings.method == "ngram":
+        if not r.proposed:
+            return (
+                f"The n-gram lookup found no earlier match for the last few tokens, so it proposes nothing and the "
+                f"target decodes one token this round ({r.draft_ms:.1f} ms, no model run)."
+            )
+        return (
+            f"The n-gram lookup copies {r.proposed} token(s) that followed an earlier occurrence of the last few "
+            f"tokens: a search of the text, no model run ({r.draft_ms:.1f} ms):"
+        )
+    return f"The draft model proposes {r.proposed} token(s), one forward pass each ({r.draft_ms:.1f} ms in all):"
 
 
 def judge_sentence(pos: Position) -> str:
@@ -75,11 +90,14 @@ def commit_sentence(r: Round) -> str:
 
 BF16_GREEDY_NOTE = (
     "a verify pass over K + 1 tokens rounds differently from one-token steps, so where the target's top two tokens "
-    "nearly tie, greedy output can part from plain decoding; in float32 it matches token for token."
+    "tie within bfloat16's resolution, greedy output can part from plain decoding (sampling stays exact relative to "
+    "the verify pass's own numbers). In float32 the same can happen only at far closer ties, which are rare."
 )
 
 ALPHA_HELP = (
     "α = accepted drafts / drafts judged: the chance that a draft token passes the accept test, the α of the paper's "
-    "formulas (at temperature 1 its expectation is Σ min(p, q)). Drafts after a rejection are never judged. vLLM's "
-    "'draft acceptance rate' divides by all drafts proposed instead, so it falls as K grows."
+    "formulas. Given the text so far, its expectation is Σ min(p, q) over the processed p and q at whatever "
+    "temperature, top-k or top-p is set (at T = 0, whether the two argmaxes agree); the measured α is a ratio "
+    "estimator of it. Drafts after a rejection are never judged. vLLM's 'draft acceptance rate' divides by all drafts "
+    "proposed instead, so it falls as K grows."
 )

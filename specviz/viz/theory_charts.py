@@ -157,7 +157,7 @@ def positional_frame(comparison: PositionalComparison) -> pd.DataFrame:
         survive *= a
         survive_iid *= comparison.mean_alpha
         rows.append({"position": i, "series": "per-position rates", "rate": a, "passes": survive})
-        iid = f"i.i.d. at mean α = {comparison.mean_alpha:.3f}"
+        iid = f"i.i.d. at {comparison.alpha_label} = {comparison.mean_alpha:.3f}"
         rows.append({"position": i, "series": iid, "rate": comparison.mean_alpha, "passes": survive_iid})
     return pd.DataFrame(rows)
 

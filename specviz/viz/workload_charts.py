@@ -187,7 +187,8 @@ def speedup_chart(records: Sequence[Paired], predictions: dict) -> alt.LayerChar
 
 
 def heatmap_html(rec: Paired | RunRecord) -> str:
-    """The output with each token shaded by its acceptance probability min(1, p/q) (grey: bonus or plain)."""
+    """The output with each accepted draft shaded by its acceptance probability min(1, p/q); grey: tokens no accept
+    test judged (corrections, bonus and plain tokens)."""
     spans = [f'<span style="color:#757575">{html.escape(rec.prompt)}</span>']
     for text, prob, origin in rec.tokens:
         if prob is None:
@@ -198,6 +199,7 @@ def heatmap_html(rec: Paired | RunRecord) -> str:
         spans.append(f'<span style="{style}" title="{html.escape(tip)}">{html.escape(text)}</span>')
     legend = (
         '<div style="font-size:.8em">shade: <span style="background:hsl(0,70%,80%)">low</span> → '
-        '<span style="background:hsl(120,70%,80%)">high</span> acceptance probability; grey: bonus token</div>'
+        '<span style="background:hsl(120,70%,80%)">high</span> acceptance probability min(1, p/q) of each accepted '
+        "draft; grey: a correction (drawn from the residual), bonus or plain token, which no accept test judged</div>"
     )
     return '<div style="white-space:pre-wrap;font-family:monospace">' + "".join(spans) + "</div>" + legend

@@ -113,6 +113,8 @@ def test_rates_from_a_run_on_the_loaded_pair(tiny_default, page):
     rates = [float(x) for x in text.split(",")]
     assert 1 <= len(rates) <= 4 and all(0 <= r <= 1 for r in rates)
     assert metrics(page)["E with per-position rates"] == f"{compare_positional(rates).expected_tokens:.3f}"
+    # the i.i.d. comparison uses the run's own alpha (accepted / judged), labelled as such
+    assert any(label.startswith("E i.i.d. at α = accepted / judged") for label in metrics(page))
 
 
 def test_a_missing_pair_is_a_message_not_a_traceback(monkeypatch, tmp_path):

@@ -54,7 +54,13 @@ def test_k_sweep_shows_measured_and_predicted(tiny_default, monkeypatch):
     at = click(at, "Run the K sweep")
     assert not at.exception and not at.error
     (costs,) = measured_costs
-    rows = at.session_state["sweep"]
+    sweep = at.session_state["sweep"]
+    assert sweep.costs is costs
+    rows = sweep.rows
+    if costs.implausible:  # timed on a swamped machine: no prediction is drawn, and the page says why
+        assert [(r["k"], r["kind"]) for r in rows] == [(k, "measured") for k in (1, 2, 4, 8)]
+        assert any("No prediction is drawn" in w.value for w in at.warning)
+        return
     assert [(r["k"], r["kind"]) for r in rows] == [
         (k, kind) for k in (1, 2, 4, 8) for kind in ("measured", "predicted from measured τ and costs")
     ]

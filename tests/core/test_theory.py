@@ -176,6 +176,11 @@ def test_positional_expected_tokens():
     assert cmp.iid_expected_tokens == pytest.approx(expected_tokens(0.75, 4))
     assert cmp.expected_tokens == pytest.approx(1 + 0.9 + 0.72 + 0.504 + 0.3024)
     assert cmp.error == pytest.approx(cmp.iid_expected_tokens - cmp.expected_tokens) and cmp.error < 0
+    assert cmp.alpha_label == "mean of the rates"
+    # with the drafts that reached each position, the i.i.d. formula uses the run's alpha = accepted / judged:
+    # accepted 90 + 64 + 35 + 12 = 201 of 100 + 80 + 50 + 20 = 250 judged
+    run = compare_positional([0.9, 0.8, 0.7, 0.6], reached=[100, 80, 50, 20])
+    assert run.mean_alpha == pytest.approx(201 / 250) and run.alpha_label == "α = accepted / judged"
 
 
 def test_parse_rates():
