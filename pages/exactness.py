@@ -23,18 +23,18 @@ apply_lecture_mode(model_sidebar())
 @st.cache_data(show_spinner="Sampling and enumerating…", max_entries=32)
 def shop(target_rows: tuple, draft_rows: tuple, k: int, samples: int, seed: int) -> lab.ShopExperiment:
     p, q = lab.MarkovChain.from_rows(target_rows, "target table"), lab.MarkovChain.from_rows(draft_rows, "draft table")
-    return lab.shop_experiment(p, q, k=k, samples=samples, seed=seed)
+    return lab.shop_experiment(p, q, k=k, samples=samples, length=k + 1, seed=seed)
 
 
 @st.cache_data(show_spinner="Checking every sampler variant…", max_entries=32)
 def bugs(target_rows: tuple, draft_rows: tuple, k: int, samples: int, seed: int) -> tuple[pd.DataFrame, dict, list]:
     p, q = lab.MarkovChain.from_rows(target_rows, "target table"), lab.MarkovChain.from_rows(draft_rows, "draft table")
-    checks = lab.bug_checks(p, q, k=k, samples=samples, seed=seed)
+    checks = lab.bug_checks(p, q, k=k, samples=samples, length=k + 1, seed=seed)
     exact = {c.variant.key: c.exact.tolist() for c in checks}
     return (
         charts.bug_frame(checks),
         exact,
-        lab.as_vector(lab.target_distribution(p, (), 3), len(lab.EVENTS), 3).tolist(),
+        lab.as_vector(lab.target_distribution(p, (), k + 1), len(lab.EVENTS), k + 1).tolist(),
     )
 
 
@@ -85,7 +85,9 @@ target_table = t_col.data_editor(table_frame(lab.SHOP_TARGET), key="target_table
 d_col.markdown("**Draft q** (row: previous event)")
 draft_table = d_col.data_editor(table_frame(PRESETS[preset]), key=f"draft_table_{list(PRESETS).index(preset)}")
 k_col, n_col, s_col = st.columns(3)
-k = k_col.slider("K (drafts per round)", 1, 8, 4, key="lab_k")
+k = k_col.slider(
+    "K (drafts per round)", 1, 4, 2, key="lab_k", help="Sequences are K + 1 events long, so every round can draft K."
+)
 samples = n_col.select_slider(
     "Samples each way", [2_000, 5_000, 10_000, 20_000, 50_000, 100_000], 20_000, key="lab_samples"
 )
@@ -126,9 +128,9 @@ cols[0].metric("TV distance from p (exact)", f"{row['tv']:.4f}")
 cols[1].metric(f"χ² p-value ({samples:,} samples)", f"{row['p_value']:.2e}")
 cols[2].metric("Verdict", str(row["verdict"]))
 cols[3].metric("Acceptance fraction", f"{row['acceptance']:.1%}")
-st.caption(f"{chosen}: {row['what']}.")
+st.caption(f"{chosen}: {row['what']}." + (f" Where: {row['seen in']}." if row["seen in"] else ""))
 st.altair_chart(
-    charts.variant_chart(lab.sequence_labels(3), target_vec, exact[labels[chosen]], chosen), width="stretch"
+    charts.variant_chart(lab.sequence_labels(k + 1), target_vec, exact[labels[chosen]], chosen), width="stretch"
 )
 st.altair_chart(charts.bug_chart(frame), width="stretch")
 st.dataframe(
@@ -149,12 +151,16 @@ st.caption(LESSON["real_pair"])
 
 
 prompt = st.text_input("Prompt", "def add(a, b):\n    return", key="real_prompt")
-c1, c2, c3, c4, c5 = st.columns(5)
+c1, c2, c3, c4 = st.columns(4)
 real_n = c1.select_slider("Samples each way", [50, 100, 200, 300, 500, 1000, 2000], 300, key="real_samples")
 budget = c2.slider("Time budget (s)", 5, 120, 30, key="real_budget")
 temperature = c3.slider("Temperature", 0.1, 1.5, 1.0, 0.1, key="real_temperature")
 top_k = c4.number_input("Top-k (0 = off)", 0, 1000, 8, key="real_top_k")
-real_k = c5.slider("K", 1, 8, 2, key="real_k")
+st.caption(
+    "Each speculative run drafts one token and judges it against p: accepted, the target's pass adds the second token "
+    "as a bonus; rejected, a correction from the residual is the first token and a plain step the second. With two "
+    "tokens a round can only ever draft one, so K is 1 here; the greedy check below takes any K."
+)
 
 if st.button("Sample the next two tokens, plain and speculative", key="real_run"):
     from specviz.core.sampling import SamplingSettings
@@ -168,7 +174,7 @@ if st.button("Sample the next two tokens, plain and speculative", key="real_run"
                 pair,
                 prompt,
                 samples=real_n,
-                k=real_k,
+                k=1,
                 sampling=SamplingSettings(temperature, int(top_k)),
                 time_budget_s=float(budget),
                 on_progress=lambda done, total: bar.progress(done / total, text=f"{done}/{total} runs each way"),
@@ -206,14 +212,16 @@ if real:
 
 st.subheader("Greedy equivalence")
 st.caption(LESSON["greedy"])
-max_tokens = st.slider("Tokens to generate", 8, 128, 48, 8, key="greedy_tokens")
+g1, g2 = st.columns(2)
+max_tokens = g1.slider("Tokens to generate", 8, 128, 48, 8, key="greedy_tokens")
+greedy_k = g2.slider("K (drafts per round)", 1, 8, 4, key="greedy_k")
 if st.button("Run plain greedy and speculative greedy", key="greedy_run"):
     pair = pair_or_error()
     if pair is not None:
         try:
             from specviz.engine.lab import greedy_equivalence
 
-            check = greedy_equivalence(pair, prompt, k=real_k, max_new_tokens=max_tokens)
+            check = greedy_equivalence(pair, prompt, k=greedy_k, max_new_tokens=max_tokens)
         except SpecvizError as exc:
             st.error(str(exc))
         else:

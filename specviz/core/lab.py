@@ -190,6 +190,9 @@ def top_k_proposal(k: int) -> Dist:
     return propose
 
 
+CLASSIC = "a classic mistake (no public report cited)"
+
+
 @dataclass(frozen=True)
 class Variant:
     """One sampler: how tokens are proposed, which q the verifier is told about, and the accept/resample rule."""
@@ -200,6 +203,7 @@ class Variant:
     rule: Rule = EXACT
     propose: Dist = _same  # what the drafter really samples x from, given its q
     ratio_q: Dist = _same  # the q used in min(1, p/q) and in the residual
+    seen_in: str = CLASSIC  # a public report of the bug in real code, or CLASSIC when none is cited
 
 
 EXACT_VARIANT = Variant(
@@ -212,6 +216,8 @@ VARIANTS = (
         "skip the residual",
         "on a rejection, resample from p instead of norm(max(0, p − q))",
         rule=Rule(resample=lambda p, q: p),
+        seen_in="reported in SafeAILab/EAGLE issue #329: its non-greedy path resampled from the target's p "
+        "(https://github.com/SafeAILab/EAGLE/issues/329)",
     ),
     Variant(
         "correction_from_q",
@@ -230,12 +236,16 @@ VARIANTS = (
         "greedy draft with soft q",
         "the draft takes argmax q, but the ratio uses its soft q(x) < 1",
         propose=greedy_proposal,
+        seen_in="acknowledged in jaymody/speculative-sampling issue #3: argmax drafts judged with softmax "
+        "probabilities (https://github.com/jaymody/speculative-sampling/issues/3)",
     ),
     Variant(
         "q_before_top_k",
         "q before top-k, sampled after",
         "the draft samples from top-2 of q, the ratio uses q before top-k",
         propose=top_k_proposal(2),
+        seen_in="reported in huggingface/transformers issue #47932: candidate generators returned a q they did not "
+        "sample from (https://github.com/huggingface/transformers/issues/47932)",
     ),
 )
 VARIANTS_BY_KEY = {v.key: v for v in VARIANTS}

@@ -131,6 +131,7 @@ def bug_frame(checks: Sequence[BugCheck]) -> pd.DataFrame:
                 "variant": c.variant.label,
                 "key": c.variant.key,
                 "what": c.variant.explanation,
+                "seen in": c.variant.seen_in if c.variant.key != "exact" else "",
                 "tv": c.tv,
                 "p_value": c.chi2.p_value,
                 "chi2": c.chi2.statistic,

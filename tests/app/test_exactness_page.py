@@ -39,20 +39,21 @@ def test_two_token_example_reaches_p(page):
 
 def test_shop_model_numbers_follow_the_sliders(page):
     p, q = lab.shop_models()
-    e = lab.shop_experiment(p, q, k=4, samples=20_000, seed=0)
+    e = lab.shop_experiment(p, q, k=2, samples=20_000, length=3, seed=0)  # sequences of K + 1 events
     m = metrics(page)
     assert m["Largest gap, plain vs speculative samples"] == f"{e.largest_gap:.4f}"
     assert m["Verify passes per 64 events"] == f"{e.passes_per_64:.2f}"
     assert m["Draft acceptance fraction"] == f"{e.acceptance_fraction:.1%}"
     assert float(m["Largest gap, exact (enumeration)"]) < 1e-12
-    page.slider(key="lab_k").set_value(2).run()
+    page.slider(key="lab_k").set_value(4).run()
     page.select_slider(key="lab_samples").set_value(5_000).run()
-    e2 = lab.shop_experiment(p, q, k=2, samples=5_000, seed=0)
+    e2 = lab.shop_experiment(p, q, k=4, samples=5_000, length=5, seed=0)
+    assert e2.passes_per_64 < e.passes_per_64  # K matters: longer rounds, fewer passes
     m = metrics(page)
     assert m["Verify passes per 64 events"] == f"{e2.passes_per_64:.2f}"
     assert m["χ² p-value, speculative samples vs exact p"] == f"{e2.chi2_spec.p_value:.3f}"
     page.selectbox(key="draft_preset").set_value("a poor draft").run()
-    e3 = lab.shop_experiment(*lab.shop_models(lab.POOR_DRAFT), k=2, samples=5_000, seed=0)
+    e3 = lab.shop_experiment(*lab.shop_models(lab.POOR_DRAFT), k=4, samples=5_000, length=5, seed=0)
     assert metrics(page)["Draft acceptance fraction"] == f"{e3.acceptance_fraction:.1%}"
 
 

@@ -179,3 +179,10 @@ def test_sequence_labels_follow_the_count_order():
     stats = lab.RunStats(torch.tensor([[0, 1], [0, 1], [3, 3]]), 3, 0, 0)
     counts = lab.sequence_counts(stats, 4)
     assert counts[1] == 2 and counts[15] == 1
+
+
+def test_every_bug_switch_cites_a_public_report_or_says_it_is_a_classic_mistake():
+    for variant in lab.VARIANTS[1:]:
+        assert variant.seen_in == lab.CLASSIC or "https://github.com/" in variant.seen_in, variant.key
+    cited = {v.key for v in lab.VARIANTS if v.seen_in != lab.CLASSIC and v.key != "exact"}
+    assert cited == {"skip_residual", "greedy_soft_q", "q_before_top_k"}
