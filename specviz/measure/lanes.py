@@ -24,6 +24,25 @@ from specviz.engine.models import ModelPair
 OnTokens = Callable[[str, list[int], float], None]  # method, all output ids so far, seconds since the start
 
 
+class DecodingClock:
+    """Seconds of decoding since start, leaving out the time spent in the caller's callback (drawing the tokens):
+    a lane that reports often must not pay for its display, or the race would time the drawing, not the decoding."""
+
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+        self.outside = 0.0  # seconds spent in callbacks
+
+    def now(self) -> float:
+        return time.perf_counter() - self.start - self.outside
+
+    def call(self, callback: Callable[..., None], *args) -> None:
+        entered = time.perf_counter()
+        try:
+            callback(*args)
+        finally:
+            self.outside += time.perf_counter() - entered
+
+
 def run_method(
     pair: ModelPair,
     prompt: str,
@@ -32,20 +51,21 @@ def run_method(
     on_tokens: OnTokens | None = None,
     tag: str = "untagged",
 ) -> RunRecord:
-    """Generate with `method` (any registry name), reporting tokens as each target pass commits them."""
+    """Generate with `method` (any registry name), reporting tokens as each target pass commits them. The record's
+    times leave out the time on_tokens takes."""
     report = on_tokens or (lambda *_: None)
     if methods.get(method).engine == methods.HF:
         return _hf_record(pair, prompt, settings, method, lambda ids, t: report(method, ids, t), tag)
     settings = replace(settings, method=method)
     prompt_ids = encode_prompt(pair, prompt)
     rounds, ids, ends = [], [], []
-    start = time.perf_counter()
+    clock = DecodingClock()
     for r in decode_rounds(pair, prompt_ids, settings):
-        ends.append(time.perf_counter() - start)
+        ends.append(clock.now())
         rounds.append(r)
         ids += r.committed
-        report(method, ids, ends[-1])
-    trace = build_trace(pair, prompt, prompt_ids, settings, tuple(rounds), time.perf_counter() - start)
+        clock.call(report, method, list(ids), ends[-1])
+    trace = build_trace(pair, prompt, prompt_ids, settings, tuple(rounds), clock.now())
     return RunRecord.of_trace(trace, tag, tuple(ends))
 
 
@@ -58,8 +78,9 @@ def _hf_record(
     tag: str,
 ) -> RunRecord:
     streamer = _TimingStreamer(report)
-    streamer.start = time.perf_counter()
+    streamer.clock = DecodingClock()
     run = hf_generate(pair, encode_prompt(pair, prompt), settings, method, streamer=streamer)
+    wall_s = streamer.clock.now()  # decoding time without the callbacks
     return RunRecord(
         source=HF,
         method=method,
@@ -72,7 +93,7 @@ def _hf_record(
         per_round_accepted=None,
         per_round_judged=None,
         round_end_s=tuple(t for t, _ in streamer.arrivals),
-        wall_s=run.wall_s,
+        wall_s=wall_s,
         settings=replace(settings, method=methods.get(method).mirrors or "plain").to_dict(),
         tag=tag,
         meta=pair.describe(),
@@ -84,7 +105,7 @@ class _TimingStreamer(BaseStreamer):
 
     def __init__(self, callback: Callable[[list[int], float], None]):
         self.callback = callback
-        self.start = time.perf_counter()
+        self.clock = DecodingClock()
         self.ids: list[int] = []
         self.arrivals: list[tuple[float, int]] = []
         self.seen_prompt = False
@@ -95,8 +116,8 @@ class _TimingStreamer(BaseStreamer):
             return
         new = value.reshape(-1).tolist()
         self.ids += new
-        self.arrivals.append((time.perf_counter() - self.start, len(new)))
-        self.callback(self.ids, self.arrivals[-1][0])
+        self.arrivals.append((self.clock.now(), len(new)))
+        self.clock.call(self.callback, list(self.ids), self.arrivals[-1][0])
 
     def end(self) -> None:
         pass
