@@ -63,8 +63,8 @@ def cmd_measure_server(args: argparse.Namespace) -> int:
         if len(names) > 1:
             raise SpecvizError("A server runs one method (the one it was started with): give at most one --method.")
         declared = names[0]
-    if args.concurrency < 1:
-        raise SpecvizError(f"--concurrency must be at least 1; got {args.concurrency}.")
+    if args.concurrency < 1 or args.repeats < 1:
+        raise SpecvizError("--concurrency and --repeats must be at least 1.")
     requested_k, args.k = args.k, args.k or "4"
     base = settings_from(args, declared or "draft")  # validates sampling and length before any request
     workload = read_workload(args.prompts_file)
@@ -83,7 +83,7 @@ def cmd_measure_server(args: argparse.Namespace) -> int:
         eta = "" if p.done == 0 else f", about {p.eta_s:.0f} s left"
         print(f"\r[{p.done}/{p.total}] {p.elapsed_s:.0f} s{eta}   ", end="", file=sys.stderr, flush=True)
 
-    results, error = collect(measure(server, workload.rows, base, args.concurrency, progress))
+    results, error = collect(measure(server, workload.rows, base, args.concurrency, progress, args.repeats))
     print(file=sys.stderr)
     warned = sum(bool(r.run.meta.get("warnings")) for r in results)
     if warned:

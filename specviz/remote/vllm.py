@@ -509,21 +509,32 @@ def measure(
     """Every prompt through the server with its method and K, `concurrency` requests at a time; yields results as they
     finish (PairedRun without plain runs: a server has no plain baseline here, so no speedup is claimed). Like every
     workload, each run makes exactly max_new_tokens tokens (EOS ignored). A caller that meets an error keeps what was
-    yielded before it."""
+    yielded before it. Impossible requests are refused here, before anything is sent."""
     rows, settings = list(rows), replace(server.settings(base), stop_at_eos=False)
+    check_concurrency(server, concurrency, repeats)
+    if concurrency == 1:
+        return run_workload(server.run, rows, [server.method], [server.k], settings, on_progress, repeats, False)
+    return _concurrent(server, rows, settings, concurrency, on_progress)
+
+
+def check_concurrency(server: Server, concurrency: int, repeats: int = 1) -> None:
+    """Concurrent requests need per-request metrics (global counters cannot be attributed) and no timing repeats."""
     if concurrency < 1:
         raise SettingsError(f"concurrency must be at least 1; got {concurrency}.")
-    if concurrency == 1:
-        yield from run_workload(server.run, rows, [server.method], [server.k], settings, on_progress, repeats, False)
-        return
-    if repeats != 1:
+    if concurrency > 1 and repeats != 1:
         raise SettingsError("Timing repeats run one request at a time: use concurrency 1 with repeats.")
-    if not server.per_request:
+    if concurrency > 1 and not server.per_request:
         raise ConcurrencyUnsupported(
             f"Concurrency {concurrency} needs per-request metrics: {server.url} has only global counters, which "
             "cannot tell concurrent requests apart. Use concurrency 1, or start vLLM with "
             "--per-request-spec-decode-metrics detailed."
         )
+
+
+def _concurrent(
+    server: Server, rows: list[PromptRow], settings: RunSettings, concurrency: int,
+    on_progress: Callable[[Progress], None] | None,
+) -> Iterator[PairedRun]:  # fmt: skip
     start, done = time.perf_counter(), 0
     with ThreadPoolExecutor(concurrency) as pool:
         pending = {pool.submit(server.run, row.prompt, settings, row.tag, False) for row in rows}

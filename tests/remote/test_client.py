@@ -152,6 +152,16 @@ def test_a_workload_without_baseline_claims_no_speedup():
     assert results_csv(results).splitlines()[1].endswith(",,")  # plain tokens/s and speedup left empty
 
 
+def test_summary_level_metrics_give_totals():
+    summary = {k: v for k, v in DETAILED.items() if not k.startswith("per_step")}
+    with fake_server(vllm_like(spec=summary, metrics=False)) as (url, _):
+        server = connect(url)
+        record = server.run("p", server.settings(RunSettings(max_new_tokens=6)))
+    assert record.per_round_accepted is None and record.meta["metrics"] == "per-request summary"
+    # 2 verify steps drafting 4 each, accepting 2 and 1: both rejected one draft; the prefill is a round of its own
+    assert (record.proposed, record.accepted, record.judged, record.rounds, record.committed) == (8, 3, 5, 3, 6)
+
+
 def test_counter_path_totals_and_other_clients():
     routes = vllm_like(spec=None)
     with fake_server(routes) as (url, _):

@@ -27,7 +27,7 @@ from specviz.measure.lanes import run_method
 from specviz.measure.prompts import PromptRow, read_workload
 from specviz.remote import prometheus
 from specviz.remote.agreement import compare
-from specviz.remote.errors import UnknownModel
+from specviz.remote.errors import ServerHTTPError, UnknownModel
 from specviz.remote.vllm import connect, measure
 
 PROMPTS = read_workload(ASSETS / "workloads" / "code.jsonl").rows[:3]
@@ -96,6 +96,11 @@ def test_concurrent_requests_give_the_same_records(server):
         alone = server.run(row.prompt, settings(server, 16))
         assert together[row.prompt].per_round_accepted == alone.per_round_accepted
         assert together[row.prompt].text == alone.text and "counters" not in together[row.prompt].meta
+
+
+def test_the_servers_own_message_on_a_bad_request(server):
+    with pytest.raises(ServerHTTPError, match="HTTP 400 from the server: .*max_model_len=256"):
+        server.run(PROMPTS[0].prompt, settings(server, 300))
 
 
 def test_unknown_model_lists_the_served_ones(vllm):
