@@ -72,10 +72,15 @@ def cmd_measure_server(args: argparse.Namespace) -> int:
         print(f"skipped {problem}", file=sys.stderr)
     server = connect(args.server, args.model, api_key_from(args), args.timeout, declared)
     if requested_k is not None and int_list(requested_k, "--k") != [server.k]:
-        raise SpecvizError(f"The server drafts K={server.k} tokens per step; restart it with another "
-                           f'"num_speculative_tokens" to measure K={requested_k}.')  # fmt: skip
-    print(f"measuring {server.url}: {server.model}, {methods.label(server.method)}, K={server.k} "
-          f"({'per-request metrics' if server.per_request else 'counters'})", file=sys.stderr)  # fmt: skip
+        raise SpecvizError(
+            f"The server drafts K={server.k} tokens per step; restart it with another "
+            f'"num_speculative_tokens" to measure K={requested_k}.'
+        )
+    print(
+        f"measuring {server.url}: {server.model}, {methods.label(server.method)}, K={server.k} "
+        f"({'per-request metrics' if server.per_request else 'counters'})",
+        file=sys.stderr,
+    )
     for note in server.notes:
         print(f"  {note}", file=sys.stderr)
 
@@ -87,8 +92,10 @@ def cmd_measure_server(args: argparse.Namespace) -> int:
     print(file=sys.stderr)
     warned = sum(bool(r.run.meta.get("warnings")) for r in results)
     if warned:
-        print(f"{warned} run(s) carry warnings (see meta.warnings in the JSON): other clients used the server?",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"{warned} run(s) carry warnings (see meta.warnings in the JSON): other clients used the server?",
+            file=sys.stderr,
+        )
     print(summary_table(summarize(results, None, args.seed)))
     if args.json_out:
         meta = {"methods": [server.method], "ks": [server.k], **server.describe(), "concurrency": args.concurrency}

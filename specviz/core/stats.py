@@ -82,9 +82,14 @@ def counts(record: Counts) -> Tally:
     if given is not None:
         return given
     drafted = record.per_round_drafted
-    return Tally(total(drafted), total(record.per_round_accepted), total(record.per_round_judged),
-                 len(record.per_round_committed), sum(record.per_round_committed),
-                 None if drafted is None else sum(d > 0 for d in drafted))  # fmt: skip
+    return Tally(
+        total(drafted),
+        total(record.per_round_accepted),
+        total(record.per_round_judged),
+        len(record.per_round_committed),
+        sum(record.per_round_committed),
+        None if drafted is None else sum(d > 0 for d in drafted),
+    )
 
 
 def tally(records: Iterable[Counts]) -> Tally:
@@ -95,8 +100,14 @@ def tally(records: Iterable[Counts]) -> Tally:
         values = [getattr(p, field) for p in parts]
         return None if any(v is None for v in values) else sum(values)
 
-    return Tally(pooled("proposed"), pooled("accepted"), pooled("judged"), pooled("rounds"), pooled("committed"),
-                 pooled("drafting_rounds"))  # fmt: skip
+    return Tally(
+        pooled("proposed"),
+        pooled("accepted"),
+        pooled("judged"),
+        pooled("rounds"),
+        pooled("committed"),
+        pooled("drafting_rounds"),
+    )
 
 
 def alpha(records: Iterable[Counts]) -> float | None:

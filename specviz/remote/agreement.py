@@ -95,9 +95,12 @@ def main(argv: list[str] | None = None) -> int:
         found = compare(served, local, args.max_new_tokens)
         speeds = {"local_tokens_per_s": local.tokens_per_s, "served_tokens_per_s": served.tokens_per_s}
         results.append({**asdict(found), **speeds})
-        print(f"{len(results):>3} steps {found.steps:>3} same {found.same:>3} first same at {found.first_same} "
-              f"text equal {found.text_equal}  specviz {local.tokens_per_s:6.1f} tok/s  "
-              f"vLLM {served.tokens_per_s:6.1f} tok/s", file=sys.stderr)  # fmt: skip
+        print(
+            f"{len(results):>3} steps {found.steps:>3} same {found.same:>3} first same at {found.first_same} "
+            f"text equal {found.text_equal}  specviz {local.tokens_per_s:6.1f} tok/s  "
+            f"vLLM {served.tokens_per_s:6.1f} tok/s",
+            file=sys.stderr,
+        )
     steps, same = sum(r["steps"] for r in results), sum(r["same"] for r in results)
     after = sum(r["steps"] - r["first_same"] for r in results if r["first_same"] is not None)
     summary = {

@@ -145,7 +145,10 @@ def request(
         if status in (301, 302, 303, 307, 308) and location:
             target = urlsplit(urljoin(f"{endpoint.url}{path}", location))
             if (target.scheme, target.hostname, target.port or (443 if target.scheme == "https" else 80)) != (
-                endpoint.scheme, endpoint.host, endpoint.port):  # fmt: skip
+                endpoint.scheme,
+                endpoint.host,
+                endpoint.port,
+            ):
                 raise ServerError(
                     f"{endpoint.url}{path} redirects to another host ({target.scheme}://{target.hostname}); specviz "
                     "does not follow it (your API key would go along). Give that server's URL directly if you trust it."

@@ -124,10 +124,15 @@ def read_counters(endpoint: Endpoint, model: str) -> Counters | None:
         found = next((v for v in (prometheus.total(samples, n, **label) for n in names) if v is not None), None)
         if found is not None:
             values[names[0]] = found
-    per_pos = next((found for found in (prometheus.by_label(samples, n, "position", **label) for n in ACCEPTED_PER_POS)
-                    if found), {})  # fmt: skip
-    stamps = sorted((s.name, s.labels, s.value) for s in samples
-                    if s.name.endswith("_created") or s.name == "process_start_time_seconds")  # fmt: skip
+    per_pos = next(
+        (found for found in (prometheus.by_label(samples, n, "position", **label) for n in ACCEPTED_PER_POS) if found),
+        {},
+    )
+    stamps = sorted(
+        (s.name, s.labels, s.value)
+        for s in samples
+        if s.name.endswith("_created") or s.name == "process_start_time_seconds"
+    )
     engines = len({s.label("engine") for s in ours if s.label("engine") is not None}) or 1
     return Counters(values, {int(p): v for p, v in per_pos.items()}, tuple(v for *_, v in stamps), engines)
 
@@ -185,10 +190,15 @@ class Server:
     def describe(self) -> dict:
         """What a JSON export or a page shows about the server (no credentials)."""
         return {
-            "server": self.url, "model": self.model, "vllm_version": self.version, "method": self.method,
-            "vllm_method": self.vllm_method, "k": self.k,
-            "metrics": "per-request" if self.per_request else "counters", "notes": list(self.notes),
-        }  # fmt: skip
+            "server": self.url,
+            "model": self.model,
+            "vllm_version": self.version,
+            "method": self.method,
+            "vllm_method": self.vllm_method,
+            "k": self.k,
+            "metrics": "per-request" if self.per_request else "counters",
+            "notes": list(self.notes),
+        }
 
     def settings(self, base: RunSettings) -> RunSettings:
         """`base` with the server's method and K (what it will run whatever is asked)."""
@@ -219,10 +229,17 @@ class Server:
     def _complete(self, prompt: str, settings: RunSettings) -> dict:
         sampling = settings.sampling
         body = {
-            "model": self.model, "prompt": prompt, "max_tokens": settings.max_new_tokens,
-            "temperature": sampling.temperature, "top_p": sampling.top_p, "seed": settings.seed,
-            "ignore_eos": not settings.stop_at_eos, "n": 1, "stream": False, "return_token_ids": True,
-        }  # fmt: skip
+            "model": self.model,
+            "prompt": prompt,
+            "max_tokens": settings.max_new_tokens,
+            "temperature": sampling.temperature,
+            "top_p": sampling.top_p,
+            "seed": settings.seed,
+            "ignore_eos": not settings.stop_at_eos,
+            "n": 1,
+            "stream": False,
+            "return_token_ids": True,
+        }
         if sampling.top_k:
             body["top_k"] = sampling.top_k
         doc = request(self.endpoint, "POST", "/v1/completions", body).json(self.endpoint, "/v1/completions")
@@ -237,15 +254,30 @@ class Server:
         ids = tuple(choice.get("token_ids") or ())
         n_tokens = int((doc.get("usage") or {}).get("completion_tokens", len(ids)))
         spec = _spec_block(doc)
-        meta = {"server": self.url, "model": self.model, "vllm_version": self.version,
-                "finish_reason": choice.get("finish_reason"), "warnings": []}  # fmt: skip
+        meta = {
+            "server": self.url,
+            "model": self.model,
+            "vllm_version": self.version,
+            "finish_reason": choice.get("finish_reason"),
+            "warnings": [],
+        }
         if moved is not None:
             per_pos = [moved.accepted_per_pos[p] for p in sorted(moved.accepted_per_pos)]
             meta["counters"] = {**{n.split(":")[-1]: v for n, v in moved.values.items()}, "accepted_per_pos": per_pos}
             meta["warnings"] += _others(moved, n_tokens)
         steps = moved.get(STEPS) if moved is not None and not meta["warnings"] else None  # this request's passes
-        common = dict(source=VLLM, method=self.method, k=self.k, prompt=prompt, text=choice.get("text") or "",
-                      output_ids=ids, round_end_s=(), wall_s=wall_s, settings=settings.to_dict(), tag=tag)  # fmt: skip
+        common = dict(
+            source=VLLM,
+            method=self.method,
+            k=self.k,
+            prompt=prompt,
+            text=choice.get("text") or "",
+            output_ids=ids,
+            round_end_s=(),
+            wall_s=wall_s,
+            settings=settings.to_dict(),
+            tag=tag,
+        )
         accepted, drafted = _pick(spec, F_PER_STEP_ACCEPTED), _pick(spec, F_PER_STEP_DRAFTED)
         if spec is not None and accepted is not None and drafted is not None:
             meta["metrics"] = "per-request, per step"
@@ -266,8 +298,15 @@ class Server:
                 "be read for it (another request of ours was in flight, or /metrics is off). Start vLLM with "
                 "--per-request-spec-decode-metrics detailed, or measure at concurrency 1 with its statistics on."
             )
-        return RunRecord(**common, per_round_committed=(), per_round_drafted=None, per_round_accepted=None,
-                         per_round_judged=None, totals=totals, meta=_clean(meta))  # fmt: skip
+        return RunRecord(
+            **common,
+            per_round_committed=(),
+            per_round_drafted=None,
+            per_round_accepted=None,
+            per_round_judged=None,
+            totals=totals,
+            meta=_clean(meta),
+        )
 
     def _check_method(self, rounds: dict, meta: dict) -> None:
         if self.vllm_method is None and self.method == "draft":
@@ -303,8 +342,10 @@ def _others(moved: Delta, n_tokens: int) -> list[str]:
         signs.append(f"the server generated {generated} tokens, this completion {n_tokens}")
     if not signs:
         return []
-    return ["other clients used the server during this request (" + "; ".join(signs) + "): the counter figures "
-            "(engine steps, and the totals on the counter path) are not this prompt's alone"]  # fmt: skip
+    return [
+        "other clients used the server during this request (" + "; ".join(signs) + "): the counter figures "
+        "(engine steps, and the totals on the counter path) are not this prompt's alone"
+    ]
 
 
 def _clean(meta: dict) -> dict:
@@ -377,9 +418,12 @@ def totals_from_counters(moved: Delta, n_tokens: int, engine_steps: int | None, 
 
 # ----------------------------------------------------------------------------------------------------------- connect
 def connect(
-    url: str, model: str | None = None, api_key: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
+    url: str,
+    model: str | None = None,
+    api_key: str | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
     method: str | None = None,
-) -> Server:  # fmt: skip
+) -> Server:
     """Find out what the server at `url` serves and how it speculates; one short probe completion checks it works.
 
     model: which served model (needed when it serves several). method: specviz's name of the speculative method the
@@ -413,8 +457,19 @@ def connect(
     if k is None:
         raise StatisticsOff(f"The server at {endpoint.url} does not say how many tokens it drafts (K).")
     name = _method_name(vllm_method, method, notes)
-    return Server(endpoint, model, tuple(models), version, name, vllm_method, int(k), spec is not None,
-                  bool(counters and counters.speculative), max_len, tuple(notes))  # fmt: skip
+    return Server(
+        endpoint,
+        model,
+        tuple(models),
+        version,
+        name,
+        vllm_method,
+        int(k),
+        spec is not None,
+        bool(counters and counters.speculative),
+        max_len,
+        tuple(notes),
+    )
 
 
 def _models(endpoint: Endpoint) -> tuple[list[str], int | None]:
@@ -496,16 +551,22 @@ def _method_name(vllm_method: str | None, declared: str | None, notes: list[str]
             )
         notes.append(f"method {declared!r} as declared: the server does not expose it")
         return declared
-    notes.append("method assumed to be a draft model: the server does not expose it (declare ngram if it runs n-gram "
-                 "lookup; vLLM shows its config at /server_info when started with VLLM_SERVER_DEV_MODE=1)")  # fmt: skip
+    notes.append(
+        "method assumed to be a draft model: the server does not expose it (declare ngram if it runs n-gram "
+        "lookup; vLLM shows its config at /server_info when started with VLLM_SERVER_DEV_MODE=1)"
+    )
     return "draft"
 
 
 # ----------------------------------------------------------------------------------------------------------- measure
 def measure(
-    server: Server, rows: Iterable[PromptRow], base: RunSettings, concurrency: int = 1,
-    on_progress: Callable[[Progress], None] | None = None, repeats: int = 1,
-) -> Iterator[PairedRun]:  # fmt: skip
+    server: Server,
+    rows: Iterable[PromptRow],
+    base: RunSettings,
+    concurrency: int = 1,
+    on_progress: Callable[[Progress], None] | None = None,
+    repeats: int = 1,
+) -> Iterator[PairedRun]:
     """Every prompt through the server with its method and K, `concurrency` requests at a time; yields results as they
     finish (PairedRun without plain runs: a server has no plain baseline here, so no speedup is claimed). Like every
     workload, each run makes exactly max_new_tokens tokens (EOS ignored). A caller that meets an error keeps what was
@@ -532,9 +593,12 @@ def check_concurrency(server: Server, concurrency: int, repeats: int = 1) -> Non
 
 
 def _concurrent(
-    server: Server, rows: list[PromptRow], settings: RunSettings, concurrency: int,
+    server: Server,
+    rows: list[PromptRow],
+    settings: RunSettings,
+    concurrency: int,
     on_progress: Callable[[Progress], None] | None,
-) -> Iterator[PairedRun]:  # fmt: skip
+) -> Iterator[PairedRun]:
     start, done = time.perf_counter(), 0
     with ThreadPoolExecutor(concurrency) as pool:
         pending = {pool.submit(server.run, row.prompt, settings, row.tag, False) for row in rows}

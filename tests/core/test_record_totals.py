@@ -13,8 +13,9 @@ def totals_record(proposed=12, accepted=7, judged=9, rounds=5, committed=12, dra
 
 def per_round_record():
     # three rounds of K = 4: accepts 2 then rejects; accepts 4 (bonus); the prefill-like round drafts nothing
-    return RunRecord(VLLM, "draft", 4, "p", "", tuple(range(9)), (1, 3, 5), (0, 4, 4), (0, 2, 4), (0, 3, 4), (),
-                     wall_s=1.0)  # fmt: skip
+    return RunRecord(
+        VLLM, "draft", 4, "p", "", tuple(range(9)), (1, 3, 5), (0, 4, 4), (0, 2, 4), (0, 3, 4), (), wall_s=1.0
+    )
 
 
 def test_totals_drive_every_statistic():

@@ -29,8 +29,11 @@ def fake_server(routes: dict):
                 status, payload, headers = 404, {"detail": "Not Found"}, {}
             else:
                 status, payload, headers = route(self, body) if callable(route) else route
-            data = payload if isinstance(payload, bytes) else (
-                payload.encode() if isinstance(payload, str) else json.dumps(payload).encode())  # fmt: skip
+            data = (
+                payload
+                if isinstance(payload, bytes)
+                else (payload.encode() if isinstance(payload, str) else json.dumps(payload).encode())
+            )
             try:
                 self.send_response(status)
                 for key, value in {"Content-Type": "application/json", **headers}.items():
@@ -64,8 +67,19 @@ def slow(seconds: float, then):
 MODELS = {"object": "list", "data": [{"id": "tiny", "object": "model", "max_model_len": 256}]}
 
 
-def metrics_text(drafts=0, draft_tokens=0, accepted=0, per_pos=(0, 0, 0, 0), generated=0, finished=0, steps=0,
-                 running=0, created=1.0, engines=("0",), model="tiny") -> str:  # fmt: skip
+def metrics_text(
+    drafts=0,
+    draft_tokens=0,
+    accepted=0,
+    per_pos=(0, 0, 0, 0),
+    generated=0,
+    finished=0,
+    steps=0,
+    running=0,
+    created=1.0,
+    engines=("0",),
+    model="tiny",
+) -> str:
     """A /metrics page shaped like vLLM 0.32's, each count split evenly over the engines given."""
     lines = [f"process_start_time_seconds {created}"]
     share = len(engines)
@@ -80,7 +94,7 @@ def metrics_text(drafts=0, draft_tokens=0, accepted=0, per_pos=(0, 0, 0, 0), gen
             *(
                 f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{labels},position="{i}"}} {v / share}'
                 for i, v in enumerate(per_pos)
-            ),  # fmt: skip
+            ),
             f"vllm:generation_tokens_total{{{labels}}} {generated / share}",
             f'vllm:request_success_total{{{labels},finished_reason="length"}} {finished / share}',
             f'vllm:request_success_total{{{labels},finished_reason="stop"}} 0.0',

@@ -40,14 +40,23 @@ KEY = "sk-test-0123456789"
 
 
 def completion(text="abc", tokens=6, spec=None):
-    doc = {"choices": [{"text": text, "finish_reason": "length", "token_ids": list(range(tokens))}],
-           "usage": {"completion_tokens": tokens}, "metrics": {"speculative_decoding": spec}}  # fmt: skip
+    doc = {
+        "choices": [{"text": text, "finish_reason": "length", "token_ids": list(range(tokens))}],
+        "usage": {"completion_tokens": tokens},
+        "metrics": {"speculative_decoding": spec},
+    }
     return 200, doc, {}
 
 
-DETAILED = {"num_spec_steps": 2, "num_accepted_draft_tokens": 3, "num_draft_tokens": 8, "num_spec_tokens": 4,
-            "acceptance_histogram": [0, 1, 1, 0, 0],
-            "per_step_accepted": [2, 1], "per_step_drafted": [4, 4]}  # fmt: skip
+DETAILED = {
+    "num_spec_steps": 2,
+    "num_accepted_draft_tokens": 3,
+    "num_draft_tokens": 8,
+    "num_spec_tokens": 4,
+    "acceptance_histogram": [0, 1, 1, 0, 0],
+    "per_step_accepted": [2, 1],
+    "per_step_drafted": [4, 4],
+}
 
 
 # ------------------------------------------------------------------------------------------------------- prometheus
@@ -58,19 +67,49 @@ def test_prometheus_parse_sums_engines_and_filters_labels():
     assert prometheus.total(samples, "vllm:spec_decode_num_drafts_total") == 10  # two engines, 5 each
     assert prometheus.total(samples, "vllm:spec_decode_num_drafts_total", model_name="other") is None
     assert prometheus.by_label(samples, "vllm:spec_decode_num_accepted_tokens_per_pos_total", "position") == {
-        "0": 8, "1": 6, "2": 5, "3": 3}  # fmt: skip
+        "0": 8,
+        "1": 6,
+        "2": 5,
+        "3": 3,
+    }
     assert next(s for s in samples if s.name == "other_metric").label("note") == 'a "quoted", comma'
 
 
 def test_counters_delta_and_restart_detection():
-    routes = {"/metrics": (200, metrics_text(drafts=4, draft_tokens=16, accepted=9, per_pos=(4, 3, 1, 1),
-                                             generated=13, finished=1, steps=5, engines=("0", "1")), {})}  # fmt: skip
+    routes = {
+        "/metrics": (
+            200,
+            metrics_text(
+                drafts=4,
+                draft_tokens=16,
+                accepted=9,
+                per_pos=(4, 3, 1, 1),
+                generated=13,
+                finished=1,
+                steps=5,
+                engines=("0", "1"),
+            ),
+            {},
+        )
+    }
     with fake_server(routes) as (url, _):
         endpoint = parse_url(url)
         before = read_counters(endpoint, "tiny")
         assert before.k == 4 and before.engines == 2 and before.speculative
-        routes["/metrics"] = (200, metrics_text(drafts=6, draft_tokens=24, accepted=12, per_pos=(5, 4, 2, 1),
-                                                generated=18, finished=2, steps=8, engines=("0", "1")), {})  # fmt: skip
+        routes["/metrics"] = (
+            200,
+            metrics_text(
+                drafts=6,
+                draft_tokens=24,
+                accepted=12,
+                per_pos=(5, 4, 2, 1),
+                generated=18,
+                finished=2,
+                steps=8,
+                engines=("0", "1"),
+            ),
+            {},
+        )
         moved = delta(before, read_counters(endpoint, "tiny"), url)
         assert moved.values["vllm:spec_decode_num_drafts_total"] == 2 and moved.accepted_per_pos == {
             0: 1,
@@ -109,8 +148,11 @@ def test_rounds_from_steps_counts_steps_without_drafts():
 
 # ----------------------------------------------------------------------------------------------- a scripted server
 def vllm_like(spec=DETAILED, metrics=True, models=MODELS):
-    routes = {"/v1/models": (200, models, {}), "/version": (200, {"version": "0.32.0"}, {}),
-              "POST /v1/completions": completion(spec=spec)}  # fmt: skip
+    routes = {
+        "/v1/models": (200, models, {}),
+        "/version": (200, {"version": "0.32.0"}, {}),
+        "POST /v1/completions": completion(spec=spec),
+    }
     if metrics:
         routes["/metrics"] = (200, metrics_text(), {})
     return routes
@@ -167,8 +209,14 @@ def test_counter_path_totals_and_other_clients():
     with fake_server(routes) as (url, _):
         server = connect(url, method="ngram")
         assert (server.per_request, server.counters, server.method) == (False, True, "ngram")
-        calls = iter([metrics_text(), metrics_text(drafts=2, draft_tokens=8, accepted=3, per_pos=(2, 1, 0, 0),
-                                                   generated=6, finished=1, steps=3)])  # fmt: skip
+        calls = iter(
+            [
+                metrics_text(),
+                metrics_text(
+                    drafts=2, draft_tokens=8, accepted=3, per_pos=(2, 1, 0, 0), generated=6, finished=1, steps=3
+                ),
+            ]
+        )
         routes["/metrics"] = lambda handler, body: (200, next(calls), {})
         record = server.run("p", server.settings(RunSettings(max_new_tokens=6)))
         assert record.per_round_committed == () and record.per_round_accepted is None
@@ -196,20 +244,35 @@ def test_concurrent_requests_with_per_request_metrics():
     "routes, error, message",
     [
         ({}, NotOpenAIServer, "not an OpenAI-compatible server"),
-        ({"/v1/models": (200, "<html>hello</html>", {"Content-Type": "text/html"})}, NotOpenAIServer,
-         "did not answer with JSON"),
+        (
+            {"/v1/models": (200, "<html>hello</html>", {"Content-Type": "text/html"})},
+            NotOpenAIServer,
+            "did not answer with JSON",
+        ),
         ({"/v1/models": (401, {"error": {"message": "Unauthorized"}}, {})}, ServerHTTPError, "--api-key-env"),
         ({**vllm_like(spec=None, metrics=False)}, StatisticsOff, "--per-request-spec-decode-metrics detailed"),
-        ({**vllm_like(spec=None), "/metrics": (200, "vllm:generation_tokens_total 3\n", {})}, SpeculationOff,
-         "without speculation"),
-        ({**vllm_like(), "/v1/models": (200, {"data": [{"id": "a"}, {"id": "b"}]}, {})}, UnknownModel,
-         "serves several"),
-        ({**vllm_like(), "/v1/models": (302, "", {"Location": "http://example.org/v1/models"})}, ServerError,
-         "redirects to another host"),
-        ({**vllm_like(), "POST /v1/completions": (400, {"error": {"message": f"max_tokens too big {KEY}"}}, {})},
-         ServerHTTPError, "HTTP 400 from the server: max_tokens too big \\*\\*\\*"),
+        (
+            {**vllm_like(spec=None), "/metrics": (200, "vllm:generation_tokens_total 3\n", {})},
+            SpeculationOff,
+            "without speculation",
+        ),
+        (
+            {**vllm_like(), "/v1/models": (200, {"data": [{"id": "a"}, {"id": "b"}]}, {})},
+            UnknownModel,
+            "serves several",
+        ),
+        (
+            {**vllm_like(), "/v1/models": (302, "", {"Location": "http://example.org/v1/models"})},
+            ServerError,
+            "redirects to another host",
+        ),
+        (
+            {**vllm_like(), "POST /v1/completions": (400, {"error": {"message": f"max_tokens too big {KEY}"}}, {})},
+            ServerHTTPError,
+            "HTTP 400 from the server: max_tokens too big \\*\\*\\*",
+        ),
     ],
-)  # fmt: skip
+)
 def test_faults_are_specviz_errors_with_a_way_out(routes, error, message):
     with fake_server(routes) as (url, _):
         with pytest.raises(error, match=message) as caught:
@@ -224,8 +287,11 @@ def test_unknown_model_lists_the_served_ones():
 
 
 def test_redirect_on_the_same_host_is_followed():
-    routes = {**vllm_like(), "/v1/models": lambda h, b: (307, "", {"Location": "/v1/models2"}),
-              "/v1/models2": (200, MODELS, {})}  # fmt: skip
+    routes = {
+        **vllm_like(),
+        "/v1/models": lambda h, b: (307, "", {"Location": "/v1/models2"}),
+        "/v1/models2": (200, MODELS, {}),
+    }
     with fake_server(routes) as (url, _):
         assert connect(url).model == "tiny"
 

