@@ -14,3 +14,5 @@ if [ ! -x /usr/bin/chromium ]; then
     exit 1
   fi
 fi
+# vLLM for CPUs, in its own virtual environment (tests/remote/ start real servers from it; specviz talks HTTP only).
+sh tests/install_vllm.sh

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from specviz import methods
+from specviz.cli.remote import add_server_arguments, check_server_options, cmd_measure_server, collect
 from specviz.cli.theory import add_theory_parser
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings, check_prompt
@@ -61,11 +62,13 @@ def build_parser() -> argparse.ArgumentParser:
     measure.add_argument("prompts_file", help=".jsonl ({prompt, tag} per line), .csv (prompt[,tag] columns) or .txt")
     add_model_arguments(measure)
     add_sampling_arguments(measure)
-    measure.add_argument("--method", default="draft", help=f"comma-separated: {', '.join(methods.PROPOSERS)}")
+    choices = ", ".join(methods.PROPOSERS)
+    measure.add_argument("--method", default=None, help=f"comma-separated: {choices} (default draft)")
     measure.add_argument("--repeats", type=int, default=1, help="time every prompt this many times (clock noise)")
-    measure.set_defaults(k="4")
+    measure.set_defaults(k=None)  # 4, or with --server the server's K
     measure.add_argument("--json", dest="json_out", help="write every run and the summary to this JSON file")
     measure.add_argument("--csv", dest="csv_out", help="write one row per prompt x method x K to this CSV file")
+    add_server_arguments(measure)
     measure.set_defaults(handler=cmd_measure)
     bench = commands.add_parser("bench", help="benchmark every lane (ours and Hugging Face's) against plain decoding")
     add_model_arguments(bench)
@@ -208,6 +211,10 @@ def cmd_measure(args: argparse.Namespace) -> int:
     from specviz.measure.summary import results_csv, results_json, summarize
     from specviz.measure.workload import run_workload
 
+    check_server_options(args)
+    if args.server:  # measured through a vLLM server: no model loads here
+        return cmd_measure_server(args)
+    args.method, args.k = args.method or "draft", args.k or "4"
     method_names = methods.parse_list(args.method, "--method", methods.PROPOSERS)
     ks = int_list(args.k, "--k")
     check_ks(ks)
@@ -226,12 +233,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
     print("measuring step costs", file=sys.stderr)
     costs = measure_costs(pair, k_max=max(ks), repeats=5)
     run = lambda prompt, settings, tag: run_method(pair, prompt, settings, settings.method, tag=tag)  # noqa: E731
-    results = []
-    try:
-        for result in run_workload(run, workload.rows, method_names, ks, base, progress, args.repeats):
-            results.append(result)
-    except KeyboardInterrupt:
-        print(f"\nstopped: keeping the {len(results)} finished run(s)", file=sys.stderr)
+    results, error = collect(run_workload(run, workload.rows, method_names, ks, base, progress, args.repeats))
     print(file=sys.stderr)
     print(summary_table(summarize(results, costs, args.seed)))
     if args.json_out:
@@ -239,6 +241,9 @@ def cmd_measure(args: argparse.Namespace) -> int:
         write_file(args.json_out, results_json(results, base, meta, costs, args.seed))
     if args.csv_out:
         write_file(args.csv_out, results_csv(results))
+    if error is not None:  # reported after the finished runs are written
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -43,27 +43,30 @@ class RunRecord:
     by_class: dict = field(default_factory=dict)  # token class -> [judged, accepted]
     tokens: tuple = ()  # (text, min(1, p/q) or None, origin) per output token, for the heatmap
     meta: dict = field(default_factory=dict)  # where it ran (server URL without credentials, model names, ...)
+    # Set only by a source that reports totals but not rounds (a server's counters or per-request summary): then the
+    # per_round_* lists are None (per_round_committed empty) and every total below comes from here.
+    totals: stats.Tally | None = None
 
     # The statistics, each computed in core/stats.py.
     @property
-    def rounds(self) -> int:
-        return len(self.per_round_committed)
+    def rounds(self) -> int | None:
+        return stats.counts(self).rounds
 
     @property
     def committed(self) -> int:
-        return sum(self.per_round_committed)
+        return stats.counts(self).committed
 
     @property
     def proposed(self) -> int | None:
-        return stats.total(self.per_round_drafted)
+        return stats.counts(self).proposed
 
     @property
     def accepted(self) -> int | None:
-        return stats.total(self.per_round_accepted)
+        return stats.counts(self).accepted
 
     @property
     def judged(self) -> int | None:
-        return stats.total(self.per_round_judged)
+        return stats.counts(self).judged
 
     @property
     def alpha(self) -> float | None:

@@ -10,8 +10,10 @@ Definitions (counts summed over the runs given, so a figure over many runs is a 
     predicted speedup  tau / (drafts per round * c + v): what the model passes alone allow, from measured tau, the
                      measured draft cost c and verify cost v (both in target steps). E(alpha, K) assumes K drafts every
                      round and lives in core/theory.py, for the calculator's what-ifs only.
-Records are anything with the RunRecord fields (`per_round_*`, `overlap_by_position`, `k`); counts a source did not
-report are None and make the statistics that need them None.
+Records are anything with the RunRecord fields (`per_round_*`, `overlap_by_position`, `k`, `totals`); counts a source
+did not report are None and make the statistics that need them None. A record whose source reports only totals (a
+serving engine's counters, or its per-request summary) carries them as a `Tally` in `totals`; every total then comes
+from there, and the per-position statistics, which need rounds, leave it out.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ class Counts(Protocol):
     per_round_accepted: Sequence[int] | None
     per_round_judged: Sequence[int] | None
     overlap_by_position: Sequence[float | None]
+    totals: Tally | None
 
 
 def total(values: Sequence[int] | None) -> int | None:
@@ -48,8 +51,9 @@ class Tally:
     proposed: int | None
     accepted: int | None
     judged: int | None
-    rounds: int
+    rounds: int | None  # target passes (None: the source does not say)
     committed: int
+    drafting_rounds: int | None = None  # rounds that drafted at least one token: vLLM's "num_drafts"
 
     @property
     def alpha(self) -> float | None:
@@ -72,21 +76,37 @@ class Tally:
         return ratio(self.proposed, self.rounds)
 
 
+def counts(record: Counts) -> Tally:
+    """One record's totals: the `totals` it carries when its source reports only those, else its per-round sums."""
+    given = getattr(record, "totals", None)
+    if given is not None:
+        return given
+    drafted = record.per_round_drafted
+    return Tally(
+        total(drafted),
+        total(record.per_round_accepted),
+        total(record.per_round_judged),
+        len(record.per_round_committed),
+        sum(record.per_round_committed),
+        None if drafted is None else sum(d > 0 for d in drafted),
+    )
+
+
 def tally(records: Iterable[Counts]) -> Tally:
-    """Sum every per-round count over all rounds of all records."""
-    records = list(records)
+    """Sum every count over all rounds of all records (None when any record lacks it)."""
+    parts = [counts(r) for r in records]
 
     def pooled(field: str) -> int | None:
-        values = [getattr(r, field) for r in records]
-        return None if any(v is None for v in values) else sum(sum(v) for v in values)
+        values = [getattr(p, field) for p in parts]
+        return None if any(v is None for v in values) else sum(values)
 
-    rounds = sum(len(r.per_round_committed) for r in records)
     return Tally(
-        pooled("per_round_drafted"),
-        pooled("per_round_accepted"),
-        pooled("per_round_judged"),
-        rounds,
-        pooled("per_round_committed"),
+        pooled("proposed"),
+        pooled("accepted"),
+        pooled("judged"),
+        pooled("rounds"),
+        pooled("committed"),
+        pooled("drafting_rounds"),
     )
 
 
@@ -185,16 +205,15 @@ def vllm_metrics(records: Iterable[Counts]) -> dict:
     """The records' counts under vLLM's names (its Prometheus counters and per-request metrics)."""
     records = list(records)
     lengths = accepted_length_histogram(records)
-    drafts = sum(lengths)
-    counts = tally(records)
-    accepted = counts.accepted
+    pooled = tally(records)
+    drafts, accepted = pooled.drafting_rounds, pooled.accepted
     return {
         "num_drafts": drafts,
-        "num_draft_tokens": counts.proposed,
+        "num_draft_tokens": pooled.proposed,
         "num_accepted_tokens": accepted,
         "num_accepted_tokens_per_pos": [row["accepted"] for row in per_position(records)],
         "mean_acceptance_length": 1 + accepted / drafts if drafts and accepted is not None else 1.0,
-        "draft_acceptance_rate": counts.acceptance_rate,
+        "draft_acceptance_rate": pooled.acceptance_rate,
         "acceptance_length_histogram": lengths,
     }
 

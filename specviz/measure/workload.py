@@ -1,7 +1,8 @@
 """Many prompts x methods x K: each run paired with plain runs of the same prompt, timed in the same session.
 
-`run_workload` takes any source of runs (a function prompt, settings, tag -> RunRecord): the in-process engine today,
-a serving engine tomorrow. It yields results as they finish, so a caller that stops iterating keeps what it has.
+`run_workload` takes any source of runs (a function prompt, settings, tag -> RunRecord): the in-process engine, or a
+serving engine (specviz.remote.vllm.measure), which has no plain baseline (baseline=False). It yields results as they
+finish, so a caller that stops iterating, or meets an error, keeps what it has.
 """
 
 from __future__ import annotations
@@ -91,6 +92,7 @@ class PairedRun:
             "speedup": self.speedup,
             "speedup_repeats": list(self.speedups),
             "vllm_metrics": stats.vllm_metrics([self.run]),
+            **({"server": self.run.meta["server"]} if "server" in self.run.meta else {}),  # a served run's URL
         }
 
 
@@ -114,20 +116,22 @@ def run_workload(
     base: RunSettings,
     on_progress: Callable[[Progress], None] | None = None,
     repeats: int = 1,
+    baseline: bool = True,
 ) -> Iterator[PairedRun]:
-    """For each prompt, `repeats` times: one plain run, then every method x K; yields each prompt's results when its
-    repeats are done. Every run makes exactly base.max_new_tokens tokens (EOS ignored, as vLLM's and Spec-Bench's
-    benchmarks do), so every speed is timed over the same length and a run that stops after two tokens cannot
-    masquerade as a speed."""
+    """For each prompt, `repeats` times: one plain run (unless baseline is False), then every method x K; yields each
+    prompt's results when its repeats are done. Every run makes exactly base.max_new_tokens tokens (EOS ignored, as
+    vLLM's and Spec-Bench's benchmarks do), so every speed is timed over the same length and a run that stops after
+    two tokens cannot masquerade as a speed."""
     rows, method_names, ks = list(rows), list(method_names), list(ks)
     base = replace(base, stop_at_eos=False)
-    for method in ["plain", *method_names]:  # warm-up: first calls pay for allocation and kernel selection
+    for method in ["plain", *method_names][0 if baseline else 1 :]:  # warm-up: first calls pay for allocation
         run(rows[0].prompt, replace(base, method=method, k=ks[0], max_new_tokens=min(8, base.max_new_tokens)), "")
     total, done, start = len(rows) * len(method_names) * len(ks) * repeats, 0, time.perf_counter()
     for row in rows:
         plains, runs = [], {}
         for _ in range(repeats):
-            plains.append(run(row.prompt, replace(base, method="plain"), row.tag))
+            if baseline:
+                plains.append(run(row.prompt, replace(base, method="plain"), row.tag))
             for method in method_names:
                 for k in ks:
                     if on_progress:

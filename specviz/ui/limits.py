@@ -2,6 +2,8 @@
 
 SPECVIZ_PUBLIC=1 allows only the catalogue's pairs (no custom hub ids or paths), caps max new tokens, K, prompts
 per workload and upload size, and never shows a local path. Each cap has its own variable to adjust it.
+SPECVIZ_SERVERS lists the vLLM servers a public deployment may measure (hosts, host:port or URLs, comma-separated);
+in public mode any other is refused (specviz.remote.check_host). Private mode measures any server.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import os
 from dataclasses import dataclass
 
 from specviz.core.settings import MAX_K
+from specviz.remote import allowed_servers, check_host
 
 
 @dataclass(frozen=True)
@@ -19,12 +22,14 @@ class Limits:
     max_k: int = MAX_K
     max_prompts: int = 100
     max_upload_bytes: int = 2_000_000
+    servers: tuple[str, ...] = ()  # SPECVIZ_SERVERS: the only servers public mode may measure
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Limits:
         env = dict(os.environ if env is None else env)
+        servers = allowed_servers(env.get("SPECVIZ_SERVERS"))
         if env.get("SPECVIZ_PUBLIC", "").strip().lower() not in ("1", "true", "yes", "on"):
-            return cls()
+            return cls(servers=servers)
         number = lambda name, default: int(env.get(name, default))  # noqa: E731
         return cls(
             public=True,
@@ -32,7 +37,12 @@ class Limits:
             max_k=min(MAX_K, number("SPECVIZ_MAX_K", 8)),
             max_prompts=number("SPECVIZ_MAX_PROMPTS", 20),
             max_upload_bytes=number("SPECVIZ_MAX_UPLOAD_KB", 200) * 1000,
+            servers=servers,
         )
+
+    def check_server(self, url: str) -> None:
+        """Raise HostNotAllowed for a server public mode may not measure."""
+        check_host(url, self.public, self.servers)
 
 
 def display_source(source: str, limits: Limits) -> str:

@@ -1,0 +1,123 @@
+"""`python -m specviz measure PROMPTS --server URL`: the workload measured through a running vLLM server.
+
+No model loads here: the server decodes with the method and K it was started with, and there is no plain baseline,
+so tokens/s is reported and speedup is not (the summary shows n/a). The API key is read from the environment
+variable that --api-key-env names and goes nowhere but the request headers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from specviz import methods
+from specviz.errors import SpecvizError
+
+
+def add_server_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("measuring through a vLLM server")
+    group.add_argument(
+        "--server", help="URL of a running vLLM server (e.g. http://127.0.0.1:8000); no model loads here"
+    )
+    group.add_argument("--model", help="which served model (needed when the server serves several)")
+    group.add_argument("--api-key-env", metavar="VAR", help="name of the environment variable holding the API key")
+    group.add_argument(
+        "--concurrency",
+        type=int,
+        default=1,
+        help="requests in flight at once (above 1 needs the server's per-request metrics)",
+    )
+    group.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for one request (default 300)")
+
+
+def api_key_from(args: argparse.Namespace) -> str | None:
+    if not args.api_key_env:
+        return None
+    key = os.environ.get(args.api_key_env)
+    if not key:
+        raise SpecvizError(
+            f"--api-key-env names {args.api_key_env}, but that environment variable is not set or empty."
+        )
+    return key
+
+
+def check_server_options(args: argparse.Namespace) -> None:
+    """Options that only mean something with --server are refused without it."""
+    given = [flag for flag, value in (("--model", args.model), ("--api-key-env", args.api_key_env)) if value]
+    if args.concurrency != 1:
+        given.append("--concurrency")
+    if given and not args.server:
+        raise SpecvizError(f"{', '.join(given)} only apply with --server URL.")
+
+
+def cmd_measure_server(args: argparse.Namespace) -> int:
+    from specviz.cli.main import int_list, settings_from, summary_table, write_file
+    from specviz.measure.prompts import read_workload
+    from specviz.measure.summary import results_csv, results_json, summarize
+    from specviz.remote.vllm import connect, measure
+
+    declared = None
+    if args.method is not None:
+        names = methods.parse_list(args.method, "--method", methods.PROPOSERS)
+        if len(names) > 1:
+            raise SpecvizError("A server runs one method (the one it was started with): give at most one --method.")
+        declared = names[0]
+    if args.concurrency < 1 or args.repeats < 1:
+        raise SpecvizError("--concurrency and --repeats must be at least 1.")
+    requested_k, args.k = args.k, args.k or "4"
+    base = settings_from(args, declared or "draft")  # validates sampling and length before any request
+    workload = read_workload(args.prompts_file)
+    for problem in workload.problems:
+        print(f"skipped {problem}", file=sys.stderr)
+    server = connect(args.server, args.model, api_key_from(args), args.timeout, declared)
+    if requested_k is not None and int_list(requested_k, "--k") != [server.k]:
+        raise SpecvizError(
+            f"The server drafts K={server.k} tokens per step; restart it with another "
+            f'"num_speculative_tokens" to measure K={requested_k}.'
+        )
+    print(
+        f"measuring {server.url}: {server.model}, {methods.label(server.method)}, K={server.k} "
+        f"({'per-request metrics' if server.per_request else 'counters'})",
+        file=sys.stderr,
+    )
+    for note in server.notes:
+        print(f"  {note}", file=sys.stderr)
+
+    def progress(p) -> None:
+        eta = "" if p.done == 0 else f", about {p.eta_s:.0f} s left"
+        print(f"\r[{p.done}/{p.total}] {p.elapsed_s:.0f} s{eta}   ", end="", file=sys.stderr, flush=True)
+
+    results, error = collect(measure(server, workload.rows, base, args.concurrency, progress, args.repeats))
+    print(file=sys.stderr)
+    warned = sum(bool(r.run.meta.get("warnings")) for r in results)
+    if warned:
+        print(
+            f"{warned} run(s) carry warnings (see meta.warnings in the JSON): other clients used the server?",
+            file=sys.stderr,
+        )
+    print(summary_table(summarize(results, None, args.seed)))
+    if args.json_out:
+        meta = {"methods": [server.method], "ks": [server.k], **server.describe(), "concurrency": args.concurrency}
+        write_file(args.json_out, results_json(results, server.settings(base), meta, None, args.seed))
+    if args.csv_out:
+        write_file(args.csv_out, results_csv(results))
+    if error is not None:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def collect(results_iter) -> tuple[list, SpecvizError | None]:
+    """Every result until the end, Ctrl-C or an error a user can fix (a server that stopped): the finished ones are
+    kept either way, and the error is returned for the caller to report after writing them."""
+    results = []
+    try:
+        for result in results_iter:
+            results.append(result)
+    except KeyboardInterrupt:
+        print(f"\nstopped: keeping the {len(results)} finished run(s)", file=sys.stderr)
+    except SpecvizError as exc:
+        print(f"\nstopped: keeping the {len(results)} finished run(s)", file=sys.stderr)
+        return results, exc
+    return results, None

@@ -1,0 +1,127 @@
+"""Does the server speculate as specviz does? A served run against an in-process run of the same pair, step by step.
+
+Two engines that decode the same pair greedily in the same precision commit the same tokens; their verify steps line
+up once both start a step at the same token: from there each drafts the same K tokens from the same context and
+accepts the same prefix. They start out of line: vLLM's prefill commits the first token before any draft (its first
+verify step drafts from prompt + 1 token), while specviz's first round drafts straight from the prompt (its prefill
+commits nothing). At the end, specviz never drafts past max_new_tokens while vLLM drafts K and cuts the output, so
+the steps that could reach past the limit are left out of the comparison.
+
+    python -m specviz.remote.agreement PROMPTS --server URL [--max-new-tokens 64] [--limit N]
+runs every prompt on both (the bundled pair in process, float32, greedy, the server's K) and prints the agreement
+and both engines' tokens/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from dataclasses import asdict, dataclass
+
+from specviz.core import stats
+from specviz.core.record import RunRecord
+
+
+@dataclass(frozen=True)
+class Agreement:
+    steps: int  # the server's verify steps compared (those that could not reach past max_new_tokens)
+    same: int  # of them, the ones specviz also ran: same first token, same drafts, same accepted count
+    first_same: int | None  # index (among those steps) of the first one specviz also ran
+    same_after_first: int  # steps from first_same on that agree
+    text_equal: bool
+    first_divergence: int | None  # first differing output token (None: identical ids)
+
+
+def spans(record: RunRecord) -> list[tuple[int, int, int]]:
+    """(first token index, drafted, accepted) of every round that drafted, from the rounds' uncut lengths."""
+    out, start = [], 0
+    rounds = zip(record.per_round_drafted, record.per_round_accepted, record.per_round_committed)
+    for drafted, accepted, committed in rounds:
+        if drafted:
+            out.append((start, drafted, accepted))
+        start += committed
+    return out
+
+
+def compare(served: RunRecord, local: RunRecord, max_new_tokens: int) -> Agreement:
+    """The served run's verify steps against the local run's rounds (both need per-round counts)."""
+    if served.per_round_drafted is None or local.per_round_drafted is None:
+        raise ValueError("both runs need per-round counts (the server's per-request metrics at the detailed level)")
+    if served.meta.get("rounds_without_drafts"):
+        raise ValueError("the server skipped drafting on some steps (n-gram misses): their places are not known")
+    ours = set(spans(local))
+    theirs = [s for s in spans(served) if s[0] + s[1] + 1 <= max_new_tokens]  # could not reach past the limit
+    same = [s in ours for s in theirs]
+    first = same.index(True) if True in same else None
+    return Agreement(
+        steps=len(theirs),
+        same=sum(same),
+        first_same=first,
+        same_after_first=sum(same[first:]) if first is not None else 0,
+        text_equal=served.text == local.text,
+        first_divergence=stats.first_divergence(local.output_ids, served.output_ids) if served.output_ids else None,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    from specviz.core.settings import RunSettings
+    from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET, load_pair
+    from specviz.measure.lanes import run_method
+    from specviz.measure.prompts import read_workload
+    from specviz.remote.vllm import connect
+
+    parser = argparse.ArgumentParser(prog="python -m specviz.remote.agreement", description=__doc__.split("\n")[0])
+    parser.add_argument("prompts_file")
+    parser.add_argument("--server", required=True)
+    parser.add_argument("--max-new-tokens", type=int, default=64)
+    parser.add_argument("--limit", type=int, default=0, help="first N prompts only (0 = all)")
+    parser.add_argument("--target", default=BUNDLED_TARGET)
+    parser.add_argument("--draft", default=BUNDLED_DRAFT)
+    parser.add_argument("--json", dest="json_out", help="write per-prompt results here")
+    args = parser.parse_args(argv)
+    server = connect(args.server)
+    pair = load_pair(args.target, args.draft, device="cpu", dtype="float32")
+    rows = read_workload(args.prompts_file).rows
+    rows = rows[: args.limit] if args.limit else rows
+    settings = server.settings(RunSettings(max_new_tokens=args.max_new_tokens, stop_at_eos=False))
+    run_method(pair, rows[0].prompt, settings, settings.method)  # warm-up, both sides
+    server.run(rows[0].prompt, settings)
+    results = []
+    for row in rows:
+        local = run_method(pair, row.prompt, settings, settings.method)
+        served = server.run(row.prompt, settings)
+        found = compare(served, local, args.max_new_tokens)
+        speeds = {"local_tokens_per_s": local.tokens_per_s, "served_tokens_per_s": served.tokens_per_s}
+        results.append({**asdict(found), **speeds})
+        print(
+            f"{len(results):>3} steps {found.steps:>3} same {found.same:>3} first same at {found.first_same} "
+            f"text equal {found.text_equal}  specviz {local.tokens_per_s:6.1f} tok/s  "
+            f"vLLM {served.tokens_per_s:6.1f} tok/s",
+            file=sys.stderr,
+        )
+    steps, same = sum(r["steps"] for r in results), sum(r["same"] for r in results)
+    after = sum(r["steps"] - r["first_same"] for r in results if r["first_same"] is not None)
+    summary = {
+        "server": server.describe(),
+        "prompts": len(results),
+        "max_new_tokens": args.max_new_tokens,
+        "texts_equal": sum(r["text_equal"] for r in results),
+        "steps": steps,
+        "steps_same": same,
+        "steps_from_first_same": after,
+        "steps_same_from_first_same": sum(r["same_after_first"] for r in results),
+        "first_same_index": [r["first_same"] for r in results],
+        "specviz_tokens_per_s_median": statistics.median(r["local_tokens_per_s"] for r in results),
+        "vllm_tokens_per_s_median": statistics.median(r["served_tokens_per_s"] for r in results),
+    }
+    print(json.dumps(summary, indent=2))
+    if args.json_out:
+        with open(args.json_out, "w", encoding="utf-8") as handle:
+            json.dump({"summary": summary, "prompts": results}, handle, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

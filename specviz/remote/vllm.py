@@ -1,0 +1,616 @@
+"""Measure speculative decoding on a running vLLM server: the same RunRecords as in-process runs, over HTTP.
+
+    server = connect("http://127.0.0.1:8000")             # what it serves, its method and K, which metrics it has
+    record = server.run(prompt, settings, tag)            # one /v1/completions request -> RunRecord (source "vllm")
+    for result in measure(server, rows, settings): ...    # a workload (PairedRun with plain None: no baseline)
+
+Where the numbers come from, best first:
+1. Per-request metrics (`vllm serve ... --per-request-spec-decode-metrics detailed`): each response carries the
+   accepted and drafted counts of every verify step, so the record has its rounds, exactly, whatever else the server
+   is doing (any concurrency).
+2. The same at the `summary` level, or 3. the Prometheus counters on /metrics, read before and after each request at
+   concurrency 1: totals only (drafts, draft tokens, accepted tokens, engine steps). The record then carries
+   `totals` and no per-round lists. Other clients' requests move these counters; the record then says so in
+   meta["warnings"].
+vLLM exposes its speculative config only in dev mode (/server_info with VLLM_SERVER_DEV_MODE=1); otherwise K is read
+from the per-position counters or the per-request metrics, and the method is the one the caller declares (a draft
+model unless told otherwise), checked against what the steps look like; Server.notes says which.
+
+Round accounting, against specviz's own loop: vLLM's first target pass (the prefill) commits one token with no
+drafts, so its record starts with that round; specviz's prefill commits nothing (its first round verifies the
+prompt's last token plus K drafts). vLLM drafts K tokens even when fewer remain before max_tokens and cuts the
+output afterwards, so its last round may commit fewer than accepted + 1; the committed counts always add up to the
+completion's tokens.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field, replace
+
+from specviz import methods
+from specviz.core import stats
+from specviz.core.record import VLLM, RunRecord
+from specviz.core.settings import RunSettings
+from specviz.errors import SettingsError
+from specviz.measure.prompts import PromptRow
+from specviz.measure.workload import PairedRun, Progress, run_workload
+from specviz.remote import prometheus
+from specviz.remote.errors import (
+    ConcurrencyUnsupported,
+    NotOpenAIServer,
+    ServerError,
+    ServerHTTPError,
+    ServerRestarted,
+    SpeculationOff,
+    StatisticsOff,
+    UnknownModel,
+    UnsupportedMethod,
+)
+from specviz.remote.http import DEFAULT_TIMEOUT_S, Endpoint, parse_url, request
+
+# specviz's names for vLLM's speculative methods (from the registry): draft_model -> draft, ngram -> ngram.
+FROM_VLLM = {m.vllm_method: m.name for m in methods.REGISTRY.values() if m.vllm_method}
+START_WITH_SPECULATION = (
+    "Start vLLM with speculation and its per-request metrics, e.g.\n"
+    '  vllm serve TARGET --speculative-config \'{"method": "draft_model", "model": "DRAFT", '
+    '"num_speculative_tokens": 4}\' --per-request-spec-decode-metrics detailed\n'
+    '(or "method": "ngram" with "prompt_lookup_max": 3 for n-gram lookup).'
+)
+
+# Sample names on /metrics; the first one present is used (names change between versions).
+DRAFTS = ("vllm:spec_decode_num_drafts_total",)
+DRAFT_TOKENS = ("vllm:spec_decode_num_draft_tokens_total",)
+ACCEPTED = ("vllm:spec_decode_num_accepted_tokens_total",)
+ACCEPTED_PER_POS = ("vllm:spec_decode_num_accepted_tokens_per_pos_total",)  # labelled position="0".."K-1"
+GENERATION_TOKENS = ("vllm:generation_tokens_total",)
+FINISHED = ("vllm:request_success_total",)  # labelled finished_reason
+STEPS = ("vllm:iteration_tokens_total_count",)  # a histogram's count: one observation per engine step
+RUNNING = ("vllm:num_requests_running",)  # a gauge
+COUNTED = (DRAFTS, DRAFT_TOKENS, ACCEPTED, GENERATION_TOKENS, FINISHED, STEPS)
+
+# Per-request metric fields, with the alternative spellings seen or expected across versions.
+SPEC_BLOCK = ("speculative_decoding", "spec_decoding", "spec_decode")
+F_STEPS = ("num_spec_steps", "num_drafts")
+F_ACCEPTED = ("num_accepted_draft_tokens", "num_accepted_tokens")
+F_DRAFT_TOKENS = ("num_draft_tokens",)
+F_K = ("num_spec_tokens", "num_speculative_tokens")
+F_HISTOGRAM = ("acceptance_histogram", "acceptance_length_histogram")
+F_PER_STEP_ACCEPTED = ("per_step_accepted", "accepted_per_step")
+F_PER_STEP_DRAFTED = ("per_step_drafted", "drafted_per_step")
+
+
+def _pick(doc: dict | None, names: tuple[str, ...]):
+    for name in names:
+        if isinstance(doc, dict) and doc.get(name) is not None:
+            return doc[name]
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------------- counters
+@dataclass(frozen=True)
+class Counters:
+    """One reading of the server's counters for one model, summed over engines (data-parallel ranks)."""
+
+    values: dict[str, float]  # each counter name above (first tuple entry) -> its value; absent ones left out
+    accepted_per_pos: dict[int, float]
+    generation: tuple[float, ...]  # process start time and every counter's _created stamp: changes on a restart
+    engines: int
+
+    @property
+    def speculative(self) -> bool:
+        return DRAFTS[0] in self.values
+
+    @property
+    def k(self) -> int | None:
+        return max(self.accepted_per_pos) + 1 if self.accepted_per_pos else None
+
+
+def read_counters(endpoint: Endpoint, model: str) -> Counters | None:
+    """The counters on /metrics for `model`, or None when the server publishes none of vLLM's (statistics off)."""
+    try:
+        response = request(endpoint, "GET", "/metrics")
+    except ServerHTTPError:
+        return None
+    samples = prometheus.parse(response.text())
+    ours = [s for s in samples if s.name.startswith("vllm:")]
+    if not ours:
+        return None
+    label = {"model_name": model} if any(s.label("model_name") == model for s in ours) else {}
+    values = {}
+    for names in (*COUNTED, RUNNING):
+        found = next((v for v in (prometheus.total(samples, n, **label) for n in names) if v is not None), None)
+        if found is not None:
+            values[names[0]] = found
+    per_pos = next(
+        (found for found in (prometheus.by_label(samples, n, "position", **label) for n in ACCEPTED_PER_POS) if found),
+        {},
+    )
+    stamps = sorted(
+        (s.name, s.labels, s.value)
+        for s in samples
+        if s.name.endswith("_created") or s.name == "process_start_time_seconds"
+    )
+    engines = len({s.label("engine") for s in ours if s.label("engine") is not None}) or 1
+    return Counters(values, {int(p): v for p, v in per_pos.items()}, tuple(v for *_, v in stamps), engines)
+
+
+@dataclass(frozen=True)
+class Delta:
+    """What the counters moved by during one request."""
+
+    values: dict[str, float]
+    accepted_per_pos: dict[int, float]
+    running_before: float
+
+    def get(self, names: tuple[str, ...]) -> int | None:
+        value = self.values.get(names[0])
+        return None if value is None else int(round(value))
+
+
+def delta(before: Counters, after: Counters, server_url: str) -> Delta:
+    """after - before; a restart (new _created stamps, a counter that went back) raises ServerRestarted."""
+    went_back = [n for n, v in before.values.items() if n != RUNNING[0] and after.values.get(n, 0.0) < v]
+    if before.generation != after.generation or went_back:
+        raise ServerRestarted(
+            f"The server at {server_url} restarted during the measurement (its counters were reset). The prompts "
+            "finished before are kept; measure the others again once it is back."
+        )
+    values = {n: after.values[n] - v for n, v in before.values.items() if n in after.values and n != RUNNING[0]}
+    per_pos = {p: after.accepted_per_pos.get(p, v) - v for p, v in before.accepted_per_pos.items()}
+    return Delta(values, per_pos, before.values.get(RUNNING[0], 0.0))
+
+
+# ------------------------------------------------------------------------------------------------------------ server
+@dataclass(frozen=True)
+class Server:
+    """A vLLM server and what specviz found out about it. Safe to show: the API key is in `endpoint`, never shown."""
+
+    endpoint: Endpoint = field(repr=False)
+    model: str
+    models: tuple[str, ...]
+    version: str | None
+    method: str  # specviz's registry name of the server's speculative method
+    vllm_method: str | None  # vLLM's own name, when the server said it
+    k: int
+    per_request: bool  # responses carry metrics.speculative_decoding
+    counters: bool  # /metrics has the speculative-decoding counters
+    max_model_len: int | None = None
+    notes: tuple[str, ...] = ()  # how the method and K were found
+
+    @property
+    def url(self) -> str:
+        return self.endpoint.url
+
+    def __repr__(self) -> str:
+        return f"Server({self.url!r}, model={self.model!r}, method={self.method!r}, k={self.k})"
+
+    def describe(self) -> dict:
+        """What a JSON export or a page shows about the server (no credentials)."""
+        return {
+            "server": self.url,
+            "model": self.model,
+            "vllm_version": self.version,
+            "method": self.method,
+            "vllm_method": self.vllm_method,
+            "k": self.k,
+            "metrics": "per-request" if self.per_request else "counters",
+            "notes": list(self.notes),
+        }
+
+    def settings(self, base: RunSettings) -> RunSettings:
+        """`base` with the server's method and K (what it will run whatever is asked)."""
+        return replace(base, method=self.method, k=self.k)
+
+    def run(self, prompt: str, settings: RunSettings, tag: str = "untagged", exclusive: bool = True) -> RunRecord:
+        """One completion of `prompt` with the settings' sampling and length -> its RunRecord.
+
+        exclusive: no other request of ours is in flight, so the counters around it are this request's (the counter
+        path, and the engine-step count, need that); measure() passes False at concurrency > 1.
+        """
+        if settings.method != self.method or settings.k != self.k:
+            raise SettingsError(
+                f"This server runs {methods.label(self.method)} with K={self.k}; it cannot run {settings.method} with "
+                f"K={settings.k}. Restart vLLM with another --speculative-config to measure that."
+            )
+        use_counters = exclusive and self.counters
+        before = read_counters(self.endpoint, self.model) if use_counters else None
+        start = time.perf_counter()
+        doc = self._complete(prompt, settings)
+        wall_s = time.perf_counter() - start
+        moved = None
+        if before is not None:
+            after = read_counters(self.endpoint, self.model)
+            moved = delta(before, after, self.url) if after is not None else _gone(self.url)
+        return self._record(prompt, settings, tag, doc, wall_s, moved)
+
+    def _complete(self, prompt: str, settings: RunSettings) -> dict:
+        sampling = settings.sampling
+        body = {
+            "model": self.model,
+            "prompt": prompt,
+            "max_tokens": settings.max_new_tokens,
+            "temperature": sampling.temperature,
+            "top_p": sampling.top_p,
+            "seed": settings.seed,
+            "ignore_eos": not settings.stop_at_eos,
+            "n": 1,
+            "stream": False,
+            "return_token_ids": True,
+        }
+        if sampling.top_k:
+            body["top_k"] = sampling.top_k
+        doc = request(self.endpoint, "POST", "/v1/completions", body).json(self.endpoint, "/v1/completions")
+        if not isinstance(doc, dict) or not doc.get("choices"):
+            raise NotOpenAIServer(f"{self.url}/v1/completions answered without choices; is this a vLLM server?")
+        return doc
+
+    def _record(
+        self, prompt: str, settings: RunSettings, tag: str, doc: dict, wall_s: float, moved: Delta | None
+    ) -> RunRecord:
+        choice = doc["choices"][0]
+        ids = tuple(choice.get("token_ids") or ())
+        n_tokens = int((doc.get("usage") or {}).get("completion_tokens", len(ids)))
+        spec = _spec_block(doc)
+        meta = {
+            "server": self.url,
+            "model": self.model,
+            "vllm_version": self.version,
+            "finish_reason": choice.get("finish_reason"),
+            "warnings": [],
+        }
+        if moved is not None:
+            per_pos = [moved.accepted_per_pos[p] for p in sorted(moved.accepted_per_pos)]
+            meta["counters"] = {**{n.split(":")[-1]: v for n, v in moved.values.items()}, "accepted_per_pos": per_pos}
+            meta["warnings"] += _others(moved, n_tokens)
+        steps = moved.get(STEPS) if moved is not None and not meta["warnings"] else None  # this request's passes
+        common = dict(
+            source=VLLM,
+            method=self.method,
+            k=self.k,
+            prompt=prompt,
+            text=choice.get("text") or "",
+            output_ids=ids,
+            round_end_s=(),
+            wall_s=wall_s,
+            settings=settings.to_dict(),
+            tag=tag,
+        )
+        accepted, drafted = _pick(spec, F_PER_STEP_ACCEPTED), _pick(spec, F_PER_STEP_DRAFTED)
+        if spec is not None and accepted is not None and drafted is not None:
+            meta["metrics"] = "per-request, per step"
+            rounds = rounds_from_steps(list(drafted), list(accepted), n_tokens, steps, meta)
+            self._check_method(rounds, meta)
+            return RunRecord(**common, **rounds, meta=_clean(meta))
+        if spec is not None:
+            meta["metrics"] = "per-request summary"
+            totals = totals_from_summary(spec, n_tokens, steps, self.k)
+        elif moved is not None:
+            meta["metrics"] = "counters"
+            if not moved.values.get(DRAFTS[0]) and n_tokens > 1:
+                meta["warnings"].append("the speculative counters did not move: no drafts were made for this prompt")
+            totals = totals_from_counters(moved, n_tokens, steps, self.k)
+        else:
+            raise StatisticsOff(
+                f"{self.url} returned no speculative-decoding metrics with this completion, and its counters cannot "
+                "be read for it (another request of ours was in flight, or /metrics is off). Start vLLM with "
+                "--per-request-spec-decode-metrics detailed, or measure at concurrency 1 with its statistics on."
+            )
+        return RunRecord(
+            **common,
+            per_round_committed=(),
+            per_round_drafted=None,
+            per_round_accepted=None,
+            per_round_judged=None,
+            totals=totals,
+            meta=_clean(meta),
+        )
+
+    def _check_method(self, rounds: dict, meta: dict) -> None:
+        if self.vllm_method is None and self.method == "draft":
+            drafted = rounds["per_round_drafted"][1:]
+            if any(0 < d < self.k for d in drafted[:-1]) or 0 in drafted:
+                meta["warnings"].append(
+                    "some steps drafted fewer than K tokens or none: that looks like n-gram lookup, not a draft model "
+                    "(the server does not say which; pass the method it runs)"
+                )
+
+
+def _gone(url: str):
+    raise ServerRestarted(f"The counters of the server at {url} disappeared during the measurement: did it restart?")
+
+
+def _spec_block(doc: dict) -> dict | None:
+    for holder in (doc.get("metrics"), doc["choices"][0].get("metrics"), doc):
+        block = _pick(holder, SPEC_BLOCK) if isinstance(holder, dict) else None
+        if isinstance(block, dict):
+            return block
+    return None
+
+
+def _others(moved: Delta, n_tokens: int) -> list[str]:
+    """Signs that requests other than ours ran while ours did: the counters then are not this prompt's alone."""
+    finished, generated = moved.get(FINISHED), moved.get(GENERATION_TOKENS)
+    signs = []
+    if moved.running_before > 0:
+        signs.append(f"{moved.running_before:.0f} request(s) were already running")
+    if finished is not None and finished != 1:
+        signs.append(f"{finished} requests finished instead of 1")
+    if generated is not None and generated != n_tokens:
+        signs.append(f"the server generated {generated} tokens, this completion {n_tokens}")
+    if not signs:
+        return []
+    return [
+        "other clients used the server during this request (" + "; ".join(signs) + "): the counter figures "
+        "(engine steps, and the totals on the counter path) are not this prompt's alone"
+    ]
+
+
+def _clean(meta: dict) -> dict:
+    return {k: v for k, v in meta.items() if v is not None and v != []}
+
+
+def rounds_from_steps(
+    drafted: list[int], accepted: list[int], n_tokens: int, engine_steps: int | None, meta: dict
+) -> dict:
+    """Per-round lists from vLLM's per-step counts: the prefill round, the steps without drafts, then the verify steps.
+
+    A verify step judged its accepted drafts plus the one it rejected (none if it accepted all) and committed
+    accepted + 1; the last one may have been cut by max_tokens or EOS. Steps without drafts (an n-gram miss) are not in
+    vLLM's lists: their number comes from the engine-step counter when it is this request's, else from the token
+    count; where they fell is not known, so they are listed after the prefill.
+    """
+    steps = len(accepted)
+    uncut = 1 + sum(a + 1 for a in accepted)
+    misses = engine_steps - 1 - steps if engine_steps is not None else max(0, n_tokens - uncut)
+    if misses < 0:  # the counter disagrees with the lists: trust the lists
+        meta["warnings"].append(f"the engine-step counter ({engine_steps}) is below the verify steps + 1; ignored")
+        misses = max(0, n_tokens - uncut)
+    if misses:
+        meta["rounds_without_drafts"] = misses
+    committed = [1] + [1] * misses + [a + 1 for a in accepted]
+    cut = sum(committed) - n_tokens
+    if cut > 0:
+        if steps == 0 or cut >= committed[-1]:
+            meta["warnings"].append(f"the per-step counts give {sum(committed)} tokens, the completion {n_tokens}")
+        else:
+            committed[-1] -= cut
+            meta["last_round_cut"] = cut
+    elif cut < 0:
+        meta["warnings"].append(f"the per-step counts give {sum(committed)} tokens, the completion {n_tokens}")
+    zeros = [0] * (1 + misses)
+    return {
+        "per_round_committed": tuple(committed),
+        "per_round_drafted": tuple(zeros + drafted),
+        "per_round_accepted": tuple(zeros + accepted),
+        "per_round_judged": tuple(zeros + [a + (a < d) for d, a in zip(drafted, accepted)]),
+    }
+
+
+def _judged(accepted: int, spec_steps: int, full_steps: int | None, draft_tokens: int, k: int) -> int | None:
+    """accepted + one rejected draft per step that did not accept all it drafted; known when every step drafted K."""
+    if full_steps is None or draft_tokens != k * spec_steps:
+        return None
+    return accepted + spec_steps - full_steps
+
+
+def totals_from_summary(spec: dict, n_tokens: int, engine_steps: int | None, k: int) -> stats.Tally:
+    steps, accepted = int(_pick(spec, F_STEPS) or 0), int(_pick(spec, F_ACCEPTED) or 0)
+    draft_tokens = int(_pick(spec, F_DRAFT_TOKENS) or 0)
+    histogram = _pick(spec, F_HISTOGRAM)
+    full = histogram[k] if isinstance(histogram, list) and len(histogram) > k else None
+    rounds = engine_steps if engine_steps is not None else 1 + steps + max(0, n_tokens - 1 - steps - accepted)
+    return stats.Tally(draft_tokens, accepted, _judged(accepted, steps, full, draft_tokens, k), rounds, n_tokens, steps)
+
+
+def totals_from_counters(moved: Delta, n_tokens: int, engine_steps: int | None, k: int) -> stats.Tally:
+    drafts, accepted, draft_tokens = (
+        (moved.get(DRAFTS) or 0),
+        (moved.get(ACCEPTED) or 0),
+        (moved.get(DRAFT_TOKENS) or 0),
+    )
+    full = moved.accepted_per_pos.get(k - 1)
+    judged = _judged(accepted, drafts, None if full is None else int(round(full)), draft_tokens, k)
+    return stats.Tally(draft_tokens, accepted, judged, engine_steps, n_tokens, drafts)
+
+
+# ----------------------------------------------------------------------------------------------------------- connect
+def connect(
+    url: str,
+    model: str | None = None,
+    api_key: str | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    method: str | None = None,
+) -> Server:
+    """Find out what the server at `url` serves and how it speculates; one short probe completion checks it works.
+
+    model: which served model (needed when it serves several). method: specviz's name of the speculative method the
+    server runs, used only when the server does not say ("draft" when not given either).
+    """
+    endpoint = parse_url(url, api_key, timeout_s)
+    models, max_len = _models(endpoint)
+    model = _choose(endpoint, models, model)
+    version = _version(endpoint)
+    notes: list[str] = []
+    vllm_method, k = _server_info(endpoint)
+    if vllm_method:
+        notes.append("method and K from /server_info")
+    counters = read_counters(endpoint, model)
+    probe = _probe(endpoint, model)
+    spec = _spec_block(probe)
+    if counters is not None and not counters.speculative and spec is None:
+        raise SpeculationOff(
+            f"The server at {endpoint.url} decodes {model!r} without speculation. " + START_WITH_SPECULATION
+        )
+    if spec is None and counters is None:
+        raise StatisticsOff(
+            f"The server at {endpoint.url} reports no speculative-decoding statistics: no per-request metrics and no "
+            "counters on /metrics (statistics disabled with --disable-log-stats, or speculation off). Start it with "
+            "--per-request-spec-decode-metrics detailed and without --disable-log-stats."
+        )
+    if k is None:
+        k = _pick(spec, F_K) or (counters.k if counters else None)
+        if k is not None:
+            notes.append("K from the per-request metrics" if _pick(spec, F_K) else "K from the per-position counters")
+    if k is None:
+        raise StatisticsOff(f"The server at {endpoint.url} does not say how many tokens it drafts (K).")
+    name = _method_name(vllm_method, method, notes)
+    return Server(
+        endpoint,
+        model,
+        tuple(models),
+        version,
+        name,
+        vllm_method,
+        int(k),
+        spec is not None,
+        bool(counters and counters.speculative),
+        max_len,
+        tuple(notes),
+    )
+
+
+def _models(endpoint: Endpoint) -> tuple[list[str], int | None]:
+    try:
+        doc = request(endpoint, "GET", "/v1/models").json(endpoint, "/v1/models")
+    except ServerHTTPError as exc:
+        if exc.status in (401, 403):
+            raise
+        raise NotOpenAIServer(
+            f"{endpoint.url} answered /v1/models with HTTP {exc.status}: it is not an OpenAI-compatible server "
+            "(vLLM serves one at http://HOST:8000 by default). Check the URL and port."
+        ) from None
+    data = doc.get("data") if isinstance(doc, dict) else None
+    if not isinstance(data, list) or not all(isinstance(m, dict) and "id" in m for m in data):
+        raise NotOpenAIServer(f"{endpoint.url}/v1/models is not an OpenAI model list; is this a vLLM server?")
+    if not data:
+        raise NotOpenAIServer(f"{endpoint.url} serves no model.")
+    lengths = [m.get("max_model_len") for m in data if isinstance(m.get("max_model_len"), int)]
+    return [str(m["id"]) for m in data], (lengths[0] if lengths else None)
+
+
+def _choose(endpoint: Endpoint, models: list[str], model: str | None) -> str:
+    if model is None:
+        if len(models) > 1:
+            raise UnknownModel(f"{endpoint.url} serves several models: {', '.join(models)}. Choose one with --model.")
+        return models[0]
+    if model not in models:
+        raise UnknownModel(f"{endpoint.url} does not serve {model!r}; it serves: {', '.join(models)}.")
+    return model
+
+
+def _version(endpoint: Endpoint) -> str | None:
+    try:
+        doc = request(endpoint, "GET", "/version").json(endpoint, "/version")
+    except ServerError:
+        return None
+    return str(doc.get("version")) if isinstance(doc, dict) and doc.get("version") else None
+
+
+def _server_info(endpoint: Endpoint) -> tuple[str | None, int | None]:
+    """(method, K) from /server_info, served only in vLLM's dev mode (VLLM_SERVER_DEV_MODE=1); else (None, None)."""
+    try:
+        doc = request(endpoint, "GET", "/server_info?config_format=json").json(endpoint, "/server_info")
+    except ServerError:
+        return None, None
+    config = doc.get("vllm_config") if isinstance(doc, dict) else None
+    spec = config.get("speculative_config") if isinstance(config, dict) else None
+    if not isinstance(config, dict) or "speculative_config" not in config:
+        return None, None
+    if spec is None:
+        raise SpeculationOff(f"The server at {endpoint.url} runs without speculation. " + START_WITH_SPECULATION)
+    if not isinstance(spec, dict):
+        return None, None
+    k = spec.get("num_speculative_tokens")
+    return spec.get("method"), (int(k) if isinstance(k, int) else None)
+
+
+def _probe(endpoint: Endpoint, model: str) -> dict:
+    """A 4-token greedy completion: checks the model answers, and shows which per-request metrics come back."""
+    body = {"model": model, "prompt": "def", "max_tokens": 4, "temperature": 0, "n": 1, "stream": False}
+    return request(endpoint, "POST", "/v1/completions", body).json(endpoint, "/v1/completions")
+
+
+def _method_name(vllm_method: str | None, declared: str | None, notes: list[str]) -> str:
+    if vllm_method is not None:
+        if vllm_method not in FROM_VLLM:
+            raise UnsupportedMethod(
+                f"The server speculates with vLLM's {vllm_method!r} method; specviz measures "
+                f"{', '.join(FROM_VLLM)} (its registry has no entry for {vllm_method!r} yet)."
+            )
+        if declared is not None and declared != FROM_VLLM[vllm_method]:
+            raise SettingsError(f"The server runs {vllm_method} ({FROM_VLLM[vllm_method]}), not {declared}.")
+        return FROM_VLLM[vllm_method]
+    if declared is not None:
+        methods.get(declared)
+        if declared not in FROM_VLLM.values():
+            raise SettingsError(
+                f"A vLLM server speculates with one of {', '.join(FROM_VLLM.values())}; got {declared!r}."
+            )
+        notes.append(f"method {declared!r} as declared: the server does not expose it")
+        return declared
+    notes.append(
+        "method assumed to be a draft model: the server does not expose it (declare ngram if it runs n-gram "
+        "lookup; vLLM shows its config at /server_info when started with VLLM_SERVER_DEV_MODE=1)"
+    )
+    return "draft"
+
+
+# ----------------------------------------------------------------------------------------------------------- measure
+def measure(
+    server: Server,
+    rows: Iterable[PromptRow],
+    base: RunSettings,
+    concurrency: int = 1,
+    on_progress: Callable[[Progress], None] | None = None,
+    repeats: int = 1,
+) -> Iterator[PairedRun]:
+    """Every prompt through the server with its method and K, `concurrency` requests at a time; yields results as they
+    finish (PairedRun without plain runs: a server has no plain baseline here, so no speedup is claimed). Like every
+    workload, each run makes exactly max_new_tokens tokens (EOS ignored). A caller that meets an error keeps what was
+    yielded before it. Impossible requests are refused here, before anything is sent."""
+    rows, settings = list(rows), replace(server.settings(base), stop_at_eos=False)
+    check_concurrency(server, concurrency, repeats)
+    if concurrency == 1:
+        return run_workload(server.run, rows, [server.method], [server.k], settings, on_progress, repeats, False)
+    return _concurrent(server, rows, settings, concurrency, on_progress)
+
+
+def check_concurrency(server: Server, concurrency: int, repeats: int = 1) -> None:
+    """Concurrent requests need per-request metrics (global counters cannot be attributed) and no timing repeats."""
+    if concurrency < 1:
+        raise SettingsError(f"concurrency must be at least 1; got {concurrency}.")
+    if concurrency > 1 and repeats != 1:
+        raise SettingsError("Timing repeats run one request at a time: use concurrency 1 with repeats.")
+    if concurrency > 1 and not server.per_request:
+        raise ConcurrencyUnsupported(
+            f"Concurrency {concurrency} needs per-request metrics: {server.url} has only global counters, which "
+            "cannot tell concurrent requests apart. Use concurrency 1, or start vLLM with "
+            "--per-request-spec-decode-metrics detailed."
+        )
+
+
+def _concurrent(
+    server: Server,
+    rows: list[PromptRow],
+    settings: RunSettings,
+    concurrency: int,
+    on_progress: Callable[[Progress], None] | None,
+) -> Iterator[PairedRun]:
+    start, done = time.perf_counter(), 0
+    with ThreadPoolExecutor(concurrency) as pool:
+        pending = {pool.submit(server.run, row.prompt, settings, row.tag, False) for row in rows}
+        try:
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    record = future.result()
+                    done += 1
+                    if on_progress:
+                        on_progress(Progress(done, len(rows), record.prompt, time.perf_counter() - start))
+                    yield PairedRun((record,))
+        finally:
+            for future in pending:
+                future.cancel()
