@@ -7,7 +7,7 @@ import html
 from specviz.core.trace import Position, Round, Trace
 from specviz.viz.text import visible
 
-DRAFT_BOX = "border:1px solid #6a1b9a;padding:.2rem .45rem;margin:0 .1rem;font-family:monospace"
+DRAFT_BOX = "border:1px solid #333333;padding:.2rem .45rem;margin:0 .1rem;font-family:monospace"
 
 
 def _tok(text: str) -> str:
@@ -18,8 +18,8 @@ def verify_html(r: Round) -> str:
     """The K drafts plus the pending token go through the target together: one pass, K+1 distributions."""
     boxes = "".join(f'<span style="{DRAFT_BOX}">{html.escape(visible(p.text))}</span>' for p in r.positions)
     return (
-        f'<div style="border:3px solid #6a1b9a;border-radius:.5rem;padding:.5rem;display:inline-block">'
-        f'<div style="font-weight:bold;color:#6a1b9a">ONE target forward pass · {r.verify_ms:.1f} ms</div>'
+        f'<div style="border:3px solid #333333;border-radius:.5rem;padding:.5rem;display:inline-block">'
+        f'<div style="font-weight:bold;color:#333333">ONE target forward pass · {r.verify_ms:.1f} ms</div>'
         f'<div style="margin:.4rem 0">[last committed token] {boxes}</div>'
         f"<div>→ p<sub>1</sub> … p<sub>{r.proposed + 1}</sub>: the target's distribution at each of the "
         f"{r.proposed + 1} positions, all at once (drafting took {r.draft_ms:.1f} ms).</div></div>"

@@ -149,7 +149,7 @@ def bug_frame(checks: Sequence[BugCheck]) -> pd.DataFrame:
 VERDICT_COLORS = {
     "exact": ORIGIN_COLORS["accepted"],
     "bias detected": ORIGIN_COLORS["correction"],
-    "biased, not detected at this N": "#ef6c00",
+    "biased, not detected at this N": "#CC79A7",
 }
 
 

@@ -6,12 +6,23 @@ import altair as alt
 import pandas as pd
 
 from specviz.core.trace import Position, Round, TokenProb
-from specviz.viz.palette import ORIGIN_COLORS
+import textwrap
+
+from specviz.viz.palette import ORIGIN_COLORS, ORIGIN_MARKS, P_COLOR, Q_COLOR
 from specviz.viz.text import visible
 
-DIST_COLORS = {"q (draft)": "#ef6c00", "p (target)": "#6a1b9a"}
-VERDICT_COLORS = {"accepted": ORIGIN_COLORS["accepted"], "rejected": ORIGIN_COLORS["correction"]}
+DIST_COLORS = {"q (draft)": Q_COLOR, "p (target)": P_COLOR}
+VERDICT_COLORS = {"accepted": ORIGIN_COLORS["accepted"], "rejected": ORIGIN_COLORS["rejected"]}
 TOP_SHOWN = 6
+TITLE_CHARS = 34  # a title line this long fits a half-width column at 1280 px and a phone's full width at 390 px
+
+
+def chart_title(text: str, subtitle: str = "") -> alt.TitleParams:
+    """A title wrapped into short lines (never clipped or cut with an ellipsis), anchored left, with a subtitle."""
+    params = {"text": textwrap.wrap(text, TITLE_CHARS), "anchor": "start", "limit": 0, "offset": 8}
+    if subtitle:
+        params |= {"subtitle": textwrap.wrap(subtitle, TITLE_CHARS + 10), "subtitleLimit": 0}
+    return alt.TitleParams(**params)
 
 
 def _token_label(token_id: int, text: str) -> str:
@@ -38,7 +49,12 @@ def pq_chart(pos: Position) -> alt.Chart:
     frame = pq_frame(pos)
     order = list(dict.fromkeys(frame["token"]))
     return (
-        alt.Chart(frame, title=f"Position {pos.index + 1}: q and p of '{visible(pos.text)}' (outlined) and top tokens")
+        alt.Chart(
+            frame,
+            title=chart_title(
+                f"Position {pos.index + 1}: q and p of '{visible(pos.text)}'", "the proposal outlined, then top tokens"
+            ),
+        )
         .mark_bar()
         .encode(
             x=alt.X("token:N", sort=order, title="token", axis=alt.Axis(labelAngle=0)),
@@ -48,7 +64,8 @@ def pq_chart(pos: Position) -> alt.Chart:
                 "dist:N", scale=alt.Scale(domain=list(DIST_COLORS), range=list(DIST_COLORS.values())), title=None
             ),
             stroke=alt.condition("datum.proposal", alt.value("black"), alt.value(None)),
-            strokeWidth=alt.condition("datum.proposal", alt.value(2), alt.value(0)),
+            strokeWidth=alt.condition("datum.proposal", alt.value(3), alt.value(0)),
+            strokeDash=alt.condition("datum.dist == 'q (draft)'", alt.value([4, 2]), alt.value([1, 0])),
             tooltip=["token:N", "dist:N", alt.Tooltip("prob:Q", format=".4f"), "proposal:N"],
         )
         .properties(height=220)
@@ -92,12 +109,16 @@ def acceptance_chart(pos: Position) -> alt.LayerChart:
     u_mark = base.mark_tick(color="black", thickness=3, size=50).encode(
         x=alt.X("u:Q", scale=x_scale), tooltip=[alt.Tooltip("u:Q", format=".4f")]
     )
-    label = base.mark_text(dy=-30, fontWeight="bold").encode(
+    label = base.mark_text(dy=38, fontWeight="bold", fontSize=14).encode(
         x=alt.X("u:Q", scale=x_scale), text=alt.value(f"u = {pos.u:.3f}")
     )
     sign = "≤" if verdict == "accepted" else ">"
-    title = f"{verdict.upper()}: u = {pos.u:.3f} {sign} min(1, {pos.p:.3f} / {pos.q:.3f}) = {pos.ratio:.3f}"
-    return (track + bar + u_mark + label).properties(title=title, height=110)
+    mark = ORIGIN_MARKS[verdict]
+    title = chart_title(
+        f"{mark} {verdict.upper()}: u {sign} min(1, p/q)",
+        f"u = {pos.u:.3f} {sign} min(1, {pos.p:.3f} / {pos.q:.3f}) = {pos.ratio:.3f}",
+    )
+    return (track + bar + u_mark + label).properties(title=title, height=130)
 
 
 def distribution_frame(top: tuple[TokenProb, ...], chosen: int | None) -> pd.DataFrame:
@@ -107,19 +128,22 @@ def distribution_frame(top: tuple[TokenProb, ...], chosen: int | None) -> pd.Dat
     )
 
 
-def _drawn_chart(top: tuple[TokenProb, ...], chosen: int | None, colour: str, title: str, y_title: str) -> alt.Chart:
+def _drawn_chart(
+    top: tuple[TokenProb, ...], chosen: int | None, origin: str, title: alt.TitleParams, y_title: str
+) -> alt.LayerChart:
+    """Bars of a distribution; the drawn token in the origin's colour and marked with its symbol (a second cue)."""
     frame = distribution_frame(top, chosen)
-    return (
-        alt.Chart(frame, title=title)
-        .mark_bar()
-        .encode(
-            x=alt.X("token:N", sort=None, title="token", axis=alt.Axis(labelAngle=0)),
-            y=alt.Y("prob:Q", title=y_title),
-            color=alt.condition("datum.chosen", alt.value(colour), alt.value("#bdbdbd")),
-            tooltip=["token:N", alt.Tooltip("prob:Q", format=".4f"), "chosen:N"],
-        )
-        .properties(height=200)
+    frame["mark"] = [f"{ORIGIN_MARKS[origin]} drawn" if c else "" for c in frame["chosen"]]
+    base = alt.Chart(frame).encode(x=alt.X("token:N", sort=None, title="token", axis=alt.Axis(labelAngle=0)))
+    bars = base.mark_bar().encode(
+        y=alt.Y("prob:Q", title=y_title),
+        color=alt.condition("datum.chosen", alt.value(ORIGIN_COLORS[origin]), alt.value("#bdbdbd")),
+        tooltip=["token:N", alt.Tooltip("prob:Q", format=".4f"), "chosen:N"],
     )
+    marks = base.mark_text(dy=-10, fontWeight="bold", fontSize=14, color=ORIGIN_COLORS[origin]).encode(
+        y="prob:Q", text="mark:N"
+    )
+    return (bars + marks).properties(title=title, height=220)
 
 
 def residual_chart(r: Round) -> alt.Chart:
@@ -128,8 +152,8 @@ def residual_chart(r: Round) -> alt.Chart:
     return _drawn_chart(
         r.residual_top,
         chosen,
-        ORIGIN_COLORS["correction"],
-        "Residual norm(max(0, p − q)): where p has more mass than q; the correction is drawn here",
+        "correction",
+        chart_title("Residual norm(max(0, p − q))", "where p has more mass than q: the correction is drawn here"),
         "residual probability",
     )
 
@@ -140,35 +164,87 @@ def bonus_chart(r: Round) -> alt.Chart:
     return _drawn_chart(
         r.bonus_top,
         chosen,
-        ORIGIN_COLORS["bonus"],
-        "All drafts accepted: the bonus token is drawn from p at position K+1",
+        "bonus",
+        chart_title("All drafts accepted: bonus from p", "the bonus token is drawn from p at position K+1, for free"),
         "p (target)",
     )
 
 
-def cache_frame(r: Round, has_draft: bool) -> pd.DataFrame:
-    rows = [("target", "after the verify pass", r.target_cache[0]), ("target", "after rollback", r.target_cache[1])]
+CACHE_STATUS = {  # what a cache slot holds, its colour and the label drawn in it
+    "cached before": "#d9d9d9",
+    "new, kept": ORIGIN_COLORS["accepted"],
+    "new, rolled back": ORIGIN_COLORS["rejected"],
+    "cropped away": "#ffffff",
+}
+OLD_SLOTS = 2  # cached slots shown before the round's new ones
+
+
+def cache_frame(
+    r: Round, has_draft: bool, before: tuple[int, int] | None = None, pending_text: str = "last"
+) -> pd.DataFrame:
+    """One row per model and moment (before the pass, after the verify pass, after the rollback), one cell per KV slot
+    from a little before the round's first new slot: what is cached, what this round added, what the rollback cut.
+
+    before = (target, draft) lengths before the round (the previous round's lengths after rollback); by default the
+    target's is worked out from its verify pass (pending token + the drafts) and the draft's from its proposals."""
+    target_before = before[0] if before else max(0, r.target_cache[0] - r.proposed - 1)
+    draft_before = before[1] if before else max(0, r.draft_cache[0] - r.proposed)
+    texts = [visible(pending_text)] + [visible(p.text) for p in r.positions]
+    models = [("target", target_before, r.target_cache, "after the verify pass")]
     if has_draft:
-        rows += [("draft", "after drafting", r.draft_cache[0]), ("draft", "after rollback", r.draft_cache[1])]
-    return pd.DataFrame(rows, columns=["model", "moment", "tokens"])
+        models.append(("draft", draft_before, r.draft_cache, "after drafting"))
+    rows = []
+    for model, start, (grown, kept), grown_label in models:
+        first = max(0, start - OLD_SLOTS)
+        moments = (("before the pass", start), (grown_label, grown), ("after the rollback", kept))
+        for moment, length in moments:
+            for slot in range(first, max(grown, start)):
+                new = slot >= start
+                if not new:
+                    status, label = "cached before", "…" if slot == first and first > 0 else ""
+                elif slot >= length:
+                    status = "cropped away" if moment == "after the rollback" and slot < grown else None
+                    label = "✗" if status else ""
+                else:
+                    status = "new, kept" if slot < kept else "new, rolled back"
+                    label = texts[slot - start] if model == "target" and slot - start < len(texts) else ""
+                    label += " ✗" if status == "new, rolled back" else ""
+                if status is None:
+                    continue
+                rows.append(
+                    {"row": f"{model} · {moment}", "slot": slot - start, "status": status, "label": label, "kv": slot}
+                )
+    return pd.DataFrame(rows, columns=["row", "slot", "status", "label", "kv"])
 
 
-def cache_chart(r: Round, has_draft: bool = True) -> alt.Chart:
-    """Both KV caches before and after being cropped back to the committed prefix."""
-    frame = cache_frame(r, has_draft)
-    return (
-        alt.Chart(frame, title="KV cache lengths: rejected drafts are cropped away")
-        .mark_bar()
-        .encode(
-            y=alt.Y("model:N", title=None),
-            yOffset=alt.YOffset("moment:N"),
-            x=alt.X("tokens:Q", title="tokens held in the KV cache"),
-            color=alt.Color(
-                "moment:N", title=None, scale=alt.Scale(range=["#90a4ae", "#37474f", "#ffb74d", "#e65100"])
-            ),
-            tooltip=["model:N", "moment:N", "tokens:Q"],
-        )
-        .properties(height=140)
+def cache_chart(
+    r: Round, has_draft: bool = True, before: tuple[int, int] | None = None, pending_text: str = "last"
+) -> alt.LayerChart:
+    """Each model's KV cache as a strip of slots before the pass, after it and after the rollback: the drafts the
+    target rejected are cropped away (✗), so the next round starts from the committed prefix."""
+    frame = cache_frame(r, has_draft, before, pending_text)
+    order = list(dict.fromkeys(frame["row"]))
+    base = alt.Chart(frame).encode(
+        x=alt.X("slot:O", title="KV slot (0 = the first one this round)", axis=alt.Axis(labelAngle=0)),
+        y=alt.Y("row:N", sort=order, title=None, axis=alt.Axis(labelLimit=0, labelFontSize=14)),
+    )
+    cells = base.mark_rect(stroke="#555555", strokeWidth=1.5).encode(
+        color=alt.Color(
+            "status:N",
+            title=None,
+            scale=alt.Scale(domain=list(CACHE_STATUS), range=list(CACHE_STATUS.values())),
+            legend=alt.Legend(orient="bottom", labelFontSize=13, labelLimit=0),
+        ),
+        strokeDash=alt.condition("datum.status == 'cropped away'", alt.value([4, 3]), alt.value([1, 0])),
+        tooltip=["row:N", "kv:Q", "status:N", "label:N"],
+    )
+    labels = base.mark_text(fontSize=15, fontWeight="bold").encode(
+        text="label:N",
+        color=alt.condition("datum.status == 'new, kept'", alt.value("white"), alt.value("black")),
+    )
+    return (cells + labels).properties(
+        title=chart_title("KV caches: the rejected drafts are cropped away", "kept ■ blue · rolled back ✗ orange"),
+        height=46 * len(order),
     )
 
 
@@ -181,7 +257,7 @@ def timing_frame(rounds: tuple[Round, ...]) -> pd.DataFrame:
 def timing_chart(rounds: tuple[Round, ...]) -> alt.Chart:
     """Per round: time spent drafting vs verifying (stacked), measured on this machine."""
     return (
-        alt.Chart(timing_frame(rounds), title="Time per round: drafting vs the target's verify pass")
+        alt.Chart(timing_frame(rounds), title=chart_title("Time per round: drafting vs the target's verify pass"))
         .mark_bar()
         .encode(
             x=alt.X("round:O", title="round"),
@@ -209,7 +285,7 @@ def accepted_length_frame(rounds: tuple[Round, ...], k: int) -> pd.DataFrame:
 def accepted_length_chart(rounds: tuple[Round, ...], k: int) -> alt.Chart:
     """How many drafts each round kept: K means everything passed and a bonus token followed."""
     return (
-        alt.Chart(accepted_length_frame(rounds, k), title="Accepted drafts per round")
+        alt.Chart(accepted_length_frame(rounds, k), title=chart_title("Accepted drafts per round"))
         .mark_bar(color=ORIGIN_COLORS["accepted"])
         .encode(
             x=alt.X("accepted:O", title="drafts accepted in the round"),

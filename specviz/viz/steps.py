@@ -77,3 +77,62 @@ def rounds_committed(trace: Trace, cursor: Cursor) -> int:
 def steps_shown(trace: Trace, cursor: Cursor) -> tuple[Step, ...]:
     """Every step of the current round up to and including the cursor: the panels on screen."""
     return round_steps(trace.rounds[cursor.round])[: cursor.step + 1]
+
+
+def previous_step(trace: Trace, cursor: Cursor) -> Cursor:
+    """One phase back; from a round's first phase, the previous round's commit; stays put at the very start."""
+    if cursor.step > 0:
+        return Cursor(cursor.round, cursor.step - 1)
+    if cursor.round > 0:
+        return Cursor(cursor.round - 1, len(round_steps(trace.rounds[cursor.round - 1])) - 1)
+    return cursor
+
+
+def next_event(trace: Trace, cursor: Cursor, kind: str) -> Cursor | None:
+    """The next moment after the cursor where something happens: kind "rejection" (the judge step of a rejected
+    draft) or "bonus" (the resolve step of a round whose drafts all passed); None when there is none."""
+    c = next_step(trace, cursor)
+    while c != cursor:
+        step = current_step(trace, c)
+        r = trace.rounds[c.round]
+        if kind == "rejection" and step.phase == JUDGE and r.positions[step.position].verdict == REJECTED:
+            return c
+        if kind == "bonus" and step.phase == RESOLVE and r.extra is not None and r.extra.kind == "bonus":
+            return c
+        cursor, c = c, next_step(trace, c)
+    return None
+
+
+def url_params(trace: Trace, cursor: Cursor) -> dict[str, str]:
+    """The moment as URL parameters: round (1-based), phase name, and pos (1-based) for a judged position."""
+    step = current_step(trace, cursor)
+    params = {"round": str(cursor.round + 1), "phase": step.phase}
+    if step.phase == JUDGE:
+        params["pos"] = str(step.position + 1)
+    return params
+
+
+def cursor_from_params(trace: Trace, params) -> Cursor:
+    """The cursor a URL names (round=N, phase=..., pos=i), as near as this trace allows: an unknown phase or a
+    round past the end falls back to the nearest moment rather than an error (a shared link still opens)."""
+    try:
+        n = int(params.get("round", "1")) - 1
+    except ValueError:
+        n = 0
+    n = min(max(n, 0), len(trace.rounds) - 1)
+    phase = params.get("phase", DRAFT)
+    try:
+        pos = int(params.get("pos", "1")) - 1
+    except ValueError:
+        pos = 0
+    candidates = round_steps(trace.rounds[n])
+    for i, step in enumerate(candidates):
+        if step.phase == phase and (phase != JUDGE or step.position == pos):
+            return Cursor(n, i)
+    for i, step in enumerate(candidates):  # a judged position that was never judged: the round's last judgement
+        if step.phase == phase:
+            best = i
+    return Cursor(n, best) if phase in {s.phase for s in candidates} else Cursor(n, 0)
+
+
+PHASES = (DRAFT, VERIFY, JUDGE, RESOLVE, COMMIT)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 
 from specviz.core.trace import ACCEPTED, Round, Trace
-from specviz.viz.palette import ORIGIN_COLORS, ORIGIN_LABELS
+from specviz.viz.palette import ORIGIN_COLORS, ORIGIN_LABELS, ORIGIN_MARKS, ORIGIN_UNDERLINES
 
 
 def token_tooltips(trace: Trace, n_rounds: int | None = None) -> list[str]:
@@ -28,7 +28,12 @@ def token_tooltips(trace: Trace, n_rounds: int | None = None) -> list[str]:
 
 def span(text: str, origin: str, tooltip: str = "") -> str:
     colour = ORIGIN_COLORS[origin]
-    style = f"color:{colour};" + ("" if origin in ("prompt", "target") else f"border-bottom:2px solid {colour};")
+    style = f"color:{colour};"
+    if origin in ORIGIN_UNDERLINES:  # colour plus an underline style: readable without colour vision
+        style += (
+            f"text-decoration:underline {ORIGIN_UNDERLINES[origin]} {colour};text-decoration-thickness:2px;"
+            "text-underline-offset:3px;text-decoration-skip-ink:none;"
+        )
     return f'<span class="tok tok-{origin}" style="{style}" title="{html.escape(tooltip)}">{html.escape(text)}</span>'
 
 
@@ -45,7 +50,8 @@ def trace_html(trace: Trace, n_rounds: int | None = None) -> str:
 
 
 def legend_html(origins: tuple[str, ...] = (ACCEPTED, "correction", "bonus")) -> str:
-    return " ".join(span(f"■ {ORIGIN_LABELS[o]}", o) for o in origins)
+    """Each origin's colour, underline and mark, so the legend works in grey scale too."""
+    return " &nbsp; ".join(span(f"{ORIGIN_MARKS[o]} {ORIGIN_LABELS[o]}", o) for o in origins)
 
 
 def proposals_html(r: Round) -> str:
@@ -67,7 +73,7 @@ def visible(text: str) -> str:
 
 CHIP_CSS = """<style>
 .chips{display:flex;flex-wrap:wrap;gap:.4rem;margin:.3rem 0}
-.chip{display:inline-block;padding:.25rem .55rem;border:2px solid #ef6c00;border-radius:.4rem;font-family:monospace;
+.chip{display:inline-block;padding:.25rem .55rem;border:2px solid #CC79A7;border-radius:.4rem;font-family:monospace;
 text-align:center;opacity:0;animation:chipin .35s ease forwards}
 @keyframes chipin{from{opacity:0;transform:translateY(-6px)}to{opacity:1;transform:none}}
 </style>"""

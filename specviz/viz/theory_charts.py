@@ -13,7 +13,7 @@ from specviz.core.theory import IDEAL, MAX_K, PositionalComparison, VerifyCost, 
 HEATMAP_ALPHAS = tuple(round(0.05 * i, 2) for i in range(2, 20)) + (0.97, 0.99)  # 0.10 .. 0.95, then 0.97, 0.99
 PLAIN_COLOR = "#424242"  # = ORIGIN_COLORS["target"]: plain decoding
 SPEC_COLOR = "#1565c0"
-BREAK_EVEN_COLOR = "#c62828"
+BREAK_EVEN_COLOR = "#D55E00"
 
 
 def curve_alphas(alpha: float, others: Sequence[float] = (0.5, 0.7, 0.9)) -> list[float]:
@@ -92,7 +92,7 @@ def heatmap_chart(frame: pd.DataFrame, alpha: float, k: int, title: str = "Speed
         x=alt.X("k:O", title="K (draft tokens per round)"),
         y=alt.Y("alpha:O", title="acceptance rate α", sort=alpha_order),
         color=alt.Color(
-            "speedup:Q", title="speedup", scale=alt.Scale(domain=domain, range=["#c62828", "#f5f5f5", "#2e7d32"])
+            "speedup:Q", title="speedup", scale=alt.Scale(domain=domain, range=["#D55E00", "#f5f5f5", "#0072B2"])
         ),
         tooltip=[
             alt.Tooltip("alpha:O", title="α"),
@@ -177,7 +177,7 @@ def positional_chart(comparison: PositionalComparison) -> alt.Chart:
             x=alt.X("position:O", title="draft position i"),
             xOffset=alt.XOffset("series:N"),
             y=alt.Y("passes:Q", title="P(drafts 1..i all accepted)", scale=alt.Scale(domain=[0, 1])),
-            color=alt.Color("series:N", title=None, scale=alt.Scale(domain=series, range=["#2e7d32", "#9e9e9e"])),
+            color=alt.Color("series:N", title=None, scale=alt.Scale(domain=series, range=["#0072B2", "#9e9e9e"])),
             tooltip=[
                 "position:O",
                 "series:N",

@@ -1,0 +1,128 @@
+"""Record the bundled lecture traces with the bundled pair: `PYTHONPATH=. python assets/traces/record.py` (about a minute, CPU).
+
+Each trace is searched for over a few seeds until it shows its moment; index.json names the file, says what it shows
+and which moment (round, phase, position) the page opens at. Replaying them needs no model.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from specviz.core.sampling import SamplingSettings
+from specviz.core.settings import RunSettings
+from specviz.engine.catalogue import presets_for
+from specviz.engine.decode import generate
+from specviz.engine.models import load_pair
+from specviz.ui.loaders import default_sources
+from specviz.viz import steps
+
+HERE = Path(__file__).parent
+COPY = "import os\nimport sys\nimport json\nimport time\n\nimport os\nimport sys\n"  # from assets/workloads/copy.jsonl
+
+
+def full_accept(trace):
+    return next((c for c in _moments(trace) if _is(trace, c, steps.RESOLVE, "bonus")), None)
+
+
+def early_rejection(trace):
+    for c in _moments(trace):
+        step = steps.current_step(trace, c)
+        r = trace.rounds[c.round]
+        if step.phase == steps.RESOLVE and r.extra.kind == "correction" and r.accepted == 0 and len(r.residual_top) > 2:
+            return c
+    return None
+
+
+def ngram_burst(trace):
+    for c in _moments(trace):
+        r = trace.rounds[c.round]
+        if steps.current_step(trace, c).phase == steps.DRAFT and r.proposed >= 6 and r.accepted == r.proposed:
+            return c
+    return None
+
+
+def low_q_accept(trace):
+    for c in _moments(trace):
+        step = steps.current_step(trace, c)
+        if step.phase == steps.JUDGE:
+            pos = trace.rounds[c.round].positions[step.position]
+            if pos.accepted and pos.q < 0.25 and pos.p >= pos.q:
+                return c
+    return None
+
+
+def _moments(trace):
+    c = steps.Cursor()
+    while True:
+        yield c
+        if steps.at_end(trace, c):
+            return
+        c = steps.next_step(trace, c)
+
+
+def _is(trace, c, phase, kind):
+    r = trace.rounds[c.round]
+    return steps.current_step(trace, c).phase == phase and r.extra is not None and r.extra.kind == kind
+
+
+CODE = presets_for(default_sources()[0])["code"]
+TRACES = [  # name, title, what it shows, prompt, settings, finder
+    (
+        "full-accept-bonus",
+        "A full accept with a bonus token (greedy, code)",
+        "Greedy decoding of code: the draft agrees with the target on all K tokens, so the verify pass's last "
+        "distribution gives a bonus token for free: K + 1 tokens for one target pass.",
+        CODE,
+        dict(k=4, sampling=SamplingSettings(0.0)),
+        full_accept,
+    ),
+    (
+        "early-rejection-residual",
+        "An early rejection and its residual (sampling, T = 1)",
+        "Sampling at temperature 1: the first draft is rejected, every later draft is discarded, and the correction is "
+        "drawn from the residual norm(max(0, p − q)), which holds only tokens the target likes more than the draft.",
+        CODE,
+        dict(k=4, sampling=SamplingSettings(1.0)),
+        early_rejection,
+    ),
+    (
+        "ngram-burst",
+        "An n-gram burst on copied text (lookup, greedy)",
+        "n-gram prompt lookup on a prompt that repeats itself: the lookup copies the continuation of the earlier "
+        "occurrence, no draft model runs, and the target accepts the whole copied burst.",
+        COPY,
+        dict(method="ngram", k=6, sampling=SamplingSettings(0.0)),
+        ngram_burst,
+    ),
+    (
+        "low-q-accepted",
+        "A low-q token accepted (sampling, T = 1)",
+        "Sampling: the draft proposed a token it gave little probability (q small), yet the target likes it at "
+        "least as much (p ≥ q), so min(1, p/q) = 1 and it is kept: acceptance depends on the ratio, not on q.",
+        CODE,
+        dict(k=4, sampling=SamplingSettings(1.0)),
+        low_q_accept,
+    ),
+]
+
+
+def main() -> None:
+    pair = load_pair(*default_sources(), device="cpu")
+    index = {}
+    for name, title, what, prompt, kwargs, finder in TRACES:
+        for seed in range(40):
+            trace = generate(pair, prompt, RunSettings(max_new_tokens=32, seed=seed, **kwargs))
+            moment = finder(trace)
+            if moment is not None:
+                break
+        else:
+            raise SystemExit(f"{name}: no seed showed it")
+        (HERE / f"{name}.json").write_text(trace.to_json(indent=1))
+        index[name] = {"file": f"{name}.json", "title": title, "what": what, **steps.url_params(trace, moment)}
+        print(name, "seed", seed, index[name])
+    (HERE / "index.json").write_text(json.dumps(index, indent=2, ensure_ascii=False) + "\n")
+
+
+if __name__ == "__main__":
+    main()
