@@ -1,11 +1,23 @@
-"""Round by round: watch the draft propose, the target verify in one pass, and the sampler accept, reject and commit."""
+"""Round by round: watch the draft propose, the target verify in one pass, and the sampler accept, reject and commit.
+
+Lecture-ready: the arrow keys, PageDown/PageUp (a presenter's clicker) and Space step through the phases without a
+click first; every moment has a URL (?round=N&phase=...&pos=i, plus the settings and prompt or a bundled trace's
+name) that the page keeps current; bundled traces replay with no model; the focus view shows one phase, large.
+"""
 
 import streamlit as st
 
 from specviz.core.trace import Totals, Trace
 from specviz.errors import SpecvizError
-from specviz.ui.controls import active_sources, prompt_box, sidebar_controls
-from specviz.ui.render import apply_lecture_mode, cached_run, page_header, show_text
+from specviz.ui.controls import active_sources, prompt_box, set_setting, sidebar_controls
+from specviz.ui.render import (
+    apply_lecture_mode,
+    bundled_traces,
+    cached_run,
+    load_bundled_trace,
+    page_header,
+    show_text,
+)
 from specviz.viz import round_charts as charts
 from specviz.viz import steps
 from specviz.viz.explain import (
@@ -16,35 +28,122 @@ from specviz.viz.explain import (
     resolve_sentence,
     verify_html,
 )
-from specviz.viz.text import proposals_html
+from specviz.viz.text import phase_strip_html, proposals_html
 
 page_header(
     "Round by round",
     "Teaching point: each round costs K cheap draft steps and **one** target pass, and the accept/reject rule keeps "
     "exactly the target's distribution, so every accepted draft is a token the target did not have to generate alone.",
 )
-controls = sidebar_controls()
-apply_lecture_mode(controls.lecture)
 state = st.session_state
 
+# ---- the URL: settings and prompt (or a bundled trace) and the moment -------------------------------------------
+URL_SETTINGS = {  # URL parameter -> (sidebar key, type)
+    "method": ("method", str),
+    "k": ("k", int),
+    "t": ("temperature", float),
+    "top_k": ("top_k", int),
+    "top_p": ("top_p", float),
+    "seed": ("seed", int),
+    "n": ("max_new_tokens", int),
+}
+MOMENT_KEYS = ("round", "phase", "pos")
 
-def start(trace: Trace) -> None:
-    state["rounds_trace"], state["rounds_cursor"], state["playing"] = trace, steps.Cursor(), False
 
+def url_now() -> dict[str, str]:
+    return {k: st.query_params[k] for k in st.query_params}
+
+
+def url_is_new() -> bool:
+    """True when the URL was not written by this page (a shared link opened, or typed in)."""
+    return url_now() != state.get("_rounds_url")
+
+
+opened = url_is_new() and bool(url_now())
+pending_moment = None
+if opened:
+    params = url_now()
+    for name, (key, kind) in URL_SETTINGS.items():
+        if name in params:
+            try:
+                set_setting(key, kind(params[name]))
+            except ValueError:
+                pass
+    if "prompt" in params:
+        state["prompt"] = state["_kept_prompt"] = params["prompt"]
+    pending_moment = {k: params[k] for k in MOMENT_KEYS if k in params}
+
+controls = sidebar_controls("rounds")
+apply_lecture_mode(controls.lecture)
+
+
+def start(trace: Trace, source: str = "live", cursor: steps.Cursor | None = None) -> None:
+    state["rounds_trace"], state["rounds_cursor"], state["playing"] = trace, cursor or steps.Cursor(), False
+    state["rounds_source"] = source
+
+
+def open_bundled(name: str, moment: dict | None = None) -> None:
+    trace = load_bundled_trace(name)
+    info = bundled_traces()[name]
+    start(trace, f"bundled:{name}", steps.cursor_from_params(trace, moment if moment is not None else info))
+
+
+TRACE_NONE = "(a live run with the sidebar's settings)"
+
+
+def on_pick_trace() -> None:
+    name = state["bundled_pick"]
+    if name != TRACE_NONE:
+        open_bundled(name)
+    else:
+        state.pop("rounds_trace", None)
+
+
+lecture_traces = bundled_traces()
+if opened and url_now().get("trace") in lecture_traces:
+    state["bundled_pick"] = url_now()["trace"]
+    open_bundled(url_now()["trace"], pending_moment or None)
+    pending_moment = None
+elif opened and state.get("rounds_source", "live").startswith("bundled"):
+    state.pop("rounds_trace", None)  # a URL with settings asks for a live run
+    state["bundled_pick"] = TRACE_NONE
+
+pick_col, note_col = st.columns([2, 3])
+picked = pick_col.selectbox(
+    "Bundled lecture trace (replays with no model)",
+    [TRACE_NONE, *lecture_traces],
+    format_func=lambda n: n if n == TRACE_NONE else lecture_traces[n]["title"],
+    key="bundled_pick",
+    on_change=on_pick_trace,
+)
+if picked != TRACE_NONE:
+    note_col.info(lecture_traces[picked]["what"])
+elif controls.settings is not None:
+    sampling = controls.settings.sampling
+    note_col.caption(
+        "Greedy (temperature 0): a draft is kept exactly when it is the target's top token, so rounds read as "
+        "agree / disagree and the text reads well."
+        if sampling.greedy
+        else f"Sampling at temperature {sampling.temperature:g}: a draft is kept with probability min(1, p/q), so "
+        "rejections happen and the correction is drawn from the residual, the heart of the exactness argument."
+    )
 
 with st.expander("Edit the prompt · replay a saved trace"):
     prompt = prompt_box(controls.target)
     uploaded = st.file_uploader("Replay a trace JSON (no model needed)", type=["json"], key="trace_upload")
 clicked = st.button("▶ New run with these settings", type="primary")
-if (clicked or "rounds_trace" not in state) and controls.settings:
+if clicked:
+    state["bundled_pick"] = TRACE_NONE
+if (clicked or "rounds_trace" not in state) and controls.settings and state.get("bundled_pick") in (None, TRACE_NONE):
     try:
-        start(cached_run(active_sources(), prompt, controls.settings))
+        trace = cached_run(active_sources(), prompt, controls.settings)
+        start(trace, "live", steps.cursor_from_params(trace, pending_moment) if pending_moment else None)
     except SpecvizError as exc:
         st.error(str(exc))
 if uploaded is not None and state.get("replayed") != uploaded.file_id:
     state["replayed"] = uploaded.file_id
     try:
-        start(Trace.from_json(uploaded.getvalue()))
+        start(Trace.from_json(uploaded.getvalue()), "upload")
         st.success(f"Replaying a trace of {len(state['rounds_trace'].rounds)} rounds from {uploaded.name}.")
     except SpecvizError as exc:
         st.error(f"{uploaded.name}: {exc}")
@@ -56,35 +155,93 @@ st.download_button(
 )
 
 
+def write_url(trace: Trace, cursor: steps.Cursor) -> None:
+    """Keep the address bar on the moment shown: a copied URL opens exactly this view."""
+    params = steps.url_params(trace, cursor)
+    source = state.get("rounds_source", "live")
+    if source.startswith("bundled:"):
+        params["trace"] = source.removeprefix("bundled:")
+    elif source == "live":
+        s = trace.settings
+        params |= {
+            "method": s.method,
+            "k": str(s.k),
+            "t": f"{s.sampling.temperature:g}",
+            "top_k": str(s.sampling.top_k),
+            "top_p": f"{s.sampling.top_p:g}",
+            "seed": str(s.seed),
+            "n": str(s.max_new_tokens),
+            "prompt": trace.prompt,
+        }
+    if params != url_now():
+        st.query_params.from_dict(params)
+    state["_rounds_url"] = params
+
+
 def advance(move) -> None:
     state["rounds_cursor"] = move(state["rounds_trace"], state["rounds_cursor"])
+
+
+def jump(kind: str) -> None:
+    found = steps.next_event(state["rounds_trace"], state["rounds_cursor"], kind)
+    if found is not None:
+        state["rounds_cursor"] = found
 
 
 def set_playing(on: bool) -> None:
     state["playing"] = on
 
 
-def show_step(trace: Trace, r, step: steps.Step) -> None:
-    if step.phase != steps.JUDGE or step.position == 0:
+# ---- one renderer per phase: a new kind of round (a tree) adds or replaces an entry ------------------------------
+def show_draft(trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:
+    r = trace.rounds[cursor.round]
+    st.write(draft_sentence(trace, r))
+    st.markdown(proposals_html(r), unsafe_allow_html=True)
+
+
+def show_verify(trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:
+    st.markdown(verify_html(trace.rounds[cursor.round]), unsafe_allow_html=True)
+
+
+def show_judge(trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:
+    pos = trace.rounds[cursor.round].positions[step.position]
+    left, right = st.columns(2)
+    left.altair_chart(charts.pq_chart(pos), width="stretch")
+    right.altair_chart(charts.acceptance_chart(pos), width="stretch")
+    right.markdown(judge_sentence(pos))
+
+
+def show_resolve(trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:
+    r = trace.rounds[cursor.round]
+    chart = charts.residual_chart(r) if r.extra.kind == "correction" else charts.bonus_chart(r)
+    st.altair_chart(chart, width="stretch")
+    st.markdown(resolve_sentence(r))
+
+
+def show_commit(trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:
+    r = trace.rounds[cursor.round]
+    prev = trace.rounds[cursor.round - 1] if cursor.round else None
+    before = (prev.target_cache[1], prev.draft_cache[1]) if prev else None
+    earlier = trace.tokens(cursor.round)
+    pending = earlier[-1][1] if earlier else "prompt"
+    has_draft = trace.settings.method == "draft"
+    st.altair_chart(charts.cache_chart(r, has_draft, before, pending), width="stretch")
+    st.markdown(commit_sentence(r))
+
+
+PHASE_RENDERERS = {
+    steps.DRAFT: show_draft,
+    steps.VERIFY: show_verify,
+    steps.JUDGE: show_judge,
+    steps.RESOLVE: show_resolve,
+    steps.COMMIT: show_commit,
+}
+
+
+def show_step(trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:
+    if step.phase != steps.JUDGE or step.position == 0 or state.get("focus_view"):
         st.subheader(steps.PHASE_TITLES[step.phase])
-    if step.phase == steps.DRAFT:
-        st.write(draft_sentence(trace, r))
-        st.markdown(proposals_html(r), unsafe_allow_html=True)
-    elif step.phase == steps.VERIFY:
-        st.markdown(verify_html(r), unsafe_allow_html=True)
-    elif step.phase == steps.JUDGE:
-        pos = r.positions[step.position]
-        left, right = st.columns(2)
-        left.altair_chart(charts.pq_chart(pos), width="stretch")
-        right.altair_chart(charts.acceptance_chart(pos), width="stretch")
-        right.markdown(judge_sentence(pos))
-    elif step.phase == steps.RESOLVE:
-        chart = charts.residual_chart(r) if r.extra.kind == "correction" else charts.bonus_chart(r)
-        st.altair_chart(chart, width="stretch")
-        st.markdown(resolve_sentence(r))
-    else:
-        st.altair_chart(charts.cache_chart(r, has_draft=trace.settings.method == "draft"), width="stretch")
-        st.markdown(commit_sentence(r))
+    PHASE_RENDERERS[step.phase](trace, cursor, step)
 
 
 def show_stats(trace: Trace, done: int) -> None:
@@ -101,10 +258,15 @@ def show_stats(trace: Trace, done: int) -> None:
         right.altair_chart(charts.accepted_length_chart(rounds, trace.settings.k), width="stretch")
 
 
+# The clicker's keys: visible buttons carry → ← and N; these hidden ones add PageDown, Space and PageUp (one key per
+# button in Streamlit). Streamlit's shortcuts listen on the whole page from the first paint and ignore key presses
+# while a text box, select or slider has the focus.
+HIDDEN_KEYS_CSS = "<style>.st-key-clicker_keys{display:none !important}</style>"
+
 speed = state.get("play_speed", 1.0)
-
-
 playing_when_defined = bool(state.get("playing"))
+if "focus_view" not in state:
+    state["focus_view"] = controls.lecture
 
 
 @st.fragment(run_every=speed if playing_when_defined else None)
@@ -118,16 +280,39 @@ def playback() -> None:
             st.rerun()
         advance(steps.next_step)
         cursor = state["rounds_cursor"]
-    buttons = st.columns([1, 1, 1, 1, 1, 2])
-    buttons[0].button("Next phase", on_click=advance, args=(steps.next_step,), disabled=steps.at_end(trace, cursor))
-    buttons[1].button("Next round", on_click=advance, args=(steps.next_round,), disabled=steps.at_end(trace, cursor))
+    at_start, at_end = cursor == steps.Cursor(), steps.at_end(trace, cursor)
+    buttons = st.columns([1.3, 1.3, 1.2, 1, 1, 1])
+    buttons[0].button(
+        "Previous phase", on_click=advance, args=(steps.previous_step,), disabled=at_start, shortcut="Left"
+    )
+    buttons[1].button(
+        "Next phase", on_click=advance, args=(steps.next_step,), disabled=at_end, shortcut="Right", type="primary"
+    )
+    buttons[2].button("Next round", on_click=advance, args=(steps.next_round,), disabled=at_end, shortcut="N")
     if state.get("playing"):
-        buttons[2].button("⏸ Pause", on_click=set_playing, args=(False,))
+        buttons[3].button("⏸ Pause", on_click=set_playing, args=(False,), shortcut="P")
     else:
-        buttons[2].button("▶ Play", on_click=set_playing, args=(True,), disabled=steps.at_end(trace, cursor))
-    buttons[3].button("Run to the end", on_click=advance, args=(lambda t, c: steps.last_cursor(t),))
-    buttons[4].button("Reset", on_click=advance, args=(lambda t, c: steps.Cursor(),))
-    buttons[5].select_slider(
+        buttons[3].button("▶ Play", on_click=set_playing, args=(True,), disabled=at_end, shortcut="P")
+    buttons[4].button("Run to the end", on_click=advance, args=(lambda t, c: steps.last_cursor(t),))
+    buttons[5].button("Reset", on_click=advance, args=(lambda t, c: steps.Cursor(),))
+    with st.container(key="clicker_keys"):
+        st.markdown(HIDDEN_KEYS_CSS, unsafe_allow_html=True)
+        st.button("Next phase (PageDown)", on_click=advance, args=(steps.next_step,), shortcut="PageDown")
+        st.button("Next phase (Space)", on_click=advance, args=(steps.next_step,), shortcut="Space")
+        st.button("Previous phase (PageUp)", on_click=advance, args=(steps.previous_step,), shortcut="PageUp")
+    jumps = st.columns([1, 1, 1.4, 1.6])
+    jumps[0].button(
+        "Next rejection",
+        on_click=jump,
+        args=("rejection",),
+        disabled=steps.next_event(trace, cursor, "rejection") is None,
+        shortcut="J",
+    )
+    jumps[1].button(
+        "Next bonus", on_click=jump, args=("bonus",), disabled=steps.next_event(trace, cursor, "bonus") is None
+    )
+    jumps[2].toggle("Focus view (one phase, large)", key="focus_view")
+    jumps[3].select_slider(
         "Seconds per phase when playing",
         [0.25, 0.5, 1.0, 2.0, 3.0],
         value=speed,
@@ -135,14 +320,21 @@ def playback() -> None:
         label_visibility="collapsed",
         help="Seconds per phase when playing",
     )
+    st.caption("Keys: → PageDown Space next phase · ← PageUp previous · N next round · J next rejection · P play")
 
+    write_url(trace, cursor)
     r = trace.rounds[cursor.round]
     step = steps.current_step(trace, cursor)
     where = f" (position {step.position + 1} of {r.proposed})" if step.phase == steps.JUDGE else ""
     st.caption(f"Round {cursor.round + 1} of {len(trace.rounds)} · {steps.PHASE_TITLES[step.phase]}{where}")
     show_text(trace, steps.rounds_committed(trace, cursor))
+    if state.get("focus_view"):
+        with st.container(key="focus_panel"):
+            st.markdown(phase_strip_html(step.phase, steps.PHASE_TITLES), unsafe_allow_html=True)
+            show_step(trace, cursor, step)
+        return
     for shown in steps.steps_shown(trace, cursor):
-        show_step(trace, r, shown)
+        show_step(trace, cursor, shown)
     st.divider()
     show_stats(trace, steps.rounds_committed(trace, cursor))
 

@@ -1,4 +1,4 @@
-"""Record the bundled lecture traces with the bundled pair: `PYTHONPATH=. python assets/traces/record.py` (about a minute, CPU).
+"""Record the bundled lecture traces with the bundled pair: `PYTHONPATH=. python assets/traces/record.py` (CPU).
 
 Each trace is searched for over a few seeds until it shows its moment; index.json names the file, says what it shows
 and which moment (round, phase, position) the page opens at. Replaying them needs no model.

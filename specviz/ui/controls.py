@@ -36,6 +36,31 @@ class Controls:
     lecture: bool
 
 
+PAGE_DEFAULTS = {  # each page starts where its lesson is clearest; a value the user set is kept across pages
+    "rounds": {"temperature": 1.0, "top_p": 1.0, "k": 4},  # sampling: rejections, residuals and corrections happen
+    "race": {"temperature": 0.0, "top_p": 1.0, "k": 4},  # greedy: every lane prints the same, readable text
+}
+PAGE_DEFAULT_NOTES = {
+    "rounds": "Starts sampling at temperature 1 (top-p off): drafts get rejected often enough to see the residual and "
+    "the correction it draws. For greedy rounds pick a bundled trace or set the temperature to 0.",
+    "race": "Starts greedy (temperature 0): every lane must print the same text, so the identical-text check means "
+    "something and the text reads well; raise the temperature to see sampled lanes differ.",
+}
+
+
+def apply_page_defaults(page: str) -> None:
+    """Set this page's starting values for the settings the user has not touched (call before the widgets)."""
+    for key, value in PAGE_DEFAULTS.get(page, {}).items():
+        if not st.session_state.get("_touched_" + key):
+            st.session_state[key] = st.session_state["_kept_" + key] = value
+
+
+def set_setting(key: str, value) -> None:
+    """Set a sidebar setting as if the user had chosen it (a shared URL's settings)."""
+    st.session_state[key] = st.session_state["_kept_" + key] = value
+    st.session_state["_touched_" + key] = True
+
+
 def keep(key: str, default, maximum=None):
     """Give a widget key its last value (or default) so that it survives page switches; returns the key."""
     if key not in st.session_state:
@@ -48,6 +73,7 @@ def keep(key: str, default, maximum=None):
 
 def remember(key: str) -> None:
     st.session_state["_kept_" + key] = st.session_state[key]
+    st.session_state["_touched_" + key] = True
 
 
 def active_sources() -> tuple[str, str, str, str]:
@@ -118,8 +144,9 @@ def pair_picker() -> None:
     )
 
 
-def sidebar_controls() -> Controls:
-    """Render the shared sidebar and return what it says."""
+def sidebar_controls(page: str = "") -> Controls:
+    """Render the shared sidebar (with `page`'s starting values for untouched settings) and return what it says."""
+    apply_page_defaults(page)
     st.sidebar.header("Models")
     pair_picker()
     limits = Limits.from_env()
@@ -161,6 +188,8 @@ def sidebar_controls() -> Controls:
         on_change=remember,
         args=("max_new_tokens",),
     )
+    if page in PAGE_DEFAULT_NOTES:
+        st.sidebar.caption(PAGE_DEFAULT_NOTES[page])
     if limits.public:
         st.sidebar.caption(f"Public mode: K ≤ {limits.max_k}, at most {limits.max_new_tokens} new tokens.")
     lecture = st.sidebar.toggle(

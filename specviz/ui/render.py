@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
+from pathlib import Path
 
 import streamlit as st
 
@@ -13,15 +15,20 @@ from specviz.measure.race import VersusPlain, versus_plain
 from specviz.ui.loaders import cached_pair
 from specviz.viz.text import legend_html, trace_html
 
+TRACES_DIR = Path(__file__).resolve().parents[2] / "assets" / "traces"
+
+# Projector styling: large type, dark text on white (projectors wash out dark backgrounds), the palette's own
+# colours with thicker underlines, and the focus view's current phase larger still.
 LECTURE_CSS = """<style>
-html, body, [class*="st-"], .stMarkdown, .stMetric {font-size: 1.35rem !important;}
-h1 {font-size: 3rem !important;} h2, h3 {font-size: 2.2rem !important;}
-.specviz-text {font-size: 1.6rem !important; background: #000; color: #fff; padding: .6rem; border-radius: .4rem;}
-.specviz-text .tok-prompt {color: #e0e0e0 !important;}
-.specviz-text .tok-accepted {color: #69f0ae !important; border-color: #69f0ae !important;}
-.specviz-text .tok-correction {color: #ff5252 !important; border-color: #ff5252 !important;}
-.specviz-text .tok-bonus {color: #40c4ff !important; border-color: #40c4ff !important;}
-.chip {font-size: 1.5rem !important; border-width: 3px !important;}
+html, body, [class*="st-"], .stMarkdown, .stMetric {font-size: 1.3rem !important;}
+h1 {font-size: 2.6rem !important;} h2, h3 {font-size: 2rem !important;}
+.specviz-text {font-size: 1.6rem !important; background: #fff; color: #111; padding: .6rem .8rem;
+  border: 2px solid #333; border-radius: .4rem;}
+.specviz-text .tok {text-decoration-thickness: 4px !important; text-underline-offset: 6px !important;
+  font-weight: 600;}
+.chip {font-size: 1.6rem !important; border-width: 3px !important;}
+.phase-strip .phase {font-size: 1.3rem !important;}
+.st-key-focus_panel p, .st-key-focus_panel li {font-size: 1.5rem !important; line-height: 1.5 !important;}
 </style>"""
 
 
@@ -68,3 +75,16 @@ def cached_run(sources: tuple[str, str, str, str], prompt: str, settings: RunSet
 
     sources = (target, draft, device, dtype), as `active_sources()` gives them."""
     return generate(cached_pair(*sources), prompt, settings)
+
+
+@st.cache_data
+def bundled_traces() -> dict[str, dict]:
+    """The recorded lecture traces (assets/traces/index.json): name -> title, what it shows and its moment."""
+    path = TRACES_DIR / "index.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+@st.cache_data(max_entries=16)
+def load_bundled_trace(name: str) -> Trace:
+    """A bundled trace by name, replayed with no model."""
+    return Trace.from_json((TRACES_DIR / bundled_traces()[name]["file"]).read_text())

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import altair as alt
 import pandas as pd
 
 from specviz.core.trace import Position, Round, TokenProb
-import textwrap
-
 from specviz.viz.palette import ORIGIN_COLORS, ORIGIN_MARKS, P_COLOR, Q_COLOR
 from specviz.viz.text import visible
 
@@ -21,7 +21,7 @@ def chart_title(text: str, subtitle: str = "") -> alt.TitleParams:
     """A title wrapped into short lines (never clipped or cut with an ellipsis), anchored left, with a subtitle."""
     params = {"text": textwrap.wrap(text, TITLE_CHARS), "anchor": "start", "limit": 0, "offset": 8}
     if subtitle:
-        params |= {"subtitle": textwrap.wrap(subtitle, TITLE_CHARS + 10), "subtitleLimit": 0}
+        params |= {"subtitle": textwrap.wrap(subtitle, TITLE_CHARS + 10)}
     return alt.TitleParams(**params)
 
 

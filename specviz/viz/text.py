@@ -77,3 +77,16 @@ CHIP_CSS = """<style>
 text-align:center;opacity:0;animation:chipin .35s ease forwards}
 @keyframes chipin{from{opacity:0;transform:translateY(-6px)}to{opacity:1;transform:none}}
 </style>"""
+
+
+def phase_strip_html(current: str, titles: dict[str, str]) -> str:
+    """The five phases of a round in a row, the current one filled: where in the round the lecture is."""
+    cells = []
+    for phase, title in titles.items():
+        on = phase == current
+        style = "flex:1;text-align:center;padding:.3rem .2rem;border:2px solid #333;border-radius:.35rem;" + (
+            "background:#333;color:#fff;font-weight:bold;" if on else "background:#fff;color:#333;"
+        )
+        label = title.split(" (")[0]
+        cells.append(f'<div class="phase{" phase-on" if on else ""}" style="{style}">{"▶ " if on else ""}{label}</div>')
+    return '<div class="phase-strip" style="display:flex;gap:.3rem;margin:.4rem 0 .6rem">' + "".join(cells) + "</div>"

@@ -47,22 +47,44 @@ def test_acceptance_chart_marks_u_on_the_ratio_bar():
     spec = charts.acceptance_chart(REJECTED).to_dict()
     marks = [layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"] for layer in spec["layer"]]
     assert marks == ["bar", "bar", "tick", "text"]
-    assert spec["title"].startswith("REJECTED: u = 0.900 > min(1, 0.300 / 0.700)")
-    assert charts.acceptance_chart(ACCEPTED).to_dict()["title"].startswith("ACCEPTED")
+    assert spec["title"]["text"] == ["✗ REJECTED: u > min(1, p/q)"]  # a mark besides the colour
+    assert " ".join(spec["title"]["subtitle"]).startswith("u = 0.900 > min(1, 0.300 / 0.700)")
+    assert charts.acceptance_chart(ACCEPTED).to_dict()["title"]["text"][0].startswith("✓ ACCEPTED")
+
+
+def test_every_title_line_is_short_enough_not_to_be_cut():
+    r = correction_round()
+    specs = [charts.pq_chart(REJECTED), charts.acceptance_chart(REJECTED), charts.residual_chart(r)]
+    specs += [charts.cache_chart(r), charts.timing_chart((r,)), charts.accepted_length_chart((r,), 3)]
+    for spec in (c.to_dict() for c in specs):
+        assert all(len(line) <= charts.TITLE_CHARS for line in spec["title"]["text"])
+        assert spec["title"]["limit"] == 0  # never an ellipsis
 
 
 def test_residual_chart_highlights_the_correction():
     spec = charts.residual_chart(correction_round()).to_dict()
     rows = next(iter(spec["datasets"].values()))
     assert [r["chosen"] for r in rows] == [True, False]
-    assert spec["encoding"]["y"]["title"] == "residual probability"
+    assert spec["layer"][0]["encoding"]["y"]["title"] == "residual probability"
 
 
 def test_cache_timing_and_length_charts():
     r = correction_round()
-    cache = charts.cache_frame(r, has_draft=True)
-    assert list(cache["tokens"]) == [9, 8, 8, 8]
-    assert charts.cache_chart(r).to_dict()["encoding"]["x"]["field"] == "tokens"
+    cache = charts.cache_frame(r, has_draft=True, before=(7, 7))
+    target = cache[cache["row"].str.startswith("target")]
+    # before the pass 7 slots; the verify pass adds the pending token and the draft (9); the rollback keeps 8
+    counts = target[target["status"] != "cropped away"].groupby("row", sort=False)["kv"].max() + 1
+    assert dict(counts) == {
+        "target · before the pass": 7,
+        "target · after the verify pass": 9,
+        "target · after the rollback": 8,
+    }
+    assert set(target[target["row"] == "target · before the pass"]["status"]) == {"cached before"}
+    dropped = target[target["status"] == "cropped away"]
+    assert list(dropped["kv"]) == [8] and list(dropped["label"]) == ["✗"]
+    assert " y ✗" in set(target["label"].str.replace("␣", " "))  # the rejected draft, marked besides its colour
+    layers = charts.cache_chart(r, before=(7, 7)).to_dict()["layer"]
+    assert [layer["mark"]["type"] for layer in layers] == ["rect", "text"]
     timing = charts.timing_frame((r,))
     assert list(timing["ms"]) == [1.0, 2.0]
     lengths = charts.accepted_length_frame((r,), k=3)
