@@ -69,6 +69,10 @@ if opened:
                 set_setting(key, kind(params[name]))
             except ValueError:
                 pass
+    if params.get("lecture") in ("1", "true"):
+        set_setting("lecture", True)
+    if params.get("view") in ("focus", "full"):
+        state["focus_view"] = params["view"] == "focus"
     if "prompt" in params:
         state["prompt"] = state["_kept_prompt"] = params["prompt"]
     pending_moment = {k: params[k] for k in MOMENT_KEYS if k in params}
@@ -158,6 +162,9 @@ st.download_button(
 def write_url(trace: Trace, cursor: steps.Cursor) -> None:
     """Keep the address bar on the moment shown: a copied URL opens exactly this view."""
     params = steps.url_params(trace, cursor)
+    params["view"] = "focus" if state.get("focus_view") else "full"
+    if state.get("lecture"):
+        params["lecture"] = "1"
     source = state.get("rounds_source", "live")
     if source.startswith("bundled:"):
         params["trace"] = source.removeprefix("bundled:")

@@ -1,0 +1,174 @@
+"""In a real browser, the round page as a lecturer uses it: a clicker's keys from a fresh load, URLs of moments,
+bundled traces, titles that fit at four viewports, and the focus view's screenshots for the README."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from browser_helpers import ROOT, SCREENSHOTS, main_text, open_app_page, settle
+
+CAPTION = re.compile(r"Round \d+ of \d+ · \d · [^\n]+")
+VIEWPORTS = {"desktop": (1280, 800), "projector": (1920, 1080), "phone": (390, 844)}
+
+
+def where(tab) -> str:
+    """The caption line that says where the lecture is."""
+    try:
+        tab.get_by_text(CAPTION).first.wait_for(timeout=60_000)
+    except Exception:  # noqa: BLE001 - the assertion below shows the page
+        pass
+    text = main_text(tab)
+    found = CAPTION.search(text)
+    assert found, f"no 'Round N of M' caption on the page:\n{text[:3000]}"
+    return found.group(0)
+
+
+def press(tab, key: str) -> str:
+    """Press a key with nothing focused (as a clicker does) and wait for the caption to change; returns it."""
+    before = where(tab)
+    tab.keyboard.press(key)
+    tab.wait_for_function(
+        "old => { const m = document.body.innerText.match(/Round \\d+ of \\d+ · \\d · [^\\n]+/);"
+        " return m && m[0] !== old; }",
+        arg=before,
+        timeout=30_000,
+    )
+    settle(tab)
+    return where(tab)
+
+
+def query(tab) -> dict[str, str]:
+    return {k: v[0] for k, v in parse_qs(urlparse(tab.url).query).items()}
+
+
+def test_keys_step_forward_and_back_from_a_fresh_load_and_the_url_follows(app_url, page):
+    open_app_page(page, app_url, "rounds")  # a live run with the bundled pair; no widget clicked, nothing focused
+    assert where(page).startswith("Round 1 of") and "1 · Draft" in where(page)
+    assert "2 · Verify" in press(page, "ArrowRight")
+    assert query(page)["phase"] == "verify" and query(page)["round"] == "1"
+    assert "3 · Accept or reject (position 1 of" in press(page, "PageDown")  # a presenter's clicker
+    assert query(page)["phase"] == "judge" and query(page)["pos"] == "1"
+    after_space = press(page, "Space")
+    assert "position 2 of" in after_space or "4 · Correction" in after_space
+    assert "3 · Accept or reject (position 1 of" in press(page, "PageUp")
+    assert "2 · Verify" in press(page, "ArrowLeft")
+    assert query(page)["phase"] == "verify"
+    assert press(page, "n").startswith("Round 2 of") and query(page)["round"] == "2"
+
+
+def test_keys_are_ignored_while_typing_in_the_prompt(app_url, page):
+    open_app_page(page, app_url, "rounds")
+    before = where(page)
+    page.get_by_text("Edit the prompt · replay a saved trace").click()
+    box = page.get_by_role("textbox", name="Prompt")
+    box.click()
+    box.press("End")
+    box.press("ArrowLeft")
+    box.press("PageDown")
+    page.keyboard.type(" n")
+    page.wait_for_timeout(800)
+    assert where(page) == before
+
+
+def test_a_url_opens_the_moment_it_names(app_url, page):
+    open_app_page(page, app_url, "rounds?trace=low-q-accepted&round=1&phase=judge&pos=2")
+    assert where(page).startswith("Round 1 of") and "3 · Accept or reject (position 2 of 4)" in where(page)
+    assert "✓ ACCEPTED" in main_text(page) or "Accepted" in main_text(page)
+    prompt = "def add(a, b):\n    return"
+    open_app_page(
+        page, app_url, f"rounds?t=0&k=3&seed=1&n=12&method=draft&prompt={prompt.replace(chr(10), '%0A')}"
+        "&round=2&phase=verify"
+    )
+    assert where(page).startswith("Round 2 of") and "2 · Verify" in where(page)
+    page.locator(".specviz-text").first.wait_for()
+    assert "def add(a, b):" in page.locator(".specviz-text").first.inner_text()
+    assert query(page)["t"] == "0" and query(page)["k"] == "3" and query(page)["prompt"] == prompt
+
+
+def test_a_bundled_trace_replays_and_jumps_to_its_rejections(app_url, page):
+    open_app_page(page, app_url, "rounds?trace=early-rejection-residual&round=1&phase=draft")
+    assert "An early rejection and its residual" in main_text(page)
+    page.get_by_role("button", name="Next rejection").click()
+    settle(page)
+    assert "3 · Accept or reject" in where(page) and "REJECTED" in main_text(page).upper()
+    assert query(page)["trace"] == "early-rejection-residual"
+    page.get_by_role("button", name="Next bonus").click() if page.get_by_role(
+        "button", name="Next bonus"
+    ).is_enabled() else None
+    settle(page)
+    assert where(page)
+
+
+TITLE_INK = """els => els.map(el => {
+    const canvas = el.querySelector('canvas');
+    if (!canvas) return null;
+    const box = canvas.getBoundingClientRect(), frame = el.getBoundingClientRect();
+    const ctx = canvas.getContext('2d'), w = canvas.width, h = canvas.height;
+    const data = ctx.getImageData(0, 0, w, h).data;
+    const inked = (x, y) => { const i = 4 * (y * w + x); return data[i + 3] > 40 && data[i] + data[i+1] + data[i+2] < 600; };
+    let top = h, right = 0;
+    for (let y = 0; y < h; y++) for (let x = 0; x < w; x++) if (inked(x, y)) { if (y < top) top = y; if (x > right) right = x; }
+    return {top, right, w, h, canvasRight: box.right, frameRight: frame.right, viewport: window.innerWidth};
+})"""
+
+
+def assert_titles_fit(tab, label: str) -> int:
+    """Every chart's ink (its title first) lies inside its canvas, and the canvas inside the page: nothing clipped."""
+    charts = tab.locator('[data-testid="stVegaLiteChart"]')
+    charts.first.wait_for()
+    tab.wait_for_timeout(600)
+    boxes = [b for b in charts.evaluate_all(TITLE_INK) if b]
+    for b in boxes:
+        assert b["top"] >= 2, f"{label}: a chart's title touches the top edge (clipped): {b}"
+        assert b["right"] <= b["w"] - 2, f"{label}: a chart's ink reaches the right edge (clipped): {b}"
+        assert b["canvasRight"] <= b["viewport"] + 1, f"{label}: a chart runs off the page: {b}"
+    return len(boxes)
+
+
+MOMENTS = [
+    "trace=low-q-accepted&round=1&phase=judge&pos=2",
+    "trace=early-rejection-residual&round=3&phase=resolve",
+    "trace=full-accept-bonus&round=13&phase=resolve",
+    "trace=full-accept-bonus&round=13&phase=commit",
+]
+
+
+@pytest.mark.parametrize(
+    "size,lecture",
+    [((1280, 800), False), ((1920, 1080), False), ((1920, 1080), True), ((390, 844), False)],
+    ids=["1280x800", "1920x1080", "1920x1080-lecture", "390x844"],
+)
+def test_no_chart_title_is_clipped(app_url, browser, size, lecture):
+    context = browser.new_context(viewport={"width": size[0], "height": size[1]})
+    tab = context.new_page()
+    try:
+        for moment in MOMENTS:
+            for view in ("full", "focus"):
+                url = f"rounds?{moment}&view={view}" + ("&lecture=1" if lecture else "")
+                open_app_page(tab, app_url, url)
+                assert assert_titles_fit(tab, f"{size} {url}") >= 1
+    finally:
+        context.close()
+
+
+def test_focus_view_in_lecture_mode_screenshots(app_url, browser):
+    context = browser.new_context(viewport={"width": 1920, "height": 1080})
+    tab = context.new_page()
+    docs = ROOT / "docs" / "screenshots"
+    try:
+        for name, moment in [
+            ("lecture-judge", MOMENTS[0]),
+            ("lecture-residual", MOMENTS[1]),
+            ("lecture-kv-cache", MOMENTS[3]),
+        ]:
+            open_app_page(tab, app_url, f"rounds?{moment}&view=focus&lecture=1")
+            assert "▶" in main_text(tab)  # the phase strip marks the current phase
+            tab.wait_for_timeout(800)
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            tab.screenshot(path=str(SCREENSHOTS / f"{name}-1920.png"))
+            shutil.copy(SCREENSHOTS / f"{name}-1920.png", docs / f"{name}-1920.png")
+    finally:
+        context.close()
