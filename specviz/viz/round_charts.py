@@ -17,6 +17,9 @@ TOP_SHOWN = 6
 TITLE_CHARS = 34  # a title line this long fits a half-width column at 1280 px and a phone's full width at 390 px
 
 
+PADDING = {"left": 5, "right": 12, "top": 12, "bottom": 5}  # room for the title's glyphs: never cut at the top
+
+
 def chart_title(text: str, subtitle: str = "") -> alt.TitleParams:
     """A title wrapped into short lines (never clipped or cut with an ellipsis), anchored left, with a subtitle."""
     params = {"text": textwrap.wrap(text, TITLE_CHARS), "anchor": "start", "limit": 0, "offset": 8}
@@ -68,7 +71,7 @@ def pq_chart(pos: Position) -> alt.Chart:
             strokeDash=alt.condition("datum.dist == 'q (draft)'", alt.value([4, 2]), alt.value([1, 0])),
             tooltip=["token:N", "dist:N", alt.Tooltip("prob:Q", format=".4f"), "proposal:N"],
         )
-        .properties(height=220)
+        .properties(height=220, padding=PADDING)
     )
 
 
@@ -118,7 +121,7 @@ def acceptance_chart(pos: Position) -> alt.LayerChart:
         f"{mark} {verdict.upper()}: u {sign} min(1, p/q)",
         f"u = {pos.u:.3f} {sign} min(1, {pos.p:.3f} / {pos.q:.3f}) = {pos.ratio:.3f}",
     )
-    return (track + bar + u_mark + label).properties(title=title, height=130)
+    return (track + bar + u_mark + label).properties(title=title, height=130, padding=PADDING)
 
 
 def distribution_frame(top: tuple[TokenProb, ...], chosen: int | None) -> pd.DataFrame:
@@ -143,7 +146,7 @@ def _drawn_chart(
     marks = base.mark_text(dy=-10, fontWeight="bold", fontSize=14, color=ORIGIN_COLORS[origin]).encode(
         y="prob:Q", text="mark:N"
     )
-    return (bars + marks).properties(title=title, height=220)
+    return (bars + marks).properties(title=title, height=220, padding=PADDING)
 
 
 def residual_chart(r: Round) -> alt.Chart:
@@ -245,6 +248,7 @@ def cache_chart(
     return (cells + labels).properties(
         title=chart_title("KV caches: the rejected drafts are cropped away", "kept ■ blue · rolled back ✗ orange"),
         height=46 * len(order),
+        padding=PADDING,
     )
 
 
@@ -270,7 +274,7 @@ def timing_chart(rounds: tuple[Round, ...]) -> alt.Chart:
             ),
             tooltip=["round:O", "phase:N", alt.Tooltip("ms:Q", format=".2f")],
         )
-        .properties(height=200)
+        .properties(height=200, padding=PADDING)
     )
 
 
@@ -292,5 +296,5 @@ def accepted_length_chart(rounds: tuple[Round, ...], k: int) -> alt.Chart:
             y=alt.Y("rounds:Q", title="rounds"),
             tooltip=["accepted:O", "rounds:Q"],
         )
-        .properties(height=200)
+        .properties(height=200, padding=PADDING)
     )
