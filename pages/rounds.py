@@ -112,6 +112,9 @@ elif opened and state.get("rounds_source", "live").startswith("bundled"):
     state.pop("rounds_trace", None)  # a URL with settings asks for a live run
     state["bundled_pick"] = TRACE_NONE
 
+if "focus_view" not in state:
+    state["focus_view"] = controls.lecture
+stage = st.container()  # the focus view draws here, above the trace controls, so a projector shows the phase first
 pick_col, note_col = st.columns([2, 3])
 picked = pick_col.selectbox(
     "Bundled lecture trace (replays with no model)",
@@ -272,21 +275,10 @@ HIDDEN_KEYS_CSS = "<style>.st-key-clicker_keys{display:none !important}</style>"
 
 speed = state.get("play_speed", 1.0)
 playing_when_defined = bool(state.get("playing"))
-if "focus_view" not in state:
-    state["focus_view"] = controls.lecture
 
 
-@st.fragment(run_every=speed if playing_when_defined else None)
-def playback() -> None:
-    if bool(state.get("playing")) != playing_when_defined:
-        st.rerun()  # play/pause changes the fragment's timer, which only a full rerun can set
-    trace, cursor = state["rounds_trace"], state["rounds_cursor"]
-    if state.get("playing"):
-        if steps.at_end(trace, cursor):
-            state["playing"] = False
-            st.rerun()
-        advance(steps.next_step)
-        cursor = state["rounds_cursor"]
+def navigation(trace: Trace, cursor: steps.Cursor) -> None:
+    """The stepping buttons (with their keys), the jumps, the focus toggle and the play speed."""
     at_start, at_end = cursor == steps.Cursor(), steps.at_end(trace, cursor)
     buttons = st.columns([1.3, 1.3, 1.2, 1, 1, 1])
     buttons[0].button(
@@ -329,16 +321,32 @@ def playback() -> None:
     )
     st.caption("Keys: → PageDown Space next phase · ← PageUp previous · N next round · J next rejection · P play")
 
+
+@st.fragment(run_every=speed if playing_when_defined else None)
+def playback() -> None:
+    if bool(state.get("playing")) != playing_when_defined:
+        st.rerun()  # play/pause changes the fragment's timer, which only a full rerun can set
+    trace, cursor = state["rounds_trace"], state["rounds_cursor"]
+    if state.get("playing"):
+        if steps.at_end(trace, cursor):
+            state["playing"] = False
+            st.rerun()
+        advance(steps.next_step)
+        cursor = state["rounds_cursor"]
+    focus = bool(state.get("focus_view"))
+    if not focus:
+        navigation(trace, cursor)
     write_url(trace, cursor)
     r = trace.rounds[cursor.round]
     step = steps.current_step(trace, cursor)
     where = f" (position {step.position + 1} of {r.proposed})" if step.phase == steps.JUDGE else ""
     st.caption(f"Round {cursor.round + 1} of {len(trace.rounds)} · {steps.PHASE_TITLES[step.phase]}{where}")
     show_text(trace, steps.rounds_committed(trace, cursor))
-    if state.get("focus_view"):
+    if focus:
         with st.container(key="focus_panel"):
             st.markdown(phase_strip_html(step.phase, steps.PHASE_TITLES), unsafe_allow_html=True)
             show_step(trace, cursor, step)
+        navigation(trace, cursor)
         return
     for shown in steps.steps_shown(trace, cursor):
         show_step(trace, cursor, shown)
@@ -346,4 +354,8 @@ def playback() -> None:
     show_stats(trace, steps.rounds_committed(trace, cursor))
 
 
-playback()
+if state.get("focus_view"):
+    with stage:
+        playback()
+else:
+    playback()

@@ -20,7 +20,8 @@ TRACES_DIR = Path(__file__).resolve().parents[2] / "assets" / "traces"
 # Projector styling: large type, dark text on white (projectors wash out dark backgrounds), the palette's own
 # colours with thicker underlines, and the focus view's current phase larger still.
 LECTURE_CSS = """<style>
-html, body, [class*="st-"], .stMarkdown, .stMetric {font-size: 1.3rem !important;}
+.stMarkdown p, .stMarkdown li, .stCaption p, [data-testid="stMetricValue"], [data-testid="stMetricLabel"] p,
+.stButton p, [data-testid="stWidgetLabel"] p {font-size: 1.3rem !important;}
 h1 {font-size: 2.6rem !important;} h2, h3 {font-size: 2rem !important;}
 .specviz-text {font-size: 1.6rem !important; background: #fff; color: #111; padding: .6rem .8rem;
   border: 2px solid #333; border-radius: .4rem;}

@@ -22,7 +22,7 @@ PADDING = {"left": 5, "right": 12, "top": 12, "bottom": 5}  # room for the title
 
 def chart_title(text: str, subtitle: str = "") -> alt.TitleParams:
     """A title wrapped into short lines (never clipped or cut with an ellipsis), anchored left, with a subtitle."""
-    params = {"text": textwrap.wrap(text, TITLE_CHARS), "anchor": "start", "limit": 0, "offset": 8}
+    params = {"text": textwrap.wrap(text, TITLE_CHARS), "anchor": "start", "limit": 0, "offset": 8, "fontSize": 15}
     if subtitle:
         params |= {"subtitle": textwrap.wrap(subtitle, TITLE_CHARS + 10)}
     return alt.TitleParams(**params)
@@ -241,13 +241,14 @@ def cache_chart(
         strokeDash=alt.condition("datum.status == 'cropped away'", alt.value([4, 3]), alt.value([1, 0])),
         tooltip=["row:N", "kv:Q", "status:N", "label:N"],
     )
-    labels = base.mark_text(fontSize=15, fontWeight="bold").encode(
+    labels = base.mark_text(fontSize=15, fontWeight="bold", baseline="middle", limit=68).encode(
         text="label:N",
         color=alt.condition("datum.status == 'new, kept'", alt.value("white"), alt.value("black")),
     )
     return (cells + labels).properties(
         title=chart_title("KV caches: the rejected drafts are cropped away", "kept ■ blue · rolled back ✗ orange"),
-        height=46 * len(order),
+        height={"step": 42},  # one readable band per row, however wide the page
+        width={"step": 72},
         padding=PADDING,
     )
 

@@ -79,8 +79,9 @@ def test_a_url_opens_the_moment_it_names(app_url, page):
     assert "✓ ACCEPTED" in main_text(page) or "Accepted" in main_text(page)
     prompt = "def add(a, b):\n    return"
     open_app_page(
-        page, app_url, f"rounds?t=0&k=3&seed=1&n=12&method=draft&prompt={prompt.replace(chr(10), '%0A')}"
-        "&round=2&phase=verify"
+        page,
+        app_url,
+        f"rounds?t=0&k=3&seed=1&n=12&method=draft&prompt={prompt.replace(chr(10), '%0A')}&round=2&phase=verify",
     )
     assert where(page).startswith("Round 2 of") and "2 · Verify" in where(page)
     page.locator(".specviz-text").first.wait_for()
@@ -90,16 +91,17 @@ def test_a_url_opens_the_moment_it_names(app_url, page):
 
 def test_a_bundled_trace_replays_and_jumps_to_its_rejections(app_url, page):
     open_app_page(page, app_url, "rounds?trace=early-rejection-residual&round=1&phase=draft")
-    assert "An early rejection and its residual" in main_text(page)
+    page.get_by_text("the first draft is rejected, every later draft is discarded").wait_for()
     page.get_by_role("button", name="Next rejection").click()
     settle(page)
     assert "3 · Accept or reject" in where(page) and "REJECTED" in main_text(page).upper()
     assert query(page)["trace"] == "early-rejection-residual"
-    page.get_by_role("button", name="Next bonus").click() if page.get_by_role(
-        "button", name="Next bonus"
-    ).is_enabled() else None
+    assert "3 · Accept or reject" in press(page, "j")  # the same jump from the keyboard: the next rejection
+    page.get_by_role("button", name="Next bonus").click()
+    page.get_by_text(re.compile("Round \\d+ of \\d+ · 4 · Correction or bonus")).wait_for()
     settle(page)
-    assert where(page)
+    assert "4 · Correction or bonus" in where(page) and query(page)["phase"] == "resolve"
+    assert "bonus token" in main_text(page)
 
 
 TITLE_BOXES = """els => els.map(el => {
@@ -143,7 +145,7 @@ MOMENTS = [
     "trace=low-q-accepted&round=1&phase=judge&pos=2",
     "trace=early-rejection-residual&round=3&phase=resolve",
     "trace=full-accept-bonus&round=13&phase=resolve",
-    "trace=full-accept-bonus&round=13&phase=commit",
+    "trace=early-rejection-residual&round=3&phase=commit",
 ]
 
 
@@ -176,7 +178,7 @@ def test_focus_view_in_lecture_mode_screenshots(app_url, browser):
             ("lecture-kv-cache", MOMENTS[3]),
         ]:
             open_app_page(tab, app_url, f"rounds?{moment}&view=focus&lecture=1")
-            assert "▶" in main_text(tab)  # the phase strip marks the current phase
+            tab.locator(".phase-strip .phase-on").wait_for()  # the phase strip marks the current phase
             tab.wait_for_timeout(800)
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
             tab.screenshot(path=str(SCREENSHOTS / f"{name}-1920.png"))
