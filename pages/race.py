@@ -18,7 +18,7 @@ page_header(
     "Teaching point: speculation changes how tokens arrive (in bursts, fewer target passes); whether it is faster "
     "overall is a measurement on this machine, shown here next to what the theory predicts.",
 )
-controls = sidebar_controls()
+controls = sidebar_controls("race")
 apply_lecture_mode(controls.lecture)
 state = st.session_state
 prompt = prompt_box(controls.target, key="race_prompt")
@@ -31,18 +31,18 @@ if st.button("Start the race", type="primary", disabled=controls.settings is Non
     try:
         pair = active_pair()
         settings = controls.settings
-        columns = st.columns(len(lanes))
         boxes = {}
-        for column, lane in zip(columns, lanes):
-            column.markdown(f"**{methods.lane_label(lane)}**")
-            boxes[lane] = column.empty()
+        for lane in lanes:  # one full-width row per lane: the whole text shows, code lines are not cut
+            row = st.container(border=True)
+            row.markdown(f"**{methods.lane_label(lane)}**")
+            boxes[lane] = row.empty()
             boxes[lane].caption("waiting…")
 
         drawn: dict[str, float] = {}
 
         def draw(lane, ids, seconds):
             text = pair.tokenizer.decode(ids, skip_special_tokens=True)
-            boxes[lane].markdown(f"⏱ {seconds * 1e3:.0f} ms · {len(ids)} tokens\n\n```\n{text}\n```")
+            boxes[lane].markdown(f"⏱ {seconds * 1e3:.0f} ms · {len(ids)} tokens\n\n```text\n{text}\n```")
 
         def show(lane, ids, seconds):  # at most ten draws a second; the lanes' clocks leave drawing out anyway
             if time.perf_counter() - drawn.get(lane, 0.0) >= 0.1:

@@ -90,3 +90,42 @@ def test_switching_precision_loads_the_pair_in_bfloat16_and_runs_there(tiny_defa
     assert any("bfloat16 precision" in c.value for c in at.sidebar.caption)
     at = click(at, "Next phase")
     assert not at.exception and not at.error
+
+
+def test_previous_phase_undoes_next_phase_and_the_url_follows(tiny_default):
+    at = open_page("pages/rounds.py")
+    first = where(at)
+    at = click(at, "Next phase")
+    assert where(at) != first and at.query_params["phase"] == "verify"
+    at = click(at, "Previous phase")
+    assert where(at) == first and at.query_params["phase"] == "draft" and at.query_params["round"] == "1"
+    assert at.query_params["t"] == "1"  # the rounds page starts sampling, and says why
+    assert any("Sampling at temperature 1" in c.value for c in at.caption)
+
+
+def test_a_url_opens_a_bundled_trace_at_its_moment_with_no_model(monkeypatch):
+    monkeypatch.setenv("SPECVIZ_TARGET", "/nonexistent/target")  # a bundled trace needs no model at all
+    from app_helpers import page
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(page("app.py"), default_timeout=60)
+    at.query_params.update({"trace": "low-q-accepted", "round": "1", "phase": "judge", "pos": "2"})
+    at = at.run().switch_page(page("pages/rounds.py")).run()
+    assert not at.exception
+    assert "3 · Accept or reject (position 2 of 4)" in where(at)
+    assert any("**Accepted**" in m.value for m in at.markdown)
+    at = click(at, "Next rejection")
+    assert "Accept or reject" in where(at) and any("**Rejected**" in m.value for m in at.markdown)
+    assert at.query_params["trace"] == "low-q-accepted"
+
+
+def test_url_settings_reach_the_sidebar_and_the_run(tiny_default):
+    from app_helpers import page
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(page("app.py"), default_timeout=60)
+    at.query_params.update({"t": "0", "k": "2", "n": "8", "seed": "3", "round": "2", "phase": "verify"})
+    at = at.run().switch_page(page("pages/rounds.py")).run()
+    assert not at.exception
+    assert at.sidebar.slider(key="temperature").value == 0.0 and at.sidebar.slider(key="k").value == 2
+    assert where(at).startswith("Round 2 of") and "2 · Verify" in where(at)
