@@ -126,7 +126,7 @@ def test_closing_a_tab_mid_run_leaves_the_app_responsive(app_url, browser):
 
 def test_play_advances_on_its_own_and_pause_stops_it(app_url, page):
     open_app_page(page, app_url, "rounds")
-    caption = lambda: page.get_by_text("Round ").filter(has_text=" of ").first.inner_text()  # noqa: E731
+    caption = lambda: page.get_by_text(re.compile(r"^Round \d+ of \d+")).first.inner_text()  # noqa: E731
     start = caption()
     page.get_by_role("button", name="▶ Play").click()
     page.wait_for_function("old => !document.body.innerText.includes(old)", arg=start, timeout=20_000)
