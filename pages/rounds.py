@@ -202,6 +202,13 @@ def set_playing(on: bool) -> None:
     state["playing"] = on
 
 
+def draw(where, chart) -> None:
+    """A chart, with projector-sized text in lecture mode (set here, so the chart builders stay composable)."""
+    if controls.lecture:
+        chart = chart.configure_axis(labelFontSize=16, titleFontSize=16).configure_legend(labelFontSize=16)
+    where.altair_chart(chart, width="stretch")
+
+
 # ---- one renderer per phase: a new kind of round (a tree) adds or replaces an entry ------------------------------
 def show_draft(trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:
     r = trace.rounds[cursor.round]
@@ -216,15 +223,15 @@ def show_verify(trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:
 def show_judge(trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:
     pos = trace.rounds[cursor.round].positions[step.position]
     left, right = st.columns(2)
-    left.altair_chart(charts.pq_chart(pos), width="stretch")
-    right.altair_chart(charts.acceptance_chart(pos), width="stretch")
+    draw(left, charts.pq_chart(pos))
+    draw(right, charts.acceptance_chart(pos))
     right.markdown(judge_sentence(pos))
 
 
 def show_resolve(trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:
     r = trace.rounds[cursor.round]
     chart = charts.residual_chart(r) if r.extra.kind == "correction" else charts.bonus_chart(r)
-    st.altair_chart(chart, width="stretch")
+    draw(st, chart)
     st.markdown(resolve_sentence(r))
 
 
@@ -235,7 +242,7 @@ def show_commit(trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:
     earlier = trace.tokens(cursor.round)
     pending = earlier[-1][1] if earlier else "prompt"
     has_draft = trace.settings.method == "draft"
-    st.altair_chart(charts.cache_chart(r, has_draft, before, pending), width="stretch")
+    draw(st, charts.cache_chart(r, has_draft, before, pending))
     st.markdown(commit_sentence(r))
 
 
@@ -264,8 +271,8 @@ def show_stats(trace: Trace, done: int) -> None:
     cols[3].metric("Tokens/s (model time)", f"{totals.tokens_per_s:.0f}")
     if rounds:
         left, right = st.columns(2)
-        left.altair_chart(charts.timing_chart(rounds), width="stretch")
-        right.altair_chart(charts.accepted_length_chart(rounds, trace.settings.k), width="stretch")
+        draw(left, charts.timing_chart(rounds))
+        draw(right, charts.accepted_length_chart(rounds, trace.settings.k))
 
 
 # The clicker's keys: visible buttons carry → ← and N; these hidden ones add PageDown, Space and PageUp (one key per

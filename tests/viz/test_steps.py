@@ -46,3 +46,45 @@ def test_cursor_moves_through_rounds_and_stops_at_the_end():
     assert steps.next_step(trace, cursor) == cursor
     assert steps.next_round(trace, steps.Cursor()) == steps.Cursor(1, 0)
     assert steps.next_round(trace, steps.Cursor(1, 0)) == steps.last_cursor(trace)
+
+
+def lecture_trace():
+    rounds = (
+        make_round(0, ["accepted", "rejected"]),  # draft verify judge judge resolve(correction) commit
+        make_round(1, ["accepted", "accepted"], extra="bonus"),  # draft verify judge judge resolve(bonus) commit
+    )
+    return Trace(RunSettings(k=2), "p", (1,), rounds, "", Totals.of(rounds, 1.0))
+
+
+def test_previous_step_undoes_next_step_everywhere():
+    trace = lecture_trace()
+    cursor, seen = steps.Cursor(), [steps.Cursor()]
+    while not steps.at_end(trace, cursor):
+        cursor = steps.next_step(trace, cursor)
+        seen.append(cursor)
+    for before, after in zip(seen, seen[1:]):
+        assert steps.previous_step(trace, after) == before
+    assert steps.previous_step(trace, steps.Cursor()) == steps.Cursor()  # stays put at the very start
+
+
+def test_next_rejection_and_next_bonus():
+    trace = lecture_trace()
+    rejection = steps.next_event(trace, steps.Cursor(), "rejection")
+    assert rejection == steps.Cursor(0, 3) and steps.current_step(trace, rejection) == steps.Step("judge", 1)
+    assert steps.next_event(trace, rejection, "rejection") is None
+    bonus = steps.next_event(trace, steps.Cursor(), "bonus")
+    assert bonus == steps.Cursor(1, 4) and steps.current_step(trace, bonus).phase == "resolve"
+
+
+def test_url_params_round_trip_every_moment_and_forgive_bad_ones():
+    trace = lecture_trace()
+    cursor = steps.Cursor()
+    while True:
+        assert steps.cursor_from_params(trace, steps.url_params(trace, cursor)) == cursor
+        if steps.at_end(trace, cursor):
+            break
+        cursor = steps.next_step(trace, cursor)
+    assert steps.url_params(trace, steps.Cursor(0, 3)) == {"round": "1", "phase": "judge", "pos": "2"}
+    assert steps.cursor_from_params(trace, {"round": "99", "phase": "commit"}) == steps.last_cursor(trace)
+    assert steps.cursor_from_params(trace, {"round": "x", "phase": "nonsense"}) == steps.Cursor()
+    assert steps.cursor_from_params(trace, {"round": "1", "phase": "judge", "pos": "7"}) == steps.Cursor(0, 3)
