@@ -112,7 +112,7 @@ def acceptance_chart(pos: Position) -> alt.LayerChart:
     u_mark = base.mark_tick(color="black", thickness=3, size=50).encode(
         x=alt.X("u:Q", scale=x_scale), tooltip=[alt.Tooltip("u:Q", format=".4f")]
     )
-    label = base.mark_text(dy=38, fontWeight="bold", fontSize=14).encode(
+    label = base.mark_text(dy=-30, fontWeight="bold", fontSize=14).encode(
         x=alt.X("u:Q", scale=x_scale), text=alt.value(f"u = {pos.u:.3f}")
     )
     sign = "≤" if verdict == "accepted" else ">"
