@@ -67,9 +67,9 @@ class Node:
     token_id: int
     text: str
     q: float  # q_j(x): probability in the distribution this child was drawn from (1.0 for a top-b child)
-    p: float  # probability under the target it was judged against: p at its parent, or the residual left by its
-    #           rejected elder siblings (nan when never tried)
-    ratio: float  # min(1, p/q): the acceptance probability (nan when never tried)
+    p: float | None  # probability under the target it was judged against: p at its parent, or the residual left by
+    #                  its rejected elder siblings (None when never tried)
+    ratio: float | None  # min(1, p/q): the acceptance probability (None when never tried)
     u: float  # the uniform it was (or would have been) judged with
     verdict: str  # accepted | rejected | unreached (never tried) | after_stop (accepted, cut by a stop condition)
 

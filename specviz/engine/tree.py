@@ -13,6 +13,7 @@ CPU); the tree is cut to depth max_new_tokens - produced - 1 near the end, as th
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterator
 
@@ -163,6 +164,7 @@ def _make_round(
     tokens = proposal.tokens.tolist()
     depths = _depths(proposal.parents).tolist()
     on_path = {node: i for i, node in enumerate(verdict.path)}
+    q_x = proposal.q.gather(-1, proposal.tokens[:, None]).squeeze(-1).tolist()  # (N,) known for every node
     kept = len(committed) - 1 if len(committed) > len(verdict.path) else len(committed)  # path nodes committed
 
     def node_verdict(i: int) -> str:
@@ -177,9 +179,9 @@ def _make_round(
             depth=depths[i],
             token_id=tokens[i],
             text=texts[tokens[i]],
-            q=verdict.q_x[i],
-            p=verdict.target_x[i],
-            ratio=verdict.accept_prob[i],
+            q=q_x[i],
+            p=None if math.isnan(verdict.target_x[i]) else verdict.target_x[i],
+            ratio=None if math.isnan(verdict.accept_prob[i]) else verdict.accept_prob[i],
             u=u_accept[i],
             verdict=node_verdict(i),
         )
