@@ -27,6 +27,7 @@ class RunSettings:
     ngram_max: int = 3
     stop_at_eos: bool = True
     tree: tuple[int, ...] = ()  # method "tree": children per depth, e.g. (3, 2, 1, 1); empty for chain methods
+    #                              (plain ignores one: it is the baseline of a tree run's measurement)
 
     def __post_init__(self) -> None:
         if self.method not in methods.ENGINE_METHODS:
@@ -42,7 +43,7 @@ class RunSettings:
     @property
     def draft_length(self) -> int:
         """Tokens proposed per round: K, or 0 for plain decoding; for a tree, its depth (the longest acceptable run)."""
-        if self.tree:
+        if self.tree and self.method in methods.SHAPED:
             return len(self.tree)
         return self.k if methods.get(self.method).speculative else 0
 
@@ -74,13 +75,16 @@ def check_tree(method: str, tree: tuple[int, ...]) -> None:
             "Tree speculation needs a tree shape: children per depth, e.g. 3,2,1,1 "
             "(3 children of the root, 2 under each, then single children); 1,1,1,1 is the chain with K = 4."
         )
-    if tree and not shaped:
+    if tree and not shaped and method != methods.PLAIN:  # plain ignores it: the baseline a tree run is measured by
         if method == "ngram":
             raise SettingsError(
                 "n-gram lookup proposes one continuation, not a tree: tree speculation needs a draft model "
                 "(method tree), or drop the tree shape to use n-gram lookup."
             )
-        raise SettingsError(f"A tree shape is only used by the tree method, not by {method!r}; drop it or use tree.")
+        raise SettingsError(
+            f"A tree shape is only used by the tree method, not by {method!r}: drop it, or use method tree "
+            "(with 1,1,1,1 for the chain with K = 4)."
+        )
     if not tree:
         return
     if len(tree) > MAX_K:

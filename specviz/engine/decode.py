@@ -109,7 +109,7 @@ def decode_rounds(
 
     on_target_logits, if given, sees each pass's raw logits (k+1, V) (the exactness lab reads near-ties from them).
     A run with a tree shape is drafted and verified as a tree (specviz.engine.tree)."""
-    if settings.tree:
+    if settings.method in methods.SHAPED:
         from specviz.engine.tree import tree_rounds
 
         check_fits(pair, prompt_ids, settings)
