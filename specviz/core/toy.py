@@ -154,8 +154,16 @@ def tree_round_outcomes(
                 node(accepted + (x,), prob * draw_prob * a)
             if a < 1:
                 rest = rule.resample(target, q_j) if update_residual else target
-                siblings(accepted, prob * draw_prob * (1 - a), rest, q_node, left.index_fill(0, torch.tensor([x]), 0.0),
-                         order, b, j + 1)
+                siblings(
+                    accepted,
+                    prob * draw_prob * (1 - a),
+                    rest,
+                    q_node,
+                    left.index_fill(0, torch.tensor([x]), 0.0),
+                    order,
+                    b,
+                    j + 1,
+                )
 
     node((), 1.0)
     return outcomes

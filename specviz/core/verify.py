@@ -130,16 +130,19 @@ def overlap(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
 # Sequoia (Chen et al., arXiv 2402.12374) SpecTree sampling without replacement, EAGLE-2 (Li et al., arXiv 2406.16858)
 # deterministic top-b trees, recursive rejection sampling (Jeon et al., arXiv 2402.14160).
 #
-# Why accepting along the tree is exact. Lemma (Leviathan et al.): if x ~ q' and x is kept with probability
-# min(1, r(x)/q'(x)), and otherwise a token is drawn from norm(max(0, r - q')), the result is distributed as r, for any
-# r and any q'. At a node with target r_1 = p_node, child j was drawn from q_j given the elder siblings h_j = (x_1..x_{j-1})
-# (all rejected), and the u's are independent of the drafting. Claim: given that child j is reached with history h_j,
-# the rest of the walk emits a first token distributed as r_j(h_j), where r_{j+1} = norm(max(0, r_j - q_j)); after the
-# last child it draws from r_{b+1} directly. By induction from the last child: child j is kept with probability
-# min(1, r_j/q_j)(x_j); if it is rejected, the rest emits r_{j+1}(h_j), which does not depend on x_j, so the lemma with
-# r = r_j, q' = q_j(. | h_j) gives r_j. Hence the first token is distributed as p_node; a kept child then continues as
-# the same procedure one level down (its subtree was drafted given its token only), and at a leaf the bonus is drawn
-# from p_leaf. The argument never uses how q_j depends on h_j, so it covers:
+# Why accepting along the tree is exact. Lemma (Leviathan et al.): if x ~ q' is kept with probability
+# min(1, r(x)/q'(x)) and otherwise a token is drawn from norm(max(0, r - q')), the result is distributed as r, for any
+# r and any q'. At a node with target r_1 = p_node, child j was drawn from q_j(. | h_j) given its elder siblings
+# h_j = (x_1..x_{j-1}), and the u's are independent of the drafting. Claim: once child j is reached with history h_j
+# (all elder siblings rejected), the rest of the walk emits a first token distributed as r_j(h_j), where
+# r_{j+1} = norm(max(0, r_j - q_j)); after the last child (j = b + 1) the walk draws from r_{b+1} itself, so the claim
+# holds there. Induction downwards on j: child j is kept with probability min(1, r_j/q_j)(x_j); if it is rejected, the
+# rest emits r_{j+1}(h_j, x_j) by the induction hypothesis, and the lemma with r = r_j, q' = q_j(. | h_j) gives r_j.
+# (For the lemma, the draw after a rejection must be norm(max(0, r_j - q_j)) whatever x_j was: r_{j+1} depends on h_j
+# and q_j, not on x_j itself, except through the younger siblings' proposals, which the claim already averages over.)
+# So the first token is distributed as p_node; a kept child continues as the same procedure one level down (its subtree
+# was drafted given its own token only), and at a leaf the bonus is drawn from p_leaf. Nothing above uses how q_j
+# depends on h_j, so it covers:
 #   WITH_REPLACEMENT  x_j ~ q for every j (SpecInfer): q_j = q.
 #   WITHOUT_REPLACEMENT  x_j ~ norm(q with x_1..x_{j-1} zeroed) (Sequoia's SpecTree): q_j is that renormalised q
 #       (when the elder siblings used up all of q's support, x_j is drawn from q itself and q_j = q: still exact).
@@ -253,7 +256,11 @@ def verify_tree(
         if kept is None:
             token = int(sample(target, u_next))
             return TreeVerdict(
-                tuple(path), tuple(tried), *map(tuple, (target_x, q_x, accept_prob, passed)), target, token,
+                tuple(path),
+                tuple(tried),
+                *map(tuple, (target_x, q_x, accept_prob, passed)),
+                target,
+                token,
                 at_leaf=not children[node + 1],
             )
         path.append(kept)

@@ -201,7 +201,7 @@ class TreeDrafter:
         level = [-1]  # the nodes whose children come next
         for depth, branching in enumerate(shape, start=1):
             children = [i for i, parent in enumerate(parents) if depths[i] == depth]
-            for row, parent in enumerate(level):
+            for row in range(len(level)):
                 mine = children[row * branching : (row + 1) * branching]
                 scores = logits[row] if self.how == TOP_B else logits_to_probs(logits[row], self.sampling)  # (V,)
                 x, q = draw_children(scores, branching, u[mine[0] : mine[-1] + 1], self.how)

@@ -129,7 +129,9 @@ def tree_rounds(
 
 
 def _empty(pair: ModelPair) -> TreeProposal:
-    return TreeProposal(torch.empty(0, dtype=torch.long, device=pair.device), (), torch.empty(0, pair.vocab_size, device=pair.device))
+    return TreeProposal(
+        torch.empty(0, dtype=torch.long, device=pair.device), (), torch.empty(0, pair.vocab_size, device=pair.device)
+    )
 
 
 def _depths(parents: tuple[int, ...]) -> torch.Tensor:
@@ -225,5 +227,3 @@ def _make_round(
         path=verdict.path,
         **timing_and_caches,
     )
-
-

@@ -95,7 +95,9 @@ def run_bench(
                 for lane in spec_lanes:
                     runs.setdefault((lane, k), []).append((run_method(pair, prompt, replace(base, k=k), lane), plain))
             for shape, settings in tree_settings.items():
-                runs.setdefault((methods.TREE, shape), []).append((run_method(pair, prompt, settings, methods.TREE), plain))
+                runs.setdefault((methods.TREE, shape), []).append(
+                    (run_method(pair, prompt, settings, methods.TREE), plain)
+                )
     results = [
         _summarise(lane, k, pairs, costs) if lane != methods.TREE else _summarise_tree(k, pairs)
         for (lane, k), pairs in runs.items()
@@ -158,8 +160,12 @@ def results_table(doc: dict) -> str:
     order = methods.LANES + methods.SHAPED
     rows = sorted(doc["results"], key=lambda r: (order.index(r["method"]), r["k"], r.get("tree", "")))
     cells = lambda r: [  # noqa: E731
-        f"tree {r['tree']} ({r['nodes']} nodes)" if r.get("tree") else r["method"], r["k"] or "–", f"{r['tokens_per_s']:.1f}", f"{r['speedup_vs_plain']:.2f}x",
+        _lane_name(r), r["k"] or "–", f"{r['tokens_per_s']:.1f}", f"{r['speedup_vs_plain']:.2f}x",
         fmt(r["alpha"], ".2f"), fmt(r["tau"], ".2f"), fmt(r["c"], ".3f"), fmt(r["verify_cost"], ".2f"),
         fmt(r["predicted_speedup"], ".2f"), fmt(r["efficiency"], ".2f"), "yes" if r["identical_to_plain"] else "NO",
     ]  # fmt: skip
     return head + "\n".join("| " + " | ".join(map(str, cells(r))) + " |" for r in rows)
+
+
+def _lane_name(row: dict) -> str:
+    return f"tree {row['tree']} ({row['nodes']} nodes)" if row.get("tree") else row["method"]

@@ -149,8 +149,15 @@ def _sampled_first_tokens(p_table, q_table, shape, how, n, update_residual=True)
             contexts += x.tolist()
         tokens = torch.tensor(tokens)
         p = torch.stack([p_table[0]] + [p_table[t] for t in tokens.tolist()])  # Markov: p after node = row of its token
-        v = verify_tree(parents, tokens, p, torch.stack(q_rows), u[used : used + len(parents)], u[-1],
-                        update_residual=update_residual)
+        v = verify_tree(
+            parents,
+            tokens,
+            p,
+            torch.stack(q_rows),
+            u[used : used + len(parents)],
+            u[-1],
+            update_residual=update_residual,
+        )
         first = int(tokens[v.path[0]]) if v.path else v.next_token
         counts[first] += 1
     return counts

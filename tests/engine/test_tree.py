@@ -112,7 +112,9 @@ def test_tree_nodes_and_path_are_consistent(load):
     record = RunRecord.of_trace(trace)
     assert record.per_round_drafted == tuple(len(r.nodes) for r in trace.rounds)
     assert record.per_round_accepted == tuple(r.accepted for r in trace.rounds)
-    assert record.per_round_judged == tuple(sum(n.verdict in (ACCEPTED, REJECTED) for n in r.nodes) for r in trace.rounds)
+    assert record.per_round_judged == tuple(
+        sum(n.verdict in (ACCEPTED, REJECTED) for n in r.nodes) for r in trace.rounds
+    )
 
 
 def test_tree_trace_round_trips_through_json_and_chain_traces_stay_version_1(load):
