@@ -137,9 +137,8 @@ def overlap(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
 # (all elder siblings rejected), the rest of the walk emits a first token distributed as r_j(h_j), where
 # r_{j+1} = norm(max(0, r_j - q_j)); after the last child (j = b + 1) the walk draws from r_{b+1} itself, so the claim
 # holds there. Induction downwards on j: child j is kept with probability min(1, r_j/q_j)(x_j); if it is rejected, the
-# rest emits r_{j+1}(h_j, x_j) by the induction hypothesis, and the lemma with r = r_j, q' = q_j(. | h_j) gives r_j.
-# (For the lemma, the draw after a rejection must be norm(max(0, r_j - q_j)) whatever x_j was: r_{j+1} depends on h_j
-# and q_j, not on x_j itself, except through the younger siblings' proposals, which the claim already averages over.)
+# rest emits r_{j+1} by the induction hypothesis, and r_{j+1} is a function of h_j alone (through r_j and q_j), not of
+# x_j, so the lemma with r = r_j, q' = q_j(. | h_j) gives r_j.
 # So the first token is distributed as p_node; a kept child continues as the same procedure one level down (its subtree
 # was drafted given its own token only), and at a leaf the bonus is drawn from p_leaf. Nothing above uses how q_j
 # depends on h_j, so it covers:
@@ -148,7 +147,7 @@ def overlap(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
 #       (when the elder siblings used up all of q's support, x_j is drawn from q itself and q_j = q: still exact).
 #   TOP_B  the b most likely draft tokens, deterministic (EAGLE-2 / Medusa trees): q_j = one_hot(x_j), so a child is
 #       kept with probability r_j(x_j) and a rejection zeroes x_j in r and renormalises. Putting the draft's soft q in
-#       the ratio instead is NOT exact (x_j was not drawn from it); tests/core/test_tree_exactness.py shows the bias.
+#       the ratio instead is NOT exact (x_j was not drawn from it); tests/core/test_tree_verify.py shows the bias.
 WITH_REPLACEMENT, WITHOUT_REPLACEMENT, TOP_B = "with_replacement", "without_replacement", "top_b"
 TREE_SAMPLINGS = (WITH_REPLACEMENT, WITHOUT_REPLACEMENT, TOP_B)
 
