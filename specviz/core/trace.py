@@ -272,6 +272,17 @@ class Trace:
         ]
         return pd.DataFrame(rows, columns=["round", *scalar])
 
+    def nodes_frame(self) -> pd.DataFrame:
+        """Tree runs: one row per drafted node (id, parent, depth, token, q, p, ratio, u, verdict, on_path); empty
+        for chain runs."""
+        names = [f.name for f in fields(Node)]
+        rows = [
+            {"round": r.index, **{name: getattr(node, name) for name in names}, "on_path": node.id in r.path}
+            for r in self.rounds
+            for node in r.nodes
+        ]
+        return pd.DataFrame(rows, columns=["round", *names, "on_path"])
+
 
 def _check_header(doc: Any) -> None:
     if not isinstance(doc, dict) or doc.get("format") != TRACE_FORMAT:

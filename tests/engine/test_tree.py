@@ -123,6 +123,10 @@ def test_tree_trace_round_trips_through_json_and_chain_traces_stay_version_1(loa
     doc = json.loads(trace.to_json())
     assert doc["version"] == 2 and doc["settings"]["tree"] == [2, 2] and doc["rounds"][0]["nodes"]
     assert Trace.from_json(trace.to_json()) == trace
+    frame = trace.nodes_frame()
+    assert len(frame) == sum(len(r.nodes) for r in trace.rounds) and frame["on_path"].sum() == sum(
+        len(r.path) for r in trace.rounds
+    )
     chain = json.loads(generate(pair, PROMPTS[0], RunSettings(k=2, max_new_tokens=6)).to_json())
     assert chain["version"] == 1 and "tree" not in chain["settings"] and "nodes" not in chain["rounds"][0]
     assert Trace.from_dict(chain).settings.tree == ()
