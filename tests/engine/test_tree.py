@@ -167,3 +167,21 @@ def test_a_tree_too_big_for_the_context_is_refused(load):
 def test_tree_needs_a_draft_model(load):
     with pytest.raises(SettingsError, match="draft model"):
         generate(load("llama-target"), PROMPTS[0], tree((2, 1)))
+
+
+def test_one_draft_pass_per_depth_and_one_target_pass_per_round(load):
+    pair = load("gpt2-target", "gpt2-truncated")
+    calls = {"draft": 0, "target": 0}
+    hooks = [
+        model.register_forward_hook(lambda *_, name=name: calls.__setitem__(name, calls[name] + 1))
+        for name, model in (("draft", pair.draft), ("target", pair.target))
+    ]
+    try:
+        trace = generate(pair, PROMPTS[0], tree((3, 2, 2), max_new_tokens=9, stop_at_eos=False))
+    finally:
+        for hook in hooks:
+            hook.remove()
+    prefill = 1  # each model reads the prompt once before the first round
+    assert calls["target"] == prefill + len(trace.rounds)
+    depths = [max((n.depth for n in r.nodes), default=0) for r in trace.rounds]
+    assert calls["draft"] == prefill + sum(depths)  # 3 x 2 x 2 = 12 leaves, still 3 passes a round
