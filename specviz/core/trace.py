@@ -3,8 +3,9 @@
 The JSON document (format "specviz.trace") is what `python -m specviz run --json` prints and what the app downloads
 and replays. Its shape is documented in README.md ("Trace format") and is stable within a version. Version 1: chain
 rounds (`rounds[].positions[]`). Version 2 adds tree rounds: `rounds[].nodes[]` (every drafted node and its verdict)
-and `rounds[].path` (the accepted nodes); a tree round's `positions` are the nodes of its accepted path, so readers of
-version 1 still see what was committed. Chain runs are still written as version 1, byte for byte; both versions load.
+and `rounds[].path` (the accepted nodes); a tree round's `positions` are the nodes of its accepted path, then, when the
+round ends in a correction, the last child rejected, so readers of version 1 see a chain-like round. Chain runs are
+still written as version 1, byte for byte; both versions load.
 """
 
 from __future__ import annotations
@@ -102,7 +103,8 @@ class Round:
     draft_cache: tuple[int, int]  # draft KV length after drafting, and after rollback (0, 0 without a draft model)
     stop: str | None = None  # "eos" or "max_new_tokens" when this round ended the run
     bonus_top: tuple[TokenProb, ...] = ()  # top-10 of p_{K+1} when no draft was rejected (the bonus / plain token)
-    nodes: tuple[Node, ...] = ()  # tree rounds only: every drafted node (positions = the accepted path's nodes)
+    nodes: tuple[Node, ...] = ()  # tree rounds only: every drafted node (positions = the accepted path's nodes, then
+    #                               the last child rejected when the round ends in a correction)
     path: tuple[int, ...] = ()  # tree rounds only: ids of the accepted nodes from the root down
 
     @property

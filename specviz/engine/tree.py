@@ -208,6 +208,24 @@ def _make_round(
         )
         for depth, node in enumerate(verdict.path)
     )
+    if not verdict.at_leaf and verdict.tried:  # the last child tried, rejected: as a chain round shows its rejection
+        last = verdict.tried[-1]
+        i = len(verdict.path)
+        positions += (
+            Position(
+                index=i,
+                token_id=tokens[last],
+                text=texts[tokens[last]],
+                q=verdict.q_x[last],
+                p=verdict.target_x[last],
+                ratio=verdict.accept_prob[last],
+                u=u_accept[last],
+                accepted=False,
+                verdict=REJECTED if len(committed) > i else AFTER_STOP,
+                p_top=tops(p[proposal.parents[last] + 1]),
+                q_top=tops(proposal.q[last]),
+            ),
+        )
     extra = None
     if len(committed) > len(verdict.path):
         kind = BONUS if verdict.at_leaf else CORRECTION

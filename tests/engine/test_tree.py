@@ -101,7 +101,11 @@ def test_tree_nodes_and_path_are_consistent(load):
         for depth, node in enumerate(r.path):  # a chain of parent links from the root
             assert r.nodes[node].parent == parent and r.nodes[node].depth == depth + 1
             parent = node
-        assert [pos.token_id for pos in r.positions] == [r.nodes[i].token_id for i in r.path]
+        rejected = [n.id for n in r.nodes if n.verdict == REJECTED]
+        shown = list(r.path) + ([max(rejected)] if r.residual_top else [])  # the path, then the last child rejected
+        assert [pos.token_id for pos in r.positions] == [r.nodes[i].token_id for i in shown]
+        if r.extra and r.extra.kind == "correction":  # a chain reader finds the rejection that led to it
+            assert r.positions[-1].verdict == REJECTED and r.positions[-1].index == len(r.path)
         assert r.committed[: r.accepted] == tuple(r.nodes[i].token_id for i in r.path[: r.accepted])
         tried = [n for n in r.nodes if n.verdict in (ACCEPTED, REJECTED)]
         assert all(n.ratio == pytest.approx(min(1.0, n.p / n.q)) for n in tried)
