@@ -36,6 +36,7 @@ def environment(pair: ModelPair) -> dict:
         "torch_threads": torch.get_num_threads(),
         "cpu": cpu_model(),
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "load_average": round(os.getloadavg()[0], 2),  # 1-minute load now: above the core count, timings suffer
         "python": sys.version.split()[0],
         "torch": torch.__version__,
         "transformers": transformers.__version__,
@@ -71,6 +72,7 @@ def run_bench(
 ) -> dict:
     """Measure every lane x K on every prompt `repeats` times; plain runs once per prompt and repeat."""
     say = on_progress or (lambda _: None)
+    env = environment(pair)  # taken before the runs: the load average then is the one they met
     base = replace(base, stop_at_eos=False)  # every run makes max_new_tokens: speeds timed over the same length
     spec_lanes = [lane for lane in lanes if lane != "plain"]
     say("measuring step costs")
@@ -89,7 +91,7 @@ def run_bench(
                     runs.setdefault((lane, k), []).append((run_method(pair, prompt, replace(base, k=k), lane), plain))
     results = [_summarise(lane, k, pairs, costs) for (lane, k), pairs in runs.items()]
     return {
-        "environment": environment(pair),
+        "environment": env,
         "settings": {**base.to_dict(), "ks": ks, "repeats": repeats, "prompts": len(prompts), "lanes": list(lanes)},
         "costs": costs.to_dict() if costs else None,
         "results": results,
