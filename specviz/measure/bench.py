@@ -37,6 +37,7 @@ def environment(pair: ModelPair) -> dict:
         "torch_threads": torch.get_num_threads(),
         "cpu": cpu_model(),
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "load_average": round(os.getloadavg()[0], 2),  # 1-minute load now: above the core count, timings suffer
         "python": sys.version.split()[0],
         "torch": torch.__version__,
         "transformers": transformers.__version__,
@@ -74,6 +75,7 @@ def run_bench(
     """Measure every lane x K, and every tree shape, on every prompt `repeats` times; plain runs once per prompt and
     repeat. A tree lane's K is its depth; its result row names the shape."""
     say = on_progress or (lambda _: None)
+    env = environment(pair)  # taken before the runs: the load average then is the one they met
     base = replace(base, stop_at_eos=False)  # every run makes max_new_tokens: speeds timed over the same length
     spec_lanes = [lane for lane in lanes if lane != "plain"]
     say("measuring step costs")
@@ -103,7 +105,7 @@ def run_bench(
         for (lane, k), pairs in runs.items()
     ]
     return {
-        "environment": environment(pair),
+        "environment": env,
         "settings": {
             **base.to_dict(),
             "ks": ks,
