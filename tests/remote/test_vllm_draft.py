@@ -18,8 +18,6 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from vllm_servers import DRAFT_CONFIG, PER_REQUEST, serve  # noqa: E402
-
 from specviz.cli import main
 from specviz.core.settings import RunSettings
 from specviz.engine.models import ASSETS, BUNDLED_DRAFT, BUNDLED_TARGET, load_pair
@@ -36,8 +34,8 @@ KEY_ENV, KEY = "SPECVIZ_TEST_VLLM_KEY", "sk-never-shown-4242"
 
 
 @pytest.fixture(scope="module")
-def vllm(tmp_path_factory):
-    yield from serve("draft", [*DRAFT_CONFIG, *PER_REQUEST], tmp_path_factory)
+def vllm(vllm_draft_server):
+    return vllm_draft_server()  # shared with the workload page's tests (tests/conftest.py)
 
 
 @pytest.fixture(scope="module")
