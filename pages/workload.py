@@ -315,18 +315,15 @@ if where == SERVER and found and found.get("local_pair") and found["server"] == 
         before = sum(r["_before"] for r in compared)
         (st.success if equal == len(compared) and agree == after else st.warning)(
             f"{equal}/{len(compared)} texts equal. From the first verify step where both engines start at the same "
-            f"token, {agree}/{after} steps are the same step (same drafts, same accepted count)."
-            + (
-                f" The {before} vLLM step(s) before that differ by construction: vLLM's prefill commits the first "
-                "token before any draft, so its first verify step drafts from the prompt + 1 token, while this app's "
-                "first round drafts straight from the prompt; the two line up once a step starts at the same token."
-                if before
-                else ""
-            )
+            f"token, {agree}/{after} steps are the same step (same drafts, same accepted count); {before} vLLM "
+            "step(s) came before that."
         )
         st.caption(
-            "Any other difference is numerics: this app ran float32; vLLM does not report its precision over the "
-            "API, and a server in bfloat16 or float16 (vLLM's default for half-precision checkpoints) can flip a "
+            "Why the first steps differ: vLLM's prefill commits the first token before any draft, so its first verify "
+            "step drafts from the prompt + 1 token, while this app's first round drafts straight from the prompt; the "
+            "two line up once a step starts at the same token (specviz's rounds before that are listed with no vLLM "
+            "step). Any other difference is numerics: this app ran float32; vLLM does not report its precision over "
+            "the API, and a server in bfloat16 or float16 (vLLM's default for half-precision checkpoints) can flip a "
             "near-tie, after which texts and steps differ. tokens/s: one run each, on a shared machine (noisy)."
         )
         st.dataframe(

@@ -54,7 +54,8 @@ def test_check_then_measure_through_the_server(vllm_draft_server):
     assert all("Token heatmap" not in h.value for h in at.subheader)  # served runs have no token texts
 
     # The API key: sent with each request, never kept in the session nor in what the page exports.
-    kept = {k: at.session_state[k] for k in at.session_state.filtered_state}
+    kept = at.session_state.to_dict()  # the user state and the keyed widgets: what a session export holds
+    assert "workload_records" in kept
     assert KEY not in repr(kept) and KEY not in json.dumps(kept, default=str)
     base, meta, methods_, ks, costs = at.session_state["workload_settings"]
     exported = results_json(records, base, {"methods": methods_, "ks": ks, **meta}, costs, base.seed)
@@ -71,7 +72,8 @@ def test_same_pair_two_engines(vllm_draft_server):
     at = click(at, "Compare with this app's engine")
     assert not at.exception and not at.error
     verdict = at.success[-1].value
-    assert verdict.startswith("2/2 texts equal.") and "vLLM's prefill commits the first token" in verdict
+    assert verdict.startswith("2/2 texts equal.") and "steps are the same step" in verdict
+    assert any("vLLM's prefill commits the first token" in c.value and "bfloat16" in c.value for c in at.caption)
     rows = at.session_state["agreement"]
     assert all(r["text equal"] for r in rows)
     agree, after = rows[0]["_after"]
