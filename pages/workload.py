@@ -78,6 +78,11 @@ except SpecvizError as exc:
 if workload and workload.problems:
     st.warning("Skipped rows (the others still run):\n\n" + "\n".join(f"- {p}" for p in workload.problems))
 
+run_limit = MAX_PROMPTS_PER_RUN
+if workload and workload.rows:
+    cap = min(MAX_PROMPTS_PER_RUN, len(workload.rows))
+    run_limit = int(st.number_input(f"Prompts to run (the first N of {len(workload.rows)})", 1, cap, value=cap))
+
 where = st.radio(
     "Where to run",
     [HERE, SERVER],
@@ -174,7 +179,7 @@ def runnable_rows(workload: Workload):
     """Rows that fit the model's context; the others are reported by line number."""
     pair = active_pair()
     rows, problems = [], []
-    for row in workload.rows[:MAX_PROMPTS_PER_RUN]:
+    for row in workload.rows[:run_limit]:
         try:
             ids = encode_prompt(pair, row.prompt)
             if pair.context_length and len(ids) + controls.settings.max_new_tokens > pair.context_length:
@@ -235,7 +240,7 @@ if start and where == SERVER:
     state.pop("workload_stopped", None)
     try:
         server = open_server()
-        rows = list(workload.rows[:MAX_PROMPTS_PER_RUN])
+        rows = list(workload.rows[:run_limit])
         if len(workload.rows) > MAX_PROMPTS_PER_RUN:
             st.warning(f"only the first {MAX_PROMPTS_PER_RUN} of {len(workload.rows)} prompts run at once")
         meta = {**server.describe(), "model": display_source(server.model, LIMITS), "concurrency": int(concurrency)}
