@@ -42,14 +42,27 @@ MAX_PROMPTS_PER_RUN = LIMITS.max_prompts
 HERE, SERVER = "this app's models", "a vLLM server"
 
 
+def same_model(a: str, b: str) -> bool:
+    """The same name, or two directories holding the same model: same config and the same weight files (name and
+    size; a copy of the bundled pair elsewhere counts)."""
+    if a == b:
+        return True
+    left, right = Path(a), Path(b)
+    if not (left.is_dir() and right.is_dir()):
+        return False
+    if left.resolve() == right.resolve():
+        return True
+    weights = lambda d: sorted((f.name, f.stat().st_size) for f in d.glob("*.safetensors"))  # noqa: E731
+    config = lambda d: (d / "config.json").read_bytes() if (d / "config.json").is_file() else None  # noqa: E731
+    return config(left) is not None and config(left) == config(right) and weights(left) == weights(right) != []
+
+
 def local_pair_for(served: str) -> tuple[str, str] | None:
     """(target, draft) this app can load for the pair a server serves: the pair in use or the bundled one, when the
-    served model is the same name or directory; None otherwise. vLLM does not say which draft it runs (outside dev
-    mode), so the draft is the one that goes with that target here."""
-    candidates = [active_sources()[:2], (BUNDLED_TARGET, BUNDLED_DRAFT)]
-    for target, draft in candidates:
-        same_dir = Path(served).is_dir() and Path(target).is_dir() and Path(served).resolve() == Path(target).resolve()
-        if draft and (served == target or same_dir):
+    served model is the same model; None otherwise. vLLM does not say which draft it runs (outside dev mode), so the
+    draft is the one that goes with that target here."""
+    for target, draft in (active_sources()[:2], (BUNDLED_TARGET, BUNDLED_DRAFT)):
+        if draft and same_model(served, target):
             return target, draft
     return None
 
@@ -354,6 +367,10 @@ st.caption(
         if served
         else ""
     )
+    + f" · {'greedy' if base.sampling.temperature == 0 else f'temperature {base.sampling.temperature:g}'}"
+    + (f", top-k {base.sampling.top_k}" if base.sampling.top_k else "")
+    + (f", top-p {base.sampling.top_p:g}" if base.sampling.top_p < 1 else "")
+    + f", seed {base.seed}, {base.max_new_tokens} new tokens per run"
 )
 if state.get("workload_stopped"):
     st.warning(state["workload_stopped"])
@@ -361,6 +378,14 @@ warned = [r for r in records if r.run.meta.get("warnings")]
 if warned:
     st.warning(
         f"{len(warned)} run(s) carry warnings (in the JSON's meta.warnings), e.g.: {warned[0].run.meta['warnings'][0]}"
+    )
+if served and base.sampling.temperature > 0 and meta.get("method") == "draft":
+    st.info(
+        "At temperature > 0 vLLM's draft model drafts greedily unless told otherwise (its speculative config's "
+        '"draft_sample_method" defaults to "greedy"): each draft is the draft model\'s argmax, taken as certain '
+        "(q = 1), so the target accepts it with probability p(x) instead of min(1, p/q). The output stays the "
+        "target's distribution, but α is lower than with drafts sampled from q, as this app does. Start vLLM with "
+        '"draft_sample_method": "probabilistic" in --speculative-config to measure that instead.'
     )
 summary = summarize(records, costs, base.seed)
 st.subheader("Recommendation")

@@ -111,7 +111,7 @@ def step_strip_chart(records: Sequence[Paired | RunRecord]) -> alt.Chart:
         .mark_rect(stroke="white", strokeWidth=0.5)
         .encode(
             x=alt.X("step:O", title="target pass (step)", axis=alt.Axis(labelAngle=0, labelOverlap=True)),
-            y=alt.Y("run:N", title=None, sort=None),
+            y=alt.Y("run:N", title=None, sort=None, axis=alt.Axis(labelOverlap=False, labelLimit=220)),
             color=alt.Color(
                 "accepted:Q",
                 title="drafts accepted",
@@ -127,7 +127,7 @@ def step_strip_chart(records: Sequence[Paired | RunRecord]) -> alt.Chart:
                 alt.Tooltip("share:Q", format=".0%", title="accepted / drafted"),
             ],
         )
-        .properties(height=alt.Step(16))
+        .properties(height=alt.Step(20))
     )
 
 
