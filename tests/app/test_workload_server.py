@@ -94,3 +94,39 @@ def test_a_bad_url_and_a_refused_host_are_messages(monkeypatch):
     assert "vllm.example.org:8000" in at.error[0].value and "127.0.0.1" not in at.error[0].value
     at = click(at, "▶ Measure")
     assert not at.exception and "measures only the servers its operator listed" in at.error[0].value
+
+
+def test_a_server_that_fails_mid_workload_keeps_the_finished_prompts():
+    """A scripted server (no vLLM): connect's probe, the warm-up and two prompts answer, then it fails."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "remote"))
+    from fake_server import MODELS, fake_server
+
+    done = {"completions": 0}
+    spec = {"num_spec_tokens": 4, "per_step_accepted": [2, 1], "per_step_drafted": [4, 4]}
+
+    def complete(handler, body):
+        done["completions"] += 1
+        if done["completions"] > 4:
+            return 503, {"detail": "engine died"}, {}
+        choice = {"text": "abc", "finish_reason": "length", "token_ids": list(range(6))}
+        return (
+            200,
+            {"choices": [choice], "usage": {"completion_tokens": 6}, "metrics": {"speculative_decoding": spec}},
+            {},
+        )
+
+    routes = {
+        "/v1/models": (200, MODELS, {}),
+        "/version": (200, {"version": "0.32.0"}, {}),
+        "POST /v1/completions": complete,
+    }
+    with fake_server(routes) as (url, _):
+        at = click(server_page(url), "▶ Measure")
+    assert not at.exception
+    assert "engine died" in at.error[0].value and "The 2 prompt(s) finished before are kept below." in at.error[0].value
+    assert [r.prompt for r in at.session_state["workload_records"]] == PROMPTS.split("\n---\n")[:2]
+    assert any(w.value.startswith("The server failed after 2 prompt(s)") for w in at.warning)
+    assert at.dataframe[1].value.shape[0] == 2  # the per-prompt table holds the two finished prompts
