@@ -9,7 +9,7 @@ the steps that could reach past the limit are left out of the comparison.
 
     python -m specviz.remote.agreement PROMPTS --server URL [--max-new-tokens 64] [--limit N]
 runs every prompt on both (the bundled pair in process, float32, greedy, the server's K) and prints the agreement
-and both engines' tokens/s.
+and both engines' tokens/s; --json adds each prompt's steps side by side, each difference with its reason.
 """
 
 from __future__ import annotations
@@ -142,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
         served = server.run(row.prompt, settings)
         found = compare(served, local, args.max_new_tokens)
         speeds = {"local_tokens_per_s": local.tokens_per_s, "served_tokens_per_s": served.tokens_per_s}
-        results.append({**asdict(found), **speeds})
+        steps = side_by_side(served, local, args.max_new_tokens)
+        results.append({"prompt": row.prompt, **asdict(found), **speeds, "steps": steps})
         print(
             f"{len(results):>3} steps {found.steps:>3} same {found.same:>3} first same at {found.first_same} "
             f"text equal {found.text_equal}  specviz {local.tokens_per_s:6.1f} tok/s  "
