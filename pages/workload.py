@@ -157,11 +157,12 @@ else:
                 "counters": found.counters,
                 "max_model_len": found.max_model_len,
                 "local_pair": local_pair_for(found.model) if found.method == "draft" else None,
+                "asked": url.strip(),  # shown while the URL field still says this
             }
         except SpecvizError as exc:
             st.error(str(exc))
     found = state.get("server_found")
-    if found and found["server"] == url.strip().rstrip("/"):
+    if found and found["asked"] == url.strip():
         st.success(
             f"**{found['server']}** serves {', '.join(f'`{m}`' for m in found['models'])} "
             f"(vLLM {found['vllm_version'] or 'version not reported'}; context {found['max_model_len'] or '?'} tokens)"
@@ -307,7 +308,7 @@ def compare_engines(target: str, draft: str, k: int, rows) -> list[dict]:
     return out
 
 
-if where == SERVER and found and found.get("local_pair") and found["server"] == url.strip().rstrip("/"):
+if where == SERVER and found and found.get("local_pair") and found["asked"] == url.strip():
     st.subheader("Same pair, two engines")
     target, draft = found["local_pair"]
     st.caption(
