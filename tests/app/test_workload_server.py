@@ -130,3 +130,30 @@ def test_a_server_that_fails_mid_workload_keeps_the_finished_prompts():
     assert [r.prompt for r in at.session_state["workload_records"]] == PROMPTS.split("\n---\n")[:2]
     assert any(w.value.startswith("The server failed after 2 prompt(s)") for w in at.warning)
     assert at.dataframe[1].value.shape[0] == 2  # the per-prompt table holds the two finished prompts
+
+
+def test_public_mode_shows_a_listed_servers_model_without_its_path(monkeypatch):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "remote"))
+    from fake_server import fake_server
+
+    spec = {"num_spec_tokens": 4, "per_step_accepted": [2, 1], "per_step_drafted": [4, 4]}
+    choice = {"text": "abc", "finish_reason": "length", "token_ids": list(range(6))}
+    answer = {"choices": [choice], "usage": {"completion_tokens": 6}, "metrics": {"speculative_decoding": spec}}
+    routes = {
+        "/v1/models": (200, {"object": "list", "data": [{"id": "/srv/private/models/my-target"}]}, {}),
+        "POST /v1/completions": (200, answer, {}),
+    }
+    monkeypatch.setenv("SPECVIZ_PUBLIC", "1")
+    monkeypatch.setenv("SPECVIZ_SERVERS", "127.0.0.1")
+    with fake_server(routes) as (url, _):
+        at = click(server_page(url), "Check connection")
+        assert not at.exception and not at.error
+        assert "`my-target`" in at.success[0].value and "/srv/private" not in at.success[0].value
+        at = click(at, "▶ Measure")
+    assert not at.exception and not at.error
+    shown = " ".join(c.value for c in at.caption)
+    assert "my-target" in shown and "/srv/private" not in shown
+    assert at.session_state["workload_settings"][1]["model"] == "my-target"  # what the JSON export carries
