@@ -291,14 +291,16 @@ def summary_table(rows: list[dict]) -> str:
     """The summary per tag, method and K as aligned text; figures not measured show as "–"."""
     num = lambda v, spec, width: f"{'–' if v is None else format(v, spec):>{width}}"  # noqa: E731
     header = (
-        f"{'tag':<12} {'method':<6} {'K':>2} {'prompts':>7} {'alpha':>6} {'95% CI':>13} {'tau':>5} {'tok/s':>7} "
+        f"{'source':<8} {'tag':<12} {'method':<6} {'K':>2} {'prompts':>7} {'alpha':>6} {'95% CI':>13} {'tau':>5} "
+        f"{'tok/s':>7} "
         f"{'plain':>7} {'speedup':>7} {'predicted':>9}"
     )
     lines = [header, "-" * len(header)]
     for r in rows:
         ci = "{:.2f}-{:.2f}".format(*r["alpha_ci"])
         lines.append(
-            f"{r['tag'][:12]:<12} {r['method']:<6} {r['k']:>2} {r['prompts']:>7} {num(r['alpha'], '.3f', 6)} {ci:>13} "
+            f"{r.get('source', 'specviz'):<8} {r['tag'][:12]:<12} {r['method']:<6} {r['k']:>2} {r['prompts']:>7} "
+            f"{num(r['alpha'], '.3f', 6)} {ci:>13} "
             f"{num(r['tau'], '.2f', 5)} {num(r['tokens_per_s'], '.1f', 7)} {num(r['plain_tokens_per_s'], '.1f', 7)} "
             f"{num(r['speedup'], '.2f', 6)}x {num(r['predicted_speedup'], '.2f', 8)}x"
         )
