@@ -1,13 +1,17 @@
 """Your workload: measure acceptance and speedup on your own prompts, per prompt, per position and per tag."""
 
 import json
+from dataclasses import replace
+from pathlib import Path
 
+import pandas as pd
 import streamlit as st
 
 from specviz import methods
+from specviz.core.settings import SamplingSettings
 from specviz.engine.costs import measure_costs
 from specviz.engine.decode import encode_prompt
-from specviz.engine.models import ASSETS
+from specviz.engine.models import ASSETS, BUNDLED_DRAFT, BUNDLED_TARGET
 from specviz.errors import SpecvizError
 from specviz.measure.lanes import run_method
 from specviz.measure.predict import predict
@@ -15,8 +19,11 @@ from specviz.measure.prompts import Workload, parse_workload
 from specviz.measure.recommend import recommend
 from specviz.measure.summary import results_csv, results_json, summarize
 from specviz.measure.workload import run_workload
-from specviz.ui.controls import active_pair, sidebar_controls
-from specviz.ui.limits import Limits
+from specviz.remote import agreement
+from specviz.remote.vllm import connect, measure
+from specviz.ui.controls import active_pair, active_sources, sidebar_controls
+from specviz.ui.limits import Limits, display_source
+from specviz.ui.loaders import cached_pair
 from specviz.ui.render import apply_lecture_mode, page_header
 from specviz.viz import workload_charts as charts
 from specviz.viz.explain import ALPHA_HELP
@@ -32,6 +39,33 @@ state = st.session_state
 SAMPLES = {path.stem: path for path in sorted((ASSETS / "workloads").glob("*.jsonl"))}
 LIMITS = Limits.from_env()
 MAX_PROMPTS_PER_RUN = LIMITS.max_prompts
+HERE, SERVER = "this app's models", "a vLLM server"
+
+
+def same_model(a: str, b: str) -> bool:
+    """The same name, or two directories holding the same model: same config and the same weight files (name and
+    size; a copy of the bundled pair elsewhere counts)."""
+    if a == b:
+        return True
+    left, right = Path(a), Path(b)
+    if not (left.is_dir() and right.is_dir()):
+        return False
+    if left.resolve() == right.resolve():
+        return True
+    weights = lambda d: sorted((f.name, f.stat().st_size) for f in d.glob("*.safetensors"))  # noqa: E731
+    config = lambda d: (d / "config.json").read_bytes() if (d / "config.json").is_file() else None  # noqa: E731
+    return config(left) is not None and config(left) == config(right) and weights(left) == weights(right) != []
+
+
+def local_pair_for(served: str) -> tuple[str, str] | None:
+    """(target, draft) this app can load for the pair a server serves: the pair in use or the bundled one, when the
+    served model is the same model; None otherwise. vLLM does not say which draft it runs (outside dev mode), so the
+    draft is the one that goes with that target here."""
+    for target, draft in (active_sources()[:2], (BUNDLED_TARGET, BUNDLED_DRAFT)):
+        if draft and same_model(served, target):
+            return target, draft
+    return None
+
 
 source = st.radio("Prompts from", ["a sample workload", "pasted text", "an uploaded file"], horizontal=True)
 workload: Workload | None = None
@@ -57,20 +91,100 @@ except SpecvizError as exc:
 if workload and workload.problems:
     st.warning("Skipped rows (the others still run):\n\n" + "\n".join(f"- {p}" for p in workload.problems))
 
-left, middle, right = st.columns(3)
-chosen_methods = left.multiselect("Methods", list(methods.PROPOSERS), default=["draft"], format_func=methods.label)
-ks = middle.multiselect("K values", list(range(1, 17)), default=[controls.settings.k if controls.settings else 4])
-repeats = right.number_input(
-    "Timing repeats per prompt",
-    1,
-    5,
-    value=2,
-    help="Each prompt is timed this many times "
-    "(plain and every method): the go / no-go interval then carries the clock noise too.",
+run_limit = MAX_PROMPTS_PER_RUN
+if workload and workload.rows:
+    cap = min(MAX_PROMPTS_PER_RUN, len(workload.rows))
+    run_limit = int(st.number_input(f"Prompts to run (the first N of {len(workload.rows)})", 1, cap, value=cap))
+
+where = st.radio(
+    "Where to run",
+    [HERE, SERVER],
+    horizontal=True,
+    key="where",
+    help="This app's models decode in this process (with a plain baseline, so speedups are measured); a vLLM server "
+    "decodes with the method and K it was started with, and specviz reads its speculative-decoding metrics.",
 )
+if where == HERE:
+    left, middle, right = st.columns(3)
+    chosen_methods = left.multiselect("Methods", list(methods.PROPOSERS), default=["draft"], format_func=methods.label)
+    ks = middle.multiselect("K values", list(range(1, 17)), default=[controls.settings.k if controls.settings else 4])
+    repeats = right.number_input(
+        "Timing repeats per prompt",
+        1,
+        5,
+        value=2,
+        help="Each prompt is timed this many times "
+        "(plain and every method): the go / no-go interval then carries the clock noise too.",
+    )
+else:
+    left, middle, right = st.columns([3, 2, 2])
+    url = left.text_input(
+        "Server URL", value=LIMITS.servers[0] if LIMITS.servers else "http://127.0.0.1:8000", key="server_url"
+    )
+    served_model = middle.text_input("Model (optional)", key="server_model", help="Needed when it serves several.")
+    api_key = right.text_input("API key (optional)", type="password", help="Sent only in the request headers.")
+    left, right = st.columns(2)
+    declared = left.selectbox(
+        "Its speculative method, if it does not say",
+        ["draft", "ngram"],
+        format_func=methods.label,
+        key="server_method",
+        help="vLLM exposes its --speculative-config only in dev mode (VLLM_SERVER_DEV_MODE=1); otherwise the "
+        "method is the one declared here, checked against what its steps look like. K is read from its metrics.",
+    )
+    concurrency = right.number_input(
+        "Requests in flight", 1, 8, value=1, key="server_concurrency", help="Above 1 needs per-request metrics."
+    )
+    chosen_methods, ks, repeats = [declared], [0], 1
+
+    def open_server():
+        """Connect (public mode: only a listed host, refused before any request). Never stored: it holds the key."""
+        LIMITS.check_server(url)
+        return connect(url.strip(), served_model.strip() or None, api_key or None, method=declared)
+
+    def shown(source: str) -> str:
+        return display_source(source, LIMITS)
+
+    if st.button("Check connection", key="check_server"):
+        state.pop("server_found", None)
+        try:
+            found = open_server()
+            state["server_found"] = {
+                **found.describe(),
+                "model": shown(found.model),
+                "models": [shown(m) for m in found.models],
+                "per_request": found.per_request,
+                "counters": found.counters,
+                "max_model_len": found.max_model_len,
+                "local_pair": local_pair_for(found.model) if found.method == "draft" else None,
+                "asked": url.strip(),  # shown while the URL field still says this
+            }
+        except SpecvizError as exc:
+            st.error(str(exc))
+    found = state.get("server_found")
+    if found and found["asked"] == url.strip():
+        st.success(
+            f"**{found['server']}** serves {', '.join(f'`{m}`' for m in found['models'])} "
+            f"(vLLM {found['vllm_version'] or 'version not reported'}; context {found['max_model_len'] or '?'} tokens)"
+            f"\n\n- speculative method: **{methods.label(found['method'])}**, K = **{found['k']}**"
+            + "".join(f"\n  - {note}" for note in found["notes"])
+            + "\n- per-request metrics: "
+            + ("**on** (each step's drafted and accepted counts)" if found["per_request"] else "**off**")
+            + "\n- Prometheus counters: "
+            + (
+                "**yes**" + ("" if found["per_request"] else " (totals per prompt, at concurrency 1 only)")
+                if found["counters"]
+                else "**none**"
+            )
+        )
 st.caption(
     "Every run generates exactly the sidebar's max new tokens (EOS is ignored, as vLLM's and Spec-Bench's "
     "benchmarks do), so every speed is timed over the same length."
+    + (
+        " The server decodes with its own method and K, the sidebar's sampling, seed and length."
+        if where == SERVER
+        else ""
+    )
 )
 state.setdefault("workload_records", [])
 
@@ -79,7 +193,7 @@ def runnable_rows(workload: Workload):
     """Rows that fit the model's context; the others are reported by line number."""
     pair = active_pair()
     rows, problems = [], []
-    for row in workload.rows[:MAX_PROMPTS_PER_RUN]:
+    for row in workload.rows[:run_limit]:
         try:
             ids = encode_prompt(pair, row.prompt)
             if pair.context_length and len(ids) + controls.settings.max_new_tokens > pair.context_length:
@@ -96,30 +210,38 @@ def runnable_rows(workload: Workload):
 
 
 run_col, stop_col, clear_col = st.columns(3)
-start = run_col.button(
-    "▶ Measure", type="primary", key="measure", disabled=not (workload and chosen_methods and ks and controls.settings)
-)
+ready = workload and controls.settings and (chosen_methods and ks if where == HERE else url.strip())
+start = run_col.button("▶ Measure", type="primary", key="measure", disabled=not ready)
 stop_col.button("■ Stop (keeps what was measured)")
 if clear_col.button("Clear results"):
     state["workload_records"] = []
+    state.pop("workload_stopped", None)
 
-if start:
+
+def progress_bar():
+    bar = st.progress(0.0, text="Warming up…")
+
+    def progress(p) -> None:
+        eta = "" if p.done == 0 else f" · about {p.eta_s:.0f} s left"
+        bar.progress(p.done / max(1, p.total), text=f"{p.done}/{p.total} runs{eta} · {p.prompt[:60]!r}")
+
+    return bar, progress
+
+
+if start and where == HERE:
     try:
         pair, rows, problems = runnable_rows(workload)
         for problem in problems:
             st.warning(problem)
         base = controls.settings
         state["workload_records"] = []
+        state.pop("workload_stopped", None)
         state["workload_planned"] = len(rows) * len(chosen_methods) * len(ks)  # results; each timed `repeats` times
-        bar = st.progress(0.0, text="Measuring step costs…")
+        bar, progress = progress_bar()
+        bar.progress(0.0, text="Measuring step costs…")
         costs = measure_costs(pair, k_max=max(ks), repeats=5)
         state["workload_settings"] = (base, pair.describe(), chosen_methods, sorted(ks), costs)
         bar.progress(0.0, text="Warming up…")
-
-        def progress(p) -> None:
-            eta = "" if p.done == 0 else f" · about {p.eta_s:.0f} s left"
-            bar.progress(p.done / max(1, p.total), text=f"{p.done}/{p.total} runs{eta} · {p.prompt[:60]!r}")
-
         run = lambda prompt, settings, tag: run_method(pair, prompt, settings, settings.method, tag=tag)  # noqa: E731
         for record in run_workload(run, rows, chosen_methods, sorted(ks), base, progress, int(repeats)):
             state["workload_records"].append(record)  # kept even if the run is stopped here
@@ -127,56 +249,211 @@ if start:
     except SpecvizError as exc:
         st.error(str(exc))
 
+if start and where == SERVER:
+    state["workload_records"] = []
+    state.pop("workload_stopped", None)
+    try:
+        server = open_server()
+        rows = list(workload.rows[:run_limit])
+        if len(workload.rows) > MAX_PROMPTS_PER_RUN:
+            st.warning(f"only the first {MAX_PROMPTS_PER_RUN} of {len(workload.rows)} prompts run at once")
+        meta = {**server.describe(), "model": display_source(server.model, LIMITS), "concurrency": int(concurrency)}
+        state["workload_planned"] = len(rows)
+        state["workload_settings"] = (server.settings(controls.settings), meta, [server.method], [server.k], None)
+        bar, progress = progress_bar()
+        for record in measure(server, rows, controls.settings, int(concurrency), progress):
+            state["workload_records"].append(record)  # kept if the run is stopped, or the server fails, here
+        bar.empty()
+    except SpecvizError as exc:
+        kept = len(state["workload_records"])
+        if kept:
+            state["workload_stopped"] = f"The server failed after {kept} prompt(s); they are kept below. {exc}"
+        st.error(str(exc) + (f"\n\nThe {kept} prompt(s) finished before are kept below." if kept else ""))
+
+
+def compare_engines(target: str, draft: str, k: int, rows) -> list[dict]:
+    """Each prompt on the server and on this app's engine, greedy, same K: agreement per prompt and per step."""
+    server = open_server()
+    pair = cached_pair(target, draft, "cpu", "float32")
+    greedy = replace(controls.settings, sampling=SamplingSettings(0.0, 0, 1.0), stop_at_eos=False)
+    settings = server.settings(greedy)
+    bar = st.progress(0.0, text="Warming up both engines…")
+    run_method(pair, rows[0].prompt, replace(settings, max_new_tokens=8), settings.method)
+    server.run(rows[0].prompt, replace(settings, max_new_tokens=8))
+    out = []
+    for i, row in enumerate(rows):
+        bar.progress(i / len(rows), text=f"{i}/{len(rows)} prompts · {row.prompt[:60]!r}")
+        local = run_method(pair, row.prompt, settings, settings.method)
+        remote = server.run(row.prompt, settings, row.tag)
+        found = agreement.compare(remote, local, settings.max_new_tokens)
+        out.append(
+            {
+                "prompt": row.prompt,
+                "text equal": found.text_equal,
+                "first differing token": found.first_divergence,
+                "vLLM steps compared": found.steps,
+                "same steps": found.same,
+                "first same step": found.first_same,
+                "agree from there": f"{found.same_after_first}/{found.steps - (found.first_same or 0)}"
+                if found.first_same is not None
+                else "–",
+                "specviz tokens/s": local.tokens_per_s,
+                "vLLM tokens/s": remote.tokens_per_s,
+                "steps": agreement.side_by_side(remote, local, settings.max_new_tokens),
+                "_before": found.first_same or 0,
+                "_after": (found.same_after_first, found.steps - (found.first_same or 0)),
+            }
+        )
+    bar.empty()
+    return out
+
+
+if where == SERVER and found and found.get("local_pair") and found["asked"] == url.strip():
+    st.subheader("Same pair, two engines")
+    target, draft = found["local_pair"]
+    st.caption(
+        f"The server serves `{display_source(target, LIMITS)}`, which this app can load too (with the draft "
+        f"`{display_source(draft, LIMITS)}`: vLLM does not say which draft it runs; if it runs another, the steps "
+        f"differ). Both decode the same prompts greedily with K = {found['k']} and the sidebar's max new tokens; "
+        "this app in float32 on the CPU."
+    )
+    available = len(workload.rows) if workload else 0
+    n_compare = st.number_input(
+        "Prompts to compare", 1, max(1, min(MAX_PROMPTS_PER_RUN, available)), value=min(3, max(1, available))
+    )
+    if st.button("Compare with this app's engine", disabled=not (workload and controls.settings)):
+        state.pop("agreement", None)
+        try:
+            state["agreement"] = compare_engines(target, draft, found["k"], list(workload.rows[: int(n_compare)]))
+        except SpecvizError as exc:
+            st.error(str(exc))
+    compared = state.get("agreement")
+    if compared:
+        equal = sum(r["text equal"] for r in compared)
+        agree, after = (sum(r["_after"][i] for r in compared) for i in (0, 1))
+        before = sum(r["_before"] for r in compared)
+        (st.success if equal == len(compared) and agree == after else st.warning)(
+            f"{equal}/{len(compared)} texts equal. From the first verify step where both engines start at the same "
+            f"token, {agree}/{after} steps are the same step (same drafts, same accepted count); {before} vLLM "
+            "step(s) came before that."
+        )
+        st.caption(
+            "Why the first steps differ: vLLM's prefill commits the first token before any draft, so its first verify "
+            "step drafts from the prompt + 1 token, while this app's first round drafts straight from the prompt; the "
+            "two line up once a step starts at the same token (specviz's rounds before that are listed with no vLLM "
+            "step). Any other difference is numerics: this app ran float32; vLLM does not report its precision over "
+            "the API, and a server in bfloat16 or float16 (vLLM's default for half-precision checkpoints) can flip a "
+            "near-tie, after which texts and steps differ. tokens/s: one run each, on a shared machine (noisy)."
+        )
+        st.dataframe(
+            pd.DataFrame([{k: v for k, v in r.items() if k != "steps" and not k.startswith("_")} for r in compared]),
+            hide_index=True,
+        )
+        pick = st.selectbox("Steps of prompt", range(len(compared)), format_func=lambda i: compared[i]["prompt"][:60])
+        st.dataframe(pd.DataFrame(compared[pick]["steps"]), hide_index=True)
+
 records = state["workload_records"]
 if not records:
     st.stop()
 
 base, meta, run_methods, run_ks, costs = state["workload_settings"]
+served = any(r.source == "vllm" for r in records)
+speedup_measured = any(r.speedup is not None for r in records)
 planned = state.get("workload_planned", len(records))
 st.caption(
     f"{len(records)} of {planned} runs measured"
     + ("" if len(records) == planned else " (stopped early: the finished runs are kept)")
+    + (
+        f" through {meta['server']} ({meta['model']}, {methods.label(meta['method'])}, K = {meta['k']})"
+        if served
+        else ""
+    )
+    + f" · {'greedy' if base.sampling.temperature == 0 else f'temperature {base.sampling.temperature:g}'}"
+    + (f", top-k {base.sampling.top_k}" if base.sampling.top_k else "")
+    + (f", top-p {base.sampling.top_p:g}" if base.sampling.top_p < 1 else "")
+    + f", seed {base.seed}, {base.max_new_tokens} new tokens per run"
 )
+if state.get("workload_stopped"):
+    st.warning(state["workload_stopped"])
+warned = [r for r in records if r.run.meta.get("warnings")]
+if warned:
+    st.warning(
+        f"{len(warned)} run(s) carry warnings (in the JSON's meta.warnings), e.g.: {warned[0].run.meta['warnings'][0]}"
+    )
+if served and base.sampling.temperature > 0 and meta.get("method") == "draft":
+    st.info(
+        "At temperature > 0 vLLM's draft model drafts greedily unless told otherwise (its speculative config's "
+        '"draft_sample_method" defaults to "greedy"): each draft is the draft model\'s argmax, taken as certain '
+        "(q = 1), so the target accepts it with probability p(x) instead of min(1, p/q). The output stays the "
+        "target's distribution, but α is lower than with drafts sampled from q, as this app does. Start vLLM with "
+        '"draft_sample_method": "probabilistic" in --speculative-config to measure that instead.'
+    )
 summary = summarize(records, costs, base.seed)
 st.subheader("Recommendation")
 advice = recommend(records, meta.get("draft"), base.sampling.temperature, costs)
-if advice.go is None:
+if not speedup_measured:
+    st.info(
+        "No go / no-go: speedup is not measured through a server. The server decodes only with its speculative "
+        "configuration, so there is no plain baseline on the same server and the same load to compare with; specviz "
+        "does not guess one. α, τ and tokens/s below are measured. To decide whether speculation pays there, time the "
+        "same prompts on the same server started without --speculative-config."
+    )
+elif advice.go is None:
     st.info("No verdict yet. " + advice.reason)
 else:
     (st.success if advice.go else st.warning)(("GO: " if advice.go else "NO-GO: ") + advice.reason)
-if costs.implausible:
+if costs is not None and costs.implausible:
     st.warning(f"No predicted speedup is shown: {costs.implausible}")
-left, right = st.columns(2)
-left.markdown("vLLM `--speculative-config`")
-left.code(json.dumps(advice.vllm_config), language="json")
-right.markdown("Hugging Face `generate()`")
-right.code(advice.hf_generate, language="python")
+if not served:
+    left, right = st.columns(2)
+    left.markdown("vLLM `--speculative-config`")
+    left.code(json.dumps(advice.vllm_config), language="json")
+    right.markdown("Hugging Face `generate()`")
+    right.code(advice.hf_generate, language="python")
 
 st.subheader("Per tag and overall")
-st.dataframe(charts.summary_frame(summary), hide_index=True)
+st.dataframe(charts.summary_frame(summary, speedup_measured), hide_index=True)
 st.caption(ALPHA_HELP)
 st.subheader("Per prompt")
-st.dataframe(charts.per_prompt_frame(records), hide_index=True)
+st.dataframe(charts.per_prompt_frame(records, speedup_measured), hide_index=True)
 left, right = st.columns(2)
 left.altair_chart(charts.per_position_chart(records), width="stretch")
 right.altair_chart(charts.acceptance_length_chart(records), width="stretch")
+strip = charts.step_strip_frame(records)
+if len(strip):
+    st.altair_chart(charts.step_strip_chart(records), width="stretch")
+    if served:
+        st.caption(
+            "vLLM's first target pass (the prefill) commits one token without drafting, so each strip starts at "
+            "pass 2; passes without drafts have no cell."
+        )
+else:
+    st.caption("No per-step counts: the server reported totals only (start it with --per-request-spec-decode-metrics).")
 left, right = st.columns(2)
-left.altair_chart(charts.class_chart(records), width="stretch")
-predictions = {label: predict([r.run for r in group], costs) for label, group in charts.setting_groups(records).items()}
-right.altair_chart(charts.speedup_chart(records, predictions), width="stretch")
-st.caption(
-    "Predicted speedup = τ / (drafts per round · c + v): this run's measured tokens per target pass τ, the draft's "
-    "cost per step c and the verify pass cost v, both timed on this machine before the workload and relative to a "
-    "plain target step. It is what the model passes alone allow; the measured bar also pays the loop's own overhead. "
-    "On a CPU with small models c and v are large, so measured gains are small."
-)
-st.subheader("Token heatmap")
-which = st.selectbox(
-    "Run",
-    range(len(records)),
-    format_func=lambda i: f"{records[i].method} K={records[i].k} · {records[i].prompt[:50]!r}",
-)
-st.markdown(charts.heatmap_html(records[which]), unsafe_allow_html=True)
+if any(r.by_class for r in records):
+    left.altair_chart(charts.class_chart(records), width="stretch")
+if speedup_measured:
+    predictions = {
+        label: predict([r.run for r in group], costs) for label, group in charts.setting_groups(records).items()
+    }
+    right.altair_chart(charts.speedup_chart(records, predictions), width="stretch")
+    st.caption(
+        "Predicted speedup = τ / (drafts per round · c + v): this run's measured tokens per target pass τ, the draft's "
+        "cost per step c and the verify pass cost v, both timed on this machine before the workload and relative to a "
+        "plain target step. It is what the model passes alone allow; the measured bar also pays the loop's own "
+        "overhead. On a CPU with small models c and v are large, so measured gains are small."
+    )
+else:
+    right.caption("Speedup: not measured through a server (no plain baseline).")
+with_tokens = [i for i, r in enumerate(records) if r.tokens]
+if with_tokens:
+    st.subheader("Token heatmap")
+    which = st.selectbox(
+        "Run",
+        with_tokens,
+        format_func=lambda i: f"{records[i].method} K={records[i].k} · {records[i].prompt[:50]!r}",
+    )
+    st.markdown(charts.heatmap_html(records[which]), unsafe_allow_html=True)
 
 left, right = st.columns(2)
 left.download_button(

@@ -29,6 +29,8 @@ class Method:
     mirrors: str | None = None  # for an HF lane: the specviz method it is the reference implementation of
     vllm_method: str | None = None  # vLLM's --speculative-config "method"
     hf_option: str | None = None  # the generate() argument that turns it on
+    shaped: bool = False  # drafts a tree: runs only with a tree shape (RunSettings.tree, CLI --tree), so the pages'
+    #                      method lists, which cannot give one yet, leave it out (PROPOSERS, LANES)
 
     @property
     def speculative(self) -> bool:
@@ -64,6 +66,7 @@ class Method:
 
 
 PLAIN = "plain"
+TREE = "tree"  # several drafts per position, verified in one target pass (specviz.engine.tree)
 REGISTRY: dict[str, Method] = {
     m.name: m
     for m in (
@@ -89,6 +92,15 @@ REGISTRY: dict[str, Method] = {
             hf_option="prompt_lookup_num_tokens",
         ),
         Method(
+            TREE,
+            "draft tree",
+            "specviz · draft tree",
+            SPECVIZ,
+            needs_draft=True,
+            proposer="TreeProposer",
+            shaped=True,
+        ),
+        Method(
             "hf_assisted",
             "HF assisted generation",
             "HF generate · assistant_model",
@@ -108,8 +120,9 @@ REGISTRY: dict[str, Method] = {
 }
 
 ENGINE_METHODS = tuple(name for name, m in REGISTRY.items() if m.engine == SPECVIZ)  # what RunSettings.method takes
-PROPOSERS = tuple(name for name, m in REGISTRY.items() if m.proposer)  # the engine's speculative methods
-LANES = tuple(REGISTRY)  # everything the race and the bench can run, plain first
+PROPOSERS = tuple(name for name, m in REGISTRY.items() if m.proposer and not m.shaped)  # the engine's chain methods
+LANES = tuple(name for name, m in REGISTRY.items() if not m.shaped)  # what the race and the bench run, plain first
+SHAPED = tuple(name for name, m in REGISTRY.items() if m.shaped)  # methods that need a tree shape
 
 
 def get(name: str) -> Method:

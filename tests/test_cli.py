@@ -147,7 +147,8 @@ def test_measure_writes_json_and_csv_and_reports_bad_rows(model_dirs, capsys, tm
     )
     assert code == 0, err
     assert 'skipped line 2: missing or empty "prompt"' in err
-    assert out.splitlines()[0].split()[:3] == ["tag", "method", "K"]
+    assert out.splitlines()[0].split()[:4] == ["source", "tag", "method", "K"]
+    assert out.splitlines()[2].split()[:2] == ["specviz", "all"]  # in-process runs, the overall row first
     doc = json.loads((tmp_path / "r.json").read_text())
     assert len(doc["runs"]) == 2 * 2 * 2 and {r["tag"] for r in doc["runs"]} == {"code", "prose"}
     assert len((tmp_path / "r.csv").read_text().splitlines()) == 1 + 8

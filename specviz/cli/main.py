@@ -14,8 +14,9 @@ from specviz import methods
 from specviz.cli.remote import add_server_arguments, check_server_options, cmd_measure_server, collect
 from specviz.cli.theory import add_theory_parser
 from specviz.core.sampling import SamplingSettings
-from specviz.core.settings import RunSettings, check_prompt
+from specviz.core.settings import MAX_K, RunSettings, check_prompt
 from specviz.core.trace import Trace
+from specviz.core.verify import tree_size
 from specviz.errors import SpecvizError
 
 if TYPE_CHECKING:
@@ -109,12 +110,37 @@ def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--ngram-min", type=int, default=1, help="shortest suffix n-gram lookup matches")
     parser.add_argument("--ngram-max", type=int, default=3, help="longest suffix n-gram lookup matches")
+    parser.add_argument(
+        "--tree",
+        action="append",
+        default=None,
+        metavar="SHAPE",
+        help="draft a tree: children per depth, e.g. 3,2,1,1 (1,1,1,1 = the chain with K=4); bench takes several",
+    )
+
+
+def tree_shapes(args: argparse.Namespace) -> list[tuple[int, ...]]:
+    """Every --tree SHAPE given, as tuples of children per depth."""
+    return [tuple(int_list(shape, "--tree")) for shape in (getattr(args, "tree", None) or [])]
+
+
+def one_tree(args: argparse.Namespace) -> tuple[int, ...]:
+    shapes = tree_shapes(args)
+    if len(shapes) > 1:
+        raise SpecvizError("Give one --tree shape here (only bench compares several).")
+    return shapes[0] if shapes else ()
 
 
 def settings_from(args: argparse.Namespace, method: str) -> RunSettings:
+    """The run's settings; a --tree shape turns the draft-model method into tree speculation (K = its depth)."""
+    tree = one_tree(args)
+    if tree and method == "draft":
+        method = methods.TREE
+    k = len(tree) if method == methods.TREE and 1 <= len(tree) <= MAX_K else int_list(args.k, "--k")[0]
     return RunSettings(
         method=method,
-        k=int_list(args.k, "--k")[0],
+        tree=tree,
+        k=k,
         sampling=SamplingSettings(args.temperature, args.top_k, args.top_p),
         max_new_tokens=args.max_new_tokens,
         seed=args.seed,
@@ -152,10 +178,11 @@ def read_prompt(args: argparse.Namespace) -> str:
 def cmd_run(args: argparse.Namespace) -> int:
     from specviz.engine.decode import generate
 
-    method = method_of(args)
-    settings = settings_from(args, method)  # validate before the slow model load
+    if args.plain and args.tree:
+        raise SpecvizError("--plain runs the target alone, with no drafts: drop --tree, or drop --plain.")
+    settings = settings_from(args, method_of(args))  # validate before the slow model load
     prompt = check_prompt(read_prompt(args))
-    trace = generate(load_for(args, [method]), prompt, settings)
+    trace = generate(load_for(args, [settings.method]), prompt, settings)
     if args.json:
         print(trace.to_json(indent=2))
     else:
@@ -182,6 +209,8 @@ def summary_line(trace: Trace) -> str:
     alpha = "n/a" if t.alpha is None else f"{t.alpha:.2f}"
     how = "greedy" if s.sampling.greedy else f"T={s.sampling.temperature:g}"
     what = "plain decoding" if s.method == "plain" else f"{s.method}, K={s.k}"
+    if s.method == methods.TREE:
+        what = f"tree {','.join(map(str, s.tree))} ({tree_size(s.tree)} nodes, depth {len(s.tree)})"
     return (
         f"{what}, {how}: {t.committed} tokens in {t.rounds} rounds · α {alpha} · τ {t.tau:.2f} · "
         f"{t.tokens_per_s:.1f} tokens/s ({t.wall_s:.2f} s)"
@@ -214,9 +243,12 @@ def cmd_measure(args: argparse.Namespace) -> int:
     check_server_options(args)
     if args.server:  # measured through a vLLM server: no model loads here
         return cmd_measure_server(args)
-    args.method, args.k = args.method or "draft", args.k or "4"
-    method_names = methods.parse_list(args.method, "--method", methods.PROPOSERS)
-    ks = int_list(args.k, "--k")
+    tree = one_tree(args)
+    args.method, args.k = args.method or ("tree" if tree else "draft"), args.k or "4"
+    method_names = methods.parse_list(args.method, "--method", methods.PROPOSERS + (methods.SHAPED if tree else ()))
+    if tree and method_names != [methods.TREE]:
+        raise SpecvizError("With --tree, measure runs the tree (and plain) only: drop --method or use --method tree.")
+    ks = [len(tree)] if tree else int_list(args.k, "--k")
     check_ks(ks)
     if args.repeats < 1:
         raise SpecvizError("--repeats must be at least 1.")
@@ -259,14 +291,16 @@ def summary_table(rows: list[dict]) -> str:
     """The summary per tag, method and K as aligned text; figures not measured show as "–"."""
     num = lambda v, spec, width: f"{'–' if v is None else format(v, spec):>{width}}"  # noqa: E731
     header = (
-        f"{'tag':<12} {'method':<6} {'K':>2} {'prompts':>7} {'alpha':>6} {'95% CI':>13} {'tau':>5} {'tok/s':>7} "
+        f"{'source':<8} {'tag':<12} {'method':<6} {'K':>2} {'prompts':>7} {'alpha':>6} {'95% CI':>13} {'tau':>5} "
+        f"{'tok/s':>7} "
         f"{'plain':>7} {'speedup':>7} {'predicted':>9}"
     )
     lines = [header, "-" * len(header)]
     for r in rows:
         ci = "{:.2f}-{:.2f}".format(*r["alpha_ci"])
         lines.append(
-            f"{r['tag'][:12]:<12} {r['method']:<6} {r['k']:>2} {r['prompts']:>7} {num(r['alpha'], '.3f', 6)} {ci:>13} "
+            f"{r.get('source', 'specviz'):<8} {r['tag'][:12]:<12} {r['method']:<6} {r['k']:>2} {r['prompts']:>7} "
+            f"{num(r['alpha'], '.3f', 6)} {ci:>13} "
             f"{num(r['tau'], '.2f', 5)} {num(r['tokens_per_s'], '.1f', 7)} {num(r['plain_tokens_per_s'], '.1f', 7)} "
             f"{num(r['speedup'], '.2f', 6)}x {num(r['predicted_speedup'], '.2f', 8)}x"
         )
@@ -289,11 +323,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
     check_ks(ks)
     if args.repeats < 1:
         raise SpecvizError("--repeats must be at least 1.")
+    trees = tree_shapes(args)
+    for shape in trees:  # validate before the slow model load
+        RunSettings(method=methods.TREE, tree=shape, k=min(len(shape), MAX_K))
+    args.tree = None
     base = settings_from(args, methods.PLAIN)
     rows = read_workload(args.prompts or ASSETS / "workloads" / "code.jsonl").rows
     prompts = [row.prompt for row in (rows[: args.limit] if args.limit else rows)]
-    pair = load_for(args, lanes)
-    doc = run_bench(pair, prompts, ks, base, args.repeats, lanes, lambda msg: print(msg, file=sys.stderr, flush=True))
+    pair = load_for(args, lanes + ((methods.TREE,) if trees else ()))
+    say = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
+    doc = run_bench(pair, prompts, ks, base, args.repeats, lanes, say, trees=trees)
     print(results_table(doc))
     if args.json_out:
         write_file(args.json_out, json.dumps(doc, indent=2))

@@ -5,10 +5,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from specviz import methods
+from specviz.core import verify
 from specviz.core.sampling import SamplingSettings
 from specviz.errors import SettingsError
 
 MAX_K = 16
+MAX_BRANCHING = 16  # children of one node
+MAX_TREE_NODES = 256  # nodes of one draft tree (one target pass reads them all)
 
 
 @dataclass(frozen=True)
@@ -23,6 +26,8 @@ class RunSettings:
     ngram_min: int = 1  # n-gram lookup matches the last n tokens, n from ngram_max down to ngram_min
     ngram_max: int = 3
     stop_at_eos: bool = True
+    tree: tuple[int, ...] = ()  # method "tree": children per depth, e.g. (3, 2, 1, 1); empty for chain methods
+    #                              (plain ignores one: it is the baseline of a tree run's measurement)
 
     def __post_init__(self) -> None:
         if self.method not in methods.ENGINE_METHODS:
@@ -32,14 +37,23 @@ class RunSettings:
         _require_int("seed", self.seed, 0, 2**63 - 1)
         _require_int("n-gram minimum n", self.ngram_min, 1, 32)
         _require_int("n-gram maximum n", self.ngram_max, self.ngram_min, 32)
+        object.__setattr__(self, "tree", tuple(self.tree))  # JSON gives a list
+        check_tree(self.method, self.tree)
 
     @property
     def draft_length(self) -> int:
-        """Tokens proposed per round: K, or 0 for plain decoding."""
+        """Tokens proposed per round: K, or 0 for plain decoding; for a tree, its depth (the longest acceptable run)."""
+        if self.tree and self.method in methods.SHAPED:
+            return len(self.tree)
         return self.k if methods.get(self.method).speculative else 0
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        body = asdict(self)
+        if not self.tree:
+            del body["tree"]  # chain runs keep the settings JSON they always had
+        else:
+            body["tree"] = list(self.tree)
+        return body
 
     @classmethod
     def from_dict(cls, data: dict) -> RunSettings:
@@ -51,6 +65,41 @@ class RunSettings:
 def _require_int(name: str, value: object, low: int, high: int) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
         raise SettingsError(f"{name} must be a whole number from {low} to {high}; got {value!r}.")
+
+
+def check_tree(method: str, tree: tuple[int, ...]) -> None:
+    """A tree shape goes with the tree method only, and must be a small tree with at least one child per depth."""
+    shaped = method in methods.SHAPED
+    if not tree and shaped:
+        raise SettingsError(
+            "Tree speculation needs a tree shape: children per depth, e.g. 3,2,1,1 "
+            "(3 children of the root, 2 under each, then single children); 1,1,1,1 is the chain with K = 4."
+        )
+    if tree and not shaped and method != methods.PLAIN:  # plain ignores it: the baseline a tree run is measured by
+        if method == "ngram":
+            raise SettingsError(
+                "n-gram lookup proposes one continuation, not a tree: tree speculation needs a draft model "
+                "(method tree), or drop the tree shape to use n-gram lookup."
+            )
+        raise SettingsError(
+            f"A tree shape is only used by the tree method, not by {method!r}: drop it, or use method tree "
+            "(with 1,1,1,1 for the chain with K = 4)."
+        )
+    if not tree:
+        return
+    if len(tree) > MAX_K:
+        raise SettingsError(f"The tree is {len(tree)} levels deep; at most {MAX_K} levels (the longest K).")
+    for depth, children in enumerate(tree, start=1):
+        if not isinstance(children, int) or isinstance(children, bool) or not 1 <= children <= MAX_BRANCHING:
+            raise SettingsError(
+                f"Each depth of the tree needs 1 to {MAX_BRANCHING} children per node; depth {depth} has {children!r}."
+            )
+    nodes = verify.tree_size(tree)
+    if nodes > MAX_TREE_NODES:
+        raise SettingsError(
+            f"The tree {','.join(map(str, tree))} has {nodes} nodes; at most {MAX_TREE_NODES} fit in one verify pass. "
+            "Use fewer children per depth or fewer levels."
+        )
 
 
 def check_prompt(prompt: object) -> str:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from specviz.core.verify import EXACT, Rule, accepted_mass
+from specviz.core.verify import EXACT, TOP_B, WITH_REPLACEMENT, Rule, accepted_mass
 
 Context = tuple[int, ...]
 LanguageModel = Callable[[Context], torch.Tensor]  # context -> (V,) next-token distribution
@@ -107,3 +107,89 @@ def target_distribution(p: LanguageModel, context: Context, length: int) -> dict
 def total_variation(a: dict[Context, float], b: dict[Context, float]) -> float:
     """Half the L1 distance between two distributions over sequences."""
     return 0.5 * sum(abs(a.get(key, 0.0) - b.get(key, 0.0)) for key in a.keys() | b.keys())
+
+
+def tree_round_outcomes(
+    p: LanguageModel,
+    q: LanguageModel,
+    context: Context,
+    shape: tuple[int, ...],
+    how: str,
+    rule: Rule = EXACT,
+    update_residual: bool = True,
+    soft_q_for_top_b: bool = False,
+) -> dict[Context, float]:
+    """Every token sequence one tree round can commit at `context`, and its exact probability.
+
+    Children per depth from `shape`, drawn as `how` says (core/verify.py: WITH_REPLACEMENT, WITHOUT_REPLACEMENT,
+    TOP_B), judged child by child as verify_tree does. No tree is ever sampled: each child's draw, accept and reject is
+    a branch weighted by its probability. Only the subtree of a kept child matters, and it is drafted given that
+    child's token alone, so the walk enumerates one level at a time. update_residual=False and soft_q_for_top_b=True
+    are the broken variants that the tests show are not exact.
+    """
+    outcomes: dict[Context, float] = {}
+
+    def emit(tokens: Context, prob: float) -> None:
+        outcomes[tokens] = outcomes.get(tokens, 0.0) + prob
+
+    def node(accepted: Context, prob: float) -> None:
+        depth = len(accepted)
+        p_node = p(context + accepted)  # (V,)
+        if depth == len(shape):  # a leaf: the bonus from p
+            for token, p_t in enumerate(p_node.tolist()):
+                emit(accepted + (token,), prob * p_t)
+            return
+        q_node = q(context + accepted)  # (V,)
+        order = q_node.argsort(descending=True, stable=True).tolist() if how == TOP_B else None
+        siblings(accepted, prob, p_node, q_node, q_node, order, shape[depth], 0)
+
+    def siblings(accepted, prob, target, q_node, left, order, b, j) -> None:
+        if j == b:  # every child rejected: draw from what is left of the target
+            for token, r_t in enumerate(target.tolist()):
+                emit(accepted + (token,), prob * r_t)
+            return
+        for x, draw_prob, q_j in _child_draws(q_node, left, order, j, how, soft_q_for_top_b):
+            a = float(rule.acceptance(target[x], q_j[x])) if q_j[x] > 0 else 0.0
+            if a > 0:
+                node(accepted + (x,), prob * draw_prob * a)
+            if a < 1:
+                rest = rule.resample(target, q_j) if update_residual else target
+                siblings(
+                    accepted,
+                    prob * draw_prob * (1 - a),
+                    rest,
+                    q_node,
+                    left.index_fill(0, torch.tensor([x]), 0.0),
+                    order,
+                    b,
+                    j + 1,
+                )
+
+    node((), 1.0)
+    return outcomes
+
+
+def _child_draws(q_node, left, order, j, how, soft_q_for_top_b):
+    """The j-th child's possible tokens: (token, probability of drawing it, the q its ratio uses)."""
+    if how == TOP_B:
+        x = order[j]
+        q_j = q_node if soft_q_for_top_b else torch.nn.functional.one_hot(torch.tensor(x), len(q_node)).to(q_node)
+        return [(x, 1.0, q_j)]
+    q_j = q_node if how == WITH_REPLACEMENT or left.sum() <= 0 else left / left.sum()
+    return [(x, q_x, q_j) for x, q_x in enumerate(q_j.tolist()) if q_x > 0]
+
+
+def tree_speculative_distribution(
+    p: LanguageModel, q: LanguageModel, context: Context, shape: tuple[int, ...], how: str, length: int, **broken
+) -> dict[Context, float]:
+    """Exact distribution of the first `length` tokens from repeated tree rounds (the tree is cut to depth
+    length - 1 at the end, as the engine does)."""
+    if length == 0:
+        return {(): 1.0}
+    result: dict[Context, float] = {}
+    for tokens, prob in tree_round_outcomes(p, q, context, shape[: length - 1], how, **broken).items():
+        for rest, rest_prob in tree_speculative_distribution(
+            p, q, context + tokens, shape, how, length - len(tokens), **broken
+        ).items():
+            result[tokens + rest] = result.get(tokens + rest, 0.0) + prob * rest_prob
+    return result

@@ -1,7 +1,11 @@
 """The trace of a speculative run: every decision, as frozen dataclasses that round-trip through JSON losslessly.
 
-The JSON document (format "specviz.trace", version 1) is what `python -m specviz run --json` prints and what the app
-downloads and replays. Its shape is documented in README.md ("Trace format") and is stable within a version.
+The JSON document (format "specviz.trace") is what `python -m specviz run --json` prints and what the app downloads
+and replays. Its shape is documented in README.md ("Trace format") and is stable within a version. Version 1: chain
+rounds (`rounds[].positions[]`). Version 2 adds tree rounds: `rounds[].nodes[]` (every drafted node and its verdict)
+and `rounds[].path` (the accepted nodes); a tree round's `positions` are the nodes of its accepted path, then, when the
+round ends in a correction, the last child rejected, so readers of version 1 see a chain-like round. Chain runs are
+still written as version 1, byte for byte; both versions load.
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ from specviz.core.settings import RunSettings
 from specviz.errors import SettingsError, TraceFormatError
 
 TRACE_FORMAT = "specviz.trace"
-TRACE_VERSION = 1
+TRACE_VERSION = 1  # chain runs
+TREE_TRACE_VERSION = 2  # runs with tree rounds
+READABLE_VERSIONS = (TRACE_VERSION, TREE_TRACE_VERSION)
 
 # Verdict of one drafted position.
 ACCEPTED, REJECTED, UNREACHED, AFTER_STOP = "accepted", "rejected", "unreached", "after_stop"
@@ -53,6 +59,23 @@ class Position:
 
 
 @dataclass(frozen=True)
+class Node:
+    """One node of a draft tree and how the target judged it (specviz.core.verify.verify_tree)."""
+
+    id: int  # breadth-first number within the round
+    parent: int  # the parent node's id; -1 for a child of the root (the committed prefix)
+    depth: int  # 1 for the root's children
+    token_id: int
+    text: str
+    q: float  # q_j(x): probability in the distribution this child was drawn from (1.0 for a top-b child)
+    p: float | None  # probability under the target it was judged against: p at its parent, or the residual left by
+    #                  its rejected elder siblings (None when never tried)
+    ratio: float | None  # min(1, p/q): the acceptance probability (None when never tried)
+    u: float  # the uniform it was (or would have been) judged with
+    verdict: str  # accepted | rejected | unreached (never tried) | after_stop (accepted, cut by a stop condition)
+
+
+@dataclass(frozen=True)
 class ExtraToken:
     """The token the target adds after the accepted drafts: a correction, a bonus, or (plain decoding) the next
     token."""
@@ -80,10 +103,20 @@ class Round:
     draft_cache: tuple[int, int]  # draft KV length after drafting, and after rollback (0, 0 without a draft model)
     stop: str | None = None  # "eos" or "max_new_tokens" when this round ended the run
     bonus_top: tuple[TokenProb, ...] = ()  # top-10 of p_{K+1} when no draft was rejected (the bonus / plain token)
+    nodes: tuple[Node, ...] = ()  # tree rounds only: every drafted node (positions = the accepted path's nodes, then
+    #                               the last child rejected when the round ends in a correction)
+    path: tuple[int, ...] = ()  # tree rounds only: ids of the accepted nodes from the root down
+
+    @property
+    def is_tree(self) -> bool:
+        return bool(self.nodes)
 
     @property
     def proposed(self) -> int:
-        """Drafts that count as proposed: all but those cut off by a stop condition earlier in the round."""
+        """Drafts that count as proposed: all but those cut off by a stop condition earlier in the round (for a tree,
+        every node drafted)."""
+        if self.nodes:
+            return len(self.nodes)
         return sum(pos.verdict != AFTER_STOP for pos in self.positions)
 
     @property
@@ -92,8 +125,10 @@ class Round:
 
     @property
     def judged(self) -> int:
-        """Drafts that met the accept test (accepted, or the one rejected); those after a rejection never do."""
-        return sum(pos.verdict in (ACCEPTED, REJECTED) for pos in self.positions)
+        """Drafts that met the accept test (accepted, or the one rejected); those after a rejection never do. For a
+        tree: every child tried (each rejected sibling, and the accepted ones)."""
+        items = self.nodes or self.positions
+        return sum(item.verdict in (ACCEPTED, REJECTED) for item in items)
 
 
 @dataclass(frozen=True)
@@ -169,7 +204,11 @@ class Trace:
     def to_dict(self) -> dict:
         body = asdict(self)
         body["settings"] = self.settings.to_dict()
-        return {"format": TRACE_FORMAT, "version": TRACE_VERSION, **body}
+        tree = any(r.nodes for r in self.rounds)
+        if not tree:
+            for r in body["rounds"]:  # chain runs: exactly the version-1 document
+                del r["nodes"], r["path"]
+        return {"format": TRACE_FORMAT, "version": TREE_TRACE_VERSION if tree else TRACE_VERSION, **body}
 
     def to_json(self, indent: int | None = None) -> str:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
@@ -235,15 +274,27 @@ class Trace:
         ]
         return pd.DataFrame(rows, columns=["round", *scalar])
 
+    def nodes_frame(self) -> pd.DataFrame:
+        """Tree runs: one row per drafted node (id, parent, depth, token, q, p, ratio, u, verdict, on_path); empty
+        for chain runs."""
+        names = [f.name for f in fields(Node)]
+        rows = [
+            {"round": r.index, **{name: getattr(node, name) for name in names}, "on_path": node.id in r.path}
+            for r in self.rounds
+            for node in r.nodes
+        ]
+        return pd.DataFrame(rows, columns=["round", *names, "on_path"])
+
 
 def _check_header(doc: Any) -> None:
     if not isinstance(doc, dict) or doc.get("format") != TRACE_FORMAT:
         raise TraceFormatError(
             f'This JSON is not a specviz trace (expected "format": "{TRACE_FORMAT}" at the top level).'
         )
-    if doc.get("version") != TRACE_VERSION:
+    if doc.get("version") not in READABLE_VERSIONS:
         raise TraceFormatError(
-            f"This trace is format version {doc.get('version')!r}; this specviz reads version {TRACE_VERSION}. "
+            f"This trace is format version {doc.get('version')!r}; this specviz reads versions "
+            f"{', '.join(map(str, READABLE_VERSIONS))}. "
             "Re-run it with this version of specviz to get a readable trace."
         )
 
@@ -266,6 +317,8 @@ def _round_from_dict(r: dict) -> Round:
             "committed": tuple(r["committed"]),
             "target_cache": tuple(r["target_cache"]),
             "draft_cache": tuple(r["draft_cache"]),
+            "nodes": tuple(Node(**node) for node in r.get("nodes", ())),
+            "path": tuple(r.get("path", ())),
         }
     )
 

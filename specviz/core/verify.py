@@ -119,3 +119,148 @@ def overlap(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     """sum_x min(p(x), q(x)) = 1 - TV(p, q): the probability that a draft x ~ q is accepted against p (the expected
     alpha at one position). Called the overlap to keep it apart from the measured rates in core/stats.py."""
     return torch.minimum(p, q).sum(-1)
+
+
+# --- Trees: several drafts per position, verified in one target pass --------------------------------------------------
+#
+# A draft tree is given by its shape, children per depth: (3, 2, 1, 1) is 3 children of the root, 2 under each of
+# those, then single children (3 + 6 + 6 + 6 = 21 nodes, depth 4). Nodes are numbered breadth-first, children of one
+# parent consecutive and in the order they were drafted; node i's parent is parents[i] (-1 for the root). (1, 1, ..., 1)
+# is the chain with K = depth. Sources: SpecInfer (Miao et al., arXiv 2305.09781) multi-step speculative sampling,
+# Sequoia (Chen et al., arXiv 2402.12374) SpecTree sampling without replacement, EAGLE-2 (Li et al., arXiv 2406.16858)
+# deterministic top-b trees, recursive rejection sampling (Jeon et al., arXiv 2402.14160).
+#
+# Why accepting along the tree is exact. Lemma (Leviathan et al.): if x ~ q' is kept with probability
+# min(1, r(x)/q'(x)) and otherwise a token is drawn from norm(max(0, r - q')), the result is distributed as r, for any
+# r and any q'. At a node with target r_1 = p_node, child j was drawn from q_j(. | h_j) given its elder siblings
+# h_j = (x_1..x_{j-1}), and the u's are independent of the drafting. Claim: once child j is reached with history h_j
+# (all elder siblings rejected), the rest of the walk emits a first token distributed as r_j(h_j), where
+# r_{j+1} = norm(max(0, r_j - q_j)); after the last child (j = b + 1) the walk draws from r_{b+1} itself, so the claim
+# holds there. Induction downwards on j: child j is kept with probability min(1, r_j/q_j)(x_j); if it is rejected, the
+# rest emits r_{j+1} by the induction hypothesis, and r_{j+1} is a function of h_j alone (through r_j and q_j), not of
+# x_j, so the lemma with r = r_j, q' = q_j(. | h_j) gives r_j.
+# So the first token is distributed as p_node; a kept child continues as the same procedure one level down (its subtree
+# was drafted given its own token only), and at a leaf the bonus is drawn from p_leaf. Nothing above uses how q_j
+# depends on h_j, so it covers:
+#   WITH_REPLACEMENT  x_j ~ q for every j (SpecInfer): q_j = q.
+#   WITHOUT_REPLACEMENT  x_j ~ norm(q with x_1..x_{j-1} zeroed) (Sequoia's SpecTree): q_j is that renormalised q
+#       (when the elder siblings used up all of q's support, x_j is drawn from q itself and q_j = q: still exact).
+#   TOP_B  the b most likely draft tokens, deterministic (EAGLE-2 / Medusa trees): q_j = one_hot(x_j), so a child is
+#       kept with probability r_j(x_j) and a rejection zeroes x_j in r and renormalises. Putting the draft's soft q in
+#       the ratio instead is NOT exact (x_j was not drawn from it); tests/core/test_tree_verify.py shows the bias.
+WITH_REPLACEMENT, WITHOUT_REPLACEMENT, TOP_B = "with_replacement", "without_replacement", "top_b"
+TREE_SAMPLINGS = (WITH_REPLACEMENT, WITHOUT_REPLACEMENT, TOP_B)
+
+
+def tree_parents(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Children per depth -> parent of each node, breadth-first (-1 = the root). (2, 1) -> (-1, -1, 0, 1)."""
+    parents: list[int] = []
+    level = [-1]  # nodes of the previous depth
+    for branching in shape:
+        start = len(parents)
+        parents += [parent for parent in level for _ in range(branching)]
+        level = list(range(start, len(parents)))
+    return tuple(parents)
+
+
+def tree_depths(parents: tuple[int, ...]) -> tuple[int, ...]:
+    """Depth of each node (1 for the root's children)."""
+    depths: list[int] = []
+    for parent in parents:
+        depths.append(1 if parent < 0 else depths[parent] + 1)
+    return tuple(depths)
+
+
+def tree_size(shape: tuple[int, ...]) -> int:
+    """Nodes in a tree of this shape: b1 + b1*b2 + ... ."""
+    total, level = 0, 1
+    for branching in shape:
+        level *= branching
+        total += level
+    return total
+
+
+def draw_children(q: torch.Tensor, b: int, u: torch.Tensor, how: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """The b children of one node and, per child, the distribution it was drawn from (what its ratio must use).
+
+    q (V,) the node's processed draft distribution (for TOP_B: any scores whose order ranks the tokens, e.g. the raw
+    draft logits); u (b,) uniforms (unused for TOP_B). Returns tokens (b,) long and q_rows (b, V).
+    """
+    if how == TOP_B:
+        tokens = q.topk(b).indices  # (b,) deterministic: the b highest-ranked tokens
+        return tokens, torch.nn.functional.one_hot(tokens, q.shape[-1]).to(q.dtype)  # (b, V) one-hot q
+    tokens, rows, left = [], [], q
+    for j in range(b):
+        row = q if how == WITH_REPLACEMENT or left.sum() <= 0 else left / left.sum()  # (V,)
+        x = sample(row, u[j])
+        tokens.append(x)
+        rows.append(row)
+        left = left.index_fill(-1, x.view(1), 0.0)  # without replacement: x cannot be drawn again
+    return torch.stack(tokens), torch.stack(rows)  # (b,), (b, V)
+
+
+@dataclass(frozen=True)
+class TreeVerdict:
+    """One tree round's decision, on the host. Node fields are per node, in node order; untried nodes have nan."""
+
+    path: tuple[int, ...]  # accepted nodes from the root down
+    tried: tuple[int, ...]  # nodes that met the accept test, in the order they met it
+    target_x: tuple[float, ...]  # probability of the node's token under the target it was judged against: p at its
+    #                               parent, or the residual left by its rejected elder siblings
+    q_x: tuple[float, ...]  # q_j(x): probability of the node's token in the distribution it was drawn from
+    accept_prob: tuple[float, ...]  # min(1, target_x / q_x)
+    passed: tuple[bool, ...]  # u <= accept_prob (False for untried nodes)
+    next_dist: torch.Tensor  # (V,) the residual after every child of the last path node was rejected, or p at a leaf
+    next_token: int  # the correction (residual) or bonus (leaf) token
+    at_leaf: bool  # True: the walk reached a leaf, next_token is a bonus; False: a correction
+
+
+def verify_tree(
+    parents: tuple[int, ...],
+    tokens: torch.Tensor,
+    p: torch.Tensor,
+    q: torch.Tensor,
+    u_accept: torch.Tensor,
+    u_next: torch.Tensor,
+    rule: Rule = EXACT,
+    update_residual: bool = True,
+) -> TreeVerdict:
+    """Walk the tree from the root, accepting exactly (see the proof above).
+
+    parents (N,) as from tree_parents; tokens (N,); p (N+1, V): row 0 the target after the prefix, row i+1 the target
+    after node i; q (N, V): row i the distribution node i was drawn from given its elder siblings (draw_children's
+    q_rows); u_accept (N,) one uniform per node; u_next () for the final draw. update_residual=False is the broken
+    variant (siblings all judged against the unchanged p), kept only as a negative control for the tests.
+    """
+    n = len(parents)
+    children: list[list[int]] = [[] for _ in range(n + 1)]  # index 0 = root, i+1 = node i
+    for node, parent in enumerate(parents):
+        children[parent + 1].append(node)
+    nan = float("nan")
+    target_x, q_x, accept_prob, passed = [nan] * n, [nan] * n, [nan] * n, [False] * n
+    path, tried, node = [], [], -1
+    while True:
+        target = p[node + 1]  # (V,) what the next token must follow
+        kept = None
+        for child in children[node + 1]:
+            x = tokens[child]
+            a = rule.acceptance(target[x], q[child, x])
+            target_x[child], q_x[child], accept_prob[child] = float(target[x]), float(q[child, x]), float(a)
+            tried.append(child)
+            if float(u_accept[child]) <= float(a):
+                passed[child], kept = True, child
+                break
+            if update_residual:
+                target = rule.resample(target, q[child])  # (V,) what the younger siblings must now produce
+        if kept is None:
+            token = int(sample(target, u_next))
+            return TreeVerdict(
+                tuple(path),
+                tuple(tried),
+                *map(tuple, (target_x, q_x, accept_prob, passed)),
+                target,
+                token,
+                at_leaf=not children[node + 1],
+            )
+        path.append(kept)
+        node = kept

@@ -6,6 +6,7 @@ embedding rows past the shared vocabulary are suppressed so that greedy outputs 
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass
 
@@ -39,12 +40,7 @@ def hf_generate(pair: ModelPair, prompt_ids: list[int], settings: RunSettings, l
     if lane == "hf_assisted":
         if pair.draft is None:
             raise SettingsError("Hugging Face assisted generation needs a draft model.")
-        kwargs.update(
-            assistant_model=pair.draft,
-            num_assistant_tokens=settings.k,
-            num_assistant_tokens_schedule="constant",
-            assistant_confidence_threshold=0.0,  # no early exit: exactly K drafts per round, like specviz
-        )
+        kwargs.update(assistant_model=_assistant(pair.draft, settings.k))
     elif lane == "hf_prompt_lookup":
         kwargs.update(prompt_lookup_num_tokens=settings.k, max_matching_ngram_size=settings.ngram_max)
     if streamer is not None:
@@ -57,6 +53,21 @@ def hf_generate(pair: ModelPair, prompt_ids: list[int], settings: RunSettings, l
     if pair.device.type == "cuda":
         torch.cuda.synchronize(pair.device)
     return LaneRun(lane, tuple(out[0, ids.shape[1] :].tolist()), time.perf_counter() - start)
+
+
+def _assistant(draft, k: int):
+    """The draft as generate()'s assistant, drafting exactly K tokens a round (constant schedule, no early exit).
+
+    transformers reads these settings from the assistant's own generation_config, not from generate()'s arguments,
+    and the heuristic schedule writes back into it: so the shared, cached draft is never handed over itself, but a
+    shallow copy (same weights) with a config of its own.
+    """
+    assistant = copy.copy(draft)
+    assistant.generation_config = copy.deepcopy(draft.generation_config)
+    assistant.generation_config.num_assistant_tokens = k
+    assistant.generation_config.num_assistant_tokens_schedule = "constant"
+    assistant.generation_config.assistant_confidence_threshold = 0.0
+    return assistant
 
 
 def _sampling_kwargs(pair: ModelPair, settings: RunSettings) -> dict:

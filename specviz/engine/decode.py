@@ -107,7 +107,14 @@ def decode_rounds(
 ) -> Iterator[Round]:
     """Yield one Round per target pass until EOS or max_new_tokens. Same settings and seed -> same rounds.
 
-    on_target_logits, if given, sees each pass's raw logits (k+1, V) (the exactness lab reads near-ties from them)."""
+    on_target_logits, if given, sees each pass's raw logits (k+1, V) (the exactness lab reads near-ties from them).
+    A run with a tree shape is drafted and verified as a tree (specviz.engine.tree)."""
+    if settings.method in methods.SHAPED:
+        from specviz.engine.tree import tree_rounds
+
+        check_fits(pair, prompt_ids, settings)
+        yield from tree_rounds(pair, prompt_ids, settings, on_target_logits)
+        return
     check_fits(pair, prompt_ids, settings)
     proposer = make_proposer(pair, settings)
     generator = torch.Generator().manual_seed(settings.seed)

@@ -47,6 +47,46 @@ class CachedModel:
         self.fed_extra += 1
         return out.logits[0, -1, : self.vocab_size]
 
+    def forward_tree(self, nodes: torch.Tensor, depth: torch.Tensor, sees: torch.Tensor) -> torch.Tensor:
+        """Read pending tokens (causally) plus n tree nodes in one pass, each node seeing only the committed sequence
+        and its own ancestors (tree attention); return the logits of the last pending token (if any) and every node.
+
+        nodes (n,) long; depth (n,) long, 1 = a child of the last committed token; sees (n, E + n) bool: node i may
+        attend to tree token j, over the E tree tokens this cache read earlier in the round, then these n (each must
+        see itself). Positions are the committed length - 1 + depth, as in the chain each node would sit in. The mask is
+        a 4D additive mask (0 = attend, the dtype's minimum = blocked) of shape (1, 1, P + n, cache + P + n), which
+        transformers passes to eager and sdpa attention as given (masking_utils: a 4D mask is used as-is). Rows:
+        (P + n, V) logits when P > 0, else (n, V). Nodes count as unconfirmed extra tokens: `advance(committed, 0)`
+        crops them all and queues the committed path, which the next pass re-reads.
+        """
+        p_len, n, e_len = len(self.pending), nodes.numel(), self.fed_extra
+        if p_len and e_len:
+            raise RuntimeError("pending tokens are read before any tree node of the round")
+        committed = self.length - e_len  # tokens of the committed sequence in the cache
+        dev = self.device
+        allowed = torch.zeros(p_len + n, committed + e_len + p_len + n, dtype=torch.bool, device=dev)  # (P+n, total)
+        allowed[:, :committed] = True
+        allowed[:p_len, committed + e_len : committed + e_len + p_len] = torch.ones(p_len, p_len, device=dev).tril() > 0
+        allowed[p_len:, committed : committed + e_len] = sees[:, :e_len]
+        allowed[p_len:, committed + e_len : committed + e_len + p_len] = True
+        allowed[p_len:, committed + e_len + p_len :] = sees[:, e_len:]
+        dtype = self.model.dtype
+        mask = torch.zeros(allowed.shape, dtype=dtype, device=dev).masked_fill(~allowed, torch.finfo(dtype).min)
+        length = committed + p_len  # the committed sequence's length
+        positions = torch.cat([torch.arange(committed, length, device=dev), length - 1 + depth.to(dev)])  # (P+n,)
+        ids = torch.cat([self._ids(self.pending).view(-1), nodes.to(dev)]).view(1, -1)  # (1, P+n)
+        keep = torch.arange(max(p_len - 1, 0), p_len + n, device=dev)
+        out = self.model(
+            input_ids=ids,
+            attention_mask=mask[None, None],  # (1, 1, P+n, total)
+            position_ids=positions[None],
+            cache=self.cache,
+            use_cache=True,
+            logits_to_keep=keep,
+        )
+        self.pending, self.fed_extra = [], e_len + n
+        return out.logits[0, :, : self.vocab_size]  # (P>0) + n rows
+
     def advance(self, committed: list[int], n_accepted: int) -> None:
         """After a round: keep the cached drafts that were accepted, drop the rest, queue the committed tokens unseen.
 

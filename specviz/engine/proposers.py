@@ -16,6 +16,7 @@ from transformers import PreTrainedModel
 
 from specviz.core.sampling import SamplingSettings, logits_to_probs, sample
 from specviz.core.settings import RunSettings
+from specviz.core.verify import TOP_B, WITHOUT_REPLACEMENT, draw_children, tree_depths, tree_parents
 from specviz.engine.kv import CachedModel
 
 if TYPE_CHECKING:
@@ -149,3 +150,83 @@ def ngram_lookup(history: list[int], k: int, min_n: int, max_n: int) -> list[int
             begin = int(full[-1]) if full.size else int(starts[0])
             return seq[begin : begin + k].tolist()
     return []
+
+
+@dataclass(frozen=True)
+class TreeProposal:
+    """A draft tree: nodes breadth-first (core/verify.py tree_parents), each with the distribution it was drawn from."""
+
+    tokens: torch.Tensor  # (N,) long, on the models' device
+    parents: tuple[int, ...]  # (N,) parent node of each node, -1 = the root
+    q: torch.Tensor  # (N, V) per node: q_j, the distribution it was drawn from given its elder siblings
+
+
+@dataclass(frozen=True)
+class TreeProposer:
+    """The draft model drafts a tree: one forward pass per depth over all the nodes at that depth (tree attention).
+
+    Children at temperature > 0 are sampled from q without replacement (Sequoia's SpecTree; core/verify.py proves it
+    exact); at temperature 0 they are the draft's top-b tokens, judged as one-hot proposals (EAGLE-2 style).
+    """
+
+    model: PreTrainedModel
+    vocab_size: int
+    sampling: SamplingSettings
+    shape: tuple[int, ...]
+
+    @classmethod
+    def for_run(cls, pair: ModelPair, settings: RunSettings) -> TreeProposer:
+        return cls(pair.draft, pair.vocab_size, settings.sampling, settings.tree)
+
+    def start(self, prompt_ids: list[int]) -> TreeDrafter:
+        return TreeDrafter(CachedModel(self.model, self.vocab_size, prompt_ids), self.sampling)
+
+
+class TreeDrafter:
+    def __init__(self, state: CachedModel, sampling: SamplingSettings):
+        self.state = state
+        self.sampling = sampling
+        self.how = TOP_B if sampling.greedy else WITHOUT_REPLACEMENT
+        state.prefill()
+
+    def propose_tree(self, shape: tuple[int, ...], u: torch.Tensor) -> TreeProposal:
+        """Draft a tree of this shape; u (N,) one uniform per node for sampling it (unused for top-b children)."""
+        parents = tree_parents(shape)
+        depths = torch.tensor(tree_depths(parents), dtype=torch.long)  # (N,)
+        n = len(parents)
+        ancestors = ancestor_matrix(parents)  # (N, N) bool: node i sees node j
+        tokens = torch.empty(n, dtype=torch.long, device=self.state.device)
+        q_rows = torch.empty(n, self.state.vocab_size, device=self.state.device)  # (N, V)
+        logits = self.state.forward()[-1:]  # (1, V): after the committed sequence (the root)
+        level = [-1]  # the nodes whose children come next
+        for depth, branching in enumerate(shape, start=1):
+            children = [i for i, parent in enumerate(parents) if depths[i] == depth]
+            for row in range(len(level)):
+                mine = children[row * branching : (row + 1) * branching]
+                scores = logits[row] if self.how == TOP_B else logits_to_probs(logits[row], self.sampling)  # (V,)
+                x, q = draw_children(scores, branching, u[mine[0] : mine[-1] + 1], self.how)
+                tokens[mine[0] : mine[-1] + 1], q_rows[mine[0] : mine[-1] + 1] = x, q
+            if depth < len(shape):  # the leaves need no draft distribution
+                new = torch.tensor(children)
+                # the cache holds the nodes of depths < d, numbered 0..children[0]-1 in the same order
+                sees = ancestors[new][:, : children[-1] + 1]  # (b_d nodes, earlier nodes + these)
+                logits = self.state.forward_tree(tokens[new], depths[new], sees)  # (b_d nodes, V)
+            level = children
+        return TreeProposal(tokens, parents, q_rows)
+
+    def advance(self, committed: list[int], n_accepted: int) -> None:
+        self.state.advance(committed, 0)  # drop every tree node; the committed path is re-read next round
+
+    @property
+    def cache_length(self) -> int:
+        return self.state.length
+
+
+def ancestor_matrix(parents: tuple[int, ...]) -> torch.Tensor:
+    """(N, N) bool: entry (i, j) is True when node j is node i or one of its ancestors."""
+    n = len(parents)
+    sees = torch.eye(n, dtype=torch.bool)
+    for i, parent in enumerate(parents):  # breadth-first: a parent's row is complete before its children's
+        if parent >= 0:
+            sees[i] |= sees[parent]
+    return sees

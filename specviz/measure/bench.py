@@ -20,7 +20,8 @@ import transformers
 from specviz import __version__, methods
 from specviz.core import stats
 from specviz.core.record import RunRecord
-from specviz.core.settings import RunSettings
+from specviz.core.settings import MAX_K, RunSettings
+from specviz.core.verify import tree_size
 from specviz.engine.costs import measure_costs
 from specviz.engine.models import ModelPair
 from specviz.measure.lanes import run_method
@@ -36,6 +37,7 @@ def environment(pair: ModelPair) -> dict:
         "torch_threads": torch.get_num_threads(),
         "cpu": cpu_model(),
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "load_average": round(os.getloadavg()[0], 2),  # 1-minute load now: above the core count, timings suffer
         "python": sys.version.split()[0],
         "torch": torch.__version__,
         "transformers": transformers.__version__,
@@ -68,17 +70,24 @@ def run_bench(
     repeats: int = 1,
     lanes: tuple[str, ...] = methods.LANES,
     on_progress: Callable[[str], None] | None = None,
+    trees: list[tuple[int, ...]] | None = None,
 ) -> dict:
-    """Measure every lane x K on every prompt `repeats` times; plain runs once per prompt and repeat."""
+    """Measure every lane x K, and every tree shape, on every prompt `repeats` times; plain runs once per prompt and
+    repeat. A tree lane's K is its depth; its result row names the shape."""
     say = on_progress or (lambda _: None)
+    env = environment(pair)  # taken before the runs: the load average then is the one they met
     base = replace(base, stop_at_eos=False)  # every run makes max_new_tokens: speeds timed over the same length
     spec_lanes = [lane for lane in lanes if lane != "plain"]
     say("measuring step costs")
     costs = measure_costs(pair, k_max=max(ks), repeats=15)  # v(K) is noisy at 5 on a busy CPU
     say("warming up")
+    trees = list(trees or [])
+    tree_settings = {shape: _tree_settings(base, shape) for shape in trees}
     for lane in lanes:
         run_method(pair, prompts[0], replace(base, k=ks[0], max_new_tokens=min(16, base.max_new_tokens)), lane)
-    runs: dict[tuple[str, int], list[tuple[RunRecord, RunRecord]]] = {}  # (method, K) -> (run, plain run)
+    for settings in tree_settings.values():
+        run_method(pair, prompts[0], replace(settings, max_new_tokens=min(16, base.max_new_tokens)), methods.TREE)
+    runs: dict[tuple, list[tuple[RunRecord, RunRecord]]] = {}  # (method, K) or (tree, shape) -> (run, plain run)
     for rep in range(repeats):
         for i, prompt in enumerate(prompts):
             say(f"repeat {rep + 1}/{repeats}, prompt {i + 1}/{len(prompts)}")
@@ -87,10 +96,24 @@ def run_bench(
             for k in ks:
                 for lane in spec_lanes:
                     runs.setdefault((lane, k), []).append((run_method(pair, prompt, replace(base, k=k), lane), plain))
-    results = [_summarise(lane, k, pairs, costs) for (lane, k), pairs in runs.items()]
+            for shape, settings in tree_settings.items():
+                runs.setdefault((methods.TREE, shape), []).append(
+                    (run_method(pair, prompt, settings, methods.TREE), plain)
+                )
+    results = [
+        _summarise(lane, k, pairs, costs) if lane != methods.TREE else _summarise_tree(k, pairs)
+        for (lane, k), pairs in runs.items()
+    ]
     return {
-        "environment": environment(pair),
-        "settings": {**base.to_dict(), "ks": ks, "repeats": repeats, "prompts": len(prompts), "lanes": list(lanes)},
+        "environment": env,
+        "settings": {
+            **base.to_dict(),
+            "ks": ks,
+            "repeats": repeats,
+            "prompts": len(prompts),
+            "lanes": list(lanes),
+            "trees": [list(shape) for shape in trees],
+        },
         "costs": costs.to_dict() if costs else None,
         "results": results,
     }
@@ -120,15 +143,31 @@ def _summarise(lane: str, k: int, pairs: list[tuple[RunRecord, RunRecord]], cost
     }
 
 
+def _tree_settings(base: RunSettings, shape: tuple[int, ...]) -> RunSettings:
+    return replace(base, method=methods.TREE, tree=shape, k=min(len(shape), MAX_K))
+
+
+def _summarise_tree(shape: tuple[int, ...], pairs: list[tuple[RunRecord, RunRecord]]) -> dict:
+    """A tree lane's row: measured figures only. The cost model (drafts per round x c + v(K)) describes a chain; a
+    tree drafts one pass per depth but verifies every node, so no prediction is made for it."""
+    row = _summarise(methods.TREE, len(shape), pairs, None)
+    return {**row, "tree": ",".join(map(str, shape)), "nodes": tree_size(shape)}
+
+
 def results_table(doc: dict) -> str:
     """The results as a Markdown table (what the README quotes)."""
     head = "| method | K | tokens/s | speedup vs plain | α | τ | c | v(K) | predicted | efficiency | = plain |\n"
     head += "|---|---|---|---|---|---|---|---|---|---|---|\n"
     fmt = lambda v, f: "–" if v is None else format(v, f)  # noqa: E731
-    rows = sorted(doc["results"], key=lambda r: (methods.LANES.index(r["method"]), r["k"]))
+    order = methods.LANES + methods.SHAPED
+    rows = sorted(doc["results"], key=lambda r: (order.index(r["method"]), r["k"], r.get("tree", "")))
     cells = lambda r: [  # noqa: E731
-        r["method"], r["k"] or "–", f"{r['tokens_per_s']:.1f}", f"{r['speedup_vs_plain']:.2f}x",
+        _lane_name(r), r["k"] or "–", f"{r['tokens_per_s']:.1f}", f"{r['speedup_vs_plain']:.2f}x",
         fmt(r["alpha"], ".2f"), fmt(r["tau"], ".2f"), fmt(r["c"], ".3f"), fmt(r["verify_cost"], ".2f"),
         fmt(r["predicted_speedup"], ".2f"), fmt(r["efficiency"], ".2f"), "yes" if r["identical_to_plain"] else "NO",
     ]  # fmt: skip
     return head + "\n".join("| " + " | ".join(map(str, cells(r))) + " |" for r in rows)
+
+
+def _lane_name(row: dict) -> str:
+    return f"tree {row['tree']} ({row['nodes']} nodes)" if row.get("tree") else row["method"]

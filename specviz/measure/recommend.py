@@ -38,10 +38,10 @@ def recommend(
     results: Sequence[PairedRun], draft_source: str | None, temperature: float, costs: MeasuredCosts | None = None
 ) -> Recommendation | None:
     """The best measured setting, with its interval and the prediction from measured costs beside it."""
-    settings_measured = {(method, k): group for (_, method, k), group in groups(results, by_tag=False).items()}
+    settings_measured = {key[1:]: group for key, group in groups(results, by_tag=False).items()}  # (source, method, K)
     if not settings_measured:
         return None
-    (method, k), best = max(settings_measured.items(), key=lambda item: mean_of([r.speedup for r in item[1]]) or 0.0)
+    (_, method, k), best = max(settings_measured.items(), key=lambda item: mean_of([r.speedup for r in item[1]]) or 0.0)
     runs = [r.run for r in best]
     measured = mean_of([r.speedup for r in best])
     low, high = stats.bootstrap_ci_nested([r.speedups for r in best])

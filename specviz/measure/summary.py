@@ -22,6 +22,7 @@ ALL = "all"
 CSV_COLUMNS = (
     "prompt",
     "tag",
+    "source",
     "method",
     "k",
     "alpha",
@@ -38,26 +39,33 @@ CSV_COLUMNS = (
 )
 
 
-def groups(results: Sequence[PairedRun], by_tag: bool = True) -> dict[tuple[str, str, int], list[PairedRun]]:
-    """(tag, method, K) -> results; every result also counts in its ("all", method, K) group."""
-    out: dict[tuple[str, str, int], list[PairedRun]] = {}
+def groups(results: Sequence[PairedRun], by_tag: bool = True) -> dict[tuple[str, str, str, int], list[PairedRun]]:
+    """(tag, source, method, K) -> results; every result also counts in its ("all", source, method, K) group.
+
+    The source (specviz's own engine, "vllm", ...) keeps runs measured by different engines apart: the same method and
+    K on two engines are two settings, never pooled."""
+    out: dict[tuple[str, str, str, int], list[PairedRun]] = {}
     for res in results:
         if by_tag:
-            out.setdefault((res.tag, res.method, res.k), []).append(res)
-        out.setdefault((ALL, res.method, res.k), []).append(res)
+            out.setdefault((res.tag, res.source, res.method, res.k), []).append(res)
+        out.setdefault((ALL, res.source, res.method, res.k), []).append(res)
     return out
 
 
 def summarize(results: Sequence[PairedRun], costs: MeasuredCosts | None = None, seed: int = 0) -> list[dict]:
-    """Per (tag, method, K), "all" tags first: pooled alpha and tau, mean speedup, bootstrap CIs, the prediction."""
+    """Per (tag, source, method, K), "all" tags first: pooled alpha and tau, mean speedup, bootstrap CIs, the
+    prediction. Each row names its source (which engine measured it)."""
     out = []
-    for (tag, method, k), group in sorted(groups(results).items(), key=lambda item: (item[0][0] != ALL, item[0])):
+    for (tag, source, method, k), group in sorted(
+        groups(results).items(), key=lambda item: (item[0][0] != ALL, item[0])
+    ):
         runs = [res.run for res in group]
         counts = stats.tally(runs)
         prediction = predict(runs, costs)
         out.append(
             {
                 "tag": tag,
+                "source": source,
                 "method": method,
                 "k": k,
                 "prompts": len(group),

@@ -9,7 +9,7 @@ the steps that could reach past the limit are left out of the comparison.
 
     python -m specviz.remote.agreement PROMPTS --server URL [--max-new-tokens 64] [--limit N]
 runs every prompt on both (the bundled pair in process, float32, greedy, the server's K) and prints the agreement
-and both engines' tokens/s.
+and both engines' tokens/s; --json adds each prompt's steps side by side, each difference with its reason.
 """
 
 from __future__ import annotations
@@ -65,6 +65,54 @@ def compare(served: RunRecord, local: RunRecord, max_new_tokens: int) -> Agreeme
     )
 
 
+BEFORE_IN_LINE = (
+    "before the engines line up: vLLM's prefill committed the first token before any draft, so its steps start one "
+    "token later than specviz's rounds (which draft straight from the prompt) until both start a step at the same token"
+)
+PAST_THE_LIMIT = (
+    "could reach past max_new_tokens: vLLM drafts K and cuts the output, specviz stops drafting (not compared)"
+)
+AFTER_IN_LINE = (
+    "after the engines lined up: a different draft or accepted count means different numbers: half precision "
+    "(bfloat16 / float16) on either side, where a near-tie can flip a token, or a different pair"
+)
+
+
+def side_by_side(served: RunRecord, local: RunRecord, max_new_tokens: int) -> list[dict]:
+    """Per output position where either engine started a verify step: both engines' drafted and accepted counts,
+    whether they are the same step, and why not (the reasons above)."""
+    theirs = {start: (d, a) for start, d, a in spans(served)}
+    ours = {start: (d, a) for start, d, a in spans(local)}
+    compared = [s for s, (d, _) in theirs.items() if s + d + 1 <= max_new_tokens]
+    first = min((s for s in compared if theirs[s] == ours.get(s)), default=None)
+    rows = []
+    for start in sorted(theirs.keys() | ours.keys()):
+        mine, yours = theirs.get(start), ours.get(start)
+        same = mine is not None and mine == yours
+        if same:
+            why = ""
+        elif start not in compared and (mine is not None or start + served.k + 1 > max_new_tokens):
+            why = PAST_THE_LIMIT
+        elif first is None or start < first:
+            why = BEFORE_IN_LINE
+        elif mine is None:
+            why = "specviz started a round here; vLLM's step covering this token started earlier: " + AFTER_IN_LINE
+        else:
+            why = AFTER_IN_LINE
+        rows.append(
+            {
+                "starts at token": start,
+                "vLLM drafted": None if mine is None else mine[0],
+                "vLLM accepted": None if mine is None else mine[1],
+                "specviz drafted": None if yours is None else yours[0],
+                "specviz accepted": None if yours is None else yours[1],
+                "same step": same,
+                "why not": why,
+            }
+        )
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     from specviz.core.settings import RunSettings
     from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET, load_pair
@@ -94,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
         served = server.run(row.prompt, settings)
         found = compare(served, local, args.max_new_tokens)
         speeds = {"local_tokens_per_s": local.tokens_per_s, "served_tokens_per_s": served.tokens_per_s}
-        results.append({**asdict(found), **speeds})
+        steps = side_by_side(served, local, args.max_new_tokens)
+        results.append({"prompt": row.prompt, **asdict(found), **speeds, "steps": steps})
         print(
             f"{len(results):>3} steps {found.steps:>3} same {found.same:>3} first same at {found.first_same} "
             f"text equal {found.text_equal}  specviz {local.tokens_per_s:6.1f} tok/s  "

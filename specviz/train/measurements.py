@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import shlex
 import subprocess
 import sys
@@ -77,17 +76,6 @@ class CardSettings:
 
     def as_dict(self) -> dict:
         return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v for f in fields(self)}
-
-
-def cpu_name() -> str:
-    """The CPU's model name (Linux: /proc/cpuinfo), else what `platform` knows."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def _rel(path: Path) -> str:
@@ -158,12 +146,12 @@ def measure_all(pair_dir: Path, s: CardSettings, log) -> dict:
 
 
 def _environment(bench_env: dict) -> dict:
-    """Where it was measured: the CPU by name, the kernels torch picks for it, threads (as the bench reported them)."""
-    import torch
-
+    """Where it was measured: the CPU by name, the kernels torch picks for it, threads and the machine's load when the
+    first bench started (as the bench reported them)."""
     return {
-        "cpu": cpu_name(),
-        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "cpu": bench_env.get("cpu"),
+        "cpu_capability": bench_env.get("cpu_capability"),
+        "load_average": bench_env.get("load_average"),
         "cores": os.cpu_count(),
         "torch_threads": bench_env.get("torch_threads"),
         "device": bench_env.get("device"),

@@ -16,13 +16,15 @@ from specviz.core.settings import RunSettings
 from specviz.engine.catalogue import CATALOGUE, presets_for
 from specviz.engine.models import DTYPES, ModelPair
 from specviz.errors import SpecvizError
+from specviz.measure.precision import time_precisions, verdict
 from specviz.ui.limits import Limits, display_source
 from specviz.ui.loaders import cached_pair, default_sources
 from specviz.viz.explain import BF16_GREEDY_NOTE
 
 CUSTOM = "Custom: any two hub ids or local paths"
 DTYPE_HELP = (
-    "auto: float32 on CPU, bfloat16 on a GPU. bfloat16 on a CPU with native support is faster, but " + BF16_GREEDY_NOTE
+    "auto: float32 on CPU, bfloat16 on a GPU. Which is faster depends on the CPU (bfloat16 is native on AVX-512 BF16 "
+    "and AMX, emulated elsewhere): the button below times both here. In bfloat16, " + BF16_GREEDY_NOTE
 )
 
 
@@ -129,6 +131,7 @@ def pair_picker() -> None:
     dtype = st.sidebar.selectbox(
         "Precision", list(DTYPES), key=keep("dtype", "auto"), on_change=remember, args=("dtype",), help=DTYPE_HELP
     )
+    precision_timing(target.strip(), draft.strip(), device)
     wanted = (target.strip(), draft.strip(), device, dtype)
     if wanted != active_sources() and st.sidebar.button("Load this pair", type="primary"):
         try:
@@ -142,6 +145,24 @@ def pair_picker() -> None:
     st.sidebar.caption(
         f"In use: **{target_in_use}** ← draft **{draft_in_use}** on {device_in_use}, {dtype_in_use} precision"
     )
+
+
+@st.cache_data(show_spinner="Timing both precisions on this machine…", max_entries=8)
+def _precision_verdict(target: str, draft: str, device: str) -> str:
+    """Shared by every session: the same machine and pair give the same answer (up to noise)."""
+    return verdict(time_precisions(lambda dtype: cached_pair(target, draft, device, dtype)))
+
+
+def precision_timing(target: str, draft: str, device: str) -> None:
+    """A button under Precision that measures which precision is faster here, and the answer once measured."""
+    key = ("precision_verdict", target, draft, device)
+    if st.sidebar.button("Which precision is faster here?", key="time_precisions"):
+        try:
+            st.session_state[key] = _precision_verdict(target, draft, device)
+        except SpecvizError as exc:
+            st.sidebar.error(f"Could not time the precisions: {exc}")
+    if key in st.session_state:
+        st.sidebar.caption(st.session_state[key])
 
 
 def sidebar_controls(page: str = "") -> Controls:

@@ -36,9 +36,18 @@ def setting_groups(records: Sequence[Paired]) -> dict[str, list[Paired]]:
     return groups
 
 
-def per_prompt_frame(records: Sequence[Paired]) -> pd.DataFrame:
+SPEEDUP_COLUMNS = ("plain_tokens_per_s", "speedup", "speedup 95% CI", "predicted_speedup")
+
+
+def _without_speedup(frame: pd.DataFrame, speedup: bool) -> pd.DataFrame:
+    """The frame, less its speedup columns when no speedup was measured (a server: no plain baseline)."""
+    return frame if speedup else frame.drop(columns=[c for c in SPEEDUP_COLUMNS if c in frame.columns])
+
+
+def per_prompt_frame(records: Sequence[Paired], speedup: bool = True) -> pd.DataFrame:
     columns = [
         "tag",
+        "source",
         "method",
         "k",
         "alpha",
@@ -52,10 +61,11 @@ def per_prompt_frame(records: Sequence[Paired]) -> pd.DataFrame:
         "speedup",
         "prompt",
     ]
-    return pd.DataFrame([{c: getattr(r, c) for c in columns} for r in records], columns=columns)
+    frame = pd.DataFrame([{c: getattr(r, c) for c in columns} for r in records], columns=columns)
+    return _without_speedup(frame, speedup)
 
 
-def summary_frame(summary: list[dict]) -> pd.DataFrame:
+def summary_frame(summary: list[dict], speedup: bool = True) -> pd.DataFrame:
     rows = [
         {
             **{k: v for k, v in row.items() if not k.endswith("_ci")},
@@ -64,7 +74,61 @@ def summary_frame(summary: list[dict]) -> pd.DataFrame:
         }
         for row in summary
     ]
-    return pd.DataFrame(rows)
+    return _without_speedup(pd.DataFrame(rows), speedup)
+
+
+def step_strip_frame(records: Sequence[Paired | RunRecord]) -> pd.DataFrame:
+    """One row per verify step of each run that reports its steps: which run (in order), the step's number among the
+    run's target passes (1 = the first pass), drafted and accepted counts. Passes that drafted nothing (vLLM's prefill,
+    an n-gram miss) are left out; runs with totals only (a server's counters) have no rows."""
+    rows = []
+    for i, rec in enumerate(records, 1):
+        if rec.per_round_drafted is None or rec.per_round_accepted is None:
+            continue
+        label = f"{i}. {rec.prompt[:40]}"
+        for step, (drafted, accepted) in enumerate(zip(rec.per_round_drafted, rec.per_round_accepted), 1):
+            if drafted:
+                rows.append(
+                    {
+                        "run": label,
+                        "step": step,
+                        "drafted": drafted,
+                        "accepted": accepted,
+                        "share": accepted / drafted,
+                        "setting": _label(rec),
+                        "source": rec.source,
+                    }
+                )
+    return pd.DataFrame(rows, columns=["run", "step", "drafted", "accepted", "share", "setting", "source"])
+
+
+def step_strip_chart(records: Sequence[Paired | RunRecord]) -> alt.Chart:
+    """Each run's accepted drafts step by step, one strip per run: a cell per verify step, darker = more accepted."""
+    frame = step_strip_frame(records)
+    k_max = int(frame["drafted"].max()) if len(frame) else 1
+    return (
+        alt.Chart(frame, title="Accepted drafts at each verify step, one strip per prompt")
+        .mark_rect(stroke="white", strokeWidth=0.5)
+        .encode(
+            x=alt.X("step:O", title="target pass (step)", axis=alt.Axis(labelAngle=0, labelOverlap=True)),
+            y=alt.Y("run:N", title=None, sort=None, axis=alt.Axis(labelOverlap=False, labelLimit=220)),
+            color=alt.Color(
+                "accepted:Q",
+                title="drafts accepted",
+                scale=alt.Scale(domain=[0, k_max], scheme="greens"),
+                legend=alt.Legend(tickCount=k_max + 1, format="d"),
+            ),
+            tooltip=[
+                "run:N",
+                "setting:N",
+                "step:O",
+                "accepted:Q",
+                "drafted:Q",
+                alt.Tooltip("share:Q", format=".0%", title="accepted / drafted"),
+            ],
+        )
+        .properties(height=alt.Step(20))
+    )
 
 
 def per_position_frame(records: Sequence[Paired]) -> pd.DataFrame:

@@ -15,7 +15,8 @@ def metric(page, label):
 def test_changing_alpha_changes_the_speedup(app_url, page):
     open_app_page(page, app_url, "calculator")
     assert metric(page, "Speedup (ideal verify)") == "2.80×"  # α 0.8, K 4, c 0.05
-    thumb = page.locator('[data-testid="stSlider"]').filter(has_text="α (acceptance rate)").get_by_role("slider")
+    sliders = page.locator('[data-testid="stSlider"]')
+    thumb = sliders.filter(has_text="α (per-token acceptance probability)").get_by_role("slider")
     thumb.focus()
     for _ in range(20):
         thumb.press("ArrowLeft")  # 0.80 -> 0.60 in steps of 0.01

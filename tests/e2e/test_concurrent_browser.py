@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 from browser_helpers import settle
 
 from specviz.core.sampling import SamplingSettings
@@ -12,6 +13,17 @@ from specviz.engine.decode import generate
 from specviz.engine.models import load_pair
 
 SESSIONS = 5
+
+
+def assert_same_rounds(shown: Trace, alone: Trace, where: str) -> None:
+    """Same tokens, uniforms and decisions; probabilities to float tolerance (the server and this process may run
+    torch on different thread counts, which sums in a different order)."""
+    assert [r.committed for r in shown.rounds] == [r.committed for r in alone.rounds], where
+    for a, b in zip(shown.rounds, alone.rounds):
+        decisions = [[(p.token_id, p.verdict, p.u) for p in r.positions] for r in (a, b)]
+        assert decisions[0] == decisions[1], where
+        probs = [[x for p in r.positions for x in (p.q, p.p)] for r in (a, b)]
+        assert probs[0] == pytest.approx(probs[1], rel=1e-4, abs=1e-6), where
 
 
 def set_seed(tab, seed):
@@ -55,9 +67,7 @@ def test_five_sessions_run_and_step_at_once(app_url, browser):
                 BUNDLED_PRESETS["code"],
                 RunSettings(k=4, sampling=SamplingSettings(1.0), max_new_tokens=48, seed=seed),
             )
-            assert shown.without_timings().to_dict()["rounds"] == alone.without_timings().to_dict()["rounds"], (
-                f"session {seed}"
-            )
+            assert_same_rounds(shown, alone, f"session {seed}")
             assert json.loads(shown.to_json())["settings"]["seed"] == seed
     finally:
         for context in contexts:

@@ -81,3 +81,19 @@ def test_an_ngram_only_bench_still_measures_the_verify_cost(load):
     assert ngram["c"] == 0.0 and ngram["verify_cost"] > 0
     assert ngram["predicted_speedup"] > 0 and ngram["efficiency"] > 0
     assert 0 <= ngram["acceptance_rate"] <= ngram["alpha"] <= 1  # judged <= proposed
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_hf_assisted_drafts_exactly_k_a_round_and_leaves_the_shared_draft_alone(load, k):
+    """transformers reads K, the schedule and the early-exit threshold from the assistant's own generation_config:
+    passed to generate() they were silently ignored (every K ran the same heuristic schedule)."""
+    from specviz.measure.lanes import run_method
+
+    pair = load("llama-target", "llama-truncated")
+    before = pair.draft.generation_config.to_dict()
+    settings = RunSettings(k=k, max_new_tokens=16, stop_at_eos=False)
+    theirs = run_method(pair, PROMPT, settings, "hf_assisted")
+    ours = run_method(pair, PROMPT, settings, "draft")
+    assert theirs.output_ids == ours.output_ids
+    assert theirs.per_round_committed == ours.per_round_committed  # same rounds: K drafts each, same acceptances
+    assert pair.draft.generation_config.to_dict() == before  # the cached model is shared: never modified

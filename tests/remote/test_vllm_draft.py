@@ -18,8 +18,6 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from vllm_servers import DRAFT_CONFIG, PER_REQUEST, serve  # noqa: E402
-
 from specviz.cli import main
 from specviz.core.settings import RunSettings
 from specviz.engine.models import ASSETS, BUNDLED_DRAFT, BUNDLED_TARGET, load_pair
@@ -36,8 +34,8 @@ KEY_ENV, KEY = "SPECVIZ_TEST_VLLM_KEY", "sk-never-shown-4242"
 
 
 @pytest.fixture(scope="module")
-def vllm(tmp_path_factory):
-    yield from serve("draft", [*DRAFT_CONFIG, *PER_REQUEST], tmp_path_factory)
+def vllm(vllm_draft_server):
+    return vllm_draft_server()  # shared with the workload page's tests (tests/conftest.py)
 
 
 @pytest.fixture(scope="module")
@@ -156,10 +154,12 @@ def test_killed_mid_workload_keeps_the_finished_prompts(vllm, tmp_path, capsys):
     )
     start = finished()
 
-    def kill_after_two_prompts():  # the probe, the warm-up, then two prompts
+    def kill_after_two_prompts():  # the probe, the warm-up, then three prompts finished on the server: the client
+        # has the first two (one request at a time: the third was sent after the second's answer arrived); the
+        # third's answer may not have reached it before the kill
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and vllm.process.poll() is None:
-            if finished() >= start + 4:
+            if finished() >= start + 5:
                 vllm.kill()
                 return
             time.sleep(0.05)

@@ -127,3 +127,21 @@ def serve(name: str, args: list[str], tmp_path_factory):
         yield server.wait_ready()
     finally:
         server.stop()
+
+
+class Shared:
+    """One server of a configuration shared by every test module that asks for it (the slow part is its start):
+    started on first use, started again if a test killed it, stopped at the end of the session."""
+
+    def __init__(self, name: str, args: list[str], tmp_path_factory):
+        self.name, self.args, self.factory, self.server = name, args, tmp_path_factory, None
+
+    def get(self) -> VllmServer:
+        if self.server is None or self.server.process.poll() is not None:
+            log_dir = self.factory.mktemp(f"vllm-{self.name}")
+            self.server = VllmServer(self.name, self.args, log_dir).wait_ready()
+        return self.server
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.stop()

@@ -1,0 +1,32 @@
+"""The two engines' steps side by side (specviz.remote.agreement.side_by_side), from hand-built records: every
+difference carries its reason."""
+
+from specviz.core.record import RunRecord
+from specviz.remote.agreement import AFTER_IN_LINE, BEFORE_IN_LINE, PAST_THE_LIMIT, compare, side_by_side
+
+
+def record(source, drafted, accepted, committed):
+    judged = tuple(a + (a < d) for d, a in zip(drafted, accepted))
+    ids = tuple(range(sum(committed)))
+    return RunRecord(source, "draft", 4, "p", "t", ids, committed, drafted, accepted, judged, (), 0.1)
+
+
+def test_prefill_offset_then_the_same_steps_then_the_limit():
+    # specviz: rounds start at tokens 0 (accepts 0: commits 1), 1 (accepts 4: commits 5), 6, 11
+    local = record("specviz", (4, 4, 4, 4), (0, 4, 4, 1), (1, 5, 5, 2))
+    # vLLM: the prefill commits token 0, then steps start at 1, 6 (same as specviz's), then 11 (could reach past 13)
+    served = record("vllm", (0, 4, 4, 4), (0, 4, 4, 4), (1, 5, 5, 2))
+    rows = {r["starts at token"]: r for r in side_by_side(served, local, 13)}
+    assert rows[0]["vLLM drafted"] is None and rows[0]["why not"] == BEFORE_IN_LINE  # specviz's first round alone
+    assert rows[1]["same step"] and rows[6]["same step"] and rows[1]["why not"] == ""
+    assert rows[11]["why not"] == PAST_THE_LIMIT and not rows[11]["same step"]
+    found = compare(served, local, 13)
+    assert (found.steps, found.same, found.first_same, found.same_after_first) == (2, 2, 0, 2)
+
+
+def test_a_different_step_after_lining_up_is_numerics():
+    local = record("specviz", (4, 4, 4), (4, 1, 4), (5, 2, 5))
+    served = record("vllm", (4, 4, 4), (4, 3, 4), (5, 4, 3))
+    rows = {r["starts at token"]: r for r in side_by_side(served, local, 64)}
+    assert rows[0]["same step"] and rows[5]["why not"] == AFTER_IN_LINE
+    assert (rows[5]["vLLM accepted"], rows[5]["specviz accepted"]) == (3, 1)

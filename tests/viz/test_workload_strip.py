@@ -1,0 +1,41 @@
+"""The workload page's step strip: one cell per verify step of each run, coloured by the drafts it accepted; the
+speedup columns go when no speedup was measured."""
+
+from specviz.core.record import RunRecord
+from specviz.measure.summary import summarize
+from specviz.measure.workload import PairedRun
+from specviz.viz import workload_charts as charts
+
+
+def served(prompt, drafted, accepted, committed):
+    judged = tuple(a + (a < d) for d, a in zip(drafted, accepted))
+    return RunRecord(
+        "vllm", "draft", 4, prompt, "", tuple(range(sum(committed))), committed, drafted, accepted, judged, (), 0.1
+    )
+
+
+def test_strip_has_a_cell_per_verify_step_and_skips_passes_without_drafts():
+    # vLLM's prefill pass (drafted 0) commits one token, then three verify steps accepting 4, 0 and 2
+    first = served("def add(a, b):", (0, 4, 4, 4), (0, 4, 0, 2), (1, 5, 1, 3))
+    totals_only = RunRecord("vllm", "draft", 4, "x", "", (), (), None, None, None, (), 0.1)
+    frame = charts.step_strip_frame([PairedRun((first,)), PairedRun((totals_only,))])
+    assert list(frame["step"]) == [2, 3, 4]  # pass 1 (the prefill) drafted nothing: no cell
+    assert list(frame["accepted"]) == [4, 0, 2] and list(frame["share"]) == [1.0, 0.0, 0.5]
+    assert set(frame["run"]) == {"1. def add(a, b):"}  # the totals-only run has no steps to show
+    spec = charts.step_strip_chart([first]).to_dict()
+    assert spec["mark"]["type"] == "rect" and spec["title"].startswith("Accepted drafts at each verify step")
+    enc = spec["encoding"]
+    assert enc["x"]["field"] == "step" and enc["y"]["field"] == "run" and enc["color"]["field"] == "accepted"
+    assert enc["color"]["scale"]["domain"] == [0, 4]
+    assert {t["field"] for t in enc["tooltip"]} >= {"accepted", "drafted", "share"}
+
+
+def test_frames_without_a_baseline_drop_the_speedup_columns():
+    results = [PairedRun((served(f"p{i}", (0, 4), (0, 3), (1, 4)),)) for i in range(2)]
+    per_prompt = charts.per_prompt_frame(results, speedup=False)
+    assert "speedup" not in per_prompt and "plain_tokens_per_s" not in per_prompt
+    assert list(per_prompt["source"]) == ["vllm", "vllm"]
+    summary = charts.summary_frame(summarize(results), speedup=False)
+    assert not {"speedup", "speedup 95% CI", "predicted_speedup", "plain_tokens_per_s"} & set(summary.columns)
+    assert "source" in summary and "alpha 95% CI" in summary
+    assert "speedup" in charts.per_prompt_frame(results)  # kept by default (in-process runs)
