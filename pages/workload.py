@@ -223,7 +223,8 @@ def progress_bar():
 
     def progress(p) -> None:
         eta = "" if p.done == 0 else f" · about {p.eta_s:.0f} s left"
-        bar.progress(p.done / max(1, p.total), text=f"{p.done}/{p.total} runs{eta} · {p.prompt[:60]!r}")
+        text = f"{p.done}/{p.total} timed runs (prompt × method × K × repeat){eta} · {p.prompt[:60]!r}"
+        bar.progress(p.done / max(1, p.total), text=text)
 
     return bar, progress
 
