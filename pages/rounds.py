@@ -138,9 +138,16 @@ elif controls.settings is not None:
 with st.expander("Edit the prompt · replay a saved trace"):
     prompt = prompt_box(controls.target)
     uploaded = st.file_uploader("Replay a trace JSON (no model needed)", type=["json"], key="trace_upload")
-clicked = st.button("▶ New run with these settings", type="primary")
-if clicked:
+
+
+def on_new_run() -> None:
+    """Runs before the widgets are drawn again, so it may reset the bundled-trace picker (a widget's key)."""
     state["bundled_pick"] = TRACE_NONE
+    state["new_run"] = True
+
+
+st.button("▶ New run with these settings", type="primary", on_click=on_new_run)
+clicked = state.pop("new_run", False)
 if (clicked or "rounds_trace" not in state) and controls.settings and state.get("bundled_pick") in (None, TRACE_NONE):
     try:
         trace = cached_run(active_sources(), prompt, controls.settings)
