@@ -109,7 +109,7 @@ TRACES = [  # name, title, what it shows, prompt, settings, finder
 
 def main() -> None:
     pair = load_pair(*default_sources(), device="cpu")
-    index = {}
+    index, files = {}, {}  # files: (prompt, settings) -> the file already holding that run
     for name, title, what, prompt, kwargs, finder in TRACES:
         for seed in range(40):
             trace = generate(pair, prompt, RunSettings(max_new_tokens=32, seed=seed, **kwargs))
@@ -118,8 +118,11 @@ def main() -> None:
                 break
         else:
             raise SystemExit(f"{name}: no seed showed it")
-        (HERE / f"{name}.json").write_text(trace.to_json(indent=1))
-        index[name] = {"file": f"{name}.json", "title": title, "what": what, **steps.url_params(trace, moment)}
+        run = (prompt, json.dumps(trace.settings.to_dict(), sort_keys=True))
+        if run not in files:  # two moments of one run share its file
+            files[run] = f"{name}.json"
+            (HERE / files[run]).write_text(trace.to_json(indent=1))
+        index[name] = {"file": files[run], "title": title, "what": what, **steps.url_params(trace, moment)}
         print(name, "seed", seed, index[name])
     (HERE / "index.json").write_text(json.dumps(index, indent=2, ensure_ascii=False) + "\n")
 
