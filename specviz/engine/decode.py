@@ -82,19 +82,25 @@ def make_proposer(pair: ModelPair, settings: RunSettings) -> Proposer | None:
     return getattr(proposers, method.proposer).for_run(pair, settings)
 
 
-def check_fits(pair: ModelPair, prompt_ids: list[int], settings: RunSettings) -> None:
-    """Refuse up front a run that would overflow the context or a sliding-window cache."""
-    needed = len(prompt_ids) + settings.max_new_tokens
+def check_fits(pair: ModelPair, prompt_ids: list[int], settings: RunSettings, tree_nodes: int = 0) -> None:
+    """Refuse up front a run that would overflow the context or a sliding-window cache (a tree run's last pass also
+    reads every node of one tree)."""
+    needed = len(prompt_ids) + settings.max_new_tokens + tree_nodes
+    what = f"The prompt is {len(prompt_ids)} tokens and max new tokens is {settings.max_new_tokens}"
+    what += f", plus one tree of {tree_nodes} nodes" if tree_nodes else ""
+    fix = (
+        "Use a smaller tree, a shorter prompt or fewer new tokens."
+        if tree_nodes
+        else ("Shorten the prompt or lower max new tokens.")
+    )
     if pair.context_length and needed > pair.context_length:
         raise SettingsError(
-            f"The prompt is {len(prompt_ids)} tokens and max new tokens is {settings.max_new_tokens}: {needed} in all, "
-            f"more than the model's context of {pair.context_length} tokens. "
-            "Shorten the prompt or lower max new tokens."
+            f"{what}: {needed} in all, more than the model's context of {pair.context_length} tokens. {fix}"
         )
     if pair.sliding_window and needed >= pair.sliding_window:
         raise SettingsError(
             f"This model uses a sliding-window cache of {pair.sliding_window} tokens, which cannot be rolled back once "
-            f"full; this run needs {needed}. Shorten the prompt or lower max new tokens below the window."
+            f"full; this run needs {needed}. {fix}"
         )
 
 

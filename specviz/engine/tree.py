@@ -35,29 +35,13 @@ from specviz.core.trace import (
     TokenProb,
 )
 from specviz.core.verify import TreeVerdict, tree_depths, tree_size, verify_tree
+from specviz.engine.decode import check_fits
 from specviz.engine.kv import CachedModel
 from specviz.engine.models import ModelPair, synchronize
 from specviz.engine.proposers import TreeProposal, TreeProposer, ancestor_matrix
 from specviz.errors import SettingsError
 
 TOP_N = 10
-
-
-def check_tree_fits(pair: ModelPair, prompt_ids: list[int], settings: RunSettings) -> None:
-    """Refuse up front a tree that cannot fit: the last pass reads the whole output plus every node of a tree."""
-    nodes = tree_size(settings.tree)
-    needed = len(prompt_ids) + settings.max_new_tokens + nodes
-    if pair.context_length and needed > pair.context_length:
-        raise SettingsError(
-            f"The prompt ({len(prompt_ids)} tokens), max new tokens ({settings.max_new_tokens}) and one tree of "
-            f"{nodes} nodes need {needed} positions, more than the model's context of {pair.context_length}. "
-            "Use a smaller tree, a shorter prompt or fewer new tokens."
-        )
-    if pair.sliding_window and needed >= pair.sliding_window:
-        raise SettingsError(
-            f"This model uses a sliding-window cache of {pair.sliding_window} tokens, which cannot be rolled back once "
-            f"full; this tree run needs {needed}. Use a smaller tree, a shorter prompt or fewer new tokens."
-        )
 
 
 @torch.inference_mode()
@@ -70,7 +54,7 @@ def tree_rounds(
     """Yield one tree Round per target pass until EOS or max_new_tokens. Same settings and seed -> same rounds."""
     if pair.draft is None:
         raise SettingsError("Tree speculation needs a draft model: load a pair with a draft.")
-    check_tree_fits(pair, prompt_ids, settings)
+    check_fits(pair, prompt_ids, settings, tree_size(settings.tree))
     generator = torch.Generator().manual_seed(settings.seed)
     target = CachedModel(pair.target, pair.vocab_size, prompt_ids)
     target.prefill()
