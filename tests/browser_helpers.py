@@ -70,7 +70,18 @@ def settle(tab, timeout_ms: int = 60_000) -> None:
 
 
 def main_text(tab) -> str:
-    return tab.locator('[data-testid="stMain"]').inner_text()
+    return tab.locator('[data-testid="stMain"]').inner_text(timeout=10_000)
+
+
+def wait_shown(tab, text: str, timeout_ms: int = 180_000) -> None:
+    """Wait for `text` on the page; on a timeout, fail with what the page shows instead (CI shows only the report).
+
+    The generous default is for a 2-core CI machine running several sessions' model runs at once."""
+    try:
+        tab.get_by_text(text).first.wait_for(timeout=timeout_ms)
+    except Exception as exc:  # noqa: BLE001 - Playwright's TimeoutError; re-raised with the page's text
+        shown = main_text(tab)[:3000]
+        raise AssertionError(f"{text!r} not shown after {timeout_ms / 1000:.0f} s; the page shows:\n{shown}") from exc
 
 
 def screenshot(tab, name: str) -> None:

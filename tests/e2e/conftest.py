@@ -8,7 +8,26 @@ import sys
 from pathlib import Path
 
 import pytest
-from browser_helpers import CHROMIUM, CHROMIUM_FLAGS, ROOT, free_port, wait_healthy
+from browser_helpers import CHROMIUM, CHROMIUM_FLAGS, ROOT, free_port, main_text, wait_healthy
+
+SERVER_LOGS: list[Path] = []  # the app server's log, attached to the report of a failing browser test
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failing browser test's report ends with the app server's log and the page's text: CI shows only the report."""
+    report = (yield).get_result()
+    if report.when != "call" or not report.failed:
+        return
+    for path in SERVER_LOGS:
+        lines = path.read_text(errors="replace").splitlines() if path.exists() else []
+        report.sections.append(("streamlit server log (last 80 lines)", "\n".join(lines[-80:])))
+    tab = item.funcargs.get("page")
+    if tab is not None:
+        try:
+            report.sections.append(("page text", main_text(tab)[:4000]))
+        except Exception as exc:  # noqa: BLE001 - the report must not fail on a dead page
+            report.sections.append(("page text", f"(could not read the page: {exc})"))
 
 
 @pytest.fixture(scope="session")
@@ -17,6 +36,7 @@ def app_url(tmp_path_factory):
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("SPECVIZ_TARGET", "SPECVIZ_DRAFT", "SPECVIZ_PUBLIC")}
     log_path = tmp_path_factory.mktemp("streamlit") / "server.log"
+    SERVER_LOGS.append(log_path)
     with open(log_path, "w") as log:
         process = subprocess.Popen(
             [

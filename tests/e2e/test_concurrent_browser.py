@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from browser_helpers import settle
+from browser_helpers import settle, wait_shown
 
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
@@ -46,19 +46,19 @@ def test_five_sessions_run_and_step_at_once(app_url, browser):
         for tab in tabs:
             tab.get_by_role("button", name="▶ New run with these settings").click()  # five runs in flight together
         for tab in tabs:
-            tab.get_by_text("Round 1 of").wait_for(timeout=60_000)
+            wait_shown(tab, "Round 1 of")
             settle(tab)
         for round_number in (2, 3, 4):
             for tab in tabs:  # five clicks in flight together
                 tab.get_by_role("button", name="Next round").click()
             for tab in tabs:
-                tab.get_by_text(f"Round {round_number} of").wait_for(timeout=60_000)
+                wait_shown(tab, f"Round {round_number} of")
                 settle(tab)
         pair = load_pair(device="cpu")  # the bundled pair, as the server uses
         for seed, tab in enumerate(tabs):
             settle(tab)
             assert tab.locator('[data-testid="stException"]').count() == 0
-            tab.get_by_text("Round 4 of").wait_for()
+            wait_shown(tab, "Round 4 of")
             with tab.expect_download() as download:
                 tab.get_by_role("button", name="Download this trace (JSON)").click()
             shown = Trace.from_json(open(download.value.path(), encoding="utf-8").read())

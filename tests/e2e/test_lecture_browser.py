@@ -17,7 +17,7 @@ VIEWPORTS = {"desktop": (1280, 800), "projector": (1920, 1080), "phone": (390, 8
 def where(tab) -> str:
     """The caption line that says where the lecture is."""
     try:
-        tab.get_by_text(CAPTION).first.wait_for(timeout=60_000)
+        tab.get_by_text(CAPTION).first.wait_for(timeout=180_000)
     except Exception:  # noqa: BLE001 - the assertion below shows the page
         pass
     text = main_text(tab)
@@ -34,7 +34,7 @@ def press(tab, key: str) -> str:
         "old => { const m = document.body.innerText.match(/Round \\d+ of \\d+ · \\d · [^\\n]+/);"
         " return m && m[0] !== old; }",
         arg=before,
-        timeout=30_000,
+        timeout=120_000,
     )
     settle(tab)
     return where(tab)
