@@ -24,7 +24,7 @@ from specviz.core.theory import (
 from specviz.engine.models import ASSETS
 from specviz.errors import SpecvizError
 from specviz.ui.controls import model_sidebar, pair_or_error
-from specviz.ui.render import apply_lecture_mode, page_header
+from specviz.ui.render import apply_lecture_mode, draw, page_header
 from specviz.viz import theory_charts as charts
 
 LESSON = json.loads((ASSETS / "lessons" / "calculator.json").read_text(encoding="utf-8"))
@@ -89,7 +89,7 @@ elif mode == VERIFY_MODES[2]:
         )
         if st.checkbox("Use the measured c", value=True, key="use_measured_c"):
             c = costs.c
-        st.altair_chart(charts.measured_costs_chart(costs.verify_relative, costs.c), width="stretch")
+        draw(st, charts.measured_costs_chart(costs.verify_relative, costs.c))
 
 try:
     inputs = TheoryInputs(alpha=alpha, k=k, c=c, c_hat=c_hat, verify=verify)
@@ -121,9 +121,9 @@ st.caption(
 st.caption(LESSON["charts"])
 chart_left, chart_right = st.columns(2)
 frame = charts.speedup_frame(charts.curve_alphas(alpha), c, verify, chosen_alpha=alpha)
-chart_left.altair_chart(charts.speedup_vs_k_chart(frame, k), width="stretch")
-chart_right.altair_chart(charts.expected_tokens_chart(alpha, MAX_K, k), width="stretch")
-st.altair_chart(charts.heatmap_chart(charts.heatmap_frame(c, verify), alpha, k), width="stretch")
+draw(chart_left, charts.speedup_vs_k_chart(frame, k))
+draw(chart_right, charts.expected_tokens_chart(alpha, MAX_K, k))
+draw(st, charts.heatmap_chart(charts.heatmap_frame(c, verify), alpha, k))
 
 # ---- tables ----------------------------------------------------------------------------------------------------------
 st.subheader("Reference tables")
@@ -186,7 +186,7 @@ else:
         f"E i.i.d. at {comparison.alpha_label} = {comparison.mean_alpha:.3f}", f"{comparison.iid_expected_tokens:.3f}"
     )
     p_cols[2].metric("i.i.d. formula is off by", f"{comparison.relative_error:+.1%}")
-    st.altair_chart(charts.positional_chart(comparison), width="stretch")
+    draw(st, charts.positional_chart(comparison))
 
 # ---- load and batching -----------------------------------------------------------------------------------------------
 st.subheader("Under load: a roofline model")
@@ -207,7 +207,7 @@ else:
     l_cols[0].metric("Modelled gain at batch 1", f"{points[0].gain:.2f}×")
     l_cols[1].metric("Speculation stops paying at batch", "beyond 4096" if crossover is None else f"{crossover}")
     l_cols[2].metric("Gain at batch 256", f"{next(p.gain for p in points if p.batch == 256):.2f}×")
-    st.altair_chart(charts.load_chart(points, crossover, hardware), width="stretch")
+    draw(st, charts.load_chart(points, crossover, hardware))
     st.caption(
         "Faded points do not fit in one device's memory (weights and both KV caches at full context). Long contexts "
         "make every pass read a lot of KV cache, which keeps it memory-bound: then speculation keeps paying longer."

@@ -9,7 +9,7 @@ from specviz.core import lab
 from specviz.engine.models import ASSETS
 from specviz.errors import SpecvizError
 from specviz.ui.controls import model_sidebar, pair_or_error
-from specviz.ui.render import apply_lecture_mode, page_header
+from specviz.ui.render import apply_lecture_mode, draw, page_header
 from specviz.viz import lab_charts as charts
 
 LESSON = json.loads((ASSETS / "lessons" / "exactness.json").read_text(encoding="utf-8"))
@@ -54,7 +54,7 @@ p_a = left.slider("p(A): target", 0.0, 1.0, 0.7, 0.01, key="p_a")
 q_a = right.slider("q(A): draft", 0.0, 1.0, 0.9, 0.01, key="q_a")
 flow = lab.two_token_flow(p_a, q_a)
 chart_col, numbers_col = st.columns([3, 2])
-chart_col.altair_chart(charts.flow_chart(flow), width="stretch")
+draw(chart_col, charts.flow_chart(flow))
 numbers_col.dataframe(
     pd.DataFrame(
         {
@@ -108,7 +108,7 @@ cols[1].metric("Largest gap, exact (enumeration)", f"{experiment.largest_gap_exa
 cols[2].metric("χ² p-value, speculative samples vs exact p", f"{experiment.chi2_spec.p_value:.3f}")
 cols[3].metric("Verify passes per 64 events", f"{experiment.passes_per_64:.2f}", help="plain decoding: 64 target steps")
 cols[4].metric("Draft acceptance fraction", f"{experiment.acceptance_fraction:.1%}")
-st.altair_chart(charts.shop_chart(experiment), width="stretch")
+draw(st, charts.shop_chart(experiment))
 st.caption(
     "64 / passes is a count of sequential target passes, not a wall-clock speedup: it ignores the draft's cost and "
     "the verify pass being dearer than one step."
@@ -129,10 +129,8 @@ cols[1].metric(f"χ² p-value ({samples:,} samples)", f"{row['p_value']:.2e}")
 cols[2].metric("Verdict", str(row["verdict"]))
 cols[3].metric("Acceptance fraction", f"{row['acceptance']:.1%}")
 st.caption(f"{chosen}: {row['what']}." + (f" Where: {row['seen in']}." if row["seen in"] else ""))
-st.altair_chart(
-    charts.variant_chart(lab.sequence_labels(k + 1), target_vec, exact[labels[chosen]], chosen), width="stretch"
-)
-st.altair_chart(charts.bug_chart(frame), width="stretch")
+draw(st, charts.variant_chart(lab.sequence_labels(k + 1), target_vec, exact[labels[chosen]], chosen))
+draw(st, charts.bug_chart(frame))
 st.dataframe(
     frame.drop(columns=["key"]),
     hide_index=True,
@@ -208,7 +206,7 @@ if real:
     st.write(
         f"Verdict: **{verdict}** (p = {real['p_value']:.3g}; an exact sampler gives p < 0.001 one time in a thousand)."
     )
-    st.altair_chart(charts.real_pair_chart(real["rows"], "Most frequent next-two-token outcomes"), width="stretch")
+    draw(st, charts.real_pair_chart(real["rows"], "Most frequent next-two-token outcomes"))
 
 st.subheader("Greedy equivalence")
 st.caption(LESSON["greedy"])

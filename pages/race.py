@@ -9,7 +9,7 @@ from specviz import methods
 from specviz.errors import SpecvizError
 from specviz.measure.race import SWEEP_KS, k_sweep, race
 from specviz.ui.controls import active_pair, prompt_box, sidebar_controls
-from specviz.ui.render import apply_lecture_mode, page_header
+from specviz.ui.render import apply_lecture_mode, draw, page_header
 from specviz.viz import race_charts as charts
 from specviz.viz.explain import BF16_GREEDY_NOTE
 
@@ -40,19 +40,19 @@ if st.button("Start the race", type="primary", disabled=controls.settings is Non
 
         drawn: dict[str, float] = {}
 
-        def draw(lane, ids, seconds):
+        def show_lane(lane, ids, seconds):
             text = pair.tokenizer.decode(ids, skip_special_tokens=True)
             boxes[lane].markdown(f"⏱ {seconds * 1e3:.0f} ms · {len(ids)} tokens\n\n```text\n{text}\n```")
 
         def show(lane, ids, seconds):  # at most ten draws a second; the lanes' clocks leave drawing out anyway
             if time.perf_counter() - drawn.get(lane, 0.0) >= 0.1:
-                draw(lane, ids, seconds)
+                show_lane(lane, ids, seconds)
                 drawn[lane] = time.perf_counter()
 
         with st.spinner("Warming up every lane (first calls are slower), then racing…"):
             results = race(pair, prompt, settings, lanes, show)
         for lane, result in zip(lanes, results):
-            draw(lane, list(result.output_ids), result.wall_s)
+            show_lane(lane, list(result.output_ids), result.wall_s)
         state["race"] = (results, settings.sampling.greedy, pair.dtype)
     except SpecvizError as exc:
         st.error(str(exc))
@@ -73,8 +73,8 @@ if "race" in state:
             "each follows the target's distribution."
         )
     left, right = st.columns(2)
-    left.altair_chart(charts.arrivals_chart(results), width="stretch")
-    right.altair_chart(charts.latency_chart(results), width="stretch")
+    draw(left, charts.arrivals_chart(results))
+    draw(right, charts.latency_chart(results))
 
 st.subheader("K sweep")
 st.write(
@@ -91,4 +91,4 @@ if "sweep" in state:
     sweep = state["sweep"]
     if sweep.costs.implausible:
         st.warning(f"No prediction is drawn: {sweep.costs.implausible}")
-    st.altair_chart(charts.sweep_chart(sweep.rows), width="stretch")
+    draw(st, charts.sweep_chart(sweep.rows))

@@ -9,6 +9,7 @@ import streamlit as st
 
 from specviz.core.trace import Totals, Trace
 from specviz.errors import SpecvizError
+from specviz.ui import render
 from specviz.ui.controls import active_sources, prompt_box, set_setting, sidebar_controls
 from specviz.ui.render import (
     apply_lecture_mode,
@@ -210,10 +211,7 @@ def set_playing(on: bool) -> None:
 
 
 def draw(where, chart) -> None:
-    """A chart, with projector-sized text in lecture mode (set here, so the chart builders stay composable)."""
-    if controls.lecture:
-        chart = chart.configure_axis(labelFontSize=16, titleFontSize=16).configure_legend(labelFontSize=16)
-    where.altair_chart(chart, width="stretch")
+    render.draw(where, chart, controls.lecture)
 
 
 # ---- one renderer per phase: a new kind of round (a tree) adds or replaces an entry ------------------------------

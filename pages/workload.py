@@ -24,7 +24,7 @@ from specviz.remote.vllm import connect, measure
 from specviz.ui.controls import active_pair, active_sources, sidebar_controls
 from specviz.ui.limits import Limits, display_source
 from specviz.ui.loaders import cached_pair
-from specviz.ui.render import apply_lecture_mode, page_header
+from specviz.ui.render import apply_lecture_mode, draw, page_header
 from specviz.viz import workload_charts as charts
 from specviz.viz.explain import ALPHA_HELP
 
@@ -418,11 +418,11 @@ st.caption(ALPHA_HELP)
 st.subheader("Per prompt")
 st.dataframe(charts.per_prompt_frame(records, speedup_measured), hide_index=True)
 left, right = st.columns(2)
-left.altair_chart(charts.per_position_chart(records), width="stretch")
-right.altair_chart(charts.acceptance_length_chart(records), width="stretch")
+draw(left, charts.per_position_chart(records))
+draw(right, charts.acceptance_length_chart(records))
 strip = charts.step_strip_frame(records)
 if len(strip):
-    st.altair_chart(charts.step_strip_chart(records), width="stretch")
+    draw(st, charts.step_strip_chart(records))
     if served:
         st.caption(
             "vLLM's first target pass (the prefill) commits one token without drafting, so each strip starts at "
@@ -432,12 +432,12 @@ else:
     st.caption("No per-step counts: the server reported totals only (start it with --per-request-spec-decode-metrics).")
 left, right = st.columns(2)
 if any(r.by_class for r in records):
-    left.altair_chart(charts.class_chart(records), width="stretch")
+    draw(left, charts.class_chart(records))
 if speedup_measured:
     predictions = {
         label: predict([r.run for r in group], costs) for label, group in charts.setting_groups(records).items()
     }
-    right.altair_chart(charts.speedup_chart(records, predictions), width="stretch")
+    draw(right, charts.speedup_chart(records, predictions))
     st.caption(
         "Predicted speedup = τ / (drafts per round · c + v): this run's measured tokens per target pass τ, the draft's "
         "cost per step c and the verify pass cost v, both timed on this machine before the workload and relative to a "

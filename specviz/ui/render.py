@@ -13,6 +13,7 @@ from specviz.core.trace import Trace
 from specviz.engine.decode import generate
 from specviz.measure.race import VersusPlain, versus_plain
 from specviz.ui.loaders import cached_pair
+from specviz.viz.layout import fitted
 from specviz.viz.text import legend_html, trace_html
 
 TRACES_DIR = Path(__file__).resolve().parents[2] / "assets" / "traces"
@@ -53,6 +54,15 @@ def page_header(title: str, teaching_point: str) -> None:
 def apply_lecture_mode(on: bool) -> None:
     if on:
         st.markdown(LECTURE_CSS, unsafe_allow_html=True)
+
+
+def draw(where, chart, lecture: bool = False) -> None:
+    """Every chart of the app: titles wrapped to fit (never clipped), full width, projector-sized text in lecture mode
+    (set here, so the chart builders stay composable)."""
+    chart = fitted(chart)
+    if lecture:
+        chart = chart.configure_axis(labelFontSize=16, titleFontSize=16).configure_legend(labelFontSize=16)
+    where.altair_chart(chart, width="stretch")
 
 
 def show_text(trace: Trace, n_rounds: int | None = None) -> None:

@@ -2,30 +2,17 @@
 
 from __future__ import annotations
 
-import textwrap
-
 import altair as alt
 import pandas as pd
 
 from specviz.core.trace import Position, Round, TokenProb
+from specviz.viz.layout import PADDING, TITLE_CHARS, chart_title  # noqa: F401 - TITLE_CHARS: part of this API
 from specviz.viz.palette import ORIGIN_COLORS, ORIGIN_MARKS, P_COLOR, Q_COLOR
 from specviz.viz.text import visible
 
 DIST_COLORS = {"q (draft)": Q_COLOR, "p (target)": P_COLOR}
 VERDICT_COLORS = {"accepted": ORIGIN_COLORS["accepted"], "rejected": ORIGIN_COLORS["rejected"]}
 TOP_SHOWN = 6
-TITLE_CHARS = 34  # a title line this long fits a half-width column at 1280 px and a phone's full width at 390 px
-
-
-PADDING = {"left": 5, "right": 12, "top": 12, "bottom": 5}  # room for the title's glyphs: never cut at the top
-
-
-def chart_title(text: str, subtitle: str = "") -> alt.TitleParams:
-    """A title wrapped into short lines (never clipped or cut with an ellipsis), anchored left, with a subtitle."""
-    params = {"text": textwrap.wrap(text, TITLE_CHARS), "anchor": "start", "limit": 0, "offset": 8, "fontSize": 15}
-    if subtitle:
-        params |= {"subtitle": textwrap.wrap(subtitle, TITLE_CHARS + 10)}
-    return alt.TitleParams(**params)
 
 
 def _token_label(token_id: int, text: str) -> str:

@@ -5,7 +5,7 @@ import io
 import re
 
 import pytest
-from browser_helpers import main_text, open_app_page, screenshot, settle
+from browser_helpers import assert_titles_fit, main_text, open_app_page, screenshot, settle
 
 PAGES = {  # path -> text that appears once the page has finished rendering
     "": "Measured speedup vs plain",
@@ -52,6 +52,7 @@ def test_three_prompt_workload_upload_and_csv_download(app_url, page, tmp_path):
     rows = list(csv.DictReader(io.StringIO(open(download.value.path(), encoding="utf-8").read())))
     assert [r["prompt"] for r in rows] == ["def add(a, b):", "class Counter:", "for item in items:"]
     assert all(0 <= float(r["alpha"]) <= 1 for r in rows)
+    assert assert_titles_fit(page, "workload at 1280x800") >= 3
     screenshot(page, "workload-desktop")
 
 
@@ -63,6 +64,7 @@ def test_short_race(app_url, page):
     for label in ("plain decoding (specviz)", "specviz · draft model", "HF generate · assistant_model"):
         assert label in text
     assert page.locator('[data-testid="stException"]').count() == 0
+    assert assert_titles_fit(page, "race at 1280x800") >= 2
     screenshot(page, "race-desktop")
 
 
