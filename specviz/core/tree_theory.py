@@ -5,8 +5,10 @@ and Hardware-aware Speculative Decoding", arXiv 2402.12374, section 3): whether 
 only on its position among its siblings. Here a_i is the *conditional* rate: the i-th child is accepted with
 probability a_i given that its elder siblings were rejected (for a chain, a_1 = α). The unconditional chance that
 the i-th child is the one accepted is P_i = a_i · Π_{j<i} (1 − a_j), and a node is on the accepted path with
-probability f(v) = Π over the nodes on the path from the root to v of P_{position}. Sequoia's expected tokens per
-round is then
+probability f(v) = Π over the nodes on the path from the root to v of P_{position}. (Sequoia's F(T) = Σ_v f(v)
+multiplies per-position probabilities along the path; for F(T) to be an expectation they must be these P_i, the chance
+that the i-th child is the accepted one. The calculator asks for the conditional a_i, as the chain's α is.) The
+expected tokens per round is then
 
     E[tree] = 1 + Σ_{v in tree} f(v)          (the 1 is the correction or bonus token every round emits)
 
