@@ -5,7 +5,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from specviz.core import stats
+from specviz.core import stats, tree_theory
 from specviz.core.record import RunRecord
 from specviz.core.roofline import HARDWARE, MODELS, LoadSettings, break_even_batch, load_curve, log_batches
 from specviz.core.theory import (
@@ -29,6 +29,8 @@ from specviz.viz import theory_charts as charts
 
 LESSON = json.loads((ASSETS / "lessons" / "calculator.json").read_text(encoding="utf-8"))
 VERIFY_MODES = ("ideal (one target step)", "linear model", "measured on this machine")
+TREE_VERIFY = ("flat in the nodes (GPU-like)", "grows with the nodes (linear)", "measured on this machine")
+TREE_RATES = ("one α with a decay per sibling", "per-sibling rates")
 
 page_header("Speedup calculator", LESSON["teaching_point"])
 apply_lecture_mode(model_sidebar())
@@ -187,6 +189,88 @@ else:
     )
     p_cols[2].metric("i.i.d. formula is off by", f"{comparison.relative_error:+.1%}")
     draw(st, charts.positional_chart(comparison))
+
+# ---- trees ---------------------------------------------------------------------------------------------------------
+st.subheader("Trees: several guesses per position")
+st.caption(LESSON["tree"])
+shape_col, rates_col = st.columns(2)
+shape_text = shape_col.text_input(
+    "Tree shape: children per depth (1,1,1,1 is the chain K = 4)", "3,2,1,1", key="tree_shape"
+)
+rates_mode = rates_col.radio("Acceptance", TREE_RATES, horizontal=True, key="tree_rates_mode")
+if rates_mode == TREE_RATES[0]:
+    a_col, d_col = rates_col.columns(2)
+    tree_alpha = a_col.slider("α of the first child", 0.0, 1.0, 0.7, 0.01, key="tree_alpha")
+    decay = d_col.slider("decay per younger sibling", 0.0, 1.0, 0.5, 0.05, key="tree_decay")
+    rates_source = None
+else:
+    rates_source = rates_col.text_input(
+        "Conditional rates a_1, a_2, … (child i accepted, given its elder siblings were rejected)",
+        "0.7, 0.35, 0.2",
+        key="tree_rates",
+    )
+tree_mode = st.radio("Verify cost over the nodes", TREE_VERIFY, horizontal=True, key="tree_verify")
+tree_verify = VerifyCost.ideal()
+if tree_mode == TREE_VERIFY[1]:
+    tree_verify = VerifyCost.linear(
+        st.slider("extra verify cost per node (target steps)", 0.0, 0.3, 0.03, 0.01, key="tree_per_token")
+    )
+elif tree_mode == TREE_VERIFY[2]:
+    costs = st.session_state.get("measured_costs")
+    if costs is None:
+        st.warning("No measurement yet: choose 'measured on this machine' above and press Measure. Flat until then.")
+    else:
+        tree_verify = costs.verify_cost()
+        st.caption(
+            f"Measured for up to {costs.k_max} drafted tokens; larger trees extend the measured costs along their "
+            "least-squares line (an extrapolation, not a measurement)."
+        )
+try:
+    shape = tree_theory.parse_shape(shape_text)
+    rates = (
+        tree_theory.decayed_rates(tree_alpha, decay, max(shape))
+        if rates_source is None
+        else tree_theory.check_rates(parse_rates(rates_source))
+    )
+    tree_cmp = tree_theory.compare_tree(shape, rates, c, tree_verify)
+except SpecvizError as exc:
+    st.error(str(exc))
+else:
+    t = tree_cmp
+    st.caption(
+        f"Tree {','.join(map(str, shape))}: {t.tree.nodes} nodes, depth {t.tree.depth}; per-sibling rates "
+        + ", ".join(f"{a:.3f}" for a in t.rates)
+        + f"; the chains use α = a_1 = {t.rates[0]:.3f}; c = {c:.3f}."
+    )
+    e_cols = st.columns(3)
+    e_cols[0].metric("E tokens/pass: tree", f"{t.tree.expected_tokens:.3f}")
+    e_cols[1].metric(f"E: chain K = {t.same_nodes.nodes} (same nodes)", f"{t.same_nodes.expected_tokens:.3f}")
+    e_cols[2].metric(f"E: chain K = {t.same_depth.nodes} (same depth)", f"{t.same_depth.expected_tokens:.3f}")
+    s_cols = st.columns(4)
+    s_cols[0].metric("Speedup: tree", f"{t.tree.speedup:.2f}×", help=f"v({t.tree.nodes}) = {t.tree.verify_cost:.3f}")
+    s_cols[1].metric("Speedup: chain, same nodes", f"{t.same_nodes.speedup:.2f}×")
+    s_cols[2].metric("Speedup: chain, same depth", f"{t.same_depth.speedup:.2f}×")
+    s_cols[3].metric(f"Speedup: best chain (K = {t.best_chain.nodes})", f"{t.best_chain.speedup:.2f}×")
+    (st.success if t.pays else st.warning)(t.verdict())
+    st.altair_chart(charts.tree_chart(t), width="stretch")
+    st.dataframe(
+        pd.DataFrame(
+            tree_theory.shape_table(dict.fromkeys(tree_theory.COMPARE_SHAPES + (shape,)), rates, c, tree_verify)
+        ).round(3),
+        hide_index=True,
+        key="tree_shapes_table",
+    )
+    st.caption(
+        "What the model assumes: a child's acceptance depends only on its place among its siblings (not on the depth "
+        "or the parent's token); a draft forward over all the nodes of one depth costs one draft step c; the verify "
+        f"pass over N nodes costs v(N) ({tree_verify.describe()})."
+    )
+st.markdown(
+    f"**Measured on this CPU** ({tree_theory.CPU_TREE_MEASUREMENT}), τ = tokens per target pass: "
+    + "; ".join(f"{name} {tau:.2f}" for name, tau in tree_theory.CPU_TREE_TAU)
+    + f". The wider trees commit more tokens per pass, but there was {tree_theory.CPU_TREE_WALL}: each extra node "
+    "makes the verify pass dearer on a CPU."
+)
 
 # ---- load and batching -----------------------------------------------------------------------------------------------
 st.subheader("Under load: a roofline model")

@@ -1,4 +1,4 @@
-"""Exactness lab: the two-token example, the shop model with exact enumeration, bug switches, and the real pair."""
+"""Exactness lab: the two-token example, the shop model with exact enumeration, bug switches, trees, the real pair."""
 
 import json
 
@@ -15,6 +15,7 @@ from specviz.viz import lab_charts as charts
 LESSON = json.loads((ASSETS / "lessons" / "exactness.json").read_text(encoding="utf-8"))
 PRESETS = {"the seed's draft (close to the target)": lab.SHOP_DRAFT, "a poor draft": lab.POOR_DRAFT}
 BUG_DRAFTS = ("a poor draft (every bias easy to see)", "the draft table above")
+TREE_HOWS = {v.label: v.how for v in lab.TREE_VARIANTS[:3]}
 
 page_header("Exactness lab", LESSON["teaching_point"])
 apply_lecture_mode(model_sidebar())
@@ -143,8 +144,74 @@ st.dataframe(
     key="bug_table",
 )
 
+# ---- trees -----------------------------------------------------------------------------------------------------------
+st.header("4. Trees: several children per node")
+st.caption(LESSON["tree"])
+
+
+@st.cache_data(show_spinner="Enumerating and sampling every tree sampler…", max_entries=32)
+def trees(target_rows: tuple, draft_rows: tuple, shape: tuple, samples: int, seed: int, extra: tuple) -> tuple:
+    """The listed tree samplers (and `extra`, a combination of the switches, when one is chosen): frame, exact
+    distributions, and p's."""
+    p, q = lab.MarkovChain.from_rows(target_rows, "target table"), lab.MarkovChain.from_rows(draft_rows, "draft table")
+    target, checks = lab.tree_checks(p, q, shape, samples=samples, seed=seed)
+    if extra:
+        checks += lab.tree_checks(p, q, shape, samples, seed + len(checks), [lab.tree_variant(*extra)])[1]
+    return charts.tree_check_frame(checks), {c.variant.key: c.exact.tolist() for c in checks}, target.tolist()
+
+
+t1, t2, t3 = st.columns(3)
+shape_text = t1.selectbox(
+    "Tree shape (children per depth)", [",".join(map(str, s)) for s in lab.TREE_SHAPES], index=3, key="tree_shape"
+)
+tree_draft = t2.radio("Draft", BUG_DRAFTS, key="tree_draft")
+tree_samples = t3.select_slider("Samples per sampler", [500, 1000, 2000, 5000], 1000, key="tree_samples")
+how = TREE_HOWS[st.radio("Children", list(TREE_HOWS), horizontal=True, key="tree_how")]
+w1, w2 = st.columns(2)
+no_residual = w1.toggle("Negative control: no residual update between siblings", key="tree_no_residual")
+soft_q = w2.toggle(
+    "Negative control: soft q for top-b children",
+    key="tree_soft_q",
+    disabled=how != lab.TOP_B,
+    help="Only top-b children are chosen deterministically; sampled children are always judged with their own q.",
+)
+variant = lab.tree_variant(how, not no_residual, soft_q)
+shape = tuple(int(b) for b in shape_text.split(","))
+tree_rows = rows_of(table_frame(lab.POOR_DRAFT)) if tree_draft == BUG_DRAFTS[0] else draft_rows
+listed = variant.key in lab.TREE_VARIANTS_BY_KEY
+extra = () if listed else (variant.how, variant.update_residual, variant.soft_q_for_top_b)
+tree_table, tree_exact, tree_target = trees(target_rows, tree_rows, shape, tree_samples, int(seed), extra)
+tree_row = tree_table.set_index("key").loc[variant.key]
+cols = st.columns(4)
+cols[0].metric("Tree: max |output − p| (exact)", f"{tree_row['max_abs_diff']:.1e}")
+cols[1].metric("Tree: TV from p (exact)", f"{tree_row['tv']:.4f}")
+cols[2].metric(f"Tree: χ² p-value ({tree_samples:,} samples)", f"{tree_row['p_value']:.2e}")
+cols[3].metric("Tree verdict", lab.pass_fail(tree_row["verdict"]))
+tree_why = f"{variant.label}: {variant.why}."
+if tree_row["verdict"] == lab.EXACT_VERDICT:
+    st.success(f"Exact to 1e-9 over {len(shape) + 1}-event sequences. {tree_why}")
+else:
+    st.warning(f"Not exact: the output is {tree_row['tv']:.4f} in total variation away from p. {tree_why}")
+st.altair_chart(
+    charts.variant_chart(lab.sequence_labels(len(shape) + 1), tree_target, tree_exact[variant.key], variant.label),
+    width="stretch",
+)
+st.altair_chart(charts.tree_check_chart(tree_table), width="stretch")
+st.dataframe(
+    tree_table.drop(columns=["key"]),
+    hide_index=True,
+    column_config={
+        "max_abs_diff": st.column_config.NumberColumn("max |output − p|", format="%.1e"),
+        "tv": st.column_config.NumberColumn("TV from p", format="%.4f"),
+        "p_value": st.column_config.NumberColumn("χ² p-value", format="%.2e"),
+        "chi2": st.column_config.NumberColumn("χ²", format="%.1f"),
+        "passes_per_token": st.column_config.NumberColumn("target passes per event", format="%.3f"),
+    },
+    key="tree_table",
+)
+
 # ---- the real pair ---------------------------------------------------------------------------------------------------
-st.header("4. On the loaded model pair")
+st.header("5. On the loaded model pair")
 st.caption(LESSON["real_pair"])
 
 

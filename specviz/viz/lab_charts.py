@@ -7,7 +7,17 @@ from collections.abc import Sequence
 import altair as alt
 import pandas as pd
 
-from specviz.core.lab import BugCheck, ShopExperiment, TwoTokenFlow, sequence_labels
+from specviz.core.lab import (
+    DETECTED_VERDICT,
+    EXACT_VERDICT,
+    UNSEEN_VERDICT,
+    BugCheck,
+    ShopExperiment,
+    TreeCheck,
+    TwoTokenFlow,
+    sequence_labels,
+    verdict,
+)
 from specviz.viz.palette import ORIGIN_COLORS, ORIGIN_LABELS
 
 SOURCE_COLORS = {
@@ -137,9 +147,7 @@ def bug_frame(checks: Sequence[BugCheck]) -> pd.DataFrame:
                 "chi2": c.chi2.statistic,
                 "dof": c.chi2.dof,
                 "acceptance": c.acceptance_fraction,
-                "verdict": "exact"
-                if c.tv < 1e-9
-                else ("bias detected" if c.detected else "biased, not detected at this N"),
+                "verdict": verdict(c.tv, c.chi2.p_value),
             }
             for c in checks
         ]
@@ -147,9 +155,9 @@ def bug_frame(checks: Sequence[BugCheck]) -> pd.DataFrame:
 
 
 VERDICT_COLORS = {
-    "exact": ORIGIN_COLORS["accepted"],
-    "bias detected": ORIGIN_COLORS["correction"],
-    "biased, not detected at this N": "#CC79A7",
+    EXACT_VERDICT: ORIGIN_COLORS["accepted"],
+    DETECTED_VERDICT: ORIGIN_COLORS["correction"],
+    UNSEEN_VERDICT: "#CC79A7",
 }
 
 
@@ -261,4 +269,50 @@ def variant_chart(
             ],
         )
         .properties(height=280)
+    )
+
+
+def tree_check_frame(checks: Sequence[TreeCheck]) -> pd.DataFrame:
+    """One row per tree sampler: exact distance from p, the χ² test on samples, and the verdict."""
+    return pd.DataFrame(
+        [
+            {
+                "variant": c.variant.label,
+                "key": c.variant.key,
+                "why": c.variant.why,
+                "max_abs_diff": c.max_abs_diff,
+                "tv": c.tv,
+                "p_value": c.chi2.p_value,
+                "chi2": c.chi2.statistic,
+                "dof": c.chi2.dof,
+                "passes_per_token": c.passes_per_token,
+                "verdict": c.verdict,
+            }
+            for c in checks
+        ]
+    )
+
+
+def tree_check_chart(frame: pd.DataFrame) -> alt.Chart:
+    """Total-variation distance of each tree sampler's exact output from p, coloured by the verdict."""
+    return (
+        alt.Chart(frame, title="Tree samplers: how far each exact output is from p (total variation)")
+        .mark_bar()
+        .encode(
+            y=alt.Y("variant:N", sort=list(frame["variant"]), title=None, axis=alt.Axis(labelLimit=300)),
+            x=alt.X("tv:Q", title="TV distance from p (exact, by enumeration)"),
+            color=alt.Color(
+                "verdict:N",
+                title="verdict",
+                scale=alt.Scale(domain=list(VERDICT_COLORS), range=list(VERDICT_COLORS.values())),
+            ),
+            tooltip=[
+                "variant:N",
+                "why:N",
+                alt.Tooltip("max_abs_diff:Q", title="max |output − p|", format=".2e"),
+                alt.Tooltip("tv:Q", format=".4f"),
+                alt.Tooltip("p_value:Q", title="χ² p-value", format=".2e"),
+            ],
+        )
+        .properties(height=32 * len(frame))
     )

@@ -9,6 +9,7 @@ import pandas as pd
 
 from specviz.core.roofline import LoadPoint
 from specviz.core.theory import IDEAL, MAX_K, PositionalComparison, VerifyCost, best_k, expected_tokens, speedup
+from specviz.core.tree_theory import TreeComparison
 
 HEATMAP_ALPHAS = tuple(round(0.05 * i, 2) for i in range(2, 20)) + (0.97, 0.99)  # 0.10 .. 0.95, then 0.97, 0.99
 PLAIN_COLOR = "#424242"  # = ORIGIN_COLORS["target"]: plain decoding
@@ -269,3 +270,50 @@ def measured_costs_chart(verify_relative: Sequence[float], c: float) -> alt.Char
         )
         .properties(height=240)
     )
+
+
+def tree_frame(comparison: TreeComparison) -> pd.DataFrame:
+    """One row per way of filling a target pass: the tree and the three chains it is compared with."""
+    plans = (comparison.tree, comparison.same_nodes, comparison.same_depth, comparison.best_chain)
+    return pd.DataFrame(
+        [
+            {
+                "plan": plan.label,
+                "kind": "tree" if plan is comparison.tree else "chain",
+                "nodes": plan.nodes,
+                "draft_forwards": plan.depth,
+                "expected_tokens": plan.expected_tokens,
+                "verify_cost": plan.verify_cost,
+                "round_cost": plan.round_cost,
+                "speedup": plan.speedup,
+            }
+            for plan in plans
+        ]
+    )
+
+
+def tree_chart(comparison: TreeComparison) -> alt.LayerChart:
+    """Predicted speedup of the tree and of the chains, with S = 1 marked; tooltips carry E and the round's cost."""
+    frame = tree_frame(comparison)
+    bars = (
+        alt.Chart(frame)
+        .mark_bar()
+        .encode(
+            y=alt.Y("plan:N", title=None, sort=list(frame["plan"])),
+            x=alt.X("speedup:Q", title="predicted speedup over plain decoding (×)"),
+            color=alt.Color(
+                "kind:N", title=None, scale=alt.Scale(domain=["tree", "chain"], range=[SPEC_COLOR, PLAIN_COLOR])
+            ),
+            tooltip=[
+                "plan:N",
+                alt.Tooltip("nodes:Q", title="nodes verified"),
+                alt.Tooltip("draft_forwards:Q", title="draft forwards"),
+                alt.Tooltip("expected_tokens:Q", title="E tokens/pass", format=".3f"),
+                alt.Tooltip("verify_cost:Q", title="v(nodes)", format=".3f"),
+                alt.Tooltip("round_cost:Q", title="round cost (target steps)", format=".3f"),
+                alt.Tooltip("speedup:Q", format=".3f"),
+            ],
+        )
+    )
+    rule = alt.Chart(pd.DataFrame({"x": [1.0]})).mark_rule(color=BREAK_EVEN_COLOR, strokeDash=[4, 3]).encode(x="x:Q")
+    return (bars + rule).properties(title="Tree vs chains: predicted speedup (dashed: break-even)", height=160)

@@ -8,6 +8,8 @@ import math
 import pytest
 import torch
 
+from specviz.core import lab
+from specviz.core.sampling import uniforms
 from specviz.core.toy import MarkovModel, target_distribution, total_variation, tree_speculative_distribution
 from specviz.core.verify import (
     TOP_B,
@@ -130,36 +132,13 @@ def test_control_soft_q_for_top_b_children_is_biased(markov):
     assert total_variation(broken, target_distribution(p, (0,), 2)) > 0.01
 
 
-def _sampled_first_tokens(p_table, q_table, shape, how, n, update_residual=True):
-    """Run draw_children + verify_tree n times at context (0,), count the first committed token."""
+def _sampled_first_tokens(p, q, shape, how, n, update_residual=True):
+    """The lab's tree round (draw_children + verify_tree) n times at context (0,): counts of the first token."""
     g = torch.Generator().manual_seed(1234)
-    parents = tree_parents(shape)
-    counts = torch.zeros(p_table.shape[0])
+    variant = lab.tree_variant(how, update_residual)
+    counts = torch.zeros(p.table.shape[0])
     for _ in range(n):
-        u = 1.0 - torch.rand(4 * len(parents) + 1, generator=g, dtype=torch.float64)
-        tokens, q_rows, contexts, used = [], [], [0], 0
-        for node, parent in enumerate(parents):  # draft: children of each parent, in node order
-            if node and parents[node - 1] == parent:
-                continue
-            b = parents.count(parent)
-            x, rows = draw_children(q_table[contexts[parent + 1] if parent >= 0 else 0], b, u[used : used + b], how)
-            used += b
-            tokens += x.tolist()
-            q_rows += list(rows)
-            contexts += x.tolist()
-        tokens = torch.tensor(tokens)
-        p = torch.stack([p_table[0]] + [p_table[t] for t in tokens.tolist()])  # Markov: p after node = row of its token
-        v = verify_tree(
-            parents,
-            tokens,
-            p,
-            torch.stack(q_rows),
-            u[used : used + len(parents)],
-            u[-1],
-            update_residual=update_residual,
-        )
-        first = int(tokens[v.path[0]]) if v.path else v.next_token
-        counts[first] += 1
+        counts[lab.tree_round(p, q, (0,), shape, variant, uniforms(g, 2 * tree_size(shape) + 1))[0]] += 1
     return counts
 
 
@@ -172,13 +151,13 @@ def _chi2_p_value(counts, probs):
 @pytest.mark.parametrize("how", TREE_SAMPLINGS)
 def test_chi_squared_monte_carlo_of_verify_tree(markov, how):
     p, q = markov
-    counts = _sampled_first_tokens(p.table, q.table, (3, 1), how, 4000)
+    counts = _sampled_first_tokens(p, q, (3, 1), how, 4000)
     assert _chi2_p_value(counts, p.table[0]) > 1e-6
 
 
 def test_chi_squared_catches_the_missing_residual(markov):
     p, q = markov
-    counts = _sampled_first_tokens(p.table, q.table, (3, 1), WITH_REPLACEMENT, 4000, update_residual=False)
+    counts = _sampled_first_tokens(p, q, (3, 1), WITH_REPLACEMENT, 4000, update_residual=False)
     assert _chi2_p_value(counts, p.table[0]) < 1e-6
 
 
