@@ -252,7 +252,7 @@ else:
     s_cols[2].metric("Speedup: chain, same depth", f"{t.same_depth.speedup:.2f}×")
     s_cols[3].metric(f"Speedup: best chain (K = {t.best_chain.nodes})", f"{t.best_chain.speedup:.2f}×")
     (st.success if t.pays else st.warning)(t.verdict())
-    st.altair_chart(charts.tree_chart(t), width="stretch")
+    draw(st, charts.tree_chart(t))
     st.dataframe(
         pd.DataFrame(
             tree_theory.shape_table(dict.fromkeys(tree_theory.COMPARE_SHAPES + (shape,)), rates, c, tree_verify)

@@ -192,11 +192,8 @@ if tree_row["verdict"] == lab.EXACT_VERDICT:
     st.success(f"Exact to 1e-9 over {len(shape) + 1}-event sequences. {tree_why}")
 else:
     st.warning(f"Not exact: the output is {tree_row['tv']:.4f} in total variation away from p. {tree_why}")
-st.altair_chart(
-    charts.variant_chart(lab.sequence_labels(len(shape) + 1), tree_target, tree_exact[variant.key], variant.label),
-    width="stretch",
-)
-st.altair_chart(charts.tree_check_chart(tree_table), width="stretch")
+draw(st, charts.variant_chart(lab.sequence_labels(len(shape) + 1), tree_target, tree_exact[variant.key], variant.label))
+draw(st, charts.tree_check_chart(tree_table))
 st.dataframe(
     tree_table.drop(columns=["key"]),
     hide_index=True,
