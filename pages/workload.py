@@ -240,7 +240,7 @@ if start and where == HERE:
         state["workload_planned"] = len(rows) * len(chosen_methods) * len(ks)  # results; each timed `repeats` times
         bar, progress = progress_bar()
         bar.progress(0.0, text="Measuring step costs…")
-        costs = measure_costs(pair, k_max=max(ks), repeats=5)
+        costs = measure_costs(pair, k_max=max(ks), repeats=5, draft_vocab=base.draft_vocab)
         state["workload_settings"] = (base, pair.describe(), chosen_methods, sorted(ks), costs)
         bar.progress(0.0, text="Warming up…")
         run = lambda prompt, settings, tag: run_method(pair, prompt, settings, settings.method, tag=tag)  # noqa: E731

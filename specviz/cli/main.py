@@ -117,6 +117,13 @@ def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SHAPE",
         help="draft a tree: children per depth, e.g. 3,2,1,1 (1,1,1,1 = the chain with K=4); bench takes several",
     )
+    parser.add_argument(
+        "--draft-vocab",
+        default="auto",
+        metavar="N",
+        help="the draft proposes only from its N most frequent tokens (a smaller LM head, the same exact output); "
+        "auto = what the draft's token_counts.json recommends (the bundled draft: 1024), 0 = every token",
+    )
 
 
 def tree_shapes(args: argparse.Namespace) -> list[tuple[int, ...]]:
@@ -147,6 +154,20 @@ def settings_from(args: argparse.Namespace, method: str) -> RunSettings:
         ngram_min=args.ngram_min,
         ngram_max=args.ngram_max,
     )
+
+
+def with_draft_vocab(settings: RunSettings, args: argparse.Namespace, pair: ModelPair) -> RunSettings:
+    """The settings with --draft-vocab resolved on the loaded pair ("auto": its counts' recommendation, or 0)."""
+    from dataclasses import replace
+
+    text = str(getattr(args, "draft_vocab", "auto")).strip().lower()
+    if text == "auto":
+        return replace(settings, draft_vocab=pair.recommended_draft_vocab)
+    if not text.isdigit():
+        raise SpecvizError(f"--draft-vocab takes auto or a whole number of tokens (0 = all); got {text!r}.")
+    n = int(text)
+    pair.draft_kept(n if pair.draft is not None else 0)  # a clear message now if this draft cannot be trimmed
+    return replace(settings, draft_vocab=n)
 
 
 def method_of(args: argparse.Namespace) -> str:
@@ -182,7 +203,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise SpecvizError("--plain runs the target alone, with no drafts: drop --tree, or drop --plain.")
     settings = settings_from(args, method_of(args))  # validate before the slow model load
     prompt = check_prompt(read_prompt(args))
-    trace = generate(load_for(args, [settings.method]), prompt, settings)
+    pair = load_for(args, [settings.method])
+    trace = generate(pair, prompt, with_draft_vocab(settings, args, pair))
     if args.json:
         print(trace.to_json(indent=2))
     else:
@@ -257,13 +279,14 @@ def cmd_measure(args: argparse.Namespace) -> int:
     for problem in workload.problems:
         print(f"skipped {problem}", file=sys.stderr)
     pair = load_for(args, method_names)
+    base = with_draft_vocab(base, args, pair)
 
     def progress(p) -> None:
         eta = "" if p.done == 0 else f", about {p.eta_s:.0f} s left"
         print(f"\r[{p.done}/{p.total}] {p.elapsed_s:.0f} s{eta}   ", end="", file=sys.stderr, flush=True)
 
     print("measuring step costs", file=sys.stderr)
-    costs = measure_costs(pair, k_max=max(ks), repeats=5)
+    costs = measure_costs(pair, k_max=max(ks), repeats=5, draft_vocab=base.draft_vocab)
     run = lambda prompt, settings, tag: run_method(pair, prompt, settings, settings.method, tag=tag)  # noqa: E731
     results, error = collect(run_workload(run, workload.rows, method_names, ks, base, progress, args.repeats))
     print(file=sys.stderr)
@@ -331,6 +354,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     rows = read_workload(args.prompts or ASSETS / "workloads" / "code.jsonl").rows
     prompts = [row.prompt for row in (rows[: args.limit] if args.limit else rows)]
     pair = load_for(args, lanes + ((methods.TREE,) if trees else ()))
+    base = with_draft_vocab(base, args, pair)
     say = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     doc = run_bench(pair, prompts, ks, base, args.repeats, lanes, say, trees=trees)
     print(results_table(doc))

@@ -28,6 +28,8 @@ class RunSettings:
     stop_at_eos: bool = True
     tree: tuple[int, ...] = ()  # method "tree": children per depth, e.g. (3, 2, 1, 1); empty for chain methods
     #                              (plain ignores one: it is the baseline of a tree run's measurement)
+    draft_vocab: int = 0  # the draft proposes only from this many most frequent tokens (engine/vocab.py); 0 = all
+    #                       (methods without a draft model ignore it, as plain ignores a tree shape)
 
     def __post_init__(self) -> None:
         if self.method not in methods.ENGINE_METHODS:
@@ -39,6 +41,7 @@ class RunSettings:
         _require_int("n-gram maximum n", self.ngram_max, self.ngram_min, 32)
         object.__setattr__(self, "tree", tuple(self.tree))  # JSON gives a list
         check_tree(self.method, self.tree)
+        _require_int("draft vocabulary (0 = all tokens)", self.draft_vocab, 0, 10_000_000)
 
     @property
     def draft_length(self) -> int:
@@ -49,6 +52,8 @@ class RunSettings:
 
     def to_dict(self) -> dict:
         body = asdict(self)
+        if not self.draft_vocab:
+            del body["draft_vocab"]  # runs with the full vocabulary keep the settings JSON they always had
         if not self.tree:
             del body["tree"]  # chain runs keep the settings JSON they always had
         else:

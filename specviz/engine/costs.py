@@ -98,6 +98,7 @@ class MeasuredCosts:
             "verify_ms": [v * 1e3 for v in self.verify_s],
             "c": self.c,
             "verify_relative": list(self.verify_relative),
+            "implausible": self.implausible,  # why no prediction is built on these timings, or None
         }
 
 
@@ -108,9 +109,10 @@ def measure_costs(
     repeats: int = 5,
     prompt: str = DEFAULT_PROMPT,
     on_progress: Progress | None = None,
+    draft_vocab: int = 0,
 ) -> MeasuredCosts:
-    """Time a draft step (when the pair has a draft), a target step and verify passes for K = 1..k_max (median of
-    `repeats`, after a warm-up)."""
+    """Time a draft step (when the pair has a draft; with the run's draft vocabulary, 0 = all tokens), a target step
+    and verify passes for K = 1..k_max (median of `repeats`, after a warm-up)."""
     if not isinstance(k_max, int) or not 1 <= k_max <= MAX_K:
         raise SettingsError(f"the largest K to measure must be from 1 to {MAX_K}; got {k_max!r}.")
     if not isinstance(repeats, int) or not 1 <= repeats <= 50:
@@ -119,7 +121,7 @@ def measure_costs(
     if pair.context_length:
         ids = ids[: max(1, pair.context_length - k_max - 2)]
     target = _ready(pair.target, pair.vocab_size, ids)
-    draft = _ready(pair.draft, pair.vocab_size, ids) if pair.draft is not None else None
+    draft = _ready(pair.draft, pair.vocab_size, ids, pair.draft_kept(draft_vocab)) if pair.draft is not None else None
     drafts = torch.tensor((ids * (k_max // len(ids) + 1))[:k_max], device=pair.device)  # (k_max,) any real tokens
 
     # One timing of each kind per repeat, interleaved: a slow spell on a shared machine then slows every kind alike
@@ -174,8 +176,8 @@ class _Restorable:
         self.state.pending, self.state.fed_extra = list(self.pending), 0
 
 
-def _ready(model, vocab_size: int, ids: list[int]) -> _Restorable:
-    state = CachedModel(model, vocab_size, ids)
+def _ready(model, vocab_size: int, ids: list[int], kept: torch.Tensor | None = None) -> _Restorable:
+    state = CachedModel(model, vocab_size, ids, kept)
     state.prefill()  # the cache holds all but the last prompt token; that one is pending
     if state.length == 0:  # a one-token prompt: read it so that every timing runs on top of a cache
         state.forward()

@@ -12,11 +12,17 @@ class CachedModel:
     Invariant: cache + pending = the committed sequence. Each forward reads pending + any extra (draft) tokens.
     """
 
-    def __init__(self, model: PreTrainedModel, vocab_size: int, prompt_ids: list[int]):
+    def __init__(
+        self, model: PreTrainedModel, vocab_size: int, prompt_ids: list[int], kept: torch.Tensor | None = None
+    ):
+        """kept (N,) long: a trimmed vocabulary (engine/vocab.py); logits are computed for these tokens only and the
+        others get -inf (probability 0). None: the model's whole head."""
         self.model = model
         self.vocab_size = vocab_size
         self.cache = DynamicCache(config=model.config)
         self.device = model.device
+        self.kept = None if kept is None else kept.to(self.device)
+        self.head = None if kept is None else model.get_output_embeddings().weight[self.kept]  # (N, H)
         self.pending: list[int] = list(prompt_ids)
         self.fed_extra = 0  # extra tokens read by the last forward, not yet confirmed
 
@@ -28,7 +34,7 @@ class CachedModel:
         """Read all of the prompt but its last token, which the first step reads (so its logits come from a step)."""
         if len(self.pending) > 1:
             ids = self._ids(self.pending[:-1])
-            self.model(input_ids=ids, cache=self.cache, use_cache=True, logits_to_keep=self._last(ids, 1))
+            self._logits(ids, self._last(ids, 1))
             self.pending = self.pending[-1:]
 
     def forward(self, extra: torch.Tensor | None = None, logits_to_keep: int = 1) -> torch.Tensor:
@@ -36,16 +42,15 @@ class CachedModel:
         ids = self._ids(self.pending)  # (1, P)
         if extra is not None and extra.numel():
             ids = torch.cat([ids, extra.view(1, -1)], dim=1)  # (1, P + n)
-        keep = self._last(ids, logits_to_keep)
-        out = self.model(input_ids=ids, cache=self.cache, use_cache=True, logits_to_keep=keep)
+        logits = self._logits(ids, self._last(ids, logits_to_keep))  # (logits_to_keep, V)
         self.pending, self.fed_extra = [], 0 if extra is None else extra.numel()
-        return out.logits[0, :, : self.vocab_size]  # (logits_to_keep, V); wider logits are padding
+        return logits
 
     def step(self, token: torch.Tensor) -> torch.Tensor:
         """Read one more (unconfirmed) token already on the device; return its (V,) next-token logits."""
-        out = self.model(input_ids=token.view(1, 1), cache=self.cache, use_cache=True)
+        logits = self._logits(token.view(1, 1), None)
         self.fed_extra += 1
-        return out.logits[0, -1, : self.vocab_size]
+        return logits[-1]
 
     def forward_tree(self, nodes: torch.Tensor, depth: torch.Tensor, sees: torch.Tensor) -> torch.Tensor:
         """Read pending tokens (causally) plus n tree nodes in one pass, each node seeing only the committed sequence
@@ -76,16 +81,9 @@ class CachedModel:
         positions = torch.cat([torch.arange(committed, length, device=dev), length - 1 + depth.to(dev)])  # (P+n,)
         ids = torch.cat([self._ids(self.pending).view(-1), nodes.to(dev)]).view(1, -1)  # (1, P+n)
         keep = torch.arange(max(p_len - 1, 0), p_len + n, device=dev)
-        out = self.model(
-            input_ids=ids,
-            attention_mask=mask[None, None],  # (1, 1, P+n, total)
-            position_ids=positions[None],
-            cache=self.cache,
-            use_cache=True,
-            logits_to_keep=keep,
-        )
+        logits = self._logits(ids, keep, attention_mask=mask[None, None], position_ids=positions[None])  # (1,1,P+n,T)
         self.pending, self.fed_extra = [], e_len + n
-        return out.logits[0, :, : self.vocab_size]  # (P>0) + n rows
+        return logits  # (P>0) + n rows
 
     def advance(self, committed: list[int], n_accepted: int) -> None:
         """After a round: keep the cached drafts that were accepted, drop the rest, queue the committed tokens unseen.
@@ -97,6 +95,20 @@ class CachedModel:
             self.cache.crop(confirmed - self.fed_extra)  # negative: tokens to remove from the end
         self.fed_extra = 0
         self.pending.extend(committed[confirmed:])
+
+    def _logits(self, ids: torch.Tensor, keep: torch.Tensor | None, **inputs) -> torch.Tensor:
+        """(rows, V) next-token logits at positions `keep` of ids (1, L) (every position when None); the cache reads
+        ids. With a trimmed vocabulary only the kept rows of the head are computed; the other tokens get -inf."""
+        if self.head is None:
+            to_keep = 0 if keep is None else keep  # 0: every position
+            out = self.model(input_ids=ids, cache=self.cache, use_cache=True, logits_to_keep=to_keep, **inputs)
+            return out.logits[0, :, : self.vocab_size]  # wider logits are padding
+        hidden = self.model.base_model(input_ids=ids, cache=self.cache, use_cache=True, **inputs).last_hidden_state[0]
+        if keep is not None:
+            hidden = hidden[keep]  # (rows, H)
+        small = torch.nn.functional.linear(hidden, self.head)  # (rows, N)
+        full = torch.full((small.shape[0], self.vocab_size), float("-inf"), dtype=small.dtype, device=small.device)
+        return full.index_copy_(1, self.kept, small)
 
     def _last(self, ids: torch.Tensor, n: int) -> torch.Tensor:
         """Positions of the last n of ids (1, L), for `logits_to_keep`.

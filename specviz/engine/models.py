@@ -17,6 +17,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache, PreTrainedModel, PreTrainedTokenizerBase
 from transformers.utils import logging as hf_logging
 
+from specviz.engine.vocab import COUNTS_FILE, TokenCounts, check_trimmable, load_counts
 from specviz.errors import IncompatiblePairError, ModelLoadError, SettingsError
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
@@ -44,6 +45,27 @@ class ModelPair:
     sliding_window: int | None  # a run must stay shorter than this, or the cache could not be rolled back
     eos_ids: frozenset[int]
     token_texts: tuple[str, ...]  # decoded text of every token id, for the trace
+    draft_counts: TokenCounts | None = None  # token frequencies shipped beside the draft, for a trimmed vocabulary
+
+    def draft_kept(self, n: int) -> torch.Tensor | None:
+        """(n,) the draft vocabulary of a run (its n most frequent tokens), or None for the full vocabulary (n = 0)."""
+        if not n:
+            return None
+        if self.draft is None:
+            raise SettingsError("A draft vocabulary needs a draft model; this pair has none.")
+        check_trimmable(self.draft)
+        if self.draft_counts is None:
+            raise SettingsError(
+                f"The draft {self.draft_name} has no token counts ({COUNTS_FILE} beside its weights), so there is no "
+                "frequency order to trim its vocabulary by: count tokens over your own text with `python -m specviz "
+                "draft-vocab --draft DIR TEXT_FILES...`, or use the full vocabulary (draft vocabulary 0)."
+            )
+        return self.draft_counts.kept(n, self.vocab_size)
+
+    @property
+    def recommended_draft_vocab(self) -> int:
+        """The draft vocabulary its counts recommend (0 = the full vocabulary, also when there are no counts)."""
+        return self.draft_counts.recommended if self.draft_counts and self.draft is not None else 0
 
     def describe(self) -> dict:
         return {
@@ -139,6 +161,7 @@ def load_pair(
         sliding_window=_sliding_window(models),
         eos_ids=_eos_ids(target_model, tokenizer),
         token_texts=tuple(tokenizer.batch_decode([[i] for i in range(vocab_size)])),
+        draft_counts=load_counts(draft) if draft is not None and Path(draft).is_dir() else None,
     )
 
 

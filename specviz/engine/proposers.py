@@ -63,13 +63,14 @@ class DraftModelProposer:
     model: PreTrainedModel
     vocab_size: int
     sampling: SamplingSettings
+    kept: torch.Tensor | None = None  # (N,) a trimmed draft vocabulary (engine/vocab.py); None = every token
 
     @classmethod
     def for_run(cls, pair: ModelPair, settings: RunSettings) -> DraftModelProposer:
-        return cls(pair.draft, pair.vocab_size, settings.sampling)
+        return cls(pair.draft, pair.vocab_size, settings.sampling, pair.draft_kept(settings.draft_vocab))
 
     def start(self, prompt_ids: list[int]) -> DraftModelDrafter:
-        return DraftModelDrafter(CachedModel(self.model, self.vocab_size, prompt_ids), self.sampling)
+        return DraftModelDrafter(CachedModel(self.model, self.vocab_size, prompt_ids, self.kept), self.sampling)
 
 
 class DraftModelDrafter:
@@ -173,13 +174,15 @@ class TreeProposer:
     vocab_size: int
     sampling: SamplingSettings
     shape: tuple[int, ...]
+    kept: torch.Tensor | None = None  # (N,) a trimmed draft vocabulary (engine/vocab.py); None = every token
 
     @classmethod
     def for_run(cls, pair: ModelPair, settings: RunSettings) -> TreeProposer:
-        return cls(pair.draft, pair.vocab_size, settings.sampling, settings.tree)
+        kept = pair.draft_kept(settings.draft_vocab)
+        return cls(pair.draft, pair.vocab_size, settings.sampling, settings.tree, kept)
 
     def start(self, prompt_ids: list[int]) -> TreeDrafter:
-        return TreeDrafter(CachedModel(self.model, self.vocab_size, prompt_ids), self.sampling)
+        return TreeDrafter(CachedModel(self.model, self.vocab_size, prompt_ids, self.kept), self.sampling)
 
 
 class TreeDrafter:

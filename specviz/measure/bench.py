@@ -79,7 +79,7 @@ def run_bench(
     base = replace(base, stop_at_eos=False)  # every run makes max_new_tokens: speeds timed over the same length
     spec_lanes = [lane for lane in lanes if lane != "plain"]
     say("measuring step costs")
-    costs = measure_costs(pair, k_max=max(ks), repeats=15)  # v(K) is noisy at 5 on a busy CPU
+    costs = measure_costs(pair, k_max=max(ks), repeats=15, draft_vocab=base.draft_vocab)  # v(K) noisy at 5: busy CPU
     say("warming up")
     trees = list(trees or [])
     tree_settings = {shape: _tree_settings(base, shape) for shape in trees}

@@ -92,7 +92,7 @@ def k_sweep(
 ) -> Sweep:
     """Draft-model speedup over plain at each K, measured, and predicted from measured tau and costs (no prediction
     when the costs cannot be true: see MeasuredCosts.implausible)."""
-    costs = measure_costs(pair, k_max=max(ks), repeats=5)
+    costs = measure_costs(pair, k_max=max(ks), repeats=5, draft_vocab=settings.draft_vocab)
     warm_up(pair, prompt, replace(settings, k=ks[0]), ["plain", "draft"])
     plain = run_method(pair, prompt, settings, "plain")
     rows = []

@@ -9,6 +9,8 @@ Stages (each resumable; `all` runs them in order, skipping finished ones):
              (--draft-tune-minutes M: then distil it M minutes more on continuations the target writes after code
              prefixes, generated once into <work>/data/{train,val}_gen.bin -> <work>/draft_gen/...)
   export     bf16 safetensors + tokenizer -> assets/models/pystdlib/{target,draft}, manifest.json; then the card
+  vocab      (not part of `all`: export writes it) count the training split's tokens -> draft/token_counts.json, the
+             frequency order of the draft's trimmed vocabulary (specviz/engine/vocab.py)
   card       (not part of `all`: export ends with it) measure the exported pair with `python -m specviz run |
              measure | bench` -> measurements.json, and render the model card README.md from manifest.json and
              measurements.json (18.5 min on a busy 2-core CPU; --rerender: render only, from the
@@ -54,7 +56,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="python -m specviz train-tiny", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("stage", nargs="?", default="all", choices=STAGES + ("card", "all", "check-workloads"))
+    p.add_argument("stage", nargs="?", default="all", choices=STAGES + ("vocab", "card", "all", "check-workloads"))
     p.add_argument("--work-dir", type=Path, default=Path(os.path.expanduser("~/.cache/specviz/train-tiny")))
     p.add_argument("--out-dir", type=Path, default=DEFAULT_OUT, help="export destination")
     p.add_argument(

@@ -52,6 +52,26 @@ def reload(path: Path):
     return model, AutoTokenizer.from_pretrained(str(path))
 
 
+DRAFT_VOCAB = 1024  # the draft vocabulary the bundled draft recommends (README: its alpha and speed against others)
+
+
+def write_token_counts(corpus_dir: Path, draft_dir: Path, log, recommended: int = DRAFT_VOCAB) -> None:
+    """Count every token of the training split with the draft's own tokenizer -> draft_dir/token_counts.json, the
+    frequency order a trimmed draft vocabulary keeps (engine/vocab.py)."""
+    from transformers import AutoTokenizer
+
+    from specviz.engine.vocab import COUNTS_FILE, TokenCounts, count_tokens
+
+    from .corpus import read_jsonl
+
+    tok = AutoTokenizer.from_pretrained(str(draft_dir))
+    docs = read_jsonl(corpus_dir / "train.jsonl")
+    counts = count_tokens(tok, (d["text"] for d in docs), len(tok))
+    source = f"the recipe's training split ({len(docs)} documents: Python stdlib code and its documentation)"
+    (draft_dir / COUNTS_FILE).write_text(TokenCounts(counts, source, recommended).to_json())
+    log(f"export: {draft_dir / COUNTS_FILE}: {int(counts.sum())} tokens counted, recommended vocabulary {recommended}")
+
+
 def export(args, work: Path, device, log) -> None:
     import torch
 
@@ -63,6 +83,7 @@ def export(args, work: Path, device, log) -> None:
     counts = {"target": n_params(target), "draft": n_params(draft)}
     save_hf(target, tok_dir, out / "target", log)
     save_hf(draft, tok_dir, out / "draft", log)
+    write_token_counts(work / "corpus", out / "draft", log)
 
     # everything below uses only what was written to disk
     target, tok = reload(out / "target")

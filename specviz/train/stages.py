@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .card import make_card
 from .corpus import build_corpus, check_workloads, read_jsonl
-from .export import export
+from .export import export, write_token_counts
 from .generate import target_continuations
 from .loop import RunConfig, eval_windows, evaluate, train
 from .measurements import CardSettings
@@ -238,6 +238,12 @@ def draft_tokens(args, work: Path, log):
 
 def stage_export(args, work: Path, device, log) -> None:
     export(args, work, device, log)
+
+
+def stage_vocab(args, work: Path, device, log) -> None:
+    """Only the draft's token counts (export writes them too): for a pair exported before they existed."""
+    stage_corpus(args, work, device, log)
+    write_token_counts(work / "corpus", args.out_dir / "draft", log)
 
 
 def stage_card(args, work: Path, device, log) -> None:
