@@ -5,7 +5,7 @@ import streamlit as st
 from specviz.core.settings import RunSettings
 from specviz.engine.catalogue import presets_for
 from specviz.errors import SpecvizError
-from specviz.ui.controls import active_sources
+from specviz.ui.controls import active_sources, recommended_draft_vocab
 from specviz.ui.render import cached_versus_plain, page_header, show_text
 from specviz.viz.explain import ALPHA_HELP
 
@@ -28,8 +28,11 @@ has *exactly* the target's distribution, and when the draft agrees often, each e
 sources = active_sources()
 prompt = presets_for(sources[0])["code"]
 st.subheader("Live: one run on the default pair")
+draft_vocab = recommended_draft_vocab(sources[1])
+vocab_note = f"the draft proposing from its {draft_vocab} most frequent tokens, " if draft_vocab else ""
 try:
-    result, measured_at = cached_versus_plain(sources, prompt, RunSettings(method="draft", k=4, max_new_tokens=48))
+    settings = RunSettings(method="draft", k=4, max_new_tokens=48, draft_vocab=draft_vocab)
+    result, measured_at = cached_versus_plain(sources, prompt, settings)
 except SpecvizError as exc:
     st.error(str(exc))
 else:
@@ -47,10 +50,11 @@ else:
     )
     st.caption(
         f"Measured at {measured_at} on {spec.meta.get('device', '?')} ({spec.meta.get('dtype', '?')}), greedy, K = 4, "
-        f"same prompt: after a warm-up, each was timed {result.timed_runs} times in alternating order (median "
-        f"{result.spec_tokens_per_s:.0f} vs {result.plain_tokens_per_s:.0f} tokens/s). This server keeps the result "
-        f"for every visitor until it restarts. {same} On a CPU with tiny models the draft is not much cheaper than the "
-        "target, so the measured speedup can be far below what τ suggests: the calculator page explains the gap."
+        f"{vocab_note}same prompt: after a warm-up, each was timed {result.timed_runs} times in alternating order "
+        f"(median {result.spec_tokens_per_s:.0f} vs {result.plain_tokens_per_s:.0f} tokens/s). This server keeps "
+        f"the result for every visitor until it restarts. {same} On a CPU with tiny models the draft is not much "
+        "cheaper than the target, so the measured speedup can be far below what τ suggests: the calculator page "
+        "explains the gap."
     )
 
 st.subheader("Explore")

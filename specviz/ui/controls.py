@@ -7,6 +7,7 @@ leaves the previous pair in use.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import streamlit as st
 
@@ -15,6 +16,7 @@ from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
 from specviz.engine.catalogue import CATALOGUE, presets_for
 from specviz.engine.models import DTYPES, ModelPair
+from specviz.engine.vocab import load_counts
 from specviz.errors import SpecvizError
 from specviz.measure.precision import time_precisions, verdict
 from specviz.ui.limits import Limits, display_source
@@ -209,6 +211,16 @@ def sidebar_controls(page: str = "") -> Controls:
         on_change=remember,
         args=("max_new_tokens",),
     )
+    draft_vocab = st.sidebar.number_input(
+        "Draft vocabulary (0 = every token)",
+        0,
+        1_000_000,
+        step=256,
+        key=keep("draft_vocab", recommended_draft_vocab(active_sources()[1])),
+        on_change=remember,
+        args=("draft_vocab",),
+        help=DRAFT_VOCAB_HELP,
+    )
     if page in PAGE_DEFAULT_NOTES:
         st.sidebar.caption(PAGE_DEFAULT_NOTES[page])
     if limits.public:
@@ -219,10 +231,32 @@ def sidebar_controls(page: str = "") -> Controls:
     settings = None
     try:
         sampling = SamplingSettings(float(temperature), int(top_k), float(top_p))
-        settings = RunSettings(method=method, k=int(k), sampling=sampling, max_new_tokens=int(max_new), seed=int(seed))
+        settings = RunSettings(
+            method=method,
+            k=int(k),
+            sampling=sampling,
+            max_new_tokens=int(max_new),
+            seed=int(seed),
+            draft_vocab=int(draft_vocab),
+        )
     except SpecvizError as exc:
         st.sidebar.error(str(exc))
     return Controls(*active_sources(), settings, lecture)
+
+
+DRAFT_VOCAB_HELP = (
+    "The draft proposes only from its N most frequent tokens: its output layer shrinks N/V-fold, so a draft step "
+    "costs less. The output stays exactly the target's (a token the draft cannot propose keeps all of p in the "
+    "residual); the price is the rare token the target picks that the draft can no longer guess. The bundled draft "
+    "recommends 1024 of its 8192 tokens; 0 uses every token."
+)
+
+
+@st.cache_data
+def recommended_draft_vocab(draft: str) -> int:
+    """The draft vocabulary its token counts recommend (0 without counts: hub models, most local ones)."""
+    counts = load_counts(draft) if draft and Path(draft).is_dir() else None
+    return counts.recommended if counts else 0
 
 
 def prompt_box(target: str, key: str = "prompt") -> str:
