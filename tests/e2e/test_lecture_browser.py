@@ -8,7 +8,7 @@ import shutil
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from browser_helpers import ROOT, SCREENSHOTS, main_text, open_app_page, settle
+from browser_helpers import ROOT, SCREENSHOTS, assert_titles_fit, main_text, open_app_page, settle
 
 CAPTION = re.compile(r"Round \d+ of \d+ · \d · [^\n]+")
 VIEWPORTS = {"desktop": (1280, 800), "projector": (1920, 1080), "phone": (390, 844)}
@@ -102,43 +102,6 @@ def test_a_bundled_trace_replays_and_jumps_to_its_rejections(app_url, page):
     settle(page)
     assert "4 · Correction or bonus" in where(page) and query(page)["phase"] == "resolve"
     assert "bonus token" in main_text(page)
-
-
-TITLE_BOXES = """els => els.map(el => {
-    const svg = el.querySelector('svg');
-    if (!svg) return {missing: true};
-    const chart = el.getBoundingClientRect(), drawing = svg.getBoundingClientRect();
-    const titles = [...svg.querySelectorAll('.role-title, .role-title-text')].map(t => {
-        const r = t.getBoundingClientRect();
-        return {text: t.textContent, left: r.left, right: r.right, top: r.top, bottom: r.bottom};
-    });
-    return {titles, chart: {left: chart.left, right: chart.right, top: chart.top, bottom: chart.bottom},
-            svg: {left: drawing.left, right: drawing.right, top: drawing.top}, viewport: window.innerWidth};
-})"""
-
-
-def assert_titles_fit(tab, label: str) -> int:
-    """Each chart's title box lies inside its chart's box (and the chart inside the page): nothing clipped or cut.
-
-    Streamlit draws Altair charts as SVG, so the title's own box is known; Vega never shortens a title whose
-    limit is 0 (every chart here sets it), so a title that fits its box is shown whole."""
-    charts = tab.locator('[data-testid="stVegaLiteChart"]')
-    charts.first.wait_for()
-    tab.wait_for_function(
-        "() => [...document.querySelectorAll('[data-testid=stVegaLiteChart]')].every(e => e.querySelector('svg'))"
-    )
-    tab.wait_for_timeout(400)
-    boxes = charts.evaluate_all(TITLE_BOXES)
-    for b in boxes:
-        assert b["titles"], f"{label}: a chart without a title: {b}"
-        for t in b["titles"]:
-            box, chart = t, b["chart"]
-            assert box["top"] >= chart["top"] - 0.5, f"{label}: title clipped at the top: {t['text']!r} {b}"
-            assert box["right"] <= chart["right"] + 0.5, f"{label}: title runs past the chart: {t['text']!r} {b}"
-            assert box["left"] >= chart["left"] - 0.5, f"{label}: title starts outside the chart: {t['text']!r}"
-            assert box["right"] <= b["viewport"] + 0.5, f"{label}: title runs off the page: {t['text']!r}"
-        assert b["chart"]["right"] <= b["viewport"] + 0.5, f"{label}: a chart runs off the page: {b}"
-    return len(boxes)
 
 
 MOMENTS = [
