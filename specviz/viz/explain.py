@@ -19,13 +19,14 @@ def verify_html(r: Round, committed: int = 0) -> str:
     round: every node at once, under the tree attention mask (committed = the committed text's length)."""
     if r.is_tree:
         depth = max(node.depth for node in r.nodes)
+        first = "The tokens committed last round are read first; then every" if r.index else "Every"
         return (
             f'<div style="border:3px solid #333333;border-radius:.5rem;padding:.5rem">'
             f'<div style="font-weight:bold;color:#333333">ONE target forward pass over all {len(r.nodes)} tree nodes · '
             f"{r.verify_ms:.1f} ms</div>"
-            f'<div style="margin:.4rem 0">The tokens committed last round are read first; then every node, with the '
-            f"tree attention mask below: each node sees the committed text ({committed} tokens) and its own "
-            f"ancestors only, never another branch, and its position id is {committed} − 1 + its depth, so siblings "
+            f'<div style="margin:.4rem 0">{first} node, with the tree attention mask below: each node sees the '
+            f"committed text ({committed} tokens) and its own ancestors only, never another branch, and its position "
+            f"id is {committed} − 1 + its depth, so siblings "
             f"share a position (depths 1 to {depth}: positions {committed} to {committed - 1 + depth}).</div>"
             f"<div>→ p at the root and after every node: {len(r.nodes) + 1} distributions, all at once, so any path "
             f"the walk takes is already scored (drafting took {r.draft_ms:.1f} ms).</div></div>"

@@ -23,7 +23,7 @@ NODE_STYLES = {  # status -> (colour, shape, mark)
     "bonus": (ORIGIN_COLORS["bonus"], "triangle-up", ORIGIN_MARKS["bonus"]),
     "prefix": (P_COLOR, "circle", "▶"),
 }
-ROW_PX = 36  # one leaf row: the token labels of neighbouring leaves never overlap
+ROW_PX = 46  # one leaf row: a node's two-line label (token, q) sits above-right of it, clear of its edges
 FRAME_PX = 130  # the title, subtitle and depth axis: Streamlit fits the whole chart, not just its plot, to the height
 SUBTITLES = {
     steps.DRAFT: "each node's children are drawn from q at that node; q beside each token",
@@ -73,14 +73,14 @@ def tree_frames(r: Round, step: steps.Step, pending: str = "prefix") -> tuple[pd
     for node in r.nodes:
         status = node_status(r, node, step)
         current = step.phase == steps.JUDGE and node.id == step.position
-        label = f"{NODE_STYLES[status][2]} {visible(node.text)} {_q(node.q)}".strip() + (" ◀" if current else "")
+        label = f"{NODE_STYLES[status][2]} {visible(node.text)}".strip() + (" ◀" if current else "") + f"\n{_q(node.q)}"
         tip = f"node {node.id + 1}, depth {node.depth}, q={node.q:.4f}"
         if status in (ACCEPTED, REJECTED):
             tip += f", p={node.p:.4f}, min(1,p/q)={node.ratio:.3f}, u={node.u:.3f}"
         rows.append(_node_row(node.id, at[node.id], status, label, tip, current))
     if shown_extra:
         extra = r.extra
-        label = f"{ORIGIN_MARKS[extra.kind]} {visible(extra.text)}  ({extra.kind})"
+        label = f"{ORIGIN_MARKS[extra.kind]} {visible(extra.text)}\n({extra.kind})"
         rows.append(
             _node_row(len(r.nodes), at[len(r.nodes)], extra.kind, label, f"{extra.kind}, prob {extra.prob:.4f}")
         )
@@ -124,7 +124,7 @@ def tree_chart(r: Round, step: steps.Step, shape: tuple[int, ...], pending: str 
         "depth:Q",
         scale=alt.Scale(domain=[-0.1, depth_max + 0.9], nice=False, zero=False),
         axis=alt.Axis(values=list(range(depth_max + 1)), format="d", labelFontSize=13, grid=False),
-        title="depth (0 = the committed text; position = its length − 1 + depth)",
+        title="depth (0 = the committed text)",
     )
     rows = int(nodes["row"].max()) + 1
     y = alt.Y("row:Q", scale=alt.Scale(domain=[-0.5, rows - 0.5], reverse=True, nice=False, zero=False), axis=None)
@@ -140,6 +140,7 @@ def tree_chart(r: Round, step: steps.Step, shape: tuple[int, ...], pending: str 
                 "datum.kind == 'committed'", alt.value(ORIGIN_COLORS["accepted"]), alt.value("#9e9e9e")
             ),
             strokeWidth=alt.condition("datum.kind == 'committed'", alt.value(5), alt.value(1.5)),
+            opacity=alt.condition("datum.kind == 'committed'", alt.value(0.75), alt.value(0.6)),
         )
     )
     statuses = list(NODE_STYLES)
@@ -162,7 +163,7 @@ def tree_chart(r: Round, step: steps.Step, shape: tuple[int, ...], pending: str 
     )
     labels = (
         alt.Chart(nodes)
-        .mark_text(align="left", dx=12, fontSize=14, font="monospace")
+        .mark_text(align="left", baseline="bottom", dx=8, dy=-4, fontSize=14, font="monospace", lineBreak="\n")
         .encode(
             x=x,
             y=y,

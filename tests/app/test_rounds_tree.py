@@ -101,3 +101,13 @@ def test_the_sidebar_offers_tree_presets_and_reports_a_bad_shape(tiny_default):
     at = click(at, "▶ New run with these settings")
     assert not at.exception and not at.error
     assert at.query_params["tree"] == "3,1"
+
+
+def test_a_tree_chosen_on_the_rounds_page_leaves_the_race_on_chains(tiny_default):
+    from app_helpers import open_page
+
+    at = open_page("pages/rounds.py")
+    at.sidebar.radio(key="method").set_value("tree").run()
+    at = at.switch_page(page("pages/race.py")).run()
+    assert not at.exception and not at.sidebar.error
+    assert "tree" not in at.sidebar.radio(key="method").options and at.sidebar.radio(key="method").value == "draft"

@@ -3,6 +3,7 @@ to the commit, the tree is drawn, and no chart title is clipped at 1280 x 800 (f
 
 from __future__ import annotations
 
+import pytest
 from browser_helpers import assert_titles_fit, main_text, open_app_page, screenshot
 from test_lecture_browser import press, query, where
 
@@ -60,3 +61,19 @@ def test_the_focus_view_draws_the_tree_at_a_judged_child(app_url, page):
     assert any("The draft tree" in t for t in tree_titles(page))
     assert assert_titles_fit(page, "tree focus judge") >= 3
     shot(page, "The draft tree", "tree-focus-judge-1280")
+
+
+@pytest.mark.parametrize(
+    "size,lecture", [((390, 844), False), ((1920, 1080), True)], ids=["390x844", "1920x1080-lecture"]
+)
+def test_tree_titles_fit_on_a_phone_and_a_projector(app_url, browser, size, lecture):
+    context = browser.new_context(viewport={"width": size[0], "height": size[1]})
+    tab = context.new_page()
+    try:
+        for moment in ("round=2&phase=verify", "round=2&phase=judge&pos=3", "round=2&phase=commit"):
+            for view in ("full", "focus"):
+                url = f"rounds?trace=tree-sibling-accepted&{moment}&view={view}" + ("&lecture=1" if lecture else "")
+                open_app_page(tab, app_url, url)
+                assert assert_titles_fit(tab, f"{size} {url}") >= 1
+    finally:
+        context.close()

@@ -54,7 +54,7 @@ def test_statuses_follow_the_walk_and_commit_highlights_the_path():
     current = nodes[nodes["now"]] if nodes["now"].any() else nodes.iloc[0:0]
     assert current.empty
     judged, _ = trees.tree_frames(r, steps.Step(steps.JUDGE, 2))
-    assert judged[judged["now"]]["label"].item().endswith("◀")
+    assert judged[judged["now"]]["label"].item().split("\n")[0].endswith("◀")
 
 
 def test_the_mask_lets_a_node_see_the_committed_text_its_ancestors_and_itself():
