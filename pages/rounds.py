@@ -7,10 +7,11 @@ name) that the page keeps current; bundled traces replay with no model; the focu
 
 import streamlit as st
 
+from specviz import methods
 from specviz.core.trace import Totals, Trace
 from specviz.errors import SpecvizError
 from specviz.ui import render
-from specviz.ui.controls import active_sources, prompt_box, set_setting, sidebar_controls
+from specviz.ui.controls import active_sources, prompt_box, set_setting, set_tree_shape, sidebar_controls
 from specviz.ui.render import (
     apply_lecture_mode,
     bundled_traces,
@@ -21,15 +22,17 @@ from specviz.ui.render import (
 )
 from specviz.viz import round_charts as charts
 from specviz.viz import steps
+from specviz.viz import tree_charts as trees
 from specviz.viz.explain import (
     ALPHA_HELP,
     commit_sentence,
     draft_sentence,
     judge_sentence,
     resolve_sentence,
+    tree_judge_sentence,
     verify_html,
 )
-from specviz.viz.text import phase_strip_html, proposals_html
+from specviz.viz.text import key_html, phase_strip_html, proposals_html, visible
 
 page_header(
     "Round by round",
@@ -70,6 +73,8 @@ if opened:
                 set_setting(key, kind(params[name]))
             except ValueError:
                 pass
+    if "tree" in params:
+        set_tree_shape(params["tree"])
     if params.get("lecture") in ("1", "true"):
         set_setting("lecture", True)
     if params.get("view") in ("focus", "full"):
@@ -128,6 +133,11 @@ if picked != TRACE_NONE:
     note_col.info(lecture_traces[picked]["what"])
 elif controls.settings is not None:
     sampling = controls.settings.sampling
+    if controls.settings.tree:
+        note_col.caption(
+            "A draft tree: when the draft's first guess at a position is rejected, its sibling may still be accepted "
+            "(judged against the residual), so one target pass can commit more."
+        )
     note_col.caption(
         "Greedy (temperature 0): a draft is kept exactly when it is the target's top token, so rounds read as "
         "agree / disagree and the text reads well."
@@ -191,6 +201,8 @@ def write_url(trace: Trace, cursor: steps.Cursor) -> None:
             "n": str(s.max_new_tokens),
             "prompt": trace.prompt,
         }
+        if s.tree:
+            params["tree"] = ",".join(map(str, s.tree))
     if params != url_now():
         st.query_params.from_dict(params)
     state["_rounds_url"] = params
@@ -214,27 +226,67 @@ def draw(where, chart) -> None:
     render.draw(where, chart, controls.lecture)
 
 
-# ---- one renderer per phase: a new kind of round (a tree) adds or replaces an entry ------------------------------
+def committed_length(trace: Trace, round_index: int) -> int:
+    """Tokens of the committed text when a round starts: the prompt and every earlier round's output."""
+    return len(trace.prompt_ids) + sum(len(r.committed) for r in trace.rounds[:round_index])
+
+
+def show_tree(trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:
+    """The draft tree as the walk has decided it at this step, with its key."""
+    r = trace.rounds[cursor.round]
+    earlier = trace.tokens(cursor.round)
+    draw(st, trees.tree_chart(r, step, trace.settings.tree, earlier[-1][1] if earlier else "prompt"))
+    st.markdown(key_html(trees.tree_key()), unsafe_allow_html=True)
+
+
+# ---- one renderer per phase: a tree round draws its tree where a chain round draws its chips ---------------------
 def show_draft(trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:
     r = trace.rounds[cursor.round]
     st.write(draft_sentence(trace, r))
-    st.markdown(proposals_html(r), unsafe_allow_html=True)
+    if r.is_tree:  # in the full view this one tree follows the cursor; the focus view draws it at every phase
+        show_tree(trace, cursor, steps.current_step(trace, cursor))
+    else:
+        st.markdown(proposals_html(r), unsafe_allow_html=True)
 
 
 def show_verify(trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:
-    st.markdown(verify_html(trace.rounds[cursor.round]), unsafe_allow_html=True)
+    r = trace.rounds[cursor.round]
+    committed = committed_length(trace, cursor.round)
+    st.markdown(verify_html(r, committed), unsafe_allow_html=True)
+    if r.is_tree:
+        draw(st, trees.mask_chart(r, committed))
 
 
 def show_judge(trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:
-    pos = trace.rounds[cursor.round].positions[step.position]
+    r = trace.rounds[cursor.round]
+    if r.is_tree:
+        show_tree_judge(trace, cursor, step)
+        return
+    pos = r.positions[step.position]
     left, right = st.columns(2)
     draw(left, charts.pq_chart(pos))
     draw(right, charts.acceptance_chart(pos))
     right.markdown(judge_sentence(pos))
 
 
+def show_tree_judge(trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:
+    """One child's test: q and what it is judged against, min(1, p/q) against u, and the residual it leaves."""
+    r = trace.rounds[cursor.round]
+    node = r.nodes[step.position]
+    if state.get("focus_view"):
+        show_tree(trace, cursor, step)
+    left, right = st.columns(2)
+    draw(left, charts.pq_chart(node, f"Node {node.id + 1} (depth {node.depth}): q and p of '{visible(node.text)}'"))
+    draw(right, charts.acceptance_chart(node))
+    right.markdown(tree_judge_sentence(r, node))
+    if node.verdict == "rejected" and (residual := trees.sibling_residual_chart(r, node)) is not None:
+        draw(st, residual)
+
+
 def show_resolve(trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:
     r = trace.rounds[cursor.round]
+    if r.is_tree and state.get("focus_view"):
+        show_tree(trace, cursor, step)
     chart = charts.residual_chart(r) if r.extra.kind == "correction" else charts.bonus_chart(r)
     draw(st, chart)
     st.markdown(resolve_sentence(r))
@@ -242,11 +294,16 @@ def show_resolve(trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:
 
 def show_commit(trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:
     r = trace.rounds[cursor.round]
+    if r.is_tree and state.get("focus_view"):
+        show_tree(trace, cursor, step)
     prev = trace.rounds[cursor.round - 1] if cursor.round else None
     before = (prev.target_cache[1], prev.draft_cache[1]) if prev else None
     earlier = trace.tokens(cursor.round)
-    pending = earlier[-1][1] if earlier else "prompt"
-    has_draft = trace.settings.method == "draft"
+    if r.is_tree:  # the pass first re-reads everything the previous round committed
+        pending = tuple(text for _, text, _ in earlier[len(earlier) - len(prev.committed) :]) if prev else ()
+    else:
+        pending = (earlier[-1][1] if earlier else "prompt",)
+    has_draft = methods.get(trace.settings.method).needs_draft
     draw(st, charts.cache_chart(r, has_draft, before, pending))
     st.markdown(commit_sentence(r))
 
@@ -277,7 +334,7 @@ def show_stats(trace: Trace, done: int) -> None:
     if rounds:
         left, right = st.columns(2)
         draw(left, charts.timing_chart(rounds))
-        draw(right, charts.accepted_length_chart(rounds, trace.settings.k))
+        draw(right, charts.accepted_length_chart(rounds, trace.settings.draft_length))
 
 
 # The clicker's keys: visible buttons carry → ← and N; these hidden ones add PageDown, Space and PageUp (one key per
@@ -351,7 +408,7 @@ def playback() -> None:
     write_url(trace, cursor)
     r = trace.rounds[cursor.round]
     step = steps.current_step(trace, cursor)
-    where = f" (position {step.position + 1} of {r.proposed})" if step.phase == steps.JUDGE else ""
+    where = steps.step_label(r, step)
     st.caption(f"Round {cursor.round + 1} of {len(trace.rounds)} · {steps.PHASE_TITLES[step.phase]}{where}")
     show_text(trace, steps.rounds_committed(trace, cursor))
     if focus:

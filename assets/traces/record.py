@@ -1,4 +1,5 @@
-"""Record the bundled lecture traces with the bundled pair: `PYTHONPATH=. python assets/traces/record.py` (CPU).
+"""Record the bundled lecture traces with the bundled pair: `PYTHONPATH=. python assets/traces/record.py [NAME ...]`
+(CPU; names given: only those are recorded again, the others keep their files and index entries).
 
 Each trace is searched for over a few seeds until it shows its moment; index.json names the file, says what it shows
 and which moment (round, phase, position) the page opens at. Replaying them needs no model.
@@ -7,6 +8,7 @@ and which moment (round, phase, position) the page opens at. Replaying them need
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from specviz.core.sampling import SamplingSettings
@@ -49,6 +51,16 @@ def low_q_accept(trace):
             pos = trace.rounds[c.round].positions[step.position]
             if pos.accepted and pos.q < 0.25 and pos.p >= pos.q:
                 return c
+    return None
+
+
+def sibling_rescue(trace):
+    """A tree round whose first child is rejected and a younger sibling accepted: opened at its draft phase."""
+    for i, r in enumerate(trace.rounds):
+        for node in r.nodes:
+            elders = [c for c in r.children(node.parent) if c.id < node.id]
+            if node.verdict == "accepted" and elders and elders[0].verdict == "rejected":
+                return steps.Cursor(i, 0)
     return None
 
 
@@ -104,13 +116,28 @@ TRACES = [  # name, title, what it shows, prompt, settings, finder
         dict(k=4, sampling=SamplingSettings(1.0)),
         low_q_accept,
     ),
+    (
+        "tree-sibling-accepted",
+        "A draft tree: a first child rejected, its sibling accepted (tree 2,2,1,1, T = 1)",
+        "Tree speculation: the draft drafts a tree of shape 2,2,1,1 and the target scores all 14 nodes in one pass. "
+        "Here a first child is rejected; the target's distribution becomes the residual, its sibling is judged "
+        "against that and accepted, and the walk goes on down the tree: a chain would have stopped at the rejection.",
+        CODE,
+        dict(method="tree", k=4, tree=(2, 2, 1, 1), sampling=SamplingSettings(1.0)),
+        sibling_rescue,
+    ),
 ]
 
 
 def main() -> None:
     pair = load_pair(*default_sources(), device="cpu")
+    wanted = set(sys.argv[1:]) or {t[0] for t in TRACES}
+    old = json.loads((HERE / "index.json").read_text()) if (HERE / "index.json").exists() else {}
     index, files = {}, {}  # files: (prompt, settings) -> the file already holding that run
     for name, title, what, prompt, kwargs, finder in TRACES:
+        if name not in wanted:
+            index[name] = old[name]
+            continue
         for seed in range(40):
             trace = generate(pair, prompt, RunSettings(max_new_tokens=32, seed=seed, **kwargs))
             moment = finder(trace)

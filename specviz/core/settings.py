@@ -107,6 +107,17 @@ def check_tree(method: str, tree: tuple[int, ...]) -> None:
         )
 
 
+def parse_tree(text: str) -> tuple[int, ...]:
+    """'2,2,1,1' -> (2, 2, 1, 1): a tree shape as typed (the sidebar, a URL); RunSettings then checks its size."""
+    try:
+        shape = tuple(int(part) for part in str(text).replace(" ", "").split(",") if part)
+    except ValueError:
+        raise SettingsError(
+            f"A tree shape is children per depth as whole numbers separated by commas, e.g. 2,2,1,1; got {text!r}."
+        ) from None
+    return shape
+
+
 def check_prompt(prompt: object) -> str:
     """The prompt must be some non-blank text."""
     if not isinstance(prompt, str) or not prompt.strip():

@@ -73,6 +73,8 @@ class Node:
     ratio: float | None  # min(1, p/q): the acceptance probability (None when never tried)
     u: float  # the uniform it was (or would have been) judged with
     verdict: str  # accepted | rejected | unreached (never tried) | after_stop (accepted, cut by a stop condition)
+    p_top: tuple[TokenProb, ...] = ()  # top-10 of the distribution it was judged against (empty when never tried)
+    q_top: tuple[TokenProb, ...] = ()  # top-10 of the distribution it was drawn from
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,10 @@ class Round:
     @property
     def is_tree(self) -> bool:
         return bool(self.nodes)
+
+    def children(self, parent: int) -> tuple[Node, ...]:
+        """Tree rounds: the children of node `parent` (-1 = the root) in the order they are tried."""
+        return tuple(node for node in self.nodes if node.parent == parent)
 
     @property
     def proposed(self) -> int:
@@ -277,7 +283,7 @@ class Trace:
     def nodes_frame(self) -> pd.DataFrame:
         """Tree runs: one row per drafted node (id, parent, depth, token, q, p, ratio, u, verdict, on_path); empty
         for chain runs."""
-        names = [f.name for f in fields(Node)]
+        names = [f.name for f in fields(Node) if f.name not in ("p_top", "q_top")]
         rows = [
             {"round": r.index, **{name: getattr(node, name) for name in names}, "on_path": node.id in r.path}
             for r in self.rounds
@@ -317,7 +323,10 @@ def _round_from_dict(r: dict) -> Round:
             "committed": tuple(r["committed"]),
             "target_cache": tuple(r["target_cache"]),
             "draft_cache": tuple(r["draft_cache"]),
-            "nodes": tuple(Node(**node) for node in r.get("nodes", ())),
+            "nodes": tuple(
+                Node(**{**node, "p_top": _tops(node.get("p_top", ())), "q_top": _tops(node.get("q_top", ()))})
+                for node in r.get("nodes", ())
+            ),
             "path": tuple(r.get("path", ())),
         }
     )

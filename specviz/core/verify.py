@@ -213,6 +213,8 @@ class TreeVerdict:
     next_dist: torch.Tensor  # (V,) the residual after every child of the last path node was rejected, or p at a leaf
     next_token: int  # the correction (residual) or bonus (leaf) token
     at_leaf: bool  # True: the walk reached a leaf, next_token is a bonus; False: a correction
+    against: tuple[torch.Tensor | None, ...] = ()  # per node, the (V,) distribution it was judged against (p at its
+    #                                                parent, or the residual left by its rejected elder siblings)
 
 
 def verify_tree(
@@ -238,6 +240,7 @@ def verify_tree(
         children[parent + 1].append(node)
     nan = float("nan")
     target_x, q_x, accept_prob, passed = [nan] * n, [nan] * n, [nan] * n, [False] * n
+    against: list[torch.Tensor | None] = [None] * n
     path, tried, node = [], [], -1
     while True:
         target = p[node + 1]  # (V,) what the next token must follow
@@ -246,6 +249,7 @@ def verify_tree(
             x = tokens[child]
             a = rule.acceptance(target[x], q[child, x])
             target_x[child], q_x[child], accept_prob[child] = float(target[x]), float(q[child, x]), float(a)
+            against[child] = target
             tried.append(child)
             if float(u_accept[child]) <= float(a):
                 passed[child], kept = True, child
@@ -261,6 +265,7 @@ def verify_tree(
                 target,
                 token,
                 at_leaf=not children[node + 1],
+                against=tuple(against),
             )
         path.append(kept)
         node = kept

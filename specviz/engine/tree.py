@@ -158,6 +158,9 @@ def _make_round(
             return ACCEPTED if on_path[i] < kept else AFTER_STOP
         return REJECTED if i in verdict.tried else UNREACHED
 
+    tops = lambda dist: tuple(  # noqa: E731
+        TokenProb(int(t), texts[int(t)], float(v)) for v, t in zip(*dist.topk(min(TOP_N, dist.shape[-1]))) if v > 0
+    )
     nodes = tuple(
         Node(
             id=i,
@@ -170,11 +173,10 @@ def _make_round(
             ratio=None if math.isnan(verdict.accept_prob[i]) else verdict.accept_prob[i],
             u=u_accept[i],
             verdict=node_verdict(i),
+            p_top=tops(verdict.against[i]) if verdict.against[i] is not None else (),
+            q_top=tops(proposal.q[i]),
         )
         for i in range(len(tokens))
-    )
-    tops = lambda dist: tuple(  # noqa: E731
-        TokenProb(int(t), texts[int(t)], float(v)) for v, t in zip(*dist.topk(min(TOP_N, dist.shape[-1]))) if v > 0
     )
     positions = tuple(
         Position(

@@ -13,7 +13,8 @@ import streamlit as st
 
 from specviz import methods
 from specviz.core.sampling import SamplingSettings
-from specviz.core.settings import RunSettings
+from specviz.core.settings import MAX_K, RunSettings, parse_tree
+from specviz.core.verify import tree_size
 from specviz.engine.catalogue import CATALOGUE, presets_for
 from specviz.engine.models import DTYPES, ModelPair
 from specviz.engine.vocab import load_counts
@@ -52,6 +53,11 @@ PAGE_DEFAULT_NOTES = {
 }
 
 
+TREE_PRESETS = ("2,2,1,1", "3,2,1,1", "4,2,2,1")  # children per depth; the rounds page offers the tree method
+TREE_CUSTOM = "Custom shape…"
+TREE_PAGES = ("rounds",)  # pages whose runs can be trees (the race and workload lanes are chains)
+
+
 def apply_page_defaults(page: str) -> None:
     """Set this page's starting values for the settings the user has not touched (call before the widgets)."""
     for key, value in PAGE_DEFAULTS.get(page, {}).items():
@@ -63,6 +69,42 @@ def set_setting(key: str, value) -> None:
     """Set a sidebar setting as if the user had chosen it (a shared URL's settings)."""
     st.session_state[key] = st.session_state["_kept_" + key] = value
     st.session_state["_touched_" + key] = True
+
+
+def set_tree_shape(text: str) -> None:
+    """Choose a tree shape as if the user had (a shared URL's tree=2,2,1,1): a preset, or the custom field."""
+    if text in TREE_PRESETS:
+        set_setting("tree_shape", text)
+    else:
+        set_setting("tree_shape", TREE_CUSTOM)
+        set_setting("tree_custom", text)
+
+
+def tree_controls() -> tuple[int, ...] | None:
+    """The tree shape picker (presets or a custom shape); None after showing why a typed shape is unreadable."""
+    choice = st.sidebar.selectbox(
+        "Tree shape: children per depth",
+        [*TREE_PRESETS, TREE_CUSTOM],
+        key=keep("tree_shape", TREE_PRESETS[0]),
+        on_change=remember,
+        args=("tree_shape",),
+        help="3,2,1,1: 3 children of the root, 2 under each, then single children; 1,1,1,1 is the chain with K = 4. "
+        "The tree's depth is its K.",
+    )
+    text = choice
+    if choice == TREE_CUSTOM:
+        text = st.sidebar.text_input(
+            "Custom tree shape (e.g. 3,2,1,1)", key=keep("tree_custom", "2,2,1,1"), on_change=remember,
+            args=("tree_custom",),
+        )  # fmt: skip
+    try:
+        shape = parse_tree(text)
+    except SpecvizError as exc:
+        st.sidebar.error(str(exc))
+        return None
+    if shape and all(b >= 1 for b in shape):
+        st.sidebar.caption(f"Tree {','.join(map(str, shape))}: {tree_size(shape)} nodes, depth {len(shape)}.")
+    return shape
 
 
 def keep(key: str, default, maximum=None):
@@ -174,16 +216,22 @@ def sidebar_controls(page: str = "") -> Controls:
     pair_picker()
     limits = Limits.from_env()
     st.sidebar.header("Decoding")
+    choices = methods.PROPOSERS + (methods.SHAPED if page in TREE_PAGES else ())
+    if st.session_state.get(keep("method", "draft")) not in choices:
+        st.session_state["method"] = "draft"  # a tree chosen on the rounds page: this page's lanes are chains
     method = st.sidebar.radio(
-        "Proposer",
-        list(methods.PROPOSERS),
-        format_func=methods.label,
-        key=keep("method", "draft"),
-        on_change=remember,
-        args=("method",),
+        "Proposer", list(choices), format_func=methods.label, key="method", on_change=remember, args=("method",)
     )
+    tree = tree_controls() if method in methods.SHAPED else ()
     k = st.sidebar.slider(
-        "K: draft tokens per round", 1, limits.max_k, key=keep("k", 4, limits.max_k), on_change=remember, args=("k",)
+        "K: draft tokens per round",
+        1,
+        limits.max_k,
+        key=keep("k", 4, limits.max_k),
+        on_change=remember,
+        args=("k",),
+        disabled=method in methods.SHAPED,
+        help="A tree's K is its depth (the longest run it can accept)." if method in methods.SHAPED else None,
     )
     temperature = st.sidebar.slider(
         "Temperature (0 = greedy)",
@@ -231,14 +279,17 @@ def sidebar_controls(page: str = "") -> Controls:
     settings = None
     try:
         sampling = SamplingSettings(float(temperature), int(top_k), float(top_p))
-        settings = RunSettings(
-            method=method,
-            k=int(k),
-            sampling=sampling,
-            max_new_tokens=int(max_new),
-            seed=int(seed),
-            draft_vocab=int(draft_vocab),
-        )
+        if tree is not None:  # None: the tree shape was refused (its message is already shown)
+            k = len(tree) if 1 <= len(tree) <= MAX_K else k  # a tree's K is its depth
+            settings = RunSettings(
+                method=method,
+                k=int(k),
+                sampling=sampling,
+                max_new_tokens=int(max_new),
+                seed=int(seed),
+                tree=tree,
+                draft_vocab=int(draft_vocab),
+            )
     except SpecvizError as exc:
         st.sidebar.error(str(exc))
     return Controls(*active_sources(), settings, lecture)

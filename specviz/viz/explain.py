@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 
-from specviz.core.trace import Position, Round, Trace
+from specviz.core.trace import ACCEPTED, AFTER_STOP, Node, Position, Round, Trace
 from specviz.viz.text import visible
 
 DRAFT_BOX = "border:1px solid #333333;padding:.2rem .45rem;margin:0 .1rem;font-family:monospace"
@@ -14,8 +14,23 @@ def _tok(text: str) -> str:
     return f"'{html.escape(visible(text))}'"
 
 
-def verify_html(r: Round) -> str:
-    """The K drafts plus the pending token go through the target together: one pass, K+1 distributions."""
+def verify_html(r: Round, committed: int = 0) -> str:
+    """The K drafts plus the pending token go through the target together: one pass, K+1 distributions. A tree
+    round: every node at once, under the tree attention mask (committed = the committed text's length)."""
+    if r.is_tree:
+        depth = max(node.depth for node in r.nodes)
+        first = "The tokens committed last round are read first; then every" if r.index else "Every"
+        return (
+            f'<div style="border:3px solid #333333;border-radius:.5rem;padding:.5rem">'
+            f'<div style="font-weight:bold;color:#333333">ONE target forward pass over all {len(r.nodes)} tree nodes · '
+            f"{r.verify_ms:.1f} ms</div>"
+            f'<div style="margin:.4rem 0">{first} node, with the tree attention mask below: each node sees the '
+            f"committed text ({committed} tokens) and its own ancestors only, never another branch, and its position "
+            f"id is {committed} − 1 + its depth, so siblings "
+            f"share a position (depths 1 to {depth}: positions {committed} to {committed - 1 + depth}).</div>"
+            f"<div>→ p at the root and after every node: {len(r.nodes) + 1} distributions, all at once, so any path "
+            f"the walk takes is already scored (drafting took {r.draft_ms:.1f} ms).</div></div>"
+        )
     boxes = "".join(f'<span style="{DRAFT_BOX}">{html.escape(visible(p.text))}</span>' for p in r.positions)
     return (
         f'<div style="border:3px solid #333333;border-radius:.5rem;padding:.5rem;display:inline-block">'
@@ -38,6 +53,20 @@ def draft_sentence(trace: Trace, r: Round) -> str:
             f"The n-gram lookup copies {r.proposed} token(s) that followed an earlier occurrence of the last few "
             f"tokens: a search of the text, no model run ({r.draft_ms:.1f} ms):"
         )
+    if r.is_tree:
+        shape = ",".join(map(str, trace.settings.tree))
+        how = (
+            "the top-b tokens of q at that node (greedy: each counts as a one-hot proposal)"
+            if trace.settings.sampling.greedy
+            else "sampled from q at that node without replacement (a token drawn is removed and q renormalised "
+            "for the next sibling)"
+        )
+        depth = max(node.depth for node in r.nodes)
+        return (
+            f"The draft model drafts a tree of shape {shape} ({r.proposed} nodes): one draft forward pass per depth "
+            f"over every node at that depth ({depth} passes, {r.draft_ms:.1f} ms in all). Each node's children are "
+            f"{how}; beside each token, q is its probability in the distribution it was drawn from."
+        )
     return f"The draft model proposes {r.proposed} token(s), one forward pass each ({r.draft_ms:.1f} ms in all):"
 
 
@@ -54,8 +83,58 @@ def judge_sentence(pos: Position) -> str:
     )
 
 
+def tree_judge_sentence(r: Round, node: Node) -> str:
+    """A tree child's test: which distribution it is judged against (p at its parent, or the residual left by its
+    rejected elder siblings), the numbers, and where the walk goes next."""
+    siblings = r.children(node.parent)
+    parent = f"under {_tok(r.nodes[node.parent].text)}" if node.parent >= 0 else "of the root (the committed text)"
+    elders = [c for c in siblings if c.id < node.id]
+    against = (
+        f"the residual left after rejecting {', '.join(_tok(c.text) for c in elders)} (norm(max(0, p − q)), "
+        "updated after each rejected sibling)"
+        if elders
+        else "p, the target's distribution at its parent (from the one verify pass)"
+    )
+    head = (
+        f"Child {len(elders) + 1} of {len(siblings)} {parent}, depth {node.depth}: {_tok(node.text)} is judged "
+        f"against {against}. p = {node.p:.3f}, q = {node.q:.3f}, so it is kept with probability min(1, p/q) = "
+        f"{node.ratio:.3f}"
+    )
+    if node.verdict in (ACCEPTED, AFTER_STOP):
+        below = r.children(node.id)
+        nxt = (
+            f"the walk moves down and tries its {len(below)} child(ren) next."
+            if below
+            else "it is a leaf, so the target's p after it gives a bonus token."
+        )
+        return f"**Accepted**: {head}; the draw u = {node.u:.3f} falls inside, so {nxt}"
+    younger = [c for c in siblings if c.id > node.id and c.ratio is not None]
+    if younger:
+        nxt = (
+            f"The target's remaining distribution becomes the residual below, and the next sibling "
+            f"{_tok(younger[0].text)} is judged against it."
+        )
+    else:
+        nxt = "No sibling is left: the correction is drawn from the residual below, and the walk ends."
+    return f"**Rejected**: {head}; u = {node.u:.3f} is above that. {nxt}"
+
+
 def resolve_sentence(r: Round) -> str:
     extra = r.extra
+    if r.is_tree and extra.kind == "correction":
+        at = f"{_tok(r.nodes[r.path[-1]].text)}" if r.path else "the root"
+        return (
+            f"Every child tried under {at} was rejected, so the correction {_tok(extra.text)} is drawn from the "
+            f"residual left after the last one, which only holds what the target still owes: its residual "
+            f"probability is {extra.prob:.3f} (p = {extra.p:.3f}, u = {extra.u:.3f}). This keeps the output exactly "
+            "p's, however many siblings were tried."
+        )
+    if r.is_tree and extra.kind == "bonus":
+        return (
+            f"The walk accepted {len(r.path)} node(s) down to a leaf, and the verify pass already holds p after that "
+            f"leaf: the bonus token {_tok(extra.text)} is drawn from it (p = {extra.p:.3f}, u = {extra.u:.3f}) for "
+            "free."
+        )
     if extra.kind == "correction":
         rejected = next(p for p in r.positions if p.verdict == "rejected")
         return (
@@ -75,6 +154,15 @@ def resolve_sentence(r: Round) -> str:
 def commit_sentence(r: Round) -> str:
     kept = len(r.committed)
     stop = {"eos": " The end-of-sequence token ends the run.", "max_new_tokens": " The length limit ends the run."}
+    if r.is_tree:
+        path = " ".join(_tok(r.nodes[i].text) for i in r.path) or "no node"
+        return (
+            f"Committed {kept} token(s) for one target pass over {len(r.nodes)} nodes: the accepted path ({path}) "
+            f"and the {r.extra.kind if r.extra else 'stop'}. The target's cache held {r.target_cache[0]} tokens after "
+            f"the pass; the rollback crops every tree node, leaving {r.target_cache[1]} (the draft's: "
+            f"{r.draft_cache[0]} to {r.draft_cache[1]}), and the committed tokens are read at the start of the next "
+            "pass, so the rejected branches leave no trace." + stop.get(r.stop or "", "")
+        )
     text = (
         f"Committed {kept} token(s) for one target pass. The target's cache goes from {r.target_cache[0]} to "
         f"{r.target_cache[1]} tokens"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from specviz.core.trace import Position, Round, TokenProb
+from specviz.core.trace import Node, Position, Round, TokenProb
 from specviz.viz.layout import PADDING, TITLE_CHARS, chart_title  # noqa: F401 - TITLE_CHARS: part of this API
 from specviz.viz.palette import ORIGIN_COLORS, ORIGIN_MARKS, P_COLOR, Q_COLOR
 from specviz.viz.text import visible
@@ -19,8 +19,9 @@ def _token_label(token_id: int, text: str) -> str:
     return f"{visible(text)} #{token_id}"
 
 
-def pq_frame(pos: Position) -> pd.DataFrame:
-    """Long frame of q and p over the proposal and the top tokens of each; unknown values (outside a top-10) are NaN."""
+def pq_frame(pos: Position | Node) -> pd.DataFrame:
+    """Long frame of q and p over the proposal and the top tokens of each; unknown values (outside a top-10) are NaN.
+    A tree node's p is the distribution it was judged against (p at its parent, or the residual its elders left)."""
     p = {t.token_id: t.prob for t in pos.p_top} | {pos.token_id: pos.p}
     q = {t.token_id: t.prob for t in pos.q_top} | {pos.token_id: pos.q}
     texts = {t.token_id: t.text for t in (*pos.p_top, *pos.q_top)} | {pos.token_id: pos.text}
@@ -34,17 +35,13 @@ def pq_frame(pos: Position) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def pq_chart(pos: Position) -> alt.Chart:
+def pq_chart(pos: Position | Node, heading: str = "") -> alt.Chart:
     """Paired bars of q and p over the top tokens, the proposal outlined: the ratio p/q is read off the pair."""
     frame = pq_frame(pos)
     order = list(dict.fromkeys(frame["token"]))
+    heading = heading or f"Position {pos.index + 1}: q and p of '{visible(pos.text)}'"
     return (
-        alt.Chart(
-            frame,
-            title=chart_title(
-                f"Position {pos.index + 1}: q and p of '{visible(pos.text)}'", "the proposal outlined, then top tokens"
-            ),
-        )
+        alt.Chart(frame, title=chart_title(heading, "the proposal outlined, then top tokens"))
         .mark_bar()
         .encode(
             x=alt.X("token:N", sort=order, title="token", axis=alt.Axis(labelAngle=0)),
@@ -62,7 +59,7 @@ def pq_chart(pos: Position) -> alt.Chart:
     )
 
 
-def acceptance_frame(pos: Position) -> pd.DataFrame:
+def acceptance_frame(pos: Position | Node) -> pd.DataFrame:
     verdict = "accepted" if pos.u <= pos.ratio else "rejected"
     return pd.DataFrame(
         [
@@ -79,7 +76,7 @@ def acceptance_frame(pos: Position) -> pd.DataFrame:
     )
 
 
-def acceptance_chart(pos: Position) -> alt.LayerChart:
+def acceptance_chart(pos: Position | Node) -> alt.LayerChart:
     """The acceptance probability as a bar on [0, 1] with the uniform draw u marked: accepted iff u lands inside."""
     frame = acceptance_frame(pos)
     verdict = frame["verdict"][0]
@@ -118,12 +115,17 @@ def distribution_frame(top: tuple[TokenProb, ...], chosen: int | None) -> pd.Dat
     )
 
 
-def _drawn_chart(
-    top: tuple[TokenProb, ...], chosen: int | None, origin: str, title: alt.TitleParams, y_title: str
+def drawn_chart(
+    top: tuple[TokenProb, ...],
+    chosen: int | None,
+    origin: str,
+    title: alt.TitleParams,
+    y_title: str,
+    mark: str = "drawn",
 ) -> alt.LayerChart:
-    """Bars of a distribution; the drawn token in the origin's colour and marked with its symbol (a second cue)."""
+    """Bars of a distribution; the chosen token in the origin's colour and marked with its symbol (a second cue)."""
     frame = distribution_frame(top, chosen)
-    frame["mark"] = [f"{ORIGIN_MARKS[origin]} drawn" if c else "" for c in frame["chosen"]]
+    frame["mark"] = [f"{ORIGIN_MARKS[origin]} {mark}".strip() if c else "" for c in frame["chosen"]]
     base = alt.Chart(frame).encode(x=alt.X("token:N", sort=None, title="token", axis=alt.Axis(labelAngle=0)))
     bars = base.mark_bar().encode(
         y=alt.Y("prob:Q", title=y_title),
@@ -137,13 +139,19 @@ def _drawn_chart(
 
 
 def residual_chart(r: Round) -> alt.Chart:
-    """norm(max(0, p − q)) at the rejected position, with the sampled correction highlighted."""
+    """norm(max(0, p − q)) at the rejected position (in a tree: after every child tried was rejected), with the
+    sampled correction highlighted."""
     chosen = r.extra.token_id if r.extra else None
-    return _drawn_chart(
+    subtitle = (
+        "what is left after every child was rejected: the correction is drawn here"
+        if r.is_tree
+        else "where p has more mass than q: the correction is drawn here"
+    )
+    return drawn_chart(
         r.residual_top,
         chosen,
         "correction",
-        chart_title("Residual norm(max(0, p − q))", "where p has more mass than q: the correction is drawn here"),
+        chart_title("Residual norm(max(0, p − q))", subtitle),
         "residual probability",
     )
 
@@ -151,13 +159,14 @@ def residual_chart(r: Round) -> alt.Chart:
 def bonus_chart(r: Round) -> alt.Chart:
     """p at position K+1 (free: the verify pass computed it), with the sampled bonus token highlighted."""
     chosen = r.extra.token_id if r.extra else None
-    return _drawn_chart(
-        r.bonus_top,
-        chosen,
-        "bonus",
-        chart_title("All drafts accepted: bonus from p", "the bonus token is drawn from p at position K+1, for free"),
-        "p (target)",
+    title = (
+        chart_title("A leaf accepted: bonus from p", "the bonus token is drawn from p after the leaf, for free")
+        if r.is_tree
+        else chart_title(
+            "All drafts accepted: bonus from p", "the bonus token is drawn from p at position K+1, for free"
+        )
     )
+    return drawn_chart(r.bonus_top, chosen, "bonus", title, "p (target)")
 
 
 CACHE_STATUS = {  # what a cache slot holds, its colour and the label drawn in it
@@ -170,16 +179,22 @@ OLD_SLOTS = 2  # cached slots shown before the round's new ones
 
 
 def cache_frame(
-    r: Round, has_draft: bool, before: tuple[int, int] | None = None, pending_text: str = "last"
+    r: Round, has_draft: bool, before: tuple[int, int] | None = None, pending: tuple[str, ...] = ("last",)
 ) -> pd.DataFrame:
     """One row per model and moment (before the pass, after the verify pass, after the rollback), one cell per KV slot
     from a little before the round's first new slot: what is cached, what this round added, what the rollback cut.
 
     before = (target, draft) lengths before the round (the previous round's lengths after rollback); by default the
-    target's is worked out from its verify pass (pending token + the drafts) and the draft's from its proposals."""
-    target_before = before[0] if before else max(0, r.target_cache[0] - r.proposed - 1)
-    draft_before = before[1] if before else max(0, r.draft_cache[0] - r.proposed)
-    texts = [visible(pending_text)] + [visible(p.text) for p in r.positions]
+    target's is worked out from its verify pass (the pending tokens + the drafts) and the draft's from its proposals
+    (a tree's: from its rollback, which keeps exactly the pending tokens). pending = the texts of the tokens the pass
+    reads before the drafts (a chain: the last committed token; a tree: the previous round's committed tokens)."""
+    if r.is_tree:
+        target_before, draft_before = (max(0, n - len(pending)) for n in (r.target_cache[1], r.draft_cache[1]))
+    else:
+        target_before, draft_before = max(0, r.target_cache[0] - r.proposed - 1), max(0, r.draft_cache[0] - r.proposed)
+    if before:
+        target_before, draft_before = before
+    texts = [visible(t) for t in pending] + [visible(p.text) for p in (r.nodes or r.positions)]
     models = [("target", target_before, r.target_cache, "after the verify pass")]
     if has_draft:
         models.append(("draft", draft_before, r.draft_cache, "after drafting"))
@@ -198,7 +213,8 @@ def cache_frame(
                 else:
                     status = "new, kept" if slot < kept else "new, rolled back"
                     label = texts[slot - start] if model == "target" and slot - start < len(texts) else ""
-                    label += " ✗" if status == "new, rolled back" else ""
+                    if status == "new, rolled back":  # a tree's many nodes: their tokens are in the tree above
+                        label = "✗" if r.is_tree else f"{label} ✗"
                 if status is None:
                     continue
                 rows.append(
@@ -208,11 +224,12 @@ def cache_frame(
 
 
 def cache_chart(
-    r: Round, has_draft: bool = True, before: tuple[int, int] | None = None, pending_text: str = "last"
+    r: Round, has_draft: bool = True, before: tuple[int, int] | None = None, pending: tuple[str, ...] = ("last",)
 ) -> alt.LayerChart:
     """Each model's KV cache as a strip of slots before the pass, after it and after the rollback: the drafts the
-    target rejected are cropped away (✗), so the next round starts from the committed prefix."""
-    frame = cache_frame(r, has_draft, before, pending_text)
+    target rejected are cropped away (✗), so the next round starts from the committed prefix (a tree crops every
+    node and re-reads the accepted path at the start of the next pass)."""
+    frame = cache_frame(r, has_draft, before, pending)
     order = list(dict.fromkeys(frame["row"]))
     base = alt.Chart(frame).encode(
         x=alt.X("slot:O", title="KV slot (0 = the first one this round)", axis=alt.Axis(labelAngle=0)),
@@ -233,7 +250,12 @@ def cache_chart(
         color=alt.condition("datum.status == 'new, kept'", alt.value("white"), alt.value("black")),
     )
     return (cells + labels).properties(
-        title=chart_title("KV caches: the rejected drafts are cropped away", "kept ■ blue · rolled back ✗ orange"),
+        title=chart_title(
+            "KV caches: every tree node is cropped; the path is re-read next pass"
+            if r.is_tree
+            else "KV caches: the rejected drafts are cropped away",
+            "kept ■ blue · rolled back ✗ orange",
+        ),
         height={"step": 42},  # one readable band per row, however wide the page
         width={"step": 72},
         padding=PADDING,

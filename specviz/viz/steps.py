@@ -1,14 +1,15 @@
 """Playback of a trace, phase by phase: which step of which round the round-by-round page is showing.
 
 A round plays as: draft (the K proposals) -> verify (one target pass) -> judge each position left to right until the
-first rejection -> resolve (residual and correction, or bonus) -> commit (both caches roll back).
+first rejection -> resolve (residual and correction, or bonus) -> commit (both caches roll back). A tree round judges
+the children it tried, in the order it tried them (node ids are breadth-first, so that is id order).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from specviz.core.trace import ACCEPTED, REJECTED, Round, Trace
+from specviz.core.trace import ACCEPTED, REJECTED, Node, Position, Round, Trace
 
 DRAFT, VERIFY, JUDGE, RESOLVE, COMMIT = "draft", "verify", "judge", "resolve", "commit"
 PHASE_TITLES = {
@@ -23,7 +24,7 @@ PHASE_TITLES = {
 @dataclass(frozen=True)
 class Step:
     phase: str
-    position: int | None = None  # for JUDGE: which drafted position is being judged
+    position: int | None = None  # for JUDGE: which drafted position (a tree round: which node id) is being judged
 
 
 @dataclass(frozen=True)
@@ -32,10 +33,18 @@ class Cursor:
     step: int = 0
 
 
+def judged_item(r: Round, position: int) -> Position | Node:
+    """What a judge step judges: the drafted position, or in a tree round the node with that id."""
+    return r.nodes[position] if r.is_tree else r.positions[position]
+
+
 def round_steps(r: Round) -> tuple[Step, ...]:
     """The steps of one round; plain rounds (no drafts) skip drafting and judging."""
-    judged = [p.index for p in r.positions if p.verdict in (ACCEPTED, REJECTED)]
-    steps = [Step(DRAFT)] if r.positions else []
+    if r.is_tree:
+        judged = [node.id for node in r.nodes if node.ratio is not None]  # every child tried, in the order tried
+    else:
+        judged = [p.index for p in r.positions if p.verdict in (ACCEPTED, REJECTED)]
+    steps = [Step(DRAFT)] if r.positions or r.nodes else []
     steps += [Step(VERIFY)] + [Step(JUDGE, i) for i in judged]
     if r.extra is not None:
         steps.append(Step(RESOLVE))
@@ -44,6 +53,16 @@ def round_steps(r: Round) -> tuple[Step, ...]:
 
 def current_step(trace: Trace, cursor: Cursor) -> Step:
     return round_steps(trace.rounds[cursor.round])[cursor.step]
+
+
+def step_label(r: Round, step: Step) -> str:
+    """Which judgement the caption line names: ' (position i of K)', or ' (node j of N, depth d)' in a tree."""
+    if step.phase != JUDGE:
+        return ""
+    if r.is_tree:
+        node = r.nodes[step.position]
+        return f" (node {node.id + 1} of {len(r.nodes)}, depth {node.depth})"
+    return f" (position {step.position + 1} of {r.proposed})"
 
 
 def next_step(trace: Trace, cursor: Cursor) -> Cursor:
@@ -95,7 +114,7 @@ def next_event(trace: Trace, cursor: Cursor, kind: str) -> Cursor | None:
     while c != cursor:
         step = current_step(trace, c)
         r = trace.rounds[c.round]
-        if kind == "rejection" and step.phase == JUDGE and r.positions[step.position].verdict == REJECTED:
+        if kind == "rejection" and step.phase == JUDGE and judged_item(r, step.position).verdict == REJECTED:
             return c
         if kind == "bonus" and step.phase == RESOLVE and r.extra is not None and r.extra.kind == "bonus":
             return c
@@ -104,7 +123,8 @@ def next_event(trace: Trace, cursor: Cursor, kind: str) -> Cursor | None:
 
 
 def url_params(trace: Trace, cursor: Cursor) -> dict[str, str]:
-    """The moment as URL parameters: round (1-based), phase name, and pos (1-based) for a judged position."""
+    """The moment as URL parameters: round (1-based), phase name, and pos (1-based) for a judged position (a tree
+    round: the judged node's id + 1)."""
     step = current_step(trace, cursor)
     params = {"round": str(cursor.round + 1), "phase": step.phase}
     if step.phase == JUDGE:

@@ -66,6 +66,16 @@ def proposals_html(r: Round) -> str:
     return CHIP_CSS + '<div class="chips">' + "".join(chips) + "</div>"
 
 
+def key_html(entries: list[tuple[str, str, str]]) -> str:
+    """A chart's key as one line of text: each entry's symbols in its colour, then its words (readable in grey)."""
+    items = [
+        f'<span style="white-space:nowrap"><b style="color:{colour}">{html.escape(symbol)}</b> {html.escape(words)}'
+        "</span>"
+        for colour, symbol, words in entries
+    ]
+    return '<div class="chart-key" style="margin:-.3rem 0 .6rem">' + " &nbsp;·&nbsp; ".join(items) + "</div>"
+
+
 def visible(text: str) -> str:
     """Whitespace made visible, so a draft of a space or newline can be seen."""
     return text.replace(" ", "␣").replace("\n", "↵").replace("\t", "⇥") or "∅"

@@ -125,3 +125,21 @@ def test_damaged_or_foreign_traces_are_refused_clearly(edit, message):
 def test_non_json_is_refused_clearly():
     with pytest.raises(TraceFormatError, match="not JSON"):
         Trace.from_json(b"\x89PNG\r\n")
+
+
+def test_a_tree_trace_round_trips_with_each_nodes_distributions_and_older_tree_traces_still_load():
+    from specviz.ui.render import TRACES_DIR
+
+    text = (TRACES_DIR / "tree-sibling-accepted.json").read_text()
+    trace = Trace.from_json(text)
+    assert Trace.from_json(trace.to_json()) == trace
+    tried = [n for r in trace.rounds for n in r.nodes if n.ratio is not None]
+    assert tried and all(n.p_top and n.q_top for n in tried)  # what each child was judged against, and drawn from
+    assert all(not n.p_top for r in trace.rounds for n in r.nodes if n.ratio is None)
+    doc = json.loads(text)
+    for r in doc["rounds"]:  # a version-2 trace written before nodes kept their top-10 lists
+        for node in r["nodes"]:
+            del node["p_top"], node["q_top"]
+    older = Trace.from_dict(doc)
+    assert [n.token_id for n in older.rounds[1].nodes] == [n.token_id for n in trace.rounds[1].nodes]
+    assert "p_top" not in trace.nodes_frame().columns
