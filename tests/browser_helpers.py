@@ -52,16 +52,25 @@ def open_app_page(tab, url: str, path: str = "") -> None:
 
 
 def settle(tab, timeout_ms: int = 60_000) -> None:
-    """Wait until the app shows content and no script run has been in progress for a moment."""
+    """Wait until the app shows content and no script run (full or fragment) has been in progress for a moment.
+
+    Streamlit's own run state (`data-test-script-state` on the app root, which its e2e tests read) says when a run is
+    in progress; the status widget appears only after a delay, so on a busy machine it misses runs in their first
+    half second, and a page read then is cut off where the run had got to."""
     tab.wait_for_selector('[data-testid="stMain"]', timeout=timeout_ms)
     tab.wait_for_function(
         """() => {
+            const app = document.querySelector('[data-testid="stApp"]');
+            const idle = app && app.getAttribute('data-test-script-state') === 'notRunning';
             const running = [...document.querySelectorAll('[data-testid="stStatusWidget"]')]
                 .some(s => /Running|Stop/.test(s.innerText));
             const stale = document.querySelector('[data-stale="true"]');
             const main = document.querySelector('[data-testid="stMain"]');
             const now = Date.now();
-            if (running || stale || !main || !main.innerText.trim()) { window.__busySince = now; return false; }
+            if (!idle || running || stale || !main || !main.innerText.trim()) {
+                window.__busySince = now;
+                return false;
+            }
             return now - (window.__busySince || 0) > 700;
         }""",
         timeout=timeout_ms,
