@@ -43,11 +43,20 @@ class MeasuredCosts:
     draft_step_s: float | None  # None when the pair has no draft model (an n-gram lookup costs next to nothing)
     target_step_s: float
     verify_s: tuple[float, ...]  # verify_s[K - 1]: one pass over 1 + K tokens
+    draft_vocab: int = 0  # the draft vocabulary draft_step_s was timed with (0 = every token)
+    untrimmed_draft_step_s: float | None = None  # the whole draft, when draft_step_s is a trimmed one: what Hugging
+    #                                              Face's assisted generation pays per draft step
 
     @property
     def c(self) -> float | None:
         """Draft step cost as a fraction of a target step (None without a draft model)."""
         return None if self.draft_step_s is None else self.draft_step_s / self.target_step_s
+
+    @property
+    def untrimmed_c(self) -> float | None:
+        """c of the whole draft (its full LM head): the same as c unless the draft step was timed trimmed."""
+        step = self.untrimmed_draft_step_s if self.draft_vocab else self.draft_step_s
+        return None if step is None else step / self.target_step_s
 
     @property
     def verify_relative(self) -> tuple[float, ...]:
@@ -97,6 +106,8 @@ class MeasuredCosts:
             "target_step_ms": self.target_step_s * 1e3,
             "verify_ms": [v * 1e3 for v in self.verify_s],
             "c": self.c,
+            "draft_vocab": self.draft_vocab,
+            "untrimmed_c": self.untrimmed_c,
             "verify_relative": list(self.verify_relative),
             "implausible": self.implausible,  # why no prediction is built on these timings, or None
         }
@@ -129,6 +140,9 @@ def measure_costs(
     calls = {"target": (target, lambda: target.forward(logits_to_keep=1))}
     if draft is not None:
         calls["draft"] = (draft, lambda: draft.forward(logits_to_keep=1))
+    if draft is not None and draft_vocab:
+        whole = _ready(pair.draft, pair.vocab_size, ids)
+        calls["untrimmed"] = (whole, lambda: whole.forward(logits_to_keep=1))
     for k in range(1, k_max + 1):
         calls[k] = (target, lambda k=k: target.forward(drafts[:k], logits_to_keep=k + 1))
     times: dict = {name: [] for name in calls}
@@ -153,6 +167,8 @@ def measure_costs(
         draft_step_s=draft_step,
         target_step_s=target_step,
         verify_s=tuple(verify),
+        draft_vocab=draft_vocab,
+        untrimmed_draft_step_s=median.get("untrimmed"),
     )
 
 

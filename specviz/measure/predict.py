@@ -32,7 +32,7 @@ def predict(records: Sequence[RunRecord], costs: MeasuredCosts | None) -> Predic
     drafts = counts.drafts_per_round
     if drafts is None and method.mirrors == "draft":
         drafts = float(records[0].k)  # assisted generation with the constant schedule drafts K tokens a round
-    c = costs.c if method.needs_draft else 0.0
+    c = (costs.untrimmed_c if method.engine == methods.HF else costs.c) if method.needs_draft else 0.0
     if not method.speculative or drafts is None or c is None or counts.tau is None:
         return None
     v = stats.verify_cost_at(costs.verify_relative, drafts)

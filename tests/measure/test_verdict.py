@@ -96,3 +96,14 @@ def test_a_source_without_a_plain_run_measures_no_speedup():
 def test_summary_rows_carry_the_prediction():
     row = next(r for r in summarize([paired([1.2])], costs()) if r["tag"] == "all")
     assert row["predicted_speedup"] == pytest.approx(predict([paired([1.2]).run], costs()).speedup)
+
+
+def test_hugging_face_lanes_are_predicted_with_the_whole_draft_when_specviz_trims_it():
+    import dataclasses
+
+    trimmed = dataclasses.replace(costs(c=0.15), draft_vocab=1024, untrimmed_draft_step_s=0.25 * 0.01)
+    assert trimmed.c == pytest.approx(0.15) and trimmed.untrimmed_c == pytest.approx(0.25)
+    ours = predict([run("draft")], trimmed)
+    theirs = predict([run("hf_assisted")], trimmed)  # generate() runs the draft with its full LM head
+    assert ours.c == pytest.approx(0.15) and theirs.c == pytest.approx(0.25)
+    assert costs(c=0.2).untrimmed_c == pytest.approx(0.2)  # not trimmed: the same draft
