@@ -387,8 +387,8 @@ def _speed(ms: dict) -> str:
     tables = "\n\n".join(_speed_table(r) for r in runs)
     caption = f"""On {_where(ms)}, measured {ms["measured"]}. Every lane at every K against plain decoding, greedy,
 on the first {_n(first["prompts"], "prompt")} of `assets/workloads/code.jsonl`, {first["max_new_tokens"]} new tokens
-each. Tokens/s are medians over prompts; speedup is the median per-prompt ratio to plain decoding in the same run;
-α = accepted / judged; c and v(K) are timed by the bench itself (table below); predicted = τ / (drafts per round · c
+each{_vocab_note(first)}. Tokens/s are medians over prompts; speedup is the median per-prompt ratio to plain decoding
+in the same run; α = accepted / judged; c and v(K) are timed by the bench itself (table below); predicted = τ / (drafts per round · c
 + v(K)); efficiency = measured / predicted, what the decoding loop loses beyond the model passes; "= plain": the
 output equals plain decoding on every prompt (in bfloat16 a verify pass over K + 1 tokens rounds differently from
 one-token steps, so near-ties can flip and greedy output can part from plain decoding). Timings move from run to
@@ -400,6 +400,17 @@ run on a shared machine; α and τ do not."""
 
 {_costs(runs)}
 """
+
+
+def _vocab_note(run: dict) -> str:
+    """How the specviz draft lanes ran: with the trimmed draft vocabulary the bench's `--draft-vocab auto` picks."""
+    n = run["costs"].get("draft_vocab") or 0
+    if not n:
+        return ""
+    return (
+        f", the specviz draft lanes proposing from the draft's {n} most frequent tokens (`--draft-vocab auto`; "
+        "Hugging Face's assisted generation runs the whole draft)"
+    )
 
 
 def _speed_table(run: dict) -> str:

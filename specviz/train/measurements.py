@@ -252,7 +252,7 @@ SPEED_KEYS = (
     "efficiency",
     "identical_to_plain",
 )
-COST_KEYS = ("target_step_ms", "draft_step_ms", "c", "verify_relative", "context_tokens", "repeats")
+COST_KEYS = ("target_step_ms", "draft_step_ms", "c", "verify_relative", "context_tokens", "repeats", "draft_vocab")
 
 
 def _speed(run: Runner, s: CardSettings, dtype: str) -> dict:
@@ -281,6 +281,6 @@ def _speed(run: Runner, s: CardSettings, dtype: str) -> dict:
         "prompts": doc["settings"]["prompts"],
         "max_new_tokens": doc["settings"]["max_new_tokens"],
         "environment": doc["environment"],
-        "costs": {key: doc["costs"][key] for key in COST_KEYS},
+        "costs": {key: doc["costs"].get(key) for key in COST_KEYS},
         "results": [{key: r[key] for key in SPEED_KEYS} for r in doc["results"]],
     }
