@@ -48,7 +48,9 @@ def measure_now() -> None:
     bar = st.progress(0.0, text="Timing draft step, target step and verify passes…")
     try:
         costs = measure_costs(
-            pair, on_progress=lambda done, total: bar.progress(done / total, text=f"round {done}/{total} of timings")
+            pair,
+            on_progress=lambda done, total: bar.progress(done / total, text=f"round {done}/{total} of timings"),
+            draft_vocab=pair.recommended_draft_vocab,  # the draft as the other pages run it by default
         )
     except SpecvizError as exc:
         st.error(str(exc))
@@ -86,8 +88,15 @@ elif mode == VERIFY_MODES[2]:
         cols[1].metric("Target step", f"{costs.target_step_s * 1e3:.2f} ms")
         cols[2].metric("Measured c", f"{costs.c:.3f}")
         cols[3].metric(f"Verify pass, K = {k}", f"{costs.verify_relative[k - 1]:.2f} target steps")
+        trimmed = (
+            f" · draft proposing from its {costs.draft_vocab} most frequent tokens (the whole draft: c = "
+            f"{costs.untrimmed_c:.3f})"
+            if costs.draft_vocab
+            else ""
+        )
         st.caption(
             f"{costs.target_name} ← {costs.draft_name} · {costs.device} · {costs.dtype} · median of {costs.repeats}"
+            + trimmed
         )
         if st.checkbox("Use the measured c", value=True, key="use_measured_c"):
             c = costs.c
