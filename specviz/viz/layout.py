@@ -11,28 +11,30 @@ import textwrap
 import altair as alt
 
 TITLE_CHARS = 34  # a title line this long fits a half-width column at 1280 px and a phone's full width at 390 px
+TITLE_SIZE, LECTURE_TITLE_SIZE = 15, 20  # px; a projector needs the larger
 PADDING = {"left": 5, "right": 12, "top": 12, "bottom": 5}  # room for the title's glyphs: never cut at the top
 
 
-def chart_title(text: str | list[str], subtitle: str | list[str] = "") -> alt.TitleParams:
+def chart_title(text: str | list[str], subtitle: str | list[str] = "", size: int = TITLE_SIZE) -> alt.TitleParams:
     """A title wrapped into short lines (never clipped or cut with an ellipsis), anchored left, with a subtitle."""
-    params = {"text": _wrap(text, TITLE_CHARS), "anchor": "start", "limit": 0, "offset": 8, "fontSize": 15}
+    chars = TITLE_CHARS * TITLE_SIZE // size  # larger type, shorter lines: the same width
+    params = {"text": _wrap(text, chars), "anchor": "start", "limit": 0, "offset": 8, "fontSize": size}
     if subtitle:
-        params |= {"subtitle": _wrap(subtitle, TITLE_CHARS + 10)}
+        params |= {"subtitle": _wrap(subtitle, chars + 10), "subtitleFontSize": max(11, size - 4)}
     return alt.TitleParams(**params)
 
 
-def fitted(chart: alt.TopLevelMixin) -> alt.TopLevelMixin:
-    """The chart with its title (a string or TitleParams) re-set by `chart_title`, and padding for the title."""
+def fitted(chart: alt.TopLevelMixin, size: int = TITLE_SIZE) -> alt.TopLevelMixin:
+    """The chart with its title (a string or TitleParams) re-set by `chart_title` at this size, and padding for it."""
     title = chart.title
     if isinstance(title, str):
-        chart = chart.properties(title=chart_title(title))
+        chart = chart.properties(title=chart_title(title, size=size))
     elif isinstance(title, alt.TitleParams):
         subtitle = title.subtitle if isinstance(title.subtitle, str | list) else ""
-        chart = chart.properties(title=chart_title(title.text, subtitle))
+        chart = chart.properties(title=chart_title(title.text, subtitle, size))
     return chart.properties(padding=PADDING)
 
 
 def _wrap(text: str | list[str], width: int) -> list[str]:
-    lines = [text] if isinstance(text, str) else list(text)
-    return [short for line in lines for short in textwrap.wrap(line, width)]
+    """Lines of at most `width` characters; a title already wrapped (a list of lines) is joined and wrapped anew."""
+    return textwrap.wrap(text if isinstance(text, str) else " ".join(text), width)
