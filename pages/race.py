@@ -6,7 +6,9 @@ import streamlit as st
 import torch
 
 from specviz import methods
+from specviz.engine.models import ASSETS
 from specviz.errors import SpecvizError
+from specviz.measure.bench import headline, recorded_benches
 from specviz.measure.race import SWEEP_KS, k_sweep, race
 from specviz.ui.controls import active_pair, prompt_box, sidebar_controls
 from specviz.ui.render import apply_lecture_mode, draw, page_header
@@ -92,3 +94,13 @@ if "sweep" in state:
     if sweep.costs.implausible:
         st.warning(f"No prediction is drawn: {sweep.costs.implausible}")
     draw(st, charts.sweep_chart(sweep.rows))
+
+st.subheader("Measured with the bench on this project's machines")
+recorded = recorded_benches(ASSETS / "bench")
+if recorded:
+    st.dataframe([headline(doc) for doc in recorded], hide_index=True)
+    st.caption(
+        "From `python -m specviz bench` (JSON in assets/bench, each with its environment): greedy, the held-out code "
+        "prompts, the specviz draft lane at its best K. A speed names its CPU: run the bench on yours, and the race "
+        "above on your prompt."
+    )

@@ -7,12 +7,14 @@ tau / (drafts per round * c + v), and efficiency = measured / predicted: what th
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import statistics
 import sys
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 import torch
 import transformers
@@ -167,6 +169,35 @@ def results_table(doc: dict) -> str:
         fmt(r["predicted_speedup"], ".2f"), fmt(r["efficiency"], ".2f"), "yes" if r["identical_to_plain"] else "NO",
     ]  # fmt: skip
     return head + "\n".join("| " + " | ".join(map(str, cells(r))) + " |" for r in rows)
+
+
+def recorded_benches(folder: Path) -> list[dict]:
+    """The bench JSON files committed in `folder` (assets/bench) that race the draft model, newest first."""
+    docs = [json.loads(path.read_text()) for path in sorted(folder.glob("*.json"), reverse=True)]
+    return [doc for doc in docs if any(r["method"] == "draft" for r in doc.get("results", []))]
+
+
+def headline(doc: dict) -> dict:
+    """One row per bench file for a table across CPU kinds: where, in what precision, plain tokens/s, the best K of
+    the specviz draft lane with its speedup, c and v(K), and Hugging Face's assisted generation at that K."""
+    env, results = doc["environment"], doc["results"]
+    plain = next(r for r in results if r["method"] == methods.PLAIN)
+    drafts = [r for r in results if r["method"] == "draft"]
+    best = max(drafts, key=lambda r: r["speedup_vs_plain"]) if drafts else None
+    assisted = next((r for r in results if best and r["method"] == "hf_assisted" and r["k"] == best["k"]), None)
+    return {
+        "CPU": f"{env['cpu']} ({env['cpu_capability']})",
+        "precision": env["dtype"],
+        "draft vocabulary": (doc.get("costs") or {}).get("draft_vocab") or "all",
+        "plain tokens/s": round(plain["tokens_per_s"], 1),
+        "best K": best["k"] if best else None,
+        "speedup": round(best["speedup_vs_plain"], 2) if best else None,
+        "c": None if best is None or best["c"] is None else round(best["c"], 3),
+        "v(K)": None if best is None or best["verify_cost"] is None else round(best["verify_cost"], 2),
+        "HF assisted at that K": round(assisted["speedup_vs_plain"], 2) if assisted else None,
+        "= plain": bool(best and best["identical_to_plain"]),
+        "prompts × tokens": f"{doc['settings']['prompts']} × {doc['settings']['max_new_tokens']}",
+    }
 
 
 def _lane_name(row: dict) -> str:

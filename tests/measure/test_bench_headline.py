@@ -1,0 +1,42 @@
+"""The race page's table across CPU kinds: one row per committed bench file, the draft lane at its best K."""
+
+import json
+
+from specviz.measure.bench import headline, recorded_benches
+
+
+def row(method, k, speedup, c=0.2, v=1.2, same=True):
+    return {
+        "method": method,
+        "k": k,
+        "tokens_per_s": 100.0 * speedup,
+        "speedup_vs_plain": speedup,
+        "c": c,
+        "verify_cost": v,
+        "identical_to_plain": same,
+    }
+
+
+def doc(vocab=1024):
+    return {
+        "environment": {"cpu": "Some CPU", "cpu_capability": "AVX2", "dtype": "float32"},
+        "settings": {"prompts": 20, "max_new_tokens": 128},
+        "costs": {"draft_vocab": vocab},
+        "results": [row("plain", 0, 1.0), row("draft", 3, 1.7), row("draft", 5, 1.9, c=0.15, v=1.1)]
+        + [row("hf_assisted", 3, 1.2), row("hf_assisted", 5, 1.3)],
+    }
+
+
+def test_the_headline_is_the_best_k_with_its_costs_and_hugging_face_at_that_k():
+    line = headline(doc())
+    assert line["CPU"] == "Some CPU (AVX2)" and line["precision"] == "float32" and line["draft vocabulary"] == 1024
+    assert line["plain tokens/s"] == 100.0 and line["best K"] == 5 and line["speedup"] == 1.9
+    assert line["c"] == 0.15 and line["v(K)"] == 1.1 and line["HF assisted at that K"] == 1.3 and line["= plain"]
+    assert headline(doc(vocab=0))["draft vocabulary"] == "all"
+
+
+def test_only_bench_files_that_race_the_draft_are_listed(tmp_path):
+    (tmp_path / "a.json").write_text(json.dumps(doc()))
+    lookup = doc() | {"results": [row("plain", 0, 1.0), row("ngram", 4, 1.3)]}
+    (tmp_path / "b.json").write_text(json.dumps(lookup))
+    assert [d["results"][1]["method"] for d in recorded_benches(tmp_path)] == ["draft"]
