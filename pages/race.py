@@ -28,6 +28,15 @@ lanes = st.multiselect("Lanes", list(methods.LANES), default=list(methods.LANES)
 if "plain" not in lanes:
     st.caption("Plain decoding is always raced too: it is the baseline every speedup is measured against.")
     lanes = ["plain", *lanes]
+TREE_CHOICES = {"no tree lane": (), "tree 2,2,1,1 (8 nodes)": (2, 2, 1, 1), "tree 3,2,1,1 (15 nodes)": (3, 2, 1, 1)}
+tree_pick = st.radio("Add a draft-tree lane", list(TREE_CHOICES), horizontal=True, key="race_tree")
+tree = TREE_CHOICES[tree_pick]
+if tree:
+    lanes = [*lanes, methods.TREE]
+    st.caption(
+        f"The tree lane drafts {tree_pick.removeprefix('tree ')} and verifies every node in one target pass: its "
+        f"depth, {len(tree)}, is the chain's K at equal depth; compare it with the draft-model lane at that K."
+    )
 
 if st.button("Start the race", type="primary", disabled=controls.settings is None):
     try:
@@ -52,7 +61,7 @@ if st.button("Start the race", type="primary", disabled=controls.settings is Non
                 drawn[lane] = time.perf_counter()
 
         with st.spinner("Warming up every lane (first calls are slower), then racing…"):
-            results = race(pair, prompt, settings, lanes, show)
+            results = race(pair, prompt, settings, lanes, show, tree)
         for lane, result in zip(lanes, results):
             show_lane(lane, list(result.output_ids), result.wall_s)
         state["race"] = (results, settings.sampling.greedy, pair.dtype)

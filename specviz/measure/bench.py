@@ -22,11 +22,11 @@ import transformers
 from specviz import __version__, methods
 from specviz.core import stats
 from specviz.core.record import RunRecord
-from specviz.core.settings import MAX_K, RunSettings
+from specviz.core.settings import RunSettings
 from specviz.core.verify import tree_size
 from specviz.engine.costs import measure_costs
 from specviz.engine.models import ModelPair
-from specviz.measure.lanes import run_method
+from specviz.measure.lanes import run_method, tree_settings
 from specviz.measure.predict import predict
 
 
@@ -84,10 +84,10 @@ def run_bench(
     costs = measure_costs(pair, k_max=max(ks), repeats=15, draft_vocab=base.draft_vocab)  # v(K) noisy at 5: busy CPU
     say("warming up")
     trees = list(trees or [])
-    tree_settings = {shape: _tree_settings(base, shape) for shape in trees}
+    shaped = {shape: tree_settings(base, shape) for shape in trees}
     for lane in lanes:
         run_method(pair, prompts[0], replace(base, k=ks[0], max_new_tokens=min(16, base.max_new_tokens)), lane)
-    for settings in tree_settings.values():
+    for settings in shaped.values():
         run_method(pair, prompts[0], replace(settings, max_new_tokens=min(16, base.max_new_tokens)), methods.TREE)
     runs: dict[tuple, list[tuple[RunRecord, RunRecord]]] = {}  # (method, K) or (tree, shape) -> (run, plain run)
     for rep in range(repeats):
@@ -98,7 +98,7 @@ def run_bench(
             for k in ks:
                 for lane in spec_lanes:
                     runs.setdefault((lane, k), []).append((run_method(pair, prompt, replace(base, k=k), lane), plain))
-            for shape, settings in tree_settings.items():
+            for shape, settings in shaped.items():
                 runs.setdefault((methods.TREE, shape), []).append(
                     (run_method(pair, prompt, settings, methods.TREE), plain)
                 )
@@ -143,10 +143,6 @@ def _summarise(lane: str, k: int, pairs: list[tuple[RunRecord, RunRecord]], cost
         "identical_to_plain": all(run.output_ids == plain.output_ids for run, plain in pairs),
         "runs": len(records),
     }
-
-
-def _tree_settings(base: RunSettings, shape: tuple[int, ...]) -> RunSettings:
-    return replace(base, method=methods.TREE, tree=shape, k=min(len(shape), MAX_K))
 
 
 def _summarise_tree(shape: tuple[int, ...], pairs: list[tuple[RunRecord, RunRecord]]) -> dict:

@@ -16,7 +16,7 @@ from transformers.generation.streamers import BaseStreamer
 
 from specviz import methods
 from specviz.core.record import HF, RunRecord
-from specviz.core.settings import RunSettings
+from specviz.core.settings import MAX_K, RunSettings
 from specviz.engine.compare import hf_generate
 from specviz.engine.decode import build_trace, decode_rounds, encode_prompt
 from specviz.engine.models import ModelPair
@@ -41,6 +41,11 @@ class DecodingClock:
             callback(*args)
         finally:
             self.outside += time.perf_counter() - entered
+
+
+def tree_settings(base: RunSettings, shape: tuple[int, ...]) -> RunSettings:
+    """The settings of a tree lane of this shape: the draft tree method, K = the tree's depth."""
+    return replace(base, method=methods.TREE, tree=shape, k=min(len(shape), MAX_K))
 
 
 def run_method(

@@ -10,6 +10,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from specviz import methods
 from specviz.core import stats
 from specviz.core.record import RunRecord
 from specviz.core.settings import RunSettings
@@ -17,25 +18,41 @@ from specviz.core.trace import Trace
 from specviz.engine.costs import MeasuredCosts, measure_costs
 from specviz.engine.decode import generate
 from specviz.engine.models import ModelPair
-from specviz.measure.lanes import OnTokens, run_method
+from specviz.errors import SettingsError
+from specviz.measure.lanes import OnTokens, run_method, tree_settings
 from specviz.measure.predict import predict
 
 SWEEP_KS = (1, 2, 4, 8)
 
 
-def warm_up(pair: ModelPair, prompt: str, settings: RunSettings, lanes: Sequence[str]) -> None:
+def warm_up(
+    pair: ModelPair, prompt: str, settings: RunSettings, lanes: Sequence[str], tree: tuple[int, ...] = ()
+) -> None:
     """A few tokens through every lane: first calls pay for allocation and kernel selection."""
     short = replace(settings, max_new_tokens=min(8, settings.max_new_tokens))
     for lane in lanes:
-        run_method(pair, prompt, short, lane)
+        run_method(pair, prompt, _lane_settings(short, lane, tree), lane)
 
 
 def race(
-    pair: ModelPair, prompt: str, settings: RunSettings, lanes: Sequence[str], on_tokens: OnTokens | None = None
+    pair: ModelPair,
+    prompt: str,
+    settings: RunSettings,
+    lanes: Sequence[str],
+    on_tokens: OnTokens | None = None,
+    tree: tuple[int, ...] = (),
 ) -> list[RunRecord]:
-    """Every lane on the prompt, one after another (warm-up first)."""
-    warm_up(pair, prompt, settings, lanes)
-    return [run_method(pair, prompt, settings, lane, on_tokens) for lane in lanes]
+    """Every lane on the prompt, one after another (warm-up first); a "tree" lane drafts a tree of this shape."""
+    warm_up(pair, prompt, settings, lanes, tree)
+    return [run_method(pair, prompt, _lane_settings(settings, lane, tree), lane, on_tokens) for lane in lanes]
+
+
+def _lane_settings(settings: RunSettings, lane: str, tree: tuple[int, ...]) -> RunSettings:
+    if lane != methods.TREE:
+        return settings
+    if not tree:
+        raise SettingsError("A tree lane needs a tree shape: children per depth, e.g. 2,2,1,1.")
+    return tree_settings(settings, tree)
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,22 @@ def test_race_with_short_outputs(tiny_default):
     assert ((hf["τ"] >= 1) & (hf["τ"] <= k + 1)).all()  # but its target passes are counted
 
 
+def test_a_tree_lane_races_beside_the_chain_and_writes_the_same_greedy_text(tiny_default):
+    at = open_page("pages/race.py")
+    at.sidebar.slider(key="temperature").set_value(0.0).run()
+    at.sidebar.slider(key="max_new_tokens").set_value(10).run()
+    at.multiselect[0].set_value(["plain", "draft"]).run()
+    at.radio(key="race_tree").set_value("tree 2,2,1,1 (8 nodes)").run()
+    assert "its depth, 4, is the chain's K at equal depth" in " ".join(c.value for c in at.caption)
+    at = click(at, "Start the race")
+    assert not at.exception and not at.error
+    results, _, _ = at.session_state["race"]
+    assert [r.method for r in results] == ["plain", "draft", "tree"]
+    assert results[2].output_ids == results[0].output_ids  # greedy tree speculation writes plain decoding's text
+    table = at.dataframe[0].value.set_index("lane")
+    assert list(table["same text as plain"]) == ["✓"] * 3
+
+
 def test_k_sweep_shows_measured_and_predicted(tiny_default, monkeypatch):
     """With the target as its own draft α = 1 and τ = drafts per round + 1; the prediction is τ / (drafts · c + v)."""
     import specviz.measure.race
