@@ -65,7 +65,13 @@ def test_five_sessions_run_and_step_at_once(app_url, browser):
             alone = generate(
                 pair,
                 BUNDLED_PRESETS["code"],
-                RunSettings(k=4, sampling=SamplingSettings(1.0), max_new_tokens=48, seed=seed),
+                RunSettings(
+                    k=4,
+                    sampling=SamplingSettings(1.0),
+                    max_new_tokens=48,
+                    seed=seed,
+                    draft_vocab=pair.recommended_draft_vocab,  # the sidebar's default for this pair
+                ),
             )
             assert_same_rounds(shown, alone, f"session {seed}")
             assert json.loads(shown.to_json())["settings"]["seed"] == seed
