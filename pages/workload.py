@@ -276,7 +276,9 @@ def compare_engines(target: str, draft: str, k: int, rows) -> list[dict]:
     """Each prompt on the server and on this app's engine, greedy, same K: agreement per prompt and per step."""
     server = open_server()
     pair = cached_pair(target, draft, "cpu", "float32")
-    greedy = replace(controls.settings, sampling=SamplingSettings(0.0, 0, 1.0), stop_at_eos=False)
+    greedy = replace(  # the whole draft, as vLLM runs it: a trimmed vocabulary would compare unlike drafts
+        controls.settings, sampling=SamplingSettings(0.0, 0, 1.0), stop_at_eos=False, draft_vocab=0
+    )
     settings = server.settings(greedy)
     bar = st.progress(0.0, text="Warming up both engines…")
     run_method(pair, rows[0].prompt, replace(settings, max_new_tokens=8), settings.method)
