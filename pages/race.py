@@ -109,7 +109,7 @@ recorded = recorded_benches(ASSETS / "bench")
 if recorded:
     st.dataframe([headline(doc) for doc in recorded], hide_index=True)
     st.caption(
-        "From `python -m specviz bench` (JSON in assets/bench, each with its environment): greedy, the held-out code "
-        "prompts, the specviz draft lane at its best K. A speed names its CPU: run the bench on yours, and the race "
-        "above on your prompt."
+        "From `python -m specviz bench` (JSON in assets/bench, each with its environment; a file named prose ran the "
+        "prose workload, the others the held-out code prompts): greedy, the specviz draft lane at its best K. A speed "
+        "names its CPU: run the bench on yours, and the race above on your prompt."
     )

@@ -168,9 +168,14 @@ def results_table(doc: dict) -> str:
 
 
 def recorded_benches(folder: Path) -> list[dict]:
-    """The bench JSON files committed in `folder` (assets/bench) that race the draft model, newest first."""
-    docs = [json.loads(path.read_text()) for path in sorted(folder.glob("*.json"), reverse=True)]
-    return [doc for doc in docs if any(r["method"] == "draft" for r in doc.get("results", []))]
+    """The greedy bench JSON files committed in `folder` (assets/bench) that race the draft model, by name."""
+    docs = [json.loads(path.read_text()) | {"file": path.name} for path in sorted(folder.glob("*.json"))]
+    return [
+        doc
+        for doc in docs
+        if any(r["method"] == "draft" for r in doc.get("results", []))
+        and not doc.get("settings", {}).get("sampling", {}).get("temperature")
+    ]
 
 
 def headline(doc: dict) -> dict:
@@ -193,6 +198,7 @@ def headline(doc: dict) -> dict:
         "HF assisted at that K": round(assisted["speedup_vs_plain"], 2) if assisted else None,
         "= plain": bool(best and best["identical_to_plain"]),
         "prompts × tokens": f"{doc['settings']['prompts']} × {doc['settings']['max_new_tokens']}",
+        "file": doc.get("file", ""),
     }
 
 

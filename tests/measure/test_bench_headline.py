@@ -39,4 +39,6 @@ def test_only_bench_files_that_race_the_draft_are_listed(tmp_path):
     (tmp_path / "a.json").write_text(json.dumps(doc()))
     lookup = doc() | {"results": [row("plain", 0, 1.0), row("ngram", 4, 1.3)]}
     (tmp_path / "b.json").write_text(json.dumps(lookup))
+    sampled = doc() | {"settings": {"sampling": {"temperature": 1.0}, "prompts": 20, "max_new_tokens": 128}}
+    (tmp_path / "c.json").write_text(json.dumps(sampled))  # not greedy: its speedup is not the table's
     assert [d["results"][1]["method"] for d in recorded_benches(tmp_path)] == ["draft"]
