@@ -161,29 +161,34 @@ VERDICT_COLORS = {
 }
 
 
+P_VALUE_TIP = alt.Tooltip("p_value:Q", title="χ² p-value", format=".2e")
+
+
 def bug_chart(frame: pd.DataFrame) -> alt.Chart:
     """Total-variation distance of each variant's exact output from the target's, coloured by the sample test's verdict.
 
     `frame` comes from `bug_frame(checks)` (a plain frame, so a page can cache it).
     """
+    tooltip = ["variant:N", "what:N", alt.Tooltip("tv:Q", format=".4f"), P_VALUE_TIP]
+    tooltip.append(alt.Tooltip("acceptance:Q", title="acceptance fraction", format=".3f"))
+    title = "How far each sampler's exact output is from the target (total variation)"
+    return _tv_bars(frame, title, "χ² test on samples", tooltip, label_limit=260)
+
+
+def _tv_bars(frame: pd.DataFrame, title: str, legend: str, tooltip: list, label_limit: int) -> alt.Chart:
+    """One bar per sampler variant: its exact output's TV distance from p, coloured by its verdict."""
     return (
-        alt.Chart(frame, title="How far each sampler's exact output is from the target (total variation)")
+        alt.Chart(frame, title=title)
         .mark_bar()
         .encode(
-            y=alt.Y("variant:N", sort=list(frame["variant"]), title=None, axis=alt.Axis(labelLimit=260)),
+            y=alt.Y("variant:N", sort=list(frame["variant"]), title=None, axis=alt.Axis(labelLimit=label_limit)),
             x=alt.X("tv:Q", title="TV distance from p (exact, by enumeration)"),
             color=alt.Color(
                 "verdict:N",
-                title="χ² test on samples",
+                title=legend,
                 scale=alt.Scale(domain=list(VERDICT_COLORS), range=list(VERDICT_COLORS.values())),
             ),
-            tooltip=[
-                "variant:N",
-                "what:N",
-                alt.Tooltip("tv:Q", format=".4f"),
-                alt.Tooltip("p_value:Q", title="χ² p-value", format=".2e"),
-                alt.Tooltip("acceptance:Q", title="acceptance fraction", format=".3f"),
-            ],
+            tooltip=tooltip,
         )
         .properties(height=32 * len(frame))
     )
@@ -295,24 +300,7 @@ def tree_check_frame(checks: Sequence[TreeCheck]) -> pd.DataFrame:
 
 def tree_check_chart(frame: pd.DataFrame) -> alt.Chart:
     """Total-variation distance of each tree sampler's exact output from p, coloured by the verdict."""
-    return (
-        alt.Chart(frame, title="Tree samplers: how far each exact output is from p (total variation)")
-        .mark_bar()
-        .encode(
-            y=alt.Y("variant:N", sort=list(frame["variant"]), title=None, axis=alt.Axis(labelLimit=300)),
-            x=alt.X("tv:Q", title="TV distance from p (exact, by enumeration)"),
-            color=alt.Color(
-                "verdict:N",
-                title="verdict",
-                scale=alt.Scale(domain=list(VERDICT_COLORS), range=list(VERDICT_COLORS.values())),
-            ),
-            tooltip=[
-                "variant:N",
-                "why:N",
-                alt.Tooltip("max_abs_diff:Q", title="max |output − p|", format=".2e"),
-                alt.Tooltip("tv:Q", format=".4f"),
-                alt.Tooltip("p_value:Q", title="χ² p-value", format=".2e"),
-            ],
-        )
-        .properties(height=32 * len(frame))
-    )
+    tooltip = ["variant:N", "why:N", alt.Tooltip("max_abs_diff:Q", title="max |output − p|", format=".2e")]
+    tooltip += [alt.Tooltip("tv:Q", format=".4f"), P_VALUE_TIP]
+    title = "Tree samplers: how far each exact output is from p (total variation)"
+    return _tv_bars(frame, title, "verdict", tooltip, label_limit=300)
