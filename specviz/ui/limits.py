@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from specviz.core.settings import MAX_K
 from specviz.remote import allowed_servers, check_host
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,9 @@ class Limits:
 
 
 def display_source(source: str, limits: Limits) -> str:
-    """How a model source is shown: in public mode a local path becomes just its last folder name."""
+    """How a model source is shown: the bundled pair relative to the repository (a projector need not show where it
+    was cloned); in public mode any other local path becomes just its last folder name."""
+    if source.startswith(str(REPO_ROOT) + "/"):
+        return source.removeprefix(str(REPO_ROOT) + "/")
     looks_local = source.startswith((".", "/", "~")) or "\\" in source
     return source.rstrip("/\\").replace("\\", "/").split("/")[-1] if limits.public and looks_local else source
