@@ -65,7 +65,8 @@ class ModelPair:
     @property
     def recommended_draft_vocab(self) -> int:
         """The draft vocabulary its counts recommend (0 = the full vocabulary, also when there are no counts)."""
-        return self.draft_counts.recommended if self.draft_counts and self.draft is not None else 0
+        n = self.draft_counts.recommended if self.draft_counts and self.draft is not None else 0
+        return n if n < self.vocab_size else 0  # a recommendation as large as the vocabulary trims nothing
 
     def describe(self) -> dict:
         return {

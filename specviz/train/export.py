@@ -68,6 +68,7 @@ def write_token_counts(corpus_dir: Path, draft_dir: Path, log, recommended: int 
     docs = read_jsonl(corpus_dir / "train.jsonl")
     counts = count_tokens(tok, (d["text"] for d in docs), len(tok))
     source = f"the recipe's training split ({len(docs)} documents: Python stdlib code and its documentation)"
+    recommended = recommended if 2 * recommended <= len(tok) else 0  # a small test vocabulary: nothing to trim
     (draft_dir / COUNTS_FILE).write_text(TokenCounts(counts, source, recommended).to_json())
     log(f"export: {draft_dir / COUNTS_FILE}: {int(counts.sum())} tokens counted, recommended vocabulary {recommended}")
 

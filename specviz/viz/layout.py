@@ -32,7 +32,8 @@ def fitted(chart: alt.TopLevelMixin, size: int = TITLE_SIZE) -> alt.TopLevelMixi
     elif isinstance(title, alt.TitleParams):
         subtitle = title.subtitle if isinstance(title.subtitle, str | list) else ""
         chart = chart.properties(title=chart_title(title.text, subtitle, size))
-    return chart.properties(padding=PADDING)
+    top = PADDING["top"] + 3 * (size - TITLE_SIZE)  # larger type rises further above the chart: more room for it
+    return chart.properties(padding=PADDING | {"top": top})
 
 
 def _wrap(text: str | list[str], width: int) -> list[str]:

@@ -11,7 +11,7 @@ PAGES = {  # path -> text that appears once the page has finished rendering
     "": "Measured speedup vs plain",
     "rounds": "Rounds committed",
     "calculator": "Expected tokens per round",
-    "exactness": "4. On the loaded model pair",
+    "exactness": "5. On the loaded model pair",
     "workload": "Prompts from",
     "race": "K sweep",
 }
