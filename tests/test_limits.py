@@ -1,6 +1,6 @@
 """Public mode limits, read from the environment."""
 
-from specviz.ui.limits import Limits, display_source
+from specviz.ui.limits import Limits, display_source, sidebar_source
 
 
 def test_private_by_default_and_public_caps():
@@ -18,4 +18,5 @@ def test_local_paths_are_hidden_in_public_mode():
     from specviz.engine.models import BUNDLED_TARGET
 
     for limits in (public, private):  # the bundled pair: where the repository was cloned is nobody's business
-        assert display_source(BUNDLED_TARGET, limits) == "assets/models/pystdlib/target"
+        assert sidebar_source(BUNDLED_TARGET, limits) == "assets/models/pystdlib/target"
+    assert sidebar_source("/srv/models/pystdlib/target", public) == "target"

@@ -20,7 +20,7 @@ from specviz.engine.models import DTYPES, ModelPair
 from specviz.engine.vocab import load_counts
 from specviz.errors import SpecvizError
 from specviz.measure.precision import time_precisions, verdict
-from specviz.ui.limits import Limits, display_source
+from specviz.ui.limits import Limits, sidebar_source
 from specviz.ui.loaders import cached_pair, default_sources
 from specviz.viz.explain import BF16_GREEDY_NOTE
 
@@ -185,7 +185,7 @@ def pair_picker() -> None:
         else:
             st.session_state["active_pair"] = wanted
     limits = Limits.from_env()
-    target_in_use, draft_in_use, device_in_use, dtype_in_use = (display_source(s, limits) for s in active_sources())
+    target_in_use, draft_in_use, device_in_use, dtype_in_use = (sidebar_source(s, limits) for s in active_sources())
     st.sidebar.caption(
         f"In use: **{target_in_use}** ← draft **{draft_in_use}** on {device_in_use}, {dtype_in_use} precision"
     )

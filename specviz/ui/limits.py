@@ -49,9 +49,13 @@ class Limits:
 
 
 def display_source(source: str, limits: Limits) -> str:
-    """How a model source is shown: the bundled pair relative to the repository (a projector need not show where it
-    was cloned); in public mode any other local path becomes just its last folder name."""
-    if source.startswith(str(REPO_ROOT) + "/"):
-        return source.removeprefix(str(REPO_ROOT) + "/")
+    """How a model source is shown: in public mode a local path becomes just its last folder name."""
     looks_local = source.startswith((".", "/", "~")) or "\\" in source
     return source.rstrip("/\\").replace("\\", "/").split("/")[-1] if limits.public and looks_local else source
+
+
+def sidebar_source(source: str, limits: Limits) -> str:
+    """The sidebar's name for a model in use: the bundled pair relative to the repository (a projector need not show
+    where it was cloned), anything else as display_source shows it."""
+    inside = source.startswith(str(REPO_ROOT) + "/")
+    return source.removeprefix(str(REPO_ROOT) + "/") if inside else display_source(source, limits)
