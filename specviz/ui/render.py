@@ -13,7 +13,7 @@ from specviz.core.trace import Trace
 from specviz.engine.decode import generate
 from specviz.measure.race import VersusPlain, versus_plain
 from specviz.ui.loaders import cached_pair
-from specviz.viz.layout import LECTURE_TITLE_SIZE, TITLE_SIZE, fitted
+from specviz.viz.layout import fitted
 from specviz.viz.text import legend_html, trace_html
 
 TRACES_DIR = Path(__file__).resolve().parents[2] / "assets" / "traces"
@@ -59,7 +59,7 @@ def apply_lecture_mode(on: bool) -> None:
 def draw(where, chart, lecture: bool = False) -> None:
     """Every chart of the app: titles wrapped to fit (never clipped), full width, projector-sized text in lecture mode
     (set here, so the chart builders stay composable)."""
-    chart = fitted(chart, LECTURE_TITLE_SIZE if lecture else TITLE_SIZE)
+    chart = fitted(chart)
     if lecture:
         chart = chart.configure_axis(labelFontSize=16, titleFontSize=16).configure_legend(labelFontSize=16)
     where.altair_chart(chart, width="stretch")

@@ -11,7 +11,7 @@ import textwrap
 import altair as alt
 
 TITLE_CHARS = 34  # a title line this long fits a half-width column at 1280 px and a phone's full width at 390 px
-TITLE_SIZE, LECTURE_TITLE_SIZE = 15, 20  # px; a projector needs the larger
+TITLE_SIZE = 15  # px: larger type would take the plot's height (Streamlit keeps a chart's total height)
 PADDING = {"left": 5, "right": 12, "top": 12, "bottom": 5}  # room for the title's glyphs: never cut at the top
 
 
