@@ -56,11 +56,16 @@ def apply_lecture_mode(on: bool) -> None:
         st.markdown(LECTURE_CSS, unsafe_allow_html=True)
 
 
+LECTURE_HEIGHT = 1.6  # charts this much taller in lecture mode, so a projector shows the bars, not just the labels
+
+
 def draw(where, chart, lecture: bool = False) -> None:
     """Every chart of the app: titles wrapped to fit (never clipped), full width, projector-sized text in lecture mode
     (set here, so the chart builders stay composable)."""
     chart = fitted(chart)
     if lecture:
+        if isinstance(chart.height, int):  # the 16 px labels take room from the plot: give it back, and more
+            chart = chart.properties(height=int(chart.height * LECTURE_HEIGHT))
         chart = chart.configure_axis(labelFontSize=16, titleFontSize=16).configure_legend(labelFontSize=16)
     where.altair_chart(chart, width="stretch")
 
