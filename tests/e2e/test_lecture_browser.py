@@ -28,8 +28,17 @@ def where(tab) -> str:
 
 def press(tab, key: str) -> str:
     """Press a key with nothing focused (as a clicker does) and wait for the caption to change; returns it."""
+    return changed(tab, lambda: tab.keyboard.press(key))
+
+
+def click(tab, button: str) -> str:
+    """Click a button and wait for the caption to change (a busy machine may take seconds); returns it."""
+    return changed(tab, lambda: tab.get_by_role("button", name=button).click())
+
+
+def changed(tab, act) -> str:
     before = where(tab)
-    tab.keyboard.press(key)
+    act()
     tab.wait_for_function(
         "old => { const m = document.body.innerText.match(/Round \\d+ of \\d+ · \\d · [^\\n]+/);"
         " return m && m[0] !== old; }",
@@ -92,16 +101,11 @@ def test_a_url_opens_the_moment_it_names(app_url, page):
 def test_a_bundled_trace_replays_and_jumps_to_its_rejections(app_url, page):
     open_app_page(page, app_url, "rounds?trace=early-rejection-residual&round=1&phase=draft")
     page.get_by_text("the first draft is rejected, every later draft is discarded").wait_for()
-    settle(page)  # a click while the first run is still going can be lost on a busy machine
-    page.get_by_role("button", name="Next rejection").click()
     settle(page)
-    assert "3 · Accept or reject" in where(page) and "REJECTED" in main_text(page).upper()
+    assert "3 · Accept or reject" in click(page, "Next rejection") and "REJECTED" in main_text(page).upper()
     assert query(page)["trace"] == "early-rejection-residual"
     assert "3 · Accept or reject" in press(page, "j")  # the same jump from the keyboard: the next rejection
-    page.get_by_role("button", name="Next bonus").click()
-    page.get_by_text(re.compile("Round \\d+ of \\d+ · 4 · Correction or bonus")).wait_for()
-    settle(page)
-    assert "4 · Correction or bonus" in where(page) and query(page)["phase"] == "resolve"
+    assert "4 · Correction or bonus" in click(page, "Next bonus") and query(page)["phase"] == "resolve"
     assert "bonus token" in main_text(page)
 
 
