@@ -68,7 +68,8 @@ def test_counter_totals_are_consistent_and_the_text_is_the_targets(server):
         assert "warnings" not in record.meta
 
 
-def test_another_clients_request_is_detected(server, vllm):
+def run_beside_another_client(server, vllm):
+    """Our request while another client's long one is being decoded: the record of ours."""
     other = threading.Thread(
         target=lambda: urllib.request.urlopen(
             urllib.request.Request(
@@ -95,11 +96,21 @@ def test_another_clients_request_is_detected(server, vllm):
             if prometheus.total(prometheus.parse(text), "vllm:num_requests_running"):
                 break
             time.sleep(0.02)
-        record = server.run(PROMPTS[0].prompt, settings(server, 8))
+        return server.run(PROMPTS[0].prompt, settings(server, 8))
     finally:
         other.join()
-    assert "other clients used the server" in record.meta["warnings"][0]
-    assert record.rounds is None  # the engine-step count is not this request's alone
+
+
+def test_another_clients_request_is_detected(server, vllm):
+    # The two requests overlap only if ours starts before the other's 200 tokens are done (about a second): on a
+    # machine busy elsewhere the other can finish first, so the overlap is tried up to three times.
+    records = []
+    for _ in range(3):
+        records.append(run_beside_another_client(server, vllm))
+        if "warnings" in records[-1].meta:
+            break
+    assert "other clients used the server" in records[-1].meta["warnings"][0], [r.meta for r in records]
+    assert records[-1].rounds is None  # the engine-step count is not this request's alone
 
 
 def test_concurrency_needs_per_request_metrics(server, vllm, capsys, tmp_path):
