@@ -189,7 +189,7 @@ def headline(doc: dict) -> dict:
     return {
         "CPU": f"{env['cpu']} ({env['cpu_capability']})",
         "precision": env["dtype"],
-        "draft vocabulary": (doc.get("costs") or {}).get("draft_vocab") or "all",
+        "draft vocabulary": doc["settings"].get("draft_vocab") or "all",  # the run's settings: always recorded
         "plain tokens/s": round(plain["tokens_per_s"], 1),
         "best K": best["k"] if best else None,
         "speedup": round(best["speedup_vs_plain"], 2) if best else None,
