@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from specviz import methods
 from specviz.core.settings import RunSettings
 from specviz.engine.catalogue import presets_for
 from specviz.errors import SpecvizError
@@ -31,7 +32,7 @@ st.subheader("Live: one run on the default pair")
 draft_vocab = recommended_draft_vocab(sources[1])
 vocab_note = f"the draft proposing from its {draft_vocab} most frequent tokens, " if draft_vocab else ""
 try:
-    settings = RunSettings(method="draft", k=4, max_new_tokens=48, draft_vocab=draft_vocab)
+    settings = RunSettings(method=methods.DRAFT, k=4, max_new_tokens=48, draft_vocab=draft_vocab)
     result, measured_at = cached_versus_plain(sources, prompt, settings)
 except SpecvizError as exc:
     st.error(str(exc))

@@ -25,9 +25,9 @@ apply_lecture_mode(controls.lecture)
 state = st.session_state
 prompt = prompt_box(controls.target, key="race_prompt")
 lanes = st.multiselect("Lanes", list(methods.LANES), default=list(methods.LANES), format_func=methods.lane_label)
-if "plain" not in lanes:
+if methods.PLAIN not in lanes:
     st.caption("Plain decoding is always raced too: it is the baseline every speedup is measured against.")
-    lanes = ["plain", *lanes]
+    lanes = [methods.PLAIN, *lanes]
 TREE_CHOICES = {"no tree lane": (), "tree 2,2,1,1 (8 nodes)": (2, 2, 1, 1), "tree 3,2,1,1 (15 nodes)": (3, 2, 1, 1)}
 tree_pick = st.radio("Add a draft-tree lane", list(TREE_CHOICES), horizontal=True, key="race_tree")
 tree = TREE_CHOICES[tree_pick]

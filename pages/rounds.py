@@ -303,7 +303,7 @@ def show_commit(trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:
         pending = tuple(text for _, text, _ in earlier[len(earlier) - len(prev.committed) :]) if prev else ()
     else:
         pending = (earlier[-1][1] if earlier else "prompt",)
-    has_draft = methods.get(trace.settings.method).needs_draft
+    has_draft = methods.get(trace.settings.method).loads_draft
     draw(st, charts.cache_chart(r, has_draft, before, pending))
     st.markdown(commit_sentence(r))
 

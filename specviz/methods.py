@@ -1,19 +1,39 @@
 """The registry of methods: every way of producing tokens that specviz runs, measures or recommends, written once.
 
-A *proposer* is a specviz method that drafts tokens for the in-process engine (its class lives in
-`specviz.engine.proposers`); `plain` is the target alone, the baseline; a *Hugging Face lane* runs transformers'
-`generate()` with the matching option, as a reference implementation. Settings validation, the sidebar, the CLI's
-choices, the race and bench lanes and the workload's methods and deployment advice all read this table, so adding a
-proposer is one entry here plus its class. This module imports nothing heavy: core code may read it.
+A *proposer* is a specviz method that drafts tokens for the in-process engine (its drafter class, in
+`specviz.engine.proposers`, names the method it implements); `plain` is the target alone, the baseline; a *Hugging
+Face lane* runs transformers' `generate()` with the matching option, as a reference implementation. Settings
+validation, the sidebar, the CLI's choices, the race and bench lanes and the workload's methods and deployment advice
+all read this table, so adding a proposer is one entry here plus its class. Elsewhere a method is named by the
+constants below, never by a literal. This module imports nothing heavy: core code may read it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from specviz.errors import SettingsError
 
+if TYPE_CHECKING:
+    from specviz.core.settings import RunSettings
+
 SPECVIZ, HF = "specviz", "hf"  # which engine runs the method
+
+# What one draft step costs, the fact the predicted speedup needs (measure/predict.py):
+NO_DRAFTS = "none"  # plain decoding: nothing is drafted
+DRAFT_MODEL_STEP = "draft model step"  # a forward pass of the draft model per drafted token (c = its measured cost)
+HOST_LOOKUP = "host lookup"  # a search on the host over tokens already known (c = 0: next to nothing)
+
+PLAIN, DRAFT, NGRAM, TREE = "plain", "draft", "ngram", "tree"
+HF_ASSISTED, HF_PROMPT_LOOKUP = "hf_assisted", "hf_prompt_lookup"
+HF_ASSISTANT_MODEL, HF_PROMPT_LOOKUP_TOKENS = "assistant_model", "prompt_lookup_num_tokens"  # generate() options
+VLLM_DRAFT_MODEL, VLLM_NGRAM = "draft_model", "ngram"  # vLLM's --speculative-config methods
+
+NEEDS_SHAPE = (
+    "Tree speculation needs a tree shape: children per depth, e.g. 3,2,1,1 "
+    "(3 children of the root, 2 under each, then single children); 1,1,1,1 is the chain with K = 4."
+)
 
 
 @dataclass(frozen=True)
@@ -24,17 +44,30 @@ class Method:
     label: str  # what the sidebar and the workload page show
     lane: str  # what the race and the bench show, naming the engine
     engine: str  # SPECVIZ (in-process loop) or HF (transformers generate)
-    needs_draft: bool  # runs a draft model
-    proposer: str | None = None  # class name in specviz.engine.proposers; None for plain and HF lanes
+    loads_draft: bool  # runs a second, smaller model (so the pair must load one)
+    draft_cost: str  # what drafting one token costs: NO_DRAFTS, DRAFT_MODEL_STEP or HOST_LOOKUP
     mirrors: str | None = None  # for an HF lane: the specviz method it is the reference implementation of
     vllm_method: str | None = None  # vLLM's --speculative-config "method"
     hf_option: str | None = None  # the generate() argument that turns it on
     shaped: bool = False  # drafts a tree: runs only with a tree shape (RunSettings.tree, CLI --tree), so the pages'
     #                      method lists, which cannot give one yet, leave it out (PROPOSERS, LANES)
+    refuses_tree: str = ""  # why this chain method cannot take a tree shape (the generic reason when empty)
 
     @property
     def speculative(self) -> bool:
-        return self.name != PLAIN
+        return self.draft_cost != NO_DRAFTS
+
+    def check(self, settings: RunSettings) -> None:
+        """Refuse settings this method cannot run: a tree method needs a shape, a chain method takes none (plain
+        ignores one: it is the baseline a tree run is measured by)."""
+        if self.shaped and not settings.tree:
+            raise SettingsError(NEEDS_SHAPE)
+        if settings.tree and not self.shaped and self.speculative:
+            raise SettingsError(
+                self.refuses_tree
+                or f"A tree shape is only used by the {TREE} method, not by {self.name!r}: drop it, or use method "
+                f"{TREE} (with 1,1,1,1 for the chain with K = 4)."
+            )
 
     def vllm_config(
         self, k: int, draft_source: str | None = None, ngram_min: int = 1, ngram_max: int = 3
@@ -43,21 +76,21 @@ class Method:
         if self.vllm_method is None:
             return None
         config: dict = {"method": self.vllm_method, "num_speculative_tokens": k}
-        if self.vllm_method == "ngram":
+        if self.vllm_method == VLLM_NGRAM:
             config.update(prompt_lookup_max=ngram_max, prompt_lookup_min=ngram_min)
-        if self.needs_draft:
+        if self.loads_draft:
             config["model"] = draft_source or "<draft model>"
         return config
 
     def hf_generate_call(self, k: int, temperature: float, ngram_max: int = 3) -> str | None:
         """The matching Hugging Face `generate()` call (None when transformers has no such option)."""
         sampling = "do_sample=False" if temperature == 0 else f"do_sample=True, temperature={temperature:g}"
-        if self.hf_option == "prompt_lookup_num_tokens":
+        if self.hf_option == HF_PROMPT_LOOKUP_TOKENS:
             return (
                 f"model.generate(**inputs, prompt_lookup_num_tokens={k}, max_matching_ngram_size={ngram_max}, "
                 f"{sampling})"
             )
-        if self.hf_option == "assistant_model":
+        if self.hf_option == HF_ASSISTANT_MODEL:
             return (
                 f"model.generate(**inputs, assistant_model=draft_model, num_assistant_tokens={k}, "
                 f'num_assistant_tokens_schedule="constant", {sampling})'
@@ -65,64 +98,71 @@ class Method:
         return None
 
 
-PLAIN = "plain"
-TREE = "tree"  # several drafts per position, verified in one target pass (specviz.engine.tree)
 REGISTRY: dict[str, Method] = {
     m.name: m
     for m in (
-        Method(PLAIN, "plain decoding", "plain decoding (specviz)", SPECVIZ, needs_draft=False),
+        Method(PLAIN, "plain decoding", "plain decoding (specviz)", SPECVIZ, False, NO_DRAFTS),
         Method(
-            "draft",
+            DRAFT,
             "draft model",
             "specviz · draft model",
             SPECVIZ,
-            needs_draft=True,
-            proposer="DraftModelProposer",
-            vllm_method="draft_model",
-            hf_option="assistant_model",
+            loads_draft=True,
+            draft_cost=DRAFT_MODEL_STEP,
+            vllm_method=VLLM_DRAFT_MODEL,
+            hf_option=HF_ASSISTANT_MODEL,
         ),
         Method(
-            "ngram",
+            NGRAM,
             "n-gram lookup (prompt lookup)",
             "specviz · n-gram lookup",
             SPECVIZ,
-            needs_draft=False,
-            proposer="NgramProposer",
-            vllm_method="ngram",
-            hf_option="prompt_lookup_num_tokens",
+            loads_draft=False,
+            draft_cost=HOST_LOOKUP,
+            vllm_method=VLLM_NGRAM,
+            hf_option=HF_PROMPT_LOOKUP_TOKENS,
+            refuses_tree=(
+                "n-gram lookup proposes one continuation, not a tree: tree speculation needs a draft model "
+                f"(method {TREE}), or drop the tree shape to use n-gram lookup."
+            ),
         ),
         Method(
             TREE,
             "draft tree",
             "specviz · draft tree",
             SPECVIZ,
-            needs_draft=True,
-            proposer="TreeProposer",
+            loads_draft=True,
+            draft_cost=DRAFT_MODEL_STEP,
             shaped=True,
         ),
         Method(
-            "hf_assisted",
+            HF_ASSISTED,
             "HF assisted generation",
             "HF generate · assistant_model",
             HF,
-            needs_draft=True,
-            mirrors="draft",
+            loads_draft=True,
+            draft_cost=DRAFT_MODEL_STEP,
+            mirrors=DRAFT,
+            hf_option=HF_ASSISTANT_MODEL,
         ),
         Method(
-            "hf_prompt_lookup",
+            HF_PROMPT_LOOKUP,
             "HF prompt lookup",
             "HF generate · prompt lookup",
             HF,
-            needs_draft=False,
-            mirrors="ngram",
+            loads_draft=False,
+            draft_cost=HOST_LOOKUP,
+            mirrors=NGRAM,
+            hf_option=HF_PROMPT_LOOKUP_TOKENS,
         ),
     )
 }
 
 ENGINE_METHODS = tuple(name for name, m in REGISTRY.items() if m.engine == SPECVIZ)  # what RunSettings.method takes
-PROPOSERS = tuple(name for name, m in REGISTRY.items() if m.proposer and not m.shaped)  # the engine's chain methods
+PROPOSERS = tuple(n for n, m in REGISTRY.items() if m.engine == SPECVIZ and m.speculative and not m.shaped)  # chains
 LANES = tuple(name for name, m in REGISTRY.items() if not m.shaped)  # what the race and the bench run, plain first
 SHAPED = tuple(name for name, m in REGISTRY.items() if m.shaped)  # methods that need a tree shape
+FROM_VLLM = {m.vllm_method: m.name for m in REGISTRY.values() if m.vllm_method and m.engine == SPECVIZ}
 
 
 def get(name: str) -> Method:
@@ -150,6 +190,6 @@ def parse_list(text: str, option: str, allowed: tuple[str, ...]) -> list[str]:
     return names
 
 
-def needs_draft(names) -> bool:
+def loads_draft(names) -> bool:
     """Whether any of these methods runs a draft model (so the pair must load one)."""
-    return any(get(n).needs_draft for n in names)
+    return any(get(n).loads_draft for n in names)

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from specviz import methods
+from specviz.cli.args import int_list, one_tree, settings_from, summary_table, tree_shapes, write_file
 from specviz.cli.remote import add_server_arguments, check_server_options, cmd_measure_server, collect
 from specviz.cli.theory import add_theory_parser
-from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import MAX_K, RunSettings, check_prompt
 from specviz.core.trace import Trace
 from specviz.core.verify import tree_size
@@ -126,36 +126,6 @@ def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def tree_shapes(args: argparse.Namespace) -> list[tuple[int, ...]]:
-    """Every --tree SHAPE given, as tuples of children per depth."""
-    return [tuple(int_list(shape, "--tree")) for shape in (getattr(args, "tree", None) or [])]
-
-
-def one_tree(args: argparse.Namespace) -> tuple[int, ...]:
-    shapes = tree_shapes(args)
-    if len(shapes) > 1:
-        raise SpecvizError("Give one --tree shape here (only bench compares several).")
-    return shapes[0] if shapes else ()
-
-
-def settings_from(args: argparse.Namespace, method: str) -> RunSettings:
-    """The run's settings; a --tree shape turns the draft-model method into tree speculation (K = its depth)."""
-    tree = one_tree(args)
-    if tree and method == "draft":
-        method = methods.TREE
-    k = len(tree) if method == methods.TREE and 1 <= len(tree) <= MAX_K else int_list(args.k, "--k")[0]
-    return RunSettings(
-        method=method,
-        tree=tree,
-        k=k,
-        sampling=SamplingSettings(args.temperature, args.top_k, args.top_p),
-        max_new_tokens=args.max_new_tokens,
-        seed=args.seed,
-        ngram_min=args.ngram_min,
-        ngram_max=args.ngram_max,
-    )
-
-
 def with_draft_vocab(settings: RunSettings, args: argparse.Namespace, pair: ModelPair) -> RunSettings:
     """The settings with --draft-vocab resolved on the loaded pair ("auto": its counts' recommendation, or 0)."""
     from dataclasses import replace
@@ -173,14 +143,14 @@ def with_draft_vocab(settings: RunSettings, args: argparse.Namespace, pair: Mode
 def method_of(args: argparse.Namespace) -> str:
     if getattr(args, "plain", False):
         return methods.PLAIN
-    return "ngram" if args.draft.strip().lower() == "ngram" else "draft"
+    return methods.NGRAM if args.draft.strip().lower() == methods.NGRAM else methods.DRAFT
 
 
 def load_for(args: argparse.Namespace, method_names) -> ModelPair:
     """The pair the model arguments name; the draft is loaded only when one of the methods needs it."""
     from specviz.engine.models import load_pair
 
-    draft = args.draft if methods.needs_draft(method_names) else None
+    draft = args.draft if methods.loads_draft(method_names) else None
     return load_pair(args.target, draft, device=args.device, dtype=args.dtype, allow_pickle=args.allow_pickle)
 
 
@@ -223,30 +193,20 @@ def render_text(trace: Trace, colour: bool) -> str:
     else:
         parts = [trace.prompt] + [MARKERS[o][0] + text + MARKERS[o][1] for _, text, o in trace.tokens()]
         legend = "plain text = accepted draft · [!x] = correction · [+x] = bonus"
-    return "".join(parts) + "\n\n" + ("" if trace.settings.method == "plain" else legend)
+    return "".join(parts) + "\n\n" + ("" if trace.settings.method == methods.PLAIN else legend)
 
 
 def summary_line(trace: Trace) -> str:
     t, s = trace.totals, trace.settings
     alpha = "n/a" if t.alpha is None else f"{t.alpha:.2f}"
     how = "greedy" if s.sampling.greedy else f"T={s.sampling.temperature:g}"
-    what = "plain decoding" if s.method == "plain" else f"{s.method}, K={s.k}"
+    what = methods.label(methods.PLAIN) if s.method == methods.PLAIN else f"{s.method}, K={s.k}"
     if s.method == methods.TREE:
         what = f"tree {','.join(map(str, s.tree))} ({tree_size(s.tree)} nodes, depth {len(s.tree)})"
     return (
         f"{what}, {how}: {t.committed} tokens in {t.rounds} rounds · α {alpha} · τ {t.tau:.2f} · "
         f"{t.tokens_per_s:.1f} tokens/s ({t.wall_s:.2f} s)"
     )
-
-
-def int_list(text: str, option: str) -> list[int]:
-    try:
-        values = [int(part) for part in str(text).split(",") if part.strip()]
-    except ValueError:
-        raise SpecvizError(f"{option} takes whole numbers separated by commas (e.g. 2,4,8); got {text!r}.") from None
-    if not values:
-        raise SpecvizError(f"{option} needs at least one value.")
-    return values
 
 
 def check_ks(ks: list[int]) -> None:
@@ -266,7 +226,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
     if args.server:  # measured through a vLLM server: no model loads here
         return cmd_measure_server(args)
     tree = one_tree(args)
-    args.method, args.k = args.method or ("tree" if tree else "draft"), args.k or "4"
+    args.method, args.k = args.method or (methods.TREE if tree else methods.DRAFT), args.k or "4"
     method_names = methods.parse_list(args.method, "--method", methods.PROPOSERS + (methods.SHAPED if tree else ()))
     if tree and method_names != [methods.TREE]:
         raise SpecvizError("With --tree, measure runs the tree (and plain) only: drop --method or use --method tree.")
@@ -300,34 +260,6 @@ def cmd_measure(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     return 0
-
-
-def write_file(path: str, text: str) -> None:
-    try:
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(text)
-    except OSError as exc:
-        raise SpecvizError(f"Cannot write {path!r}: {exc.strerror}.") from exc
-
-
-def summary_table(rows: list[dict]) -> str:
-    """The summary per tag, method and K as aligned text; figures not measured show as "–"."""
-    num = lambda v, spec, width: f"{'–' if v is None else format(v, spec):>{width}}"  # noqa: E731
-    header = (
-        f"{'source':<8} {'tag':<12} {'method':<6} {'K':>2} {'prompts':>7} {'alpha':>6} {'95% CI':>13} {'tau':>5} "
-        f"{'tok/s':>7} "
-        f"{'plain':>7} {'speedup':>7} {'predicted':>9}"
-    )
-    lines = [header, "-" * len(header)]
-    for r in rows:
-        ci = "{:.2f}-{:.2f}".format(*r["alpha_ci"])
-        lines.append(
-            f"{r.get('source', 'specviz'):<8} {r['tag'][:12]:<12} {r['method']:<6} {r['k']:>2} {r['prompts']:>7} "
-            f"{num(r['alpha'], '.3f', 6)} {ci:>13} "
-            f"{num(r['tau'], '.2f', 5)} {num(r['tokens_per_s'], '.1f', 7)} {num(r['plain_tokens_per_s'], '.1f', 7)} "
-            f"{num(r['speedup'], '.2f', 6)}x {num(r['predicted_speedup'], '.2f', 8)}x"
-        )
-    return "\n".join(lines)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

@@ -12,6 +12,7 @@ import os
 import sys
 
 from specviz import methods
+from specviz.cli.args import int_list, settings_from, summary_table, write_file
 from specviz.errors import SpecvizError
 
 
@@ -52,7 +53,6 @@ def check_server_options(args: argparse.Namespace) -> None:
 
 
 def cmd_measure_server(args: argparse.Namespace) -> int:
-    from specviz.cli.main import int_list, settings_from, summary_table, write_file
     from specviz.measure.prompts import read_workload
     from specviz.measure.summary import results_csv, results_json, summarize
     from specviz.remote.vllm import connect, measure
@@ -66,7 +66,7 @@ def cmd_measure_server(args: argparse.Namespace) -> int:
     if args.concurrency < 1 or args.repeats < 1:
         raise SpecvizError("--concurrency and --repeats must be at least 1.")
     requested_k, args.k = args.k, args.k or "4"
-    base = settings_from(args, declared or "draft")  # validates sampling and length before any request
+    base = settings_from(args, declared or methods.DRAFT)  # validates sampling and length before any request
     workload = read_workload(args.prompts_file)
     for problem in workload.problems:
         print(f"skipped {problem}", file=sys.stderr)

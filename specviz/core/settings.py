@@ -18,7 +18,7 @@ MAX_TREE_NODES = 256  # nodes of one draft tree (one target pass reads them all)
 class RunSettings:
     """Who proposes (method), how many (k), how to sample, how long, and the seed that fixes every random draw."""
 
-    method: str = "draft"  # a method the engine runs (specviz.methods.ENGINE_METHODS): a proposer or "plain"
+    method: str = methods.DRAFT  # a method the engine runs (specviz.methods.ENGINE_METHODS): a proposer or plain
     k: int = 4
     sampling: SamplingSettings = field(default_factory=SamplingSettings)
     max_new_tokens: int = 64
@@ -26,7 +26,7 @@ class RunSettings:
     ngram_min: int = 1  # n-gram lookup matches the last n tokens, n from ngram_max down to ngram_min
     ngram_max: int = 3
     stop_at_eos: bool = True
-    tree: tuple[int, ...] = ()  # method "tree": children per depth, e.g. (3, 2, 1, 1); empty for chain methods
+    tree: tuple[int, ...] = ()  # the tree method: children per depth, e.g. (3, 2, 1, 1); empty for chain methods
     #                              (plain ignores one: it is the baseline of a tree run's measurement)
     draft_vocab: int = 0  # the draft proposes only from this many most frequent tokens (engine/vocab.py); 0 = all
     #                       (methods without a draft model ignore it, as plain ignores a tree shape)
@@ -40,15 +40,23 @@ class RunSettings:
         _require_int("n-gram minimum n", self.ngram_min, 1, 32)
         _require_int("n-gram maximum n", self.ngram_max, self.ngram_min, 32)
         object.__setattr__(self, "tree", tuple(self.tree))  # JSON gives a list
-        check_tree(self.method, self.tree)
+        methods.get(self.method).check(self)
+        check_tree_shape(self.tree)
         _require_int("draft vocabulary (0 = all tokens)", self.draft_vocab, 0, 10_000_000)
 
     @property
     def draft_length(self) -> int:
         """Tokens proposed per round: K, or 0 for plain decoding; for a tree, its depth (the longest acceptable run)."""
-        if self.tree and self.method in methods.SHAPED:
+        if self.tree and methods.get(self.method).shaped:
             return len(self.tree)
         return self.k if methods.get(self.method).speculative else 0
+
+    @property
+    def draft_slots(self) -> int:
+        """Draft tokens one round can hold: K for a chain, every node for a tree, 0 for plain decoding."""
+        if self.tree and methods.get(self.method).shaped:
+            return verify.tree_size(self.tree)
+        return self.draft_length
 
     def to_dict(self) -> dict:
         body = asdict(self)
@@ -72,24 +80,8 @@ def _require_int(name: str, value: object, low: int, high: int) -> None:
         raise SettingsError(f"{name} must be a whole number from {low} to {high}; got {value!r}.")
 
 
-def check_tree(method: str, tree: tuple[int, ...]) -> None:
-    """A tree shape goes with the tree method only, and must be a small tree with at least one child per depth."""
-    shaped = method in methods.SHAPED
-    if not tree and shaped:
-        raise SettingsError(
-            "Tree speculation needs a tree shape: children per depth, e.g. 3,2,1,1 "
-            "(3 children of the root, 2 under each, then single children); 1,1,1,1 is the chain with K = 4."
-        )
-    if tree and not shaped and method != methods.PLAIN:  # plain ignores it: the baseline a tree run is measured by
-        if method == "ngram":
-            raise SettingsError(
-                "n-gram lookup proposes one continuation, not a tree: tree speculation needs a draft model "
-                "(method tree), or drop the tree shape to use n-gram lookup."
-            )
-        raise SettingsError(
-            f"A tree shape is only used by the tree method, not by {method!r}: drop it, or use method tree "
-            "(with 1,1,1,1 for the chain with K = 4)."
-        )
+def check_tree_shape(tree: tuple[int, ...]) -> None:
+    """A tree shape (empty for chains) must be a small tree with at least one child per depth."""
     if not tree:
         return
     if len(tree) > MAX_K:

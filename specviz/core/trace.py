@@ -21,6 +21,7 @@ from specviz.core.settings import RunSettings
 from specviz.errors import SettingsError, TraceFormatError
 
 TRACE_FORMAT = "specviz.trace"
+TOP_N = 10  # alternatives of p, q and the residual a round records per position
 TRACE_VERSION = 1  # chain runs
 TREE_TRACE_VERSION = 2  # runs with tree rounds
 READABLE_VERSIONS = (TRACE_VERSION, TREE_TRACE_VERSION)

@@ -29,11 +29,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from specviz.core.settings import check_tree
+from specviz import methods
+from specviz.core.settings import check_tree_shape
 from specviz.core.theory import SEARCH_LIMIT, VerifyCost, best_k, expected_tokens
 from specviz.core.verify import tree_parents, tree_size
 from specviz.errors import SettingsError
-from specviz.methods import TREE
 
 MAX_SIBLINGS = 16  # per-sibling rates a caller may give (settings.MAX_BRANCHING: the widest node the engine drafts)
 
@@ -89,8 +89,15 @@ def tree_expected_tokens(shape: Sequence[int], rates: Sequence[float]) -> float:
     return 1.0 + math.fsum(node_path_probabilities(tree_parents(tuple(shape)), rates))
 
 
+def check_shape(shape: tuple[int, ...]) -> None:
+    """A shape the tree method would run (not empty, and within the engine's limits)."""
+    if not shape:
+        raise SettingsError(methods.NEEDS_SHAPE)
+    check_tree_shape(shape)
+
+
 def parse_shape(text: str) -> tuple[int, ...]:
-    """'3,2,1,1' -> (3, 2, 1, 1), checked as the engine checks a tree (settings.check_tree)."""
+    """'3,2,1,1' -> (3, 2, 1, 1), checked as the engine checks a tree (settings.check_tree_shape)."""
     parts = [p for p in text.replace(",", " ").split() if p]
     try:
         shape = tuple(int(p) for p in parts)
@@ -98,7 +105,7 @@ def parse_shape(text: str) -> tuple[int, ...]:
         raise SettingsError(
             f"a tree shape is whole numbers of children per depth, e.g. 3,2,1,1; got {text!r}."
         ) from exc
-    check_tree(TREE, shape)
+    check_shape(shape)
     return shape
 
 
@@ -186,7 +193,7 @@ class TreeComparison:
 def compare_tree(shape: Sequence[int], rates: Sequence[float], c: float, verify: VerifyCost) -> TreeComparison:
     """The tree model's numbers for one shape, per-sibling rates, draft cost c and verify cost model."""
     shape, rates = tuple(shape), check_rates(rates)
-    check_tree(TREE, shape)
+    check_shape(shape)
     if not (isinstance(c, (int, float)) and math.isfinite(c) and c >= 0):
         raise SettingsError(f"c (draft step cost / target step cost) must be a number >= 0; got {c!r}.")
     n, depth, alpha = tree_size(shape), len(shape), rates[0]

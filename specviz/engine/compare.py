@@ -7,16 +7,19 @@ embedding rows past the shared vocabulary are suppressed so that greedy outputs 
 from __future__ import annotations
 
 import copy
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
 
+from specviz import methods
 from specviz.core.settings import RunSettings
 from specviz.engine.models import ModelPair, quietly
 from specviz.errors import SettingsError
 
-HF_LANES = ("hf_plain", "hf_assisted", "hf_prompt_lookup")
+HF_LANES = tuple(name for name, m in methods.REGISTRY.items() if m.engine == methods.HF)
 
 
 @dataclass(frozen=True)
@@ -33,26 +36,42 @@ class LaneRun:
 
 
 def hf_generate(pair: ModelPair, prompt_ids: list[int], settings: RunSettings, lane: str, streamer=None) -> LaneRun:
-    """Run transformers' generate() for one lane with the run's sampling settings and K (constant schedule)."""
-    if lane not in HF_LANES:
-        raise SettingsError(f"lane must be one of {', '.join(HF_LANES)}; got {lane!r}.")
+    """Run transformers' generate() for one lane (a Hugging Face lane of the registry, or plain: generate() alone)
+    with the run's sampling settings and K (constant schedule)."""
+    method = methods.get(lane)
+    if method.engine != methods.HF and method.name != methods.PLAIN:
+        raise SettingsError(f"generate() runs plain or a Hugging Face lane ({', '.join(HF_LANES)}); got {lane!r}.")
     kwargs = _sampling_kwargs(pair, settings)
-    if lane == "hf_assisted":
+    if method.hf_option == methods.HF_ASSISTANT_MODEL:
         if pair.draft is None:
             raise SettingsError("Hugging Face assisted generation needs a draft model.")
         kwargs.update(assistant_model=_assistant(pair.draft, settings.k))
-    elif lane == "hf_prompt_lookup":
+    elif method.hf_option == methods.HF_PROMPT_LOOKUP_TOKENS:
         kwargs.update(prompt_lookup_num_tokens=settings.k, max_matching_ngram_size=settings.ngram_max)
     if streamer is not None:
         kwargs["streamer"] = streamer
     ids = torch.tensor([prompt_ids], device=pair.device)
-    torch.manual_seed(settings.seed)
-    start = time.perf_counter()
-    with torch.inference_mode():
+    with _own_global_rng(pair.device, settings.seed), torch.inference_mode():
+        start = time.perf_counter()  # once the generator is ours: waiting for it is not decoding
         out = quietly(pair.target.generate, ids, attention_mask=torch.ones_like(ids), **kwargs)
-    if pair.device.type == "cuda":
-        torch.cuda.synchronize(pair.device)
-    return LaneRun(lane, tuple(out[0, ids.shape[1] :].tolist()), time.perf_counter() - start)
+        if pair.device.type == "cuda":
+            torch.cuda.synchronize(pair.device)
+        wall_s = time.perf_counter() - start
+    return LaneRun(lane, tuple(out[0, ids.shape[1] :].tolist()), wall_s)
+
+
+_GLOBAL_RNG = threading.Lock()
+
+
+@contextmanager
+def _own_global_rng(device: torch.device, seed: int):
+    """generate() samples from torch's global generator (it takes no generator of its own): hold it alone, seeded,
+    and give it back as it was, so that no other user of it (another browser session in the app's one process, a
+    thread) sees its stream moved, and its own draws are the same whoever runs beside it."""
+    accelerator = [] if device.type == "cpu" else [device.index or 0]
+    with _GLOBAL_RNG, torch.random.fork_rng(devices=accelerator, device_type=device.type):
+        torch.manual_seed(seed)
+        yield
 
 
 def _assistant(draft, k: int):

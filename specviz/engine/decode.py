@@ -24,6 +24,7 @@ from specviz.core.trace import (
     CORRECTION,
     REJECTED,
     TARGET,
+    TOP_N,
     UNREACHED,
     ExtraToken,
     Position,
@@ -32,14 +33,12 @@ from specviz.core.trace import (
     Totals,
     Trace,
 )
-from specviz.core.verify import Verdict, overlap, verify
-from specviz.engine import proposers
+from specviz.core.verify import Verdict, overlap, tree_depths, verify
 from specviz.engine.kv import CachedModel
 from specviz.engine.models import ModelPair, synchronize
-from specviz.engine.proposers import Proposal, Proposer
+from specviz.engine.proposers import Proposal, Proposer, ancestor_matrix, empty_chain, proposer_class
+from specviz.engine.tree import judge_tree
 from specviz.errors import SettingsError
-
-TOP_N = 10
 
 
 def generate(pair: ModelPair, prompt: str, settings: RunSettings) -> Trace:
@@ -73,25 +72,27 @@ def build_trace(
 
 
 def make_proposer(pair: ModelPair, settings: RunSettings) -> Proposer | None:
-    """The proposer the registry names for settings.method; None for plain decoding."""
+    """The proposer that implements settings.method; None for plain decoding."""
     method = methods.get(settings.method)
-    if method.proposer is None:
+    cls = proposer_class(method.name)
+    if cls is None:
         return None
-    if method.needs_draft and pair.draft is None:
+    if method.loads_draft and pair.draft is None:
         raise SettingsError(f"The {method.label} method needs a draft model: load a pair with a draft, or use n-gram.")
-    return getattr(proposers, method.proposer).for_run(pair, settings)
+    return cls.for_run(pair, settings)
 
 
-def check_fits(pair: ModelPair, prompt_ids: list[int], settings: RunSettings, tree_nodes: int = 0) -> None:
+def check_fits(pair: ModelPair, prompt_ids: list[int], settings: RunSettings) -> None:
     """Refuse up front a run that would overflow the context or a sliding-window cache (a tree run's last pass also
     reads every node of one tree)."""
+    tree_nodes = settings.draft_slots if methods.get(settings.method).shaped else 0
     needed = len(prompt_ids) + settings.max_new_tokens + tree_nodes
     what = f"The prompt is {len(prompt_ids)} tokens and max new tokens is {settings.max_new_tokens}"
     what += f", plus one tree of {tree_nodes} nodes" if tree_nodes else ""
     fix = (
         "Use a smaller tree, a shorter prompt or fewer new tokens."
         if tree_nodes
-        else ("Shorten the prompt or lower max new tokens.")
+        else "Shorten the prompt or lower max new tokens."
     )
     if pair.context_length and needed > pair.context_length:
         raise SettingsError(
@@ -113,62 +114,53 @@ def decode_rounds(
 ) -> Iterator[Round]:
     """Yield one Round per target pass until EOS or max_new_tokens. Same settings and seed -> same rounds.
 
-    on_target_logits, if given, sees each pass's raw logits (k+1, V) (the exactness lab reads near-ties from them).
-    A run with a tree shape is drafted and verified as a tree (specviz.engine.tree)."""
-    if settings.method in methods.SHAPED:
-        from specviz.engine.tree import tree_rounds
-
-        check_fits(pair, prompt_ids, settings)
-        yield from tree_rounds(pair, prompt_ids, settings, on_target_logits)
-        return
+    Chains and trees run this one loop; a tree proposal (one that names parents) is scored with tree attention and
+    judged by walking the tree (engine/tree.py). on_target_logits, if given, sees each pass's raw logits (n+1, V) (the
+    exactness lab reads near-ties from them)."""
     check_fits(pair, prompt_ids, settings)
     proposer = make_proposer(pair, settings)
     generator = torch.Generator().manual_seed(settings.seed)
-    target = CachedModel(pair.target, pair.vocab_size, prompt_ids)
+    layers = proposer.hidden_layers if proposer else ()  # the target features the drafter reads (most read none)
+    target = CachedModel(pair.target, pair.vocab_size, prompt_ids, hidden_layers=layers)
     target.prefill()
-    drafter = proposer.start(prompt_ids) if proposer else None
-    big_k, produced = settings.draft_length, 0
+    drafter = proposer.start(prompt_ids, target.hidden) if proposer else None
+    slots, produced = settings.draft_slots, 0
     for index in range(settings.max_new_tokens):
         # Same number of draws every round, so shortening the last round does not shift the random stream.
-        u = uniforms(generator, 2 * big_k + 1).float()  # (2K+1,): draft draws | accept draws | next-token draw
-        k = min(big_k, settings.max_new_tokens - produced - 1)  # never draft past the length limit
+        u = uniforms(generator, 2 * slots + 1)  # (2S+1,) float64: draft draws | accept draws | next-token draw
+        depth = min(settings.draft_length, settings.max_new_tokens - produced - 1)  # never draft past the limit
 
         # 1. fetch candidates
         start = time.perf_counter()
-        proposal = drafter.propose(k, u[:k].to(pair.device)) if drafter and k > 0 else _nothing(pair.device)
+        proposal = drafter.propose(depth, u[:slots].float().to(pair.device)) if drafter else empty_chain(pair.device)
         synchronize(pair.device)  # so the draft time is the draft's
         drafted = time.perf_counter()
-        k = proposal.tokens.numel()  # a lookup may find fewer than asked
         draft_cache = drafter.cache_length if drafter else 0
 
-        # 2. one target pass over the pending token + k drafts: p_1..p_{k+1}
-        logits = target.forward(proposal.tokens, logits_to_keep=k + 1)  # (k+1, V)
+        # 2. one target pass over the pending tokens + every draft: p at the root and after each draft
+        read = len(target.pending)
+        logits = _score(target, proposal)  # (n+1, V)
         if on_target_logits:
             on_target_logits(logits)
-        p = logits_to_probs(logits, settings.sampling)  # (k+1, V)
-        q = proposal.q if proposal.q is not None else one_hot(proposal.tokens, pair.vocab_size)  # (k, V)
+        p = logits_to_probs(logits, settings.sampling)  # (n+1, V)
 
-        # 3. accept / reject, then bring the round's numbers to the host in one go
-        u_accept, u_next = u[big_k : big_k + k], u[2 * big_k]
-        verdict = verify(p, q, proposal.tokens, u_accept.to(pair.device), u_next.to(pair.device))
-        facts = _RoundFacts.read(verdict, p, q, proposal)
+        # 3. accept / reject (one host transfer for a chain; a tree is walked on the host)
+        judged = (judge_tree if proposal.is_tree else _judge_chain)(proposal, p, u, slots, pair, settings)
         verified = time.perf_counter()
-        committed, stop = _apply_stops(facts, pair, settings, produced)
+        committed, stop = _apply_stops(judged.candidates, pair, settings, produced)
         produced += len(committed)
 
-        # 4. roll both caches back to the committed prefix
+        # 4. roll both caches back to the committed prefix (the drafter also learns the target's features of it)
         target_cache = target.length
         if stop is None:
-            target.advance(committed, facts.n_accepted)
+            features = None if target.hidden is None else target.hidden[:, : read + judged.kept]  # (layers, rows, H)
+            target.advance(committed, judged.kept)
             if drafter:
-                drafter.advance(committed, facts.n_accepted)
-        yield _make_round(
+                drafter.advance(committed, judged.kept, features)
+        yield judged.round(
             index,
-            facts,
             committed,
             stop,
-            u_accept,
-            float(u_next),
             pair,
             settings,
             draft_ms=(drafted - start) * 1e3,
@@ -178,6 +170,49 @@ def decode_rounds(
         )
         if stop:
             return
+
+
+def _score(target: CachedModel, proposal: Proposal) -> torch.Tensor:
+    """One target pass over the pending tokens + the proposal: logits at the root and after each draft (n+1, V)."""
+    n = proposal.tokens.numel()
+    if proposal.is_tree:
+        depths = torch.tensor(tree_depths(proposal.parents), dtype=torch.long)  # (n,)
+        return target.forward_tree(proposal.tokens, depths, ancestor_matrix(proposal.parents))[-(n + 1) :]
+    return target.forward(proposal.tokens, logits_to_keep=n + 1)
+
+
+@dataclass(frozen=True)
+class _ChainJudgement:
+    """A chain round's verdict on the host: what it commits, and how to draw it as a Round."""
+
+    facts: _RoundFacts
+    u_accept: torch.Tensor  # (k,) float32
+    u_next: float
+
+    @property
+    def candidates(self) -> list[int]:
+        """The accepted drafts, then the correction or bonus token (before the stop checks)."""
+        return self.facts.drafts[: self.facts.n_accepted] + [self.facts.next_token]
+
+    @property
+    def kept(self) -> int:
+        """Drafts the caches keep: the accepted ones."""
+        return self.facts.n_accepted
+
+    def round(self, index: int, committed: list[int], stop: str | None, pair, settings, **timing) -> Round:
+        return _make_round(index, self.facts, committed, stop, self.u_accept, self.u_next, pair, settings, **timing)
+
+
+def _judge_chain(
+    proposal: Proposal, p: torch.Tensor, u: torch.Tensor, slots: int, pair: ModelPair, settings: RunSettings
+) -> _ChainJudgement:
+    """Accept a prefix of the chain and draw the correction or bonus token (core/verify.py), read in one transfer."""
+    k = proposal.tokens.numel()
+    q = proposal.q if proposal.q is not None else one_hot(proposal.tokens, pair.vocab_size)  # (k, V)
+    u = u.float()
+    u_accept, u_next = u[slots : slots + k], u[2 * slots]
+    verdict = verify(p, q, proposal.tokens, u_accept.to(pair.device), u_next.to(pair.device))
+    return _ChainJudgement(_RoundFacts.read(verdict, p, q, proposal), u_accept, float(u_next))
 
 
 @dataclass(frozen=True)
@@ -246,10 +281,9 @@ def _top(ids: list[int], probs: list[float], top_n: int) -> list[list[tuple[int,
 
 
 def _apply_stops(
-    facts: _RoundFacts, pair: ModelPair, settings: RunSettings, produced: int
+    candidates: list[int], pair: ModelPair, settings: RunSettings, produced: int
 ) -> tuple[list[int], str | None]:
     """The round's committed tokens, cut at the first EOS or at max_new_tokens (checked per token)."""
-    candidates = facts.drafts[: facts.n_accepted] + [facts.next_token]
     for i, token in enumerate(candidates):
         if settings.stop_at_eos and token in pair.eos_ids:
             return candidates[: i + 1], "eos"
@@ -311,7 +345,3 @@ def _verdict(i: int, n_accepted: int, n_committed: int) -> str:
     if i < n_accepted:
         return ACCEPTED
     return REJECTED if i == n_accepted else UNREACHED
-
-
-def _nothing(device: torch.device) -> Proposal:
-    return Proposal(torch.empty(0, dtype=torch.long, device=device), None)

@@ -13,10 +13,16 @@ class CachedModel:
     """
 
     def __init__(
-        self, model: PreTrainedModel, vocab_size: int, prompt_ids: list[int], kept: torch.Tensor | None = None
+        self,
+        model: PreTrainedModel,
+        vocab_size: int,
+        prompt_ids: list[int],
+        kept: torch.Tensor | None = None,
+        hidden_layers: tuple[int, ...] = (),
     ):
         """kept (N,) long: a trimmed vocabulary (engine/vocab.py); logits are computed for these tokens only and the
-        others get -inf (probability 0). None: the model's whole head."""
+        others get -inf (probability 0). None: the model's whole head. hidden_layers: the `hidden_states` each
+        forward keeps in `self.hidden` (layers, rows read, H), for a drafter that reads the target's features."""
         self.model = model
         self.vocab_size = vocab_size
         self.cache = DynamicCache(config=model.config)
@@ -25,6 +31,8 @@ class CachedModel:
         self.head = None if kept is None else model.get_output_embeddings().weight[self.kept]  # (N, H)
         self.pending: list[int] = list(prompt_ids)
         self.fed_extra = 0  # extra tokens read by the last forward, not yet confirmed
+        self.hidden_layers = tuple(hidden_layers)
+        self.hidden: torch.Tensor | None = None  # (layers, rows, H) of the last forward's tokens, if layers were asked
 
     @property
     def length(self) -> int:
@@ -32,6 +40,7 @@ class CachedModel:
 
     def prefill(self) -> None:
         """Read all of the prompt but its last token, which the first step reads (so its logits come from a step)."""
+        self.hidden = None
         if len(self.pending) > 1:
             ids = self._ids(self.pending[:-1])
             self._logits(ids, self._last(ids, 1))
@@ -99,16 +108,25 @@ class CachedModel:
     def _logits(self, ids: torch.Tensor, keep: torch.Tensor | None, **inputs) -> torch.Tensor:
         """(rows, V) next-token logits at positions `keep` of ids (1, L) (every position when None); the cache reads
         ids. With a trimmed vocabulary only the kept rows of the head are computed; the other tokens get -inf."""
+        if self.hidden_layers:
+            inputs["output_hidden_states"] = True
         if self.head is None:
             to_keep = 0 if keep is None else keep  # 0: every position
             out = self.model(input_ids=ids, cache=self.cache, use_cache=True, logits_to_keep=to_keep, **inputs)
+            self._keep_hidden(out)
             return out.logits[0, :, : self.vocab_size]  # wider logits are padding
-        hidden = self.model.base_model(input_ids=ids, cache=self.cache, use_cache=True, **inputs).last_hidden_state[0]
+        out = self.model.base_model(input_ids=ids, cache=self.cache, use_cache=True, **inputs)
+        self._keep_hidden(out)
+        hidden = out.last_hidden_state[0]
         if keep is not None:
             hidden = hidden[keep]  # (rows, H)
         small = torch.nn.functional.linear(hidden, self.head)  # (rows, N)
         full = torch.full((small.shape[0], self.vocab_size), float("-inf"), dtype=small.dtype, device=small.device)
         return full.index_copy_(1, self.kept, small)
+
+    def _keep_hidden(self, out) -> None:
+        if self.hidden_layers:
+            self.hidden = torch.stack([out.hidden_states[layer][0] for layer in self.hidden_layers])  # (layers, L, H)
 
     def _last(self, ids: torch.Tensor, n: int) -> torch.Tensor:
         """Positions of the last n of ids (1, L), for `logits_to_keep`.

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from specviz import methods
 from specviz.core.lab import Chi2Result, chi2_homogeneity
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
@@ -97,7 +98,7 @@ def two_token_samples(
     for i in range(samples):
         if i and time.perf_counter() - start > time_budget_s:
             break
-        for method, counts, offset in (("plain", plain, 0), ("draft", spec, 1)):
+        for method, counts, offset in ((methods.PLAIN, plain, 0), (methods.DRAFT, spec, 1)):
             settings = RunSettings(
                 method=method, k=k, sampling=sampling, max_new_tokens=2, seed=seeds[2 * i + offset], stop_at_eos=False
             )
@@ -164,13 +165,13 @@ def greedy_equivalence(pair: ModelPair, prompt: str, k: int = 4, max_new_tokens:
         raise SettingsError("The speculative side needs a draft model: load a pair with a draft.")
     ids = encode_prompt(pair, prompt)
     runs = {}
-    for method in ("plain", "draft"):
+    for method in (methods.PLAIN, methods.DRAFT):
         passes: list[torch.Tensor] = []
         settings = RunSettings(method=method, k=k, max_new_tokens=max_new_tokens)
         rounds = list(decode_rounds(pair, ids, settings, on_target_logits=passes.append))
         rows = [logits[j].float() for r, logits in zip(rounds, passes) for j in range(len(r.committed))]  # (V,) each
         runs[method] = (tuple(t for r in rounds for t in r.committed), rows)
-    (plain, plain_rows), (spec, spec_rows) = runs["plain"], runs["draft"]
+    (plain, plain_rows), (spec, spec_rows) = runs[methods.PLAIN], runs[methods.DRAFT]
     dtype = str(pair.dtype).removeprefix("torch.")
     index = first_divergence(plain, spec)
     if index is None:

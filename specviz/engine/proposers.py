@@ -7,13 +7,14 @@ that run's state (a KV cache, or the token history for n-gram lookup).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 import numpy as np
 import torch
 from numpy.lib.stride_tricks import sliding_window_view
 from transformers import PreTrainedModel
 
+from specviz import methods
 from specviz.core.sampling import SamplingSettings, logits_to_probs, sample
 from specviz.core.settings import RunSettings
 from specviz.core.verify import TOP_B, WITHOUT_REPLACEMENT, draw_children, tree_depths, tree_parents
@@ -25,20 +26,28 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Proposal:
-    """Up to K draft tokens and the distributions they were drawn from."""
+    """What a drafter proposes for one round: a chain of up to K tokens, or a tree of nodes that name their parents."""
 
-    tokens: torch.Tensor  # (k,) long, on the models' device
-    q: torch.Tensor | None  # (k, V) processed draft distributions; None for a deterministic drafter (one-hot q)
+    tokens: torch.Tensor  # (n,) long, on the models' device
+    q: torch.Tensor | None  # (n, V) what each was drawn from (given its elder siblings, in a tree); None: one-hot
+    parents: tuple[int, ...] | None = None  # a tree: each node's parent, -1 = the root, breadth-first
+    #                                         (core/verify.py tree_parents); None: a chain, each token after the last
+
+    @property
+    def is_tree(self) -> bool:
+        return self.parents is not None
 
 
 class Drafter(Protocol):
     """One run's proposer state."""
 
-    def propose(self, k: int, u: torch.Tensor) -> Proposal:
-        """Propose up to k tokens after the committed sequence; u (k,) are the uniforms for sampling them."""
+    def propose(self, depth: int, u: torch.Tensor) -> Proposal:
+        """Propose at most `depth` tokens deep after the committed sequence (0: an empty proposal); u holds one
+        uniform per draft slot of the round (RunSettings.draft_slots), for sampling them."""
 
-    def advance(self, committed: list[int], n_accepted: int) -> None:
-        """Learn what the round committed (its first n_accepted tokens are accepted drafts) and roll back."""
+    def advance(self, committed: list[int], n_accepted: int, features: torch.Tensor | None = None) -> None:
+        """Learn what the round committed (its first n_accepted tokens are accepted drafts) and roll back.
+        features (layers, rows, H): the target's hidden states for the rows it committed, if hidden_layers asked."""
 
     @property
     def cache_length(self) -> int:
@@ -46,20 +55,32 @@ class Drafter(Protocol):
 
 
 class Proposer(Protocol):
-    """Shared, read-only; named by an entry of specviz.methods (its `proposer` field is the class name)."""
+    """Shared, read-only; `method` is the registry name (specviz.methods) it implements.
+
+    A proposer that reads the target's features names the layers in `hidden_layers` (indices into transformers'
+    `hidden_states`: 0 = the embeddings, L = the last layer's output); the loop then hands its drafter the target's
+    hidden states for the committed tokens the target's cache holds, in order: the prompt's at `start`, then each
+    round's at `advance`. This is transformers' `CandidateGenerator.requires_model_outputs`, made explicit.
+    """
+
+    method: ClassVar[str]
+    hidden_layers: ClassVar[tuple[int, ...]]
 
     @classmethod
     def for_run(cls, pair: ModelPair, settings: RunSettings) -> Proposer:
         """The proposer for a run with these settings on this pair."""
 
-    def start(self, prompt_ids: list[int]) -> Drafter:
-        """A fresh drafter for one run over this prompt."""
+    def start(self, prompt_ids: list[int], features: torch.Tensor | None = None) -> Drafter:
+        """A fresh drafter for one run over this prompt; features (layers, rows, H) of the prompt's tokens that the
+        target's prefill read, when the drafter asks for them."""
 
 
 @dataclass(frozen=True)
 class DraftModelProposer:
     """A small causal LM samples K tokens autoregressively from its processed distribution q."""
 
+    method: ClassVar[str] = methods.DRAFT
+    hidden_layers: ClassVar[tuple[int, ...]] = ()  # reads none of the target's features
     model: PreTrainedModel
     vocab_size: int
     sampling: SamplingSettings
@@ -69,7 +90,7 @@ class DraftModelProposer:
     def for_run(cls, pair: ModelPair, settings: RunSettings) -> DraftModelProposer:
         return cls(pair.draft, pair.vocab_size, settings.sampling, pair.draft_kept(settings.draft_vocab))
 
-    def start(self, prompt_ids: list[int]) -> DraftModelDrafter:
+    def start(self, prompt_ids: list[int], features: torch.Tensor | None = None) -> DraftModelDrafter:
         return DraftModelDrafter(CachedModel(self.model, self.vocab_size, prompt_ids, self.kept), self.sampling)
 
 
@@ -81,7 +102,7 @@ class DraftModelDrafter:
 
     def propose(self, k: int, u: torch.Tensor) -> Proposal:
         if k < 1:
-            return Proposal(torch.empty(0, dtype=torch.long, device=self.state.device), None)
+            return empty_chain(self.state.device)
         logits = self.state.forward()[-1]  # (V,) reads the committed tokens this cache has not seen
         tokens, dists = [], []
         for i in range(k):
@@ -93,7 +114,7 @@ class DraftModelDrafter:
                 logits = self.state.step(x_i)
         return Proposal(torch.stack(tokens), torch.stack(dists))  # (k,), (k, V)
 
-    def advance(self, committed: list[int], n_accepted: int) -> None:
+    def advance(self, committed: list[int], n_accepted: int, features: torch.Tensor | None = None) -> None:
         self.state.advance(committed, n_accepted)
 
     @property
@@ -105,6 +126,8 @@ class DraftModelDrafter:
 class NgramProposer:
     """Prompt lookup: find the last n tokens earlier in prompt + output and propose what followed them (one-hot q)."""
 
+    method: ClassVar[str] = methods.NGRAM
+    hidden_layers: ClassVar[tuple[int, ...]] = ()  # reads none of the target's features
     device: torch.device
     min_n: int = 1
     max_n: int = 3
@@ -113,7 +136,7 @@ class NgramProposer:
     def for_run(cls, pair: ModelPair, settings: RunSettings) -> NgramProposer:
         return cls(pair.device, settings.ngram_min, settings.ngram_max)
 
-    def start(self, prompt_ids: list[int]) -> NgramDrafter:
+    def start(self, prompt_ids: list[int], features: torch.Tensor | None = None) -> NgramDrafter:
         return NgramDrafter(list(prompt_ids), self.device, self.min_n, self.max_n)
 
 
@@ -127,7 +150,7 @@ class NgramDrafter:
         tokens = ngram_lookup(self.history, k, self.min_n, self.max_n)
         return Proposal(torch.tensor(tokens, dtype=torch.long, device=self.device), None)
 
-    def advance(self, committed: list[int], n_accepted: int) -> None:
+    def advance(self, committed: list[int], n_accepted: int, features: torch.Tensor | None = None) -> None:
         self.history.extend(committed)
 
     @property
@@ -154,15 +177,6 @@ def ngram_lookup(history: list[int], k: int, min_n: int, max_n: int) -> list[int
 
 
 @dataclass(frozen=True)
-class TreeProposal:
-    """A draft tree: nodes breadth-first (core/verify.py tree_parents), each with the distribution it was drawn from."""
-
-    tokens: torch.Tensor  # (N,) long, on the models' device
-    parents: tuple[int, ...]  # (N,) parent node of each node, -1 = the root
-    q: torch.Tensor  # (N, V) per node: q_j, the distribution it was drawn from given its elder siblings
-
-
-@dataclass(frozen=True)
 class TreeProposer:
     """The draft model drafts a tree: one forward pass per depth over all the nodes at that depth (tree attention).
 
@@ -170,6 +184,8 @@ class TreeProposer:
     exact); at temperature 0 they are the draft's top-b tokens, judged as one-hot proposals (EAGLE-2 style).
     """
 
+    method: ClassVar[str] = methods.TREE
+    hidden_layers: ClassVar[tuple[int, ...]] = ()  # reads none of the target's features
     model: PreTrainedModel
     vocab_size: int
     sampling: SamplingSettings
@@ -181,19 +197,25 @@ class TreeProposer:
         kept = pair.draft_kept(settings.draft_vocab)
         return cls(pair.draft, pair.vocab_size, settings.sampling, settings.tree, kept)
 
-    def start(self, prompt_ids: list[int]) -> TreeDrafter:
-        return TreeDrafter(CachedModel(self.model, self.vocab_size, prompt_ids, self.kept), self.sampling)
+    def start(self, prompt_ids: list[int], features: torch.Tensor | None = None) -> TreeDrafter:
+        state = CachedModel(self.model, self.vocab_size, prompt_ids, self.kept)
+        return TreeDrafter(state, self.sampling, self.shape)
 
 
 class TreeDrafter:
-    def __init__(self, state: CachedModel, sampling: SamplingSettings):
+    def __init__(self, state: CachedModel, sampling: SamplingSettings, shape: tuple[int, ...]):
         self.state = state
         self.sampling = sampling
+        self.shape = shape
         self.how = TOP_B if sampling.greedy else WITHOUT_REPLACEMENT
         state.prefill()
 
-    def propose_tree(self, shape: tuple[int, ...], u: torch.Tensor) -> TreeProposal:
-        """Draft a tree of this shape; u (N,) one uniform per node for sampling it (unused for top-b children)."""
+    def propose(self, depth: int, u: torch.Tensor) -> Proposal:
+        """Draft the run's tree cut to `depth` levels; u (N,) one uniform per node for sampling it (unused for top-b
+        children)."""
+        shape = self.shape[:depth]
+        if not shape:
+            return empty_tree(self.state.device, self.state.vocab_size)
         parents = tree_parents(shape)
         depths = torch.tensor(tree_depths(parents), dtype=torch.long)  # (N,)
         n = len(parents)
@@ -215,9 +237,9 @@ class TreeDrafter:
                 sees = ancestors[new][:, : children[-1] + 1]  # (b_d nodes, earlier nodes + these)
                 logits = self.state.forward_tree(tokens[new], depths[new], sees)  # (b_d nodes, V)
             level = children
-        return TreeProposal(tokens, parents, q_rows)
+        return Proposal(tokens, q_rows, parents)
 
-    def advance(self, committed: list[int], n_accepted: int) -> None:
+    def advance(self, committed: list[int], n_accepted: int, features: torch.Tensor | None = None) -> None:
         self.state.advance(committed, 0)  # drop every tree node; the committed path is re-read next round
 
     @property
@@ -233,3 +255,20 @@ def ancestor_matrix(parents: tuple[int, ...]) -> torch.Tensor:
         if parent >= 0:
             sees[i] |= sees[parent]
     return sees
+
+
+def empty_chain(device: torch.device) -> Proposal:
+    return Proposal(torch.empty(0, dtype=torch.long, device=device), None)
+
+
+def empty_tree(device: torch.device, vocab_size: int) -> Proposal:
+    """A tree of no nodes: the round is one target pass that draws its next token from p at the root."""
+    return Proposal(torch.empty(0, dtype=torch.long, device=device), torch.empty(0, vocab_size, device=device), ())
+
+
+PROPOSER_CLASSES = (DraftModelProposer, NgramProposer, TreeProposer)
+
+
+def proposer_class(method: str) -> type[Proposer] | None:
+    """The class that implements a registry method in this engine; None for plain decoding."""
+    return next((cls for cls in PROPOSER_CLASSES if cls.method == method), None)

@@ -79,7 +79,7 @@ def run_bench(
     say = on_progress or (lambda _: None)
     env = environment(pair)  # taken before the runs: the load average then is the one they met
     base = replace(base, stop_at_eos=False)  # every run makes max_new_tokens: speeds timed over the same length
-    spec_lanes = [lane for lane in lanes if lane != "plain"]
+    spec_lanes = [lane for lane in lanes if lane != methods.PLAIN]
     say("measuring step costs")
     costs = measure_costs(pair, k_max=max(ks), repeats=15, draft_vocab=base.draft_vocab)  # v(K) noisy at 5: busy CPU
     say("warming up")
@@ -93,8 +93,8 @@ def run_bench(
     for rep in range(repeats):
         for i, prompt in enumerate(prompts):
             say(f"repeat {rep + 1}/{repeats}, prompt {i + 1}/{len(prompts)}")
-            plain = run_method(pair, prompt, base, "plain")
-            runs.setdefault(("plain", 0), []).append((plain, plain))
+            plain = run_method(pair, prompt, base, methods.PLAIN)
+            runs.setdefault((methods.PLAIN, 0), []).append((plain, plain))
             for k in ks:
                 for lane in spec_lanes:
                     runs.setdefault((lane, k), []).append((run_method(pair, prompt, replace(base, k=k), lane), plain))
@@ -173,7 +173,7 @@ def recorded_benches(folder: Path) -> list[dict]:
     return [
         doc
         for doc in docs
-        if any(r["method"] == "draft" for r in doc.get("results", []))
+        if any(r["method"] == methods.DRAFT for r in doc.get("results", []))
         and not doc.get("settings", {}).get("sampling", {}).get("temperature")
     ]
 
@@ -183,9 +183,9 @@ def headline(doc: dict) -> dict:
     the specviz draft lane with its speedup, c and v(K), and Hugging Face's assisted generation at that K."""
     env, results = doc["environment"], doc["results"]
     plain = next(r for r in results if r["method"] == methods.PLAIN)
-    drafts = [r for r in results if r["method"] == "draft"]
+    drafts = [r for r in results if r["method"] == methods.DRAFT]
     best = max(drafts, key=lambda r: r["speedup_vs_plain"]) if drafts else None
-    assisted = next((r for r in results if best and r["method"] == "hf_assisted" and r["k"] == best["k"]), None)
+    assisted = next((r for r in results if best and r["method"] == methods.HF_ASSISTED and r["k"] == best["k"]), None)
     return {
         "CPU": f"{env['cpu']} ({env['cpu_capability']})",
         "precision": env["dtype"],

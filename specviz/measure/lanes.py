@@ -99,7 +99,7 @@ def _hf_record(
         per_round_judged=None,
         round_end_s=tuple(t for t, _ in streamer.arrivals),
         wall_s=wall_s,
-        settings=replace(settings, method=methods.get(method).mirrors or "plain").to_dict(),
+        settings=replace(settings, method=methods.get(method).mirrors or methods.PLAIN).to_dict(),
         tag=tag,
         meta=pair.describe(),
     )

@@ -18,9 +18,17 @@ from specviz.engine.costs import MeasuredCosts
 @dataclass(frozen=True)
 class Prediction:
     speedup: float
-    c: float  # draft step / target step (0 for a lookup: it costs next to nothing)
+    c: float  # draft step / target step (0 for a lookup on the host: it costs next to nothing)
     verify_cost: float  # verify pass / target step, at the runs' mean drafts per round
     drafts_per_round: float
+
+
+def draft_step_cost(method: methods.Method, costs: MeasuredCosts) -> float | None:
+    """c for this method: a draft model's measured step (the whole head for transformers' lanes, which keep it), or 0
+    for a lookup on the host; None when drafting is not measured."""
+    if method.draft_cost == methods.DRAFT_MODEL_STEP:
+        return costs.untrimmed_c if method.engine == methods.HF else costs.c
+    return 0.0 if method.draft_cost == methods.HOST_LOOKUP else None
 
 
 def predict(records: Sequence[RunRecord], costs: MeasuredCosts | None) -> Prediction | None:
@@ -30,9 +38,9 @@ def predict(records: Sequence[RunRecord], costs: MeasuredCosts | None) -> Predic
     method = methods.get(records[0].method)
     counts = stats.tally(records)
     drafts = counts.drafts_per_round
-    if drafts is None and method.mirrors == "draft":
+    if drafts is None and method.engine == methods.HF and method.hf_option == methods.HF_ASSISTANT_MODEL:
         drafts = float(records[0].k)  # assisted generation with the constant schedule drafts K tokens a round
-    c = (costs.untrimmed_c if method.engine == methods.HF else costs.c) if method.needs_draft else 0.0
+    c = draft_step_cost(method, costs)
     if not method.speculative or drafts is None or c is None or counts.tau is None:
         return None
     v = stats.verify_cost_at(costs.verify_relative, drafts)

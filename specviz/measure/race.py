@@ -74,7 +74,7 @@ class VersusPlain:
 def versus_plain(pair: ModelPair, prompt: str, settings: RunSettings, repeats: int = 2) -> VersusPlain:
     """Warm both up, then time them `repeats` times each in alternating order (plain first, then speculative
     first, ...), so neither always runs on a cold or a warm machine; compare the outputs token by token."""
-    plain_settings = replace(settings, method="plain")
+    plain_settings = replace(settings, method=methods.PLAIN)
     for s in (plain_settings, settings):
         generate(pair, prompt, replace(s, max_new_tokens=min(8, s.max_new_tokens)))
     times: dict[str, list[float]] = {"plain": [], "spec": []}
@@ -110,11 +110,11 @@ def k_sweep(
     """Draft-model speedup over plain at each K, measured, and predicted from measured tau and costs (no prediction
     when the costs cannot be true: see MeasuredCosts.implausible)."""
     costs = measure_costs(pair, k_max=max(ks), repeats=5, draft_vocab=settings.draft_vocab)
-    warm_up(pair, prompt, replace(settings, k=ks[0]), ["plain", "draft"])
-    plain = run_method(pair, prompt, settings, "plain")
+    warm_up(pair, prompt, replace(settings, k=ks[0]), [methods.PLAIN, methods.DRAFT])
+    plain = run_method(pair, prompt, settings, methods.PLAIN)
     rows = []
     for i, k in enumerate(ks):
-        lane = run_method(pair, prompt, replace(settings, k=k), "draft")
+        lane = run_method(pair, prompt, replace(settings, k=k), methods.DRAFT)
         rows.append({"k": k, "kind": "measured", "speedup": lane.tokens_per_s / plain.tokens_per_s})
         prediction = predict([lane], costs)
         if prediction:

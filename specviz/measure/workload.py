@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 
+from specviz import methods
 from specviz.core import stats
 from specviz.core.record import RunRecord
 from specviz.core.settings import RunSettings
@@ -124,14 +125,14 @@ def run_workload(
     two tokens cannot masquerade as a speed."""
     rows, method_names, ks = list(rows), list(method_names), list(ks)
     base = replace(base, stop_at_eos=False)
-    for method in ["plain", *method_names][0 if baseline else 1 :]:  # warm-up: first calls pay for allocation
+    for method in [methods.PLAIN, *method_names][0 if baseline else 1 :]:  # warm-up: first calls pay for allocation
         run(rows[0].prompt, replace(base, method=method, k=ks[0], max_new_tokens=min(8, base.max_new_tokens)), "")
     total, done, start = len(rows) * len(method_names) * len(ks) * repeats, 0, time.perf_counter()
     for row in rows:
         plains, runs = [], {}
         for _ in range(repeats):
             if baseline:
-                plains.append(run(row.prompt, replace(base, method="plain"), row.tag))
+                plains.append(run(row.prompt, replace(base, method=methods.PLAIN), row.tag))
             for method in method_names:
                 for k in ks:
                     if on_progress:

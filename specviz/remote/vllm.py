@@ -52,7 +52,7 @@ from specviz.remote.errors import (
 from specviz.remote.http import DEFAULT_TIMEOUT_S, Endpoint, parse_url, request
 
 # specviz's names for vLLM's speculative methods (from the registry): draft_model -> draft, ngram -> ngram.
-FROM_VLLM = {m.vllm_method: m.name for m in methods.REGISTRY.values() if m.vllm_method}
+FROM_VLLM = methods.FROM_VLLM
 START_WITH_SPECULATION = (
     "Start vLLM with speculation and its per-request metrics, e.g.\n"
     '  vllm serve TARGET --speculative-config \'{"method": "draft_model", "model": "DRAFT", '
@@ -309,7 +309,7 @@ class Server:
         )
 
     def _check_method(self, rounds: dict, meta: dict) -> None:
-        if self.vllm_method is None and self.method == "draft":
+        if self.vllm_method is None and self.method == methods.DRAFT:
             drafted = rounds["per_round_drafted"][1:]
             if any(0 < d < self.k for d in drafted[:-1]) or 0 in drafted:
                 meta["warnings"].append(
@@ -555,7 +555,7 @@ def _method_name(vllm_method: str | None, declared: str | None, notes: list[str]
         "method assumed to be a draft model: the server does not expose it (declare ngram if it runs n-gram "
         "lookup; vLLM shows its config at /server_info when started with VLLM_SERVER_DEV_MODE=1)"
     )
-    return "draft"
+    return methods.DRAFT
 
 
 # ----------------------------------------------------------------------------------------------------------- measure

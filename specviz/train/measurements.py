@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from specviz import methods
 from specviz.engine.catalogue import BUNDLED_PRESETS
 
 from .paths import DEFAULT_OUT, REPO_ROOT, WORKLOADS
@@ -224,7 +225,9 @@ def _acceptance(run: Runner, s: CardSettings, files: dict[str, Path]) -> dict:
             ]
             command, _ = run(argv, json_name, {str(path): _rel(path) if path == _source(name) else path.name})
             doc = run.json(json_name)
-            summary = next(r for r in doc["summary"] if r["tag"] == "all" and r["method"] == "draft" and r["k"] == s.k)
+            summary = next(
+                r for r in doc["summary"] if r["tag"] == "all" and r["method"] == methods.DRAFT and r["k"] == s.k
+            )
             rows.append(
                 {
                     "workload": name,

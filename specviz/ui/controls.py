@@ -217,8 +217,8 @@ def sidebar_controls(page: str = "") -> Controls:
     limits = Limits.from_env()
     st.sidebar.header("Decoding")
     choices = methods.PROPOSERS + (methods.SHAPED if page in TREE_PAGES else ())
-    if st.session_state.get(keep("method", "draft")) not in choices:
-        st.session_state["method"] = "draft"  # a tree chosen on the rounds page: this page's lanes are chains
+    if st.session_state.get(keep("method", methods.DRAFT)) not in choices:
+        st.session_state["method"] = methods.DRAFT  # a tree chosen on the rounds page: this page's lanes are chains
     method = st.sidebar.radio(
         "Proposer", list(choices), format_func=methods.label, key="method", on_change=remember, args=("method",)
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 
+from specviz import methods
 from specviz.core.trace import ACCEPTED, AFTER_STOP, Node, Position, Round, Trace
 from specviz.viz.text import visible
 
@@ -43,7 +44,7 @@ def verify_html(r: Round, committed: int = 0) -> str:
 
 def draft_sentence(trace: Trace, r: Round) -> str:
     """What drafting cost this round: forward passes of the draft model, or a lookup that runs no model at all."""
-    if trace.settings.method == "ngram":
+    if methods.get(trace.settings.method).draft_cost == methods.HOST_LOOKUP:
         if not r.proposed:
             return (
                 f"The n-gram lookup found no earlier match for the last few tokens, so it proposes nothing and the "

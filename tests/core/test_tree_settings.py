@@ -35,5 +35,10 @@ def test_bad_shapes_get_clear_messages(kwargs, message):
 
 
 def test_the_tree_method_is_registered_but_not_offered_where_no_shape_can_be_given():
-    assert methods.get("tree").proposer == "TreeProposer" and methods.get("tree").needs_draft
-    assert "tree" not in methods.PROPOSERS and "tree" not in methods.LANES and methods.SHAPED == ("tree",)
+    from specviz.engine.proposers import TreeProposer, proposer_class
+
+    assert proposer_class("tree") is TreeProposer
+    assert methods.get("tree").loads_draft
+    assert "tree" not in methods.PROPOSERS
+    assert "tree" not in methods.LANES
+    assert methods.SHAPED == ("tree",)

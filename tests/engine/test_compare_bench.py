@@ -30,7 +30,7 @@ def specviz_greedy(load):
 
 
 @pytest.mark.parametrize("arch", ["llama", "gpt2"])
-@pytest.mark.parametrize("lane", ["hf_plain", "hf_assisted", "hf_prompt_lookup"])
+@pytest.mark.parametrize("lane", ["plain", "hf_assisted", "hf_prompt_lookup"])
 def test_hf_lanes_equal_specviz_greedy(load, specviz_greedy, arch, lane):
     pair = load(f"{arch}-target", f"{arch}-truncated")
     theirs = hf_generate(pair, encode_prompt(pair, PROMPT), GREEDY, lane)

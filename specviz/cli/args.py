@@ -1,0 +1,81 @@
+"""The command line's shared readers and writers: settings from the options, number lists, the summary table, files.
+
+Both the in-process commands (cli/main.py) and the server ones (cli/remote.py) use them, so they live below both.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from specviz import methods
+from specviz.core.sampling import SamplingSettings
+from specviz.core.settings import MAX_K, RunSettings
+from specviz.errors import SpecvizError
+
+
+def tree_shapes(args: argparse.Namespace) -> list[tuple[int, ...]]:
+    """Every --tree SHAPE given, as tuples of children per depth."""
+    return [tuple(int_list(shape, "--tree")) for shape in (getattr(args, "tree", None) or [])]
+
+
+def one_tree(args: argparse.Namespace) -> tuple[int, ...]:
+    shapes = tree_shapes(args)
+    if len(shapes) > 1:
+        raise SpecvizError("Give one --tree shape here (only bench compares several).")
+    return shapes[0] if shapes else ()
+
+
+def settings_from(args: argparse.Namespace, method: str) -> RunSettings:
+    """The run's settings; a --tree shape turns the draft-model method into tree speculation (K = its depth)."""
+    tree = one_tree(args)
+    if tree and method == methods.DRAFT:
+        method = methods.TREE
+    k = len(tree) if method == methods.TREE and 1 <= len(tree) <= MAX_K else int_list(args.k, "--k")[0]
+    return RunSettings(
+        method=method,
+        tree=tree,
+        k=k,
+        sampling=SamplingSettings(args.temperature, args.top_k, args.top_p),
+        max_new_tokens=args.max_new_tokens,
+        seed=args.seed,
+        ngram_min=args.ngram_min,
+        ngram_max=args.ngram_max,
+    )
+
+
+def int_list(text: str, option: str) -> list[int]:
+    try:
+        values = [int(part) for part in str(text).split(",") if part.strip()]
+    except ValueError:
+        raise SpecvizError(f"{option} takes whole numbers separated by commas (e.g. 2,4,8); got {text!r}.") from None
+    if not values:
+        raise SpecvizError(f"{option} needs at least one value.")
+    return values
+
+
+def write_file(path: str, text: str) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise SpecvizError(f"Cannot write {path!r}: {exc.strerror}.") from exc
+
+
+def summary_table(rows: list[dict]) -> str:
+    """The summary per tag, method and K as aligned text; figures not measured show as "–"."""
+    num = lambda v, spec, width: f"{'–' if v is None else format(v, spec):>{width}}"  # noqa: E731
+    header = (
+        f"{'source':<8} {'tag':<12} {'method':<6} {'K':>2} {'prompts':>7} {'alpha':>6} {'95% CI':>13} {'tau':>5} "
+        f"{'tok/s':>7} "
+        f"{'plain':>7} {'speedup':>7} {'predicted':>9}"
+    )
+    lines = [header, "-" * len(header)]
+    for r in rows:
+        ci = "{:.2f}-{:.2f}".format(*r["alpha_ci"])
+        lines.append(
+            f"{r.get('source', 'specviz'):<8} {r['tag'][:12]:<12} {r['method']:<6} {r['k']:>2} {r['prompts']:>7} "
+            f"{num(r['alpha'], '.3f', 6)} {ci:>13} "
+            f"{num(r['tau'], '.2f', 5)} {num(r['tokens_per_s'], '.1f', 7)} {num(r['plain_tokens_per_s'], '.1f', 7)} "
+            f"{num(r['speedup'], '.2f', 6)}x {num(r['predicted_speedup'], '.2f', 8)}x"
+        )
+    return "\n".join(lines)
