@@ -1,5 +1,5 @@
-"""Behaviour pinned across refactors: traces recorded from main before the measurement-layer change (commit 4994c97)
-must come out the same: same text, same drafts, same uniforms, same accept / reject decisions, same probabilities
+"""Behaviour pinned across refactors: traces recorded from main before the measurement-layer change (commit 4994c97;
+the tree traces before the one decoding loop, b8947b7) must come out the same: same text, same drafts, same uniforms, same accept / reject decisions, same probabilities
 (to float tolerance: kernels may round differently on another CPU)."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import pytest
 
 from specviz.core.trace import Trace
 from specviz.engine.decode import generate
+from specviz.methods import ENGINE_METHODS
 
 FIXTURES = sorted((Path(__file__).parents[1] / "fixtures" / "regression").glob("*.json"))
 
@@ -36,6 +37,12 @@ def test_same_settings_and_seed_give_the_recorded_trace(bundled, path):
         ]
         for a, b in zip(new.positions, old.positions):
             assert (a.q, a.p, a.ratio) == pytest.approx((b.q, b.p, b.ratio), rel=1e-4, abs=1e-6)
+        assert new.path == old.path
+        assert [(n.parent, n.token_id, n.verdict, n.u) for n in new.nodes] == [
+            (n.parent, n.token_id, n.verdict, n.u) for n in old.nodes
+        ]
+        for a, b in zip(new.nodes, old.nodes):
+            assert (a.q, a.p, a.ratio) == pytest.approx((b.q, b.p, b.ratio), rel=1e-4, abs=1e-6)
         assert (new.extra is None) == (old.extra is None)
         if new.extra:
             assert (new.extra.token_id, new.extra.kind, new.extra.u) == (
@@ -46,5 +53,5 @@ def test_same_settings_and_seed_give_the_recorded_trace(bundled, path):
 
 
 def test_the_fixtures_cover_every_method():
-    methods = {Trace.from_json(p.read_text()).settings.method for p in FIXTURES}
-    assert methods == {"draft", "ngram", "plain"}
+    recorded = {Trace.from_json(p.read_text()).settings.method for p in FIXTURES}
+    assert recorded == set(ENGINE_METHODS)
