@@ -98,7 +98,9 @@ def violations(root: Path) -> list[str]:
         if top in ("specviz", "pages", "app") and imp.target != "specviz":
             there = place(imp.target)
             if here in LAYERS and there in LAYERS and LAYERS[there] > LAYERS[here]:
-                problems.append(f"{where}: {here} (layer {LAYERS[here]}) may not import {there} (layer {LAYERS[there]})")
+                problems.append(
+                    f"{where}: {here} (layer {LAYERS[here]}) may not import {there} (layer {LAYERS[there]})"
+                )
         if top in ONLY_IN and here not in ONLY_IN[top]:
             problems.append(f"{where}: {top} belongs in {', '.join(sorted(ONLY_IN[top]))} only")
         if top in NEVER_IN.get(here, ()):
