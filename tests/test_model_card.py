@@ -1,6 +1,7 @@
 """The model card of the bundled pair is generated, all of it: `train-tiny card` measures the pair through specviz's
 command line, writes measurements.json, and renders README.md from it and manifest.json; rendering again from the
-same two files gives the same card, and the shipped card is exactly what they render to."""
+same two files gives the same card, and the shipped card (and the generated section of docs/speed.md) is exactly what
+they render to."""
 
 import json
 import shutil
@@ -8,7 +9,7 @@ import shutil
 import torch
 
 from specviz.train import DEFAULT_OUT, main
-from specviz.train.card import render
+from specviz.train.card import SPEED_BEGIN, SPEED_END, SPEED_PAGE, render, speed_section, write_speed_section
 
 TINY = [
     "--card-workloads",
@@ -91,3 +92,18 @@ def test_the_shipped_card_is_what_its_manifest_and_measurements_render_to():
     measured = json.loads((DEFAULT_OUT / "measurements.json").read_text())
     assert render(manifest, measured) == (DEFAULT_OUT / "README.md").read_text()
     assert measured["settings"]["prompts"] == 0 and measured["settings"]["dtypes"] == ["float32", "bfloat16"]
+
+
+def test_the_speed_page_quotes_the_shipped_measurements(tmp_path):
+    """docs/speed.md's generated section is what the shipped measurements.json renders to, and writing it again
+    changes nothing but that section (what `train-tiny card --rerender` does for the shipped pair)."""
+    measured = json.loads((DEFAULT_OUT / "measurements.json").read_text())
+    page = SPEED_PAGE.read_text(encoding="utf-8")
+    assert speed_section(measured) in page
+    assert "](../assets/models/pystdlib/README.md)" in speed_section(measured)  # relative to docs/
+
+    stale = page.replace(speed_section(measured), f"{SPEED_BEGIN}\nstale\n{SPEED_END}")
+    copy = tmp_path / "speed.md"
+    copy.write_text(stale, encoding="utf-8")
+    write_speed_section(copy, measured)
+    assert copy.read_text(encoding="utf-8") == page

@@ -1,7 +1,7 @@
 """The trace of a speculative run: every decision, as frozen dataclasses that round-trip through JSON losslessly.
 
 The JSON document (format "specviz.trace") is what `python -m specviz run --json` prints and what the app downloads
-and replays. Its shape is documented in README.md ("Trace format") and is stable within a version. Version 1: chain
+and replays. Its shape is documented in docs/trace-format.md and is stable within a version. Version 1: chain
 rounds (`rounds[].positions[]`). Version 2 adds tree rounds: `rounds[].nodes[]` (every drafted node and its verdict)
 and `rounds[].path` (the accepted nodes); a tree round's `positions` are the nodes of its accepted path, then, when the
 round ends in a correction, the last child rejected, so readers of version 1 see a chain-like round. Chain runs are

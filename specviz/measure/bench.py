@@ -153,7 +153,7 @@ def _summarise_tree(shape: tuple[int, ...], pairs: list[tuple[RunRecord, RunReco
 
 
 def results_table(doc: dict) -> str:
-    """The results as a Markdown table (what the README quotes)."""
+    """The results as a Markdown table (what docs/speed.md quotes)."""
     head = "| method | K | tokens/s | speedup vs plain | α | τ | c | v(K) | predicted | efficiency | = plain |\n"
     head += "|---|---|---|---|---|---|---|---|---|---|---|\n"
     fmt = lambda v, f: "–" if v is None else format(v, f)  # noqa: E731

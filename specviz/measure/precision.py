@@ -1,7 +1,7 @@
 """Which precision is faster on this machine: time a target step and a speculative round in each, on the pair in use.
 
 A speed claim depends on the CPU (native bfloat16 or emulated), so the app measures it where it runs instead of
-quoting the README.
+quoting docs/speed.md.
 """
 
 from __future__ import annotations

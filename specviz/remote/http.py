@@ -195,8 +195,8 @@ def _exchange(
         raise ServerUnreachable(f"The host {endpoint.host!r} is unknown; check the server URL.") from None
     except ConnectionRefusedError:
         raise ServerUnreachable(
-            f"Nothing is listening at {endpoint.url} (connection refused). Start the server (see the README's vLLM "
-            "recipe) or check the host and port."
+            f"Nothing is listening at {endpoint.url} (connection refused). Start the server (docs/vllm.md shows "
+            "how) or check the host and port."
         ) from None
     except (http.client.HTTPException, OSError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__

@@ -52,7 +52,7 @@ def reload(path: Path):
     return model, AutoTokenizer.from_pretrained(str(path))
 
 
-DRAFT_VOCAB = 1024  # the draft vocabulary the bundled draft recommends (README: its alpha and speed against others)
+DRAFT_VOCAB = 1024  # the draft vocabulary the bundled draft recommends (docs/speed.md: alpha and speed against others)
 
 
 def write_token_counts(corpus_dir: Path, draft_dir: Path, log, recommended: int = DRAFT_VOCAB) -> None:

@@ -1,0 +1,68 @@
+"""The README and the pages in docs/ stay short, linked and true to the repository: every relative link and anchor
+resolves, every screenshot they show exists, and the README's test command is the one CI runs."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+LINK = re.compile(r"\]\(([^)\s]+)\)|<img src=\"([^\"]+)\"")  # Markdown links and images, and HTML images
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+    return {slug(m.group(1)) for m in re.finditer(r"^#+ (.+)$", text, flags=re.M)}
+
+
+def links(page: Path) -> list[str]:
+    text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+    return [a or b for a, b in LINK.findall(text)]
+
+
+def test_the_slug_is_githubs():
+    assert slug("Trees against chains (measured)") == "trees-against-chains-measured"
+    assert slug("A cheap draft: the trimmed draft vocabulary") == "a-cheap-draft-the-trimmed-draft-vocabulary"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.relative_to(ROOT).as_posix() for p in PAGES])
+def test_every_relative_link_and_anchor_resolves(page):
+    for link in links(page):
+        if re.match(r"[a-z]+:", link):  # http(s), mailto: not checked offline
+            continue
+        path, _, anchor = link.partition("#")
+        target = (page.parent / path).resolve() if path else page
+        assert target.exists(), f"{page.name}: {link} points at a missing file"
+        if anchor:
+            assert anchor in anchors(target), f"{page.name}: {link} names no heading of {target.name}"
+
+
+def test_the_readme_is_short_and_links_every_docs_page():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 150
+    for page in (ROOT / "docs").glob("*.md"):
+        assert f"](docs/{page.name})" in readme, f"the README does not link docs/{page.name}"
+
+
+def test_the_readme_shows_every_page_of_the_app():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    app = (ROOT / "app.py").read_text(encoding="utf-8")
+    for title in re.findall(r'st\.Page\("pages/\w+\.py", title="([^"]+)"', app):
+        assert f"**{title}**" in readme, f"the README's page list lacks {title!r}"
+    shown = [link for link in links(ROOT / "README.md") if link.endswith(".png")]
+    assert len(shown) >= len(re.findall(r"st\.Page\(", app))
+
+
+def test_the_readme_test_command_is_the_one_ci_runs():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    quick_start = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    commands = re.findall(r"```bash\n(.+?)\n```", quick_start, flags=re.S)
+    assert len(commands) == 2, "the Quick start has two commands: run the app, run the tests"
+    assert commands[0] == "pip install -r requirements.txt && streamlit run app.py"
+    assert commands[1] in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
