@@ -8,6 +8,7 @@ import shutil
 
 import torch
 
+from specviz import methods
 from specviz.train import DEFAULT_OUT, main
 from specviz.train.card import SPEED_BEGIN, SPEED_END, SPEED_PAGE, render, speed_section, write_speed_section
 
@@ -70,7 +71,7 @@ def test_card_command_measures_the_pair_and_quotes_its_measurements(tmp_path):
     assert env["torch_threads"] >= 1 and env["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
     assert f"## Measured speed ({env['cpu']})" in readme and f"torch CPU capability {env['cpu_capability']}" in readme
     plain = next(r for r in speed["results"] if r["method"] == "plain")
-    assert f"| plain | – | {plain['tokens_per_s']:.1f} | 1.00x |" in readme
+    assert f"| {methods.lane_label(methods.PLAIN)} | – | {plain['tokens_per_s']:.1f} | 1.00x |" in readme
     assert {(r["method"], r["k"]) for r in speed["results"]} >= {("draft", 2), ("ngram", 2), ("hf_assisted", 2)}
     costs = speed["costs"]
     assert f"| float32 | {costs['target_step_ms']:.2f} | {costs['draft_step_ms']:.2f} | {costs['c']:.3f} |" in readme
