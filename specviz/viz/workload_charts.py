@@ -13,7 +13,7 @@ import altair as alt
 import pandas as pd
 
 from specviz.core import stats
-from specviz.core.record import RunRecord
+from specviz.core.record import TABLE, RunRecord, result_columns
 
 
 class Paired(Protocol):
@@ -45,22 +45,7 @@ def _without_speedup(frame: pd.DataFrame, speedup: bool) -> pd.DataFrame:
 
 
 def per_prompt_frame(records: Sequence[Paired], speedup: bool = True) -> pd.DataFrame:
-    columns = [
-        "tag",
-        "source",
-        "method",
-        "k",
-        "alpha",
-        "acceptance_rate",
-        "tau",
-        "proposed",
-        "accepted",
-        "rounds",
-        "tokens_per_s",
-        "plain_tokens_per_s",
-        "speedup",
-        "prompt",
-    ]
+    columns = [*(c for c in result_columns(TABLE) if c != "prompt"), "prompt"]  # the long text last
     frame = pd.DataFrame([{c: getattr(r, c) for c in columns} for r in records], columns=columns)
     return _without_speedup(frame, speedup)
 
