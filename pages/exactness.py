@@ -23,13 +23,13 @@ apply_lecture_mode(model_sidebar())
 
 @st.cache_data(show_spinner="Sampling and enumerating…", max_entries=32)
 def shop(target_rows: tuple, draft_rows: tuple, k: int, samples: int, seed: int) -> lab.ShopExperiment:
-    p, q = lab.MarkovChain.from_rows(target_rows, "target table"), lab.MarkovChain.from_rows(draft_rows, "draft table")
+    p, q = lab.chain_from_rows(target_rows, "target table"), lab.chain_from_rows(draft_rows, "draft table")
     return lab.shop_experiment(p, q, k=k, samples=samples, length=k + 1, seed=seed)
 
 
 @st.cache_data(show_spinner="Checking every sampler variant…", max_entries=32)
 def bugs(target_rows: tuple, draft_rows: tuple, k: int, samples: int, seed: int) -> tuple[pd.DataFrame, dict, list]:
-    p, q = lab.MarkovChain.from_rows(target_rows, "target table"), lab.MarkovChain.from_rows(draft_rows, "draft table")
+    p, q = lab.chain_from_rows(target_rows, "target table"), lab.chain_from_rows(draft_rows, "draft table")
     checks = lab.bug_checks(p, q, k=k, samples=samples, length=k + 1, seed=seed)
     exact = {c.variant.key: c.exact.tolist() for c in checks}
     return (
@@ -101,7 +101,7 @@ except (SpecvizError, ValueError) as exc:
     st.error(str(exc))
     st.stop()
 
-alphas = lab.chain_alpha(*(lab.MarkovChain.from_rows(r) for r in (target_rows, draft_rows)))
+alphas = lab.chain_alpha(*(lab.chain_from_rows(r) for r in (target_rows, draft_rows)))
 st.caption("α = Σ min(p, q) after each event: " + " · ".join(f"{n} {a:.2f}" for n, a in zip(lab.ROWS, alphas)))
 cols = st.columns(3) + st.columns(2)
 cols[0].metric("Largest gap, plain vs speculative samples", f"{experiment.largest_gap:.4f}")
@@ -153,7 +153,7 @@ st.caption(LESSON["tree"])
 def trees(target_rows: tuple, draft_rows: tuple, shape: tuple, samples: int, seed: int, extra: tuple) -> tuple:
     """The listed tree samplers (and `extra`, a combination of the switches, when one is chosen): frame, exact
     distributions, and p's."""
-    p, q = lab.MarkovChain.from_rows(target_rows, "target table"), lab.MarkovChain.from_rows(draft_rows, "draft table")
+    p, q = lab.chain_from_rows(target_rows, "target table"), lab.chain_from_rows(draft_rows, "draft table")
     target, checks = lab.tree_checks(p, q, shape, samples=samples, seed=seed)
     if extra:
         checks += lab.tree_checks(p, q, shape, samples, seed + len(checks), [lab.tree_variant(*extra)])[1]

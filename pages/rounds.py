@@ -10,8 +10,8 @@ import streamlit as st
 from specviz import methods
 from specviz.core.trace import Totals, Trace
 from specviz.errors import SpecvizError
-from specviz.ui import render
-from specviz.ui.controls import active_sources, prompt_box, set_setting, set_tree_shape, sidebar_controls
+from specviz.ui import render, url
+from specviz.ui.controls import active_sources, prompt_box, sidebar_controls
 from specviz.ui.render import (
     apply_lecture_mode,
     bundled_traces,
@@ -41,47 +41,12 @@ page_header(
 )
 state = st.session_state
 
-# ---- the URL: settings and prompt (or a bundled trace) and the moment -------------------------------------------
-URL_SETTINGS = {  # URL parameter -> (sidebar key, type)
-    "method": ("method", str),
-    "k": ("k", int),
-    "t": ("temperature", float),
-    "top_k": ("top_k", int),
-    "top_p": ("top_p", float),
-    "seed": ("seed", int),
-    "n": ("max_new_tokens", int),
-}
-MOMENT_KEYS = ("round", "phase", "pos")
-
-
-def url_now() -> dict[str, str]:
-    return {k: st.query_params[k] for k in st.query_params}
-
-
-def url_is_new() -> bool:
-    """True when the URL was not written by this page (a shared link opened, or typed in)."""
-    return url_now() != state.get("_rounds_url")
-
-
-opened = url_is_new() and bool(url_now())
+# ---- a shared link's settings and prompt reach the sidebar before it is drawn ------------------------------------
+opened = url.opened_url()
 pending_moment = None
 if opened:
-    params = url_now()
-    for name, (key, kind) in URL_SETTINGS.items():
-        if name in params:
-            try:
-                set_setting(key, kind(params[name]))
-            except ValueError:
-                pass
-    if "tree" in params:
-        set_tree_shape(params["tree"])
-    if params.get("lecture") in ("1", "true"):
-        set_setting("lecture", True)
-    if params.get("view") in ("focus", "full"):
-        state["focus_view"] = params["view"] == "focus"
-    if "prompt" in params:
-        state["prompt"] = state["_kept_prompt"] = params["prompt"]
-    pending_moment = {k: params[k] for k in MOMENT_KEYS if k in params}
+    url.apply_url(opened)
+    pending_moment = opened.moment
 
 controls = sidebar_controls("rounds")
 apply_lecture_mode(controls.lecture)
@@ -95,7 +60,7 @@ def start(trace: Trace, source: str = "live", cursor: steps.Cursor | None = None
 def open_bundled(name: str, moment: dict | None = None) -> None:
     trace = load_bundled_trace(name)
     info = bundled_traces()[name]
-    start(trace, f"bundled:{name}", steps.cursor_from_params(trace, moment if moment is not None else info))
+    start(trace, url.BUNDLED + name, steps.cursor_from_params(trace, moment if moment is not None else info))
 
 
 TRACE_NONE = "(a live run with the sidebar's settings)"
@@ -110,11 +75,11 @@ def on_pick_trace() -> None:
 
 
 lecture_traces = bundled_traces()
-if opened and url_now().get("trace") in lecture_traces:
-    state["bundled_pick"] = url_now()["trace"]
-    open_bundled(url_now()["trace"], pending_moment or None)
+if opened and opened.trace in lecture_traces:
+    state["bundled_pick"] = opened.trace
+    open_bundled(opened.trace, pending_moment or None)
     pending_moment = None
-elif opened and state.get("rounds_source", "live").startswith("bundled"):
+elif opened and state.get("rounds_source", "live").startswith(url.BUNDLED):
     state.pop("rounds_trace", None)  # a URL with settings asks for a live run
     state["bundled_pick"] = TRACE_NONE
 
@@ -178,34 +143,6 @@ if "rounds_trace" not in state:
 st.download_button(
     "Download this trace (JSON)", state["rounds_trace"].to_json(indent=2), "specviz-trace.json", "application/json"
 )
-
-
-def write_url(trace: Trace, cursor: steps.Cursor) -> None:
-    """Keep the address bar on the moment shown: a copied URL opens exactly this view."""
-    params = steps.url_params(trace, cursor)
-    params["view"] = "focus" if state.get("focus_view") else "full"
-    if state.get("lecture"):
-        params["lecture"] = "1"
-    source = state.get("rounds_source", "live")
-    if source.startswith("bundled:"):
-        params["trace"] = source.removeprefix("bundled:")
-    elif source == "live":
-        s = trace.settings
-        params |= {
-            "method": s.method,
-            "k": str(s.k),
-            "t": f"{s.sampling.temperature:g}",
-            "top_k": str(s.sampling.top_k),
-            "top_p": f"{s.sampling.top_p:g}",
-            "seed": str(s.seed),
-            "n": str(s.max_new_tokens),
-            "prompt": trace.prompt,
-        }
-        if s.tree:
-            params["tree"] = ",".join(map(str, s.tree))
-    if params != url_now():
-        st.query_params.from_dict(params)
-    state["_rounds_url"] = params
 
 
 def advance(move) -> None:
@@ -405,7 +342,7 @@ def playback() -> None:
     focus = bool(state.get("focus_view"))
     if not focus:
         navigation(trace, cursor)
-    write_url(trace, cursor)
+    url.keep_url(trace, cursor)
     r = trace.rounds[cursor.round]
     step = steps.current_step(trace, cursor)
     where = steps.step_label(r, step)

@@ -1,29 +1,20 @@
 """Your workload: measure acceptance and speedup on your own prompts, per prompt, per position and per tag."""
 
 import json
-from dataclasses import replace
-from pathlib import Path
 
-import pandas as pd
 import streamlit as st
 
 from specviz import methods
-from specviz.core.settings import SamplingSettings
-from specviz.engine.costs import measure_costs
-from specviz.engine.decode import encode_prompt
 from specviz.engine.models import ASSETS, BUNDLED_DRAFT, BUNDLED_TARGET
 from specviz.errors import SpecvizError
-from specviz.measure.lanes import run_method
+from specviz.measure.local import fitting_rows
 from specviz.measure.predict import predict
 from specviz.measure.prompts import Workload, parse_workload
 from specviz.measure.recommend import recommend
 from specviz.measure.summary import results_csv, results_json, summarize
-from specviz.measure.workload import run_workload
-from specviz.remote import agreement
-from specviz.remote.vllm import connect, measure
+from specviz.ui import workload as drive
 from specviz.ui.controls import active_pair, active_sources, sidebar_controls
 from specviz.ui.limits import Limits, display_source
-from specviz.ui.loaders import cached_pair
 from specviz.ui.render import apply_lecture_mode, draw, page_header
 from specviz.viz import workload_charts as charts
 from specviz.viz.explain import ALPHA_HELP
@@ -40,32 +31,6 @@ SAMPLES = {path.stem: path for path in sorted((ASSETS / "workloads").glob("*.jso
 LIMITS = Limits.from_env()
 MAX_PROMPTS_PER_RUN = LIMITS.max_prompts
 HERE, SERVER = "this app's models", "a vLLM server"
-
-
-def same_model(a: str, b: str) -> bool:
-    """The same name, or two directories holding the same model: same config and the same weight files (name and
-    size; a copy of the bundled pair elsewhere counts)."""
-    if a == b:
-        return True
-    left, right = Path(a), Path(b)
-    if not (left.is_dir() and right.is_dir()):
-        return False
-    if left.resolve() == right.resolve():
-        return True
-    weights = lambda d: sorted((f.name, f.stat().st_size) for f in d.glob("*.safetensors"))  # noqa: E731
-    config = lambda d: (d / "config.json").read_bytes() if (d / "config.json").is_file() else None  # noqa: E731
-    return config(left) is not None and config(left) == config(right) and weights(left) == weights(right) != []
-
-
-def local_pair_for(served: str) -> tuple[str, str] | None:
-    """(target, draft) this app can load for the pair a server serves: the pair in use or the bundled one, when the
-    served model is the same model; None otherwise. vLLM does not say which draft it runs (outside dev mode), so the
-    draft is the one that goes with that target here."""
-    for target, draft in (active_sources()[:2], (BUNDLED_TARGET, BUNDLED_DRAFT)):
-        if draft and same_model(served, target):
-            return target, draft
-    return None
-
 
 source = st.radio("Prompts from", ["a sample workload", "pasted text", "an uploaded file"], horizontal=True)
 workload: Workload | None = None
@@ -138,27 +103,13 @@ else:
     chosen_methods, ks, repeats = [declared], [0], 1
 
     def open_server():
-        """Connect (public mode: only a listed host, refused before any request). Never stored: it holds the key."""
-        LIMITS.check_server(url)
-        return connect(url.strip(), served_model.strip() or None, api_key or None, method=declared)
-
-    def shown(source: str) -> str:
-        return display_source(source, LIMITS)
+        return drive.open_server(url, served_model, api_key, declared, LIMITS)
 
     if st.button("Check connection", key="check_server"):
         state.pop("server_found", None)
         try:
-            found = open_server()
-            state["server_found"] = {
-                **found.describe(),
-                "model": shown(found.model),
-                "models": [shown(m) for m in found.models],
-                "per_request": found.per_request,
-                "counters": found.counters,
-                "max_model_len": found.max_model_len,
-                "local_pair": local_pair_for(found.model) if found.method == "draft" else None,
-                "asked": url.strip(),  # shown while the URL field still says this
-            }
+            pairs = (active_sources()[:2], (BUNDLED_TARGET, BUNDLED_DRAFT))  # the pair in use, then the bundled one
+            state["server_found"] = drive.server_summary(open_server(), LIMITS, url.strip(), pairs)
         except SpecvizError as exc:
             st.error(str(exc))
     found = state.get("server_found")
@@ -189,126 +140,28 @@ st.caption(
 state.setdefault("workload_records", [])
 
 
-def runnable_rows(workload: Workload):
-    """Rows that fit the model's context; the others are reported by line number."""
-    pair = active_pair()
-    rows, problems = [], []
-    for row in workload.rows[:run_limit]:
-        try:
-            ids = encode_prompt(pair, row.prompt)
-            if pair.context_length and len(ids) + controls.settings.max_new_tokens > pair.context_length:
-                raise SpecvizError(
-                    f"{len(ids)} prompt tokens + {controls.settings.max_new_tokens} new tokens exceed the context "
-                    f"of {pair.context_length}"
-                )
-            rows.append(row)
-        except SpecvizError as exc:
-            problems.append(f"line {row.line}: {exc}")
-    if len(workload.rows) > MAX_PROMPTS_PER_RUN:
-        problems.append(f"only the first {MAX_PROMPTS_PER_RUN} of {len(workload.rows)} prompts run at once")
-    return pair, rows, problems
-
-
 run_col, stop_col, clear_col = st.columns(3)
 ready = workload and controls.settings and (chosen_methods and ks if where == HERE else url.strip())
 start = run_col.button("▶ Measure", type="primary", key="measure", disabled=not ready)
 stop_col.button("■ Stop (keeps what was measured)")
 if clear_col.button("Clear results"):
-    state["workload_records"] = []
-    state.pop("workload_stopped", None)
+    drive.clear_results()
 
 
-def progress_bar():
-    bar = st.progress(0.0, text="Warming up…")
-
-    def progress(p) -> None:
-        eta = "" if p.done == 0 else f" · about {p.eta_s:.0f} s left"
-        text = f"{p.done}/{p.total} timed runs (prompt × method × K × repeat){eta} · {p.prompt[:60]!r}"
-        bar.progress(p.done / max(1, p.total), text=text)
-
-    return bar, progress
-
-
+too_many = drive.too_many_note(len(workload.rows), MAX_PROMPTS_PER_RUN) if workload else None
 if start and where == HERE:
     try:
-        pair, rows, problems = runnable_rows(workload)
-        for problem in problems:
+        pair = active_pair()
+        rows, problems = fitting_rows(pair, workload.rows[:run_limit], controls.settings.max_new_tokens)
+        for problem in problems + ([too_many] if too_many else []):
             st.warning(problem)
-        base = controls.settings
-        state["workload_records"] = []
-        state.pop("workload_stopped", None)
-        state["workload_planned"] = len(rows) * len(chosen_methods) * len(ks)  # results; each timed `repeats` times
-        bar, progress = progress_bar()
-        bar.progress(0.0, text="Measuring step costs…")
-        costs = measure_costs(pair, k_max=max(ks), repeats=5, draft_vocab=base.draft_vocab)
-        state["workload_settings"] = (base, pair.describe(), chosen_methods, sorted(ks), costs)
-        bar.progress(0.0, text="Warming up…")
-        run = lambda prompt, settings, tag: run_method(pair, prompt, settings, settings.method, tag=tag)  # noqa: E731
-        for record in run_workload(run, rows, chosen_methods, sorted(ks), base, progress, int(repeats)):
-            state["workload_records"].append(record)  # kept even if the run is stopped here
-        bar.empty()
+        drive.run_here(pair, rows, chosen_methods, ks, controls.settings, int(repeats))
     except SpecvizError as exc:
         st.error(str(exc))
 
 if start and where == SERVER:
-    state["workload_records"] = []
-    state.pop("workload_stopped", None)
-    try:
-        server = open_server()
-        rows = list(workload.rows[:run_limit])
-        if len(workload.rows) > MAX_PROMPTS_PER_RUN:
-            st.warning(f"only the first {MAX_PROMPTS_PER_RUN} of {len(workload.rows)} prompts run at once")
-        meta = {**server.describe(), "model": display_source(server.model, LIMITS), "concurrency": int(concurrency)}
-        state["workload_planned"] = len(rows)
-        state["workload_settings"] = (server.settings(controls.settings), meta, [server.method], [server.k], None)
-        bar, progress = progress_bar()
-        for record in measure(server, rows, controls.settings, int(concurrency), progress):
-            state["workload_records"].append(record)  # kept if the run is stopped, or the server fails, here
-        bar.empty()
-    except SpecvizError as exc:
-        kept = len(state["workload_records"])
-        if kept:
-            state["workload_stopped"] = f"The server failed after {kept} prompt(s); they are kept below. {exc}"
-        st.error(str(exc) + (f"\n\nThe {kept} prompt(s) finished before are kept below." if kept else ""))
-
-
-def compare_engines(target: str, draft: str, k: int, rows) -> list[dict]:
-    """Each prompt on the server and on this app's engine, greedy, same K: agreement per prompt and per step."""
-    server = open_server()
-    pair = cached_pair(target, draft, "cpu", "float32")
-    greedy = replace(  # the whole draft, as vLLM runs it: a trimmed vocabulary would compare unlike drafts
-        controls.settings, sampling=SamplingSettings(0.0, 0, 1.0), stop_at_eos=False, draft_vocab=0
-    )
-    settings = server.settings(greedy)
-    bar = st.progress(0.0, text="Warming up both engines…")
-    run_method(pair, rows[0].prompt, replace(settings, max_new_tokens=8), settings.method)
-    server.run(rows[0].prompt, replace(settings, max_new_tokens=8))
-    out = []
-    for i, row in enumerate(rows):
-        bar.progress(i / len(rows), text=f"{i}/{len(rows)} prompts · {row.prompt[:60]!r}")
-        local = run_method(pair, row.prompt, settings, settings.method)
-        remote = server.run(row.prompt, settings, row.tag)
-        found = agreement.compare(remote, local, settings.max_new_tokens)
-        out.append(
-            {
-                "prompt": row.prompt,
-                "text equal": found.text_equal,
-                "first differing token": found.first_divergence,
-                "vLLM steps compared": found.steps,
-                "same steps": found.same,
-                "first same step": found.first_same,
-                "agree from there": f"{found.same_after_first}/{found.steps - (found.first_same or 0)}"
-                if found.first_same is not None
-                else "–",
-                "specviz tokens/s": local.tokens_per_s,
-                "vLLM tokens/s": remote.tokens_per_s,
-                "steps": agreement.side_by_side(remote, local, settings.max_new_tokens),
-                "_before": found.first_same or 0,
-                "_after": (found.same_after_first, found.steps - (found.first_same or 0)),
-            }
-        )
-    bar.empty()
-    return out
+    rows = list(workload.rows[:run_limit])
+    drive.run_on_server(open_server, rows, too_many, controls.settings, int(concurrency), LIMITS)
 
 
 if where == SERVER and found and found.get("local_pair") and found["asked"] == url.strip():
@@ -327,19 +180,14 @@ if where == SERVER and found and found.get("local_pair") and found["asked"] == u
     if st.button("Compare with this app's engine", disabled=not (workload and controls.settings)):
         state.pop("agreement", None)
         try:
-            state["agreement"] = compare_engines(target, draft, found["k"], list(workload.rows[: int(n_compare)]))
+            rows = list(workload.rows[: int(n_compare)])
+            state["agreement"] = drive.compare_with_server(open_server(), target, draft, controls.settings, rows)
         except SpecvizError as exc:
             st.error(str(exc))
     compared = state.get("agreement")
     if compared:
-        equal = sum(r["text equal"] for r in compared)
-        agree, after = (sum(r["_after"][i] for r in compared) for i in (0, 1))
-        before = sum(r["_before"] for r in compared)
-        (st.success if equal == len(compared) and agree == after else st.warning)(
-            f"{equal}/{len(compared)} texts equal. From the first verify step where both engines start at the same "
-            f"token, {agree}/{after} steps are the same step (same drafts, same accepted count); {before} vLLM "
-            "step(s) came before that."
-        )
+        agreed, sentence = charts.agreement_verdict(compared)
+        (st.success if agreed else st.warning)(sentence)
         st.caption(
             "Why the first steps differ: vLLM's prefill commits the first token before any draft, so its first verify "
             "step drafts from the prompt + 1 token, while this app's first round drafts straight from the prompt; the "
@@ -348,12 +196,9 @@ if where == SERVER and found and found.get("local_pair") and found["asked"] == u
             "the API, and a server in bfloat16 or float16 (vLLM's default for half-precision checkpoints) can flip a "
             "near-tie, after which texts and steps differ. tokens/s: one run each, on a shared machine (noisy)."
         )
-        st.dataframe(
-            pd.DataFrame([{k: v for k, v in r.items() if k != "steps" and not k.startswith("_")} for r in compared]),
-            hide_index=True,
-        )
+        st.dataframe(charts.agreement_frame(compared), hide_index=True)
         pick = st.selectbox("Steps of prompt", range(len(compared)), format_func=lambda i: compared[i]["prompt"][:60])
-        st.dataframe(pd.DataFrame(compared[pick]["steps"]), hide_index=True)
+        st.dataframe(charts.agreement_steps_frame(compared[pick]), hide_index=True)
 
 records = state["workload_records"]
 if not records:

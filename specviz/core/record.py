@@ -18,6 +18,47 @@ ENGINE, HF, VLLM = "specviz", "hf", "vllm"  # the sources of runs
 UNTAGGED = "untagged"
 
 
+# The one schema of a workload result row: a RunRecord's fields and statistics, plus the timings of a result paired
+# with its plain runs (measure/workload.py PairedRun: median tokens/s over the repeats, plain tokens/s, speedup). Every
+# export and table takes its columns from here, in this order, each view keeping the columns that name it.
+CSV, TABLE, JSON = "csv", "table", "json"  # the CSV download, the page's per-prompt table, the JSON's runs[]
+EVERY_VIEW = (CSV, TABLE, JSON)
+RESULT_COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (  # (name, views)
+    ("prompt", EVERY_VIEW),  # the table shows it last (its long text would push the numbers aside)
+    ("tag", EVERY_VIEW),
+    ("source", EVERY_VIEW),
+    ("method", EVERY_VIEW),
+    ("k", EVERY_VIEW),
+    ("alpha", EVERY_VIEW),
+    ("acceptance_rate", EVERY_VIEW),
+    ("tau", EVERY_VIEW),
+    ("proposed", EVERY_VIEW),
+    ("judged", (CSV, JSON)),
+    ("accepted", EVERY_VIEW),
+    ("rounds", EVERY_VIEW),
+    ("committed", (CSV, JSON)),
+    ("tokens_per_s", EVERY_VIEW),  # a paired result's: the median over its timing repeats
+    ("plain_tokens_per_s", EVERY_VIEW),  # a paired result's (None without a plain baseline)
+    ("speedup", EVERY_VIEW),  # a paired result's (None without a plain baseline)
+    ("draft_ms", (JSON,)),
+    ("verify_ms", (JSON,)),
+    ("per_position", (JSON,)),
+    ("accepted_lengths", (JSON,)),
+    ("by_class", (JSON,)),
+    ("tokens", (JSON,)),
+    ("text", (JSON,)),
+    ("per_round_accepted", (JSON,)),
+    ("per_round_drafted", (JSON,)),
+)
+
+
+def result_columns(view: str) -> tuple[str, ...]:
+    """The columns of a result row that `view` (CSV, TABLE or JSON) shows, in the schema's order."""
+    if view not in EVERY_VIEW:
+        raise ValueError(f"unknown view {view!r}; one of {', '.join(EVERY_VIEW)}")
+    return tuple(name for name, views in RESULT_COLUMNS if view in views)
+
+
 @dataclass(frozen=True)
 class RunRecord:
     """Per target pass ("round"): tokens drafted, judged, accepted and committed, and when they arrived."""

@@ -6,31 +6,68 @@ claim "speculative sampling emits exactly the target's distribution" becomes an 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
 
 from specviz.core.verify import EXACT, TOP_B, WITH_REPLACEMENT, Rule, accepted_mass
+from specviz.errors import SettingsError
 
 Context = tuple[int, ...]
 LanguageModel = Callable[[Context], torch.Tensor]  # context -> (V,) next-token distribution
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class MarkovModel:
-    """Next-token distribution depends on the last token only: table[last] is a (V,) distribution."""
+    """Next-token distribution depends on the last token only: table[last] is a (V,) distribution; with a `start`
+    distribution the empty context has one too (the exactness lab's shop model: the first event from START)."""
 
-    table: torch.Tensor  # (V, V), rows sum to 1
+    table: torch.Tensor  # (V, V), rows sum to 1, row = previous token
+    start: torch.Tensor | None = None  # (V,) the first token's distribution; None: contexts are never empty
 
     def __call__(self, context: Context) -> torch.Tensor:
-        return self.table[context[-1]]
+        return self.start if not context and self.start is not None else self.table[context[-1]]
+
+    @property
+    def rows(self) -> torch.Tensor:
+        """(V + 1, V): the table with the start distribution appended as row V (the state before any token)."""
+        return torch.cat([self.table, self.start[None]])
 
     @classmethod
     def random(cls, vocab_size: int, generator: torch.Generator, sharpness: float = 1.0) -> MarkovModel:
         """Rows drawn from a softmax of Gaussian logits; larger sharpness = peakier rows."""
         logits = torch.randn(vocab_size, vocab_size, generator=generator, dtype=torch.float64) * sharpness
         return cls(logits.softmax(-1))
+
+    @classmethod
+    def from_rows(
+        cls, rows: Sequence[Sequence[float]], name: str = "table", normalise: bool = True, labels: Sequence[str] = ()
+    ) -> MarkovModel:
+        """An editable table: the start row first, then one row per previous token; each row normalised to sum to 1
+        (or, with normalise=False, checked to). `labels` name the rows in error messages."""
+        table = check_table(rows, name, labels)  # (V + 1, V)
+        if normalise:
+            table = table / table.sum(-1, keepdim=True)
+        elif not torch.allclose(table.sum(-1), torch.ones(len(table), dtype=torch.float64), atol=1e-9):
+            raise SettingsError(f"every row of the {name} must sum to 1.")
+        return cls(table[1:], table[0])
+
+
+def check_table(rows: Sequence[Sequence[float]], name: str, labels: Sequence[str] = ()) -> torch.Tensor:
+    """(V + 1, V) float64 tensor of a typed table, or a SettingsError saying what is wrong with it (for the editor)."""
+    try:
+        table = torch.tensor([[float(x) for x in row] for row in rows], dtype=torch.float64)  # (V + 1, V)
+    except (TypeError, ValueError) as exc:
+        raise SettingsError(f"the {name} must contain only numbers.") from exc
+    if table.dim() != 2 or table.shape[0] != table.shape[1] + 1 or table.shape[1] < 2:
+        raise SettingsError(f"the {name} must have a START row and one row per event, one column per event.")
+    if not torch.isfinite(table).all() or (table < 0).any():
+        raise SettingsError(f"the {name} must contain probabilities >= 0 (no blanks, no negative numbers).")
+    empty = [labels[i] if i < len(labels) else str(i) for i, s in enumerate(table.sum(-1).tolist()) if s <= 0]
+    if empty:
+        raise SettingsError(f"the {name} row(s) {', '.join(empty)} are all zero: each row needs some probability.")
+    return table
 
 
 Judge = Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, float, torch.Tensor]]

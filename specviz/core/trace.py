@@ -11,10 +11,8 @@ still written as version 1, byte for byte; both versions load.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
-
-import pandas as pd
 
 from specviz.core import stats
 from specviz.core.settings import RunSettings
@@ -249,48 +247,6 @@ class Trace:
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise TraceFormatError(f"This file is not JSON ({exc}); a specviz trace is a .json file.") from exc
         return cls.from_dict(doc)
-
-    def rounds_frame(self) -> pd.DataFrame:
-        """One row per round: proposed, accepted, committed, extra token kind, timings, cache lengths."""
-        return pd.DataFrame(
-            {
-                "round": r.index,
-                "proposed": r.proposed,
-                "accepted": r.accepted,
-                "committed": len(r.committed),
-                "extra_kind": r.extra.kind if r.extra else None,
-                "extra_text": r.extra.text if r.extra else None,
-                "draft_ms": r.draft_ms,
-                "verify_ms": r.verify_ms,
-                "target_cache_before": r.target_cache[0],
-                "target_cache_after": r.target_cache[1],
-                "draft_cache_before": r.draft_cache[0],
-                "draft_cache_after": r.draft_cache[1],
-                "stop": r.stop,
-            }
-            for r in self.rounds
-        )
-
-    def positions_frame(self) -> pd.DataFrame:
-        """One row per drafted position: token, q, p, ratio, u, accepted, verdict."""
-        scalar = [f.name for f in fields(Position) if f.name not in ("p_top", "q_top")]
-        rows = [
-            {"round": r.index, **{name: getattr(pos, name) for name in scalar}}
-            for r in self.rounds
-            for pos in r.positions
-        ]
-        return pd.DataFrame(rows, columns=["round", *scalar])
-
-    def nodes_frame(self) -> pd.DataFrame:
-        """Tree runs: one row per drafted node (id, parent, depth, token, q, p, ratio, u, verdict, on_path); empty
-        for chain runs."""
-        names = [f.name for f in fields(Node) if f.name not in ("p_top", "q_top")]
-        rows = [
-            {"round": r.index, **{name: getattr(node, name) for name in names}, "on_path": node.id in r.path}
-            for r in self.rounds
-            for node in r.nodes
-        ]
-        return pd.DataFrame(rows, columns=["round", *names, "on_path"])
 
 
 def _check_header(doc: Any) -> None:

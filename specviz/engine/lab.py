@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from specviz import methods
-from specviz.core.lab import Chi2Result, chi2_homogeneity
+from specviz.core.chisq import Chi2Result, chi2_homogeneity
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
 from specviz.core.stats import first_divergence

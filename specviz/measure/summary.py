@@ -13,30 +13,14 @@ from collections.abc import Sequence
 import numpy as np
 
 from specviz.core import stats
+from specviz.core.record import CSV, result_columns
 from specviz.core.settings import RunSettings
 from specviz.engine.costs import MeasuredCosts
 from specviz.measure.predict import predict
 from specviz.measure.workload import PairedRun
 
 ALL = "all"
-CSV_COLUMNS = (
-    "prompt",
-    "tag",
-    "source",
-    "method",
-    "k",
-    "alpha",
-    "acceptance_rate",
-    "tau",
-    "proposed",
-    "judged",
-    "accepted",
-    "rounds",
-    "committed",
-    "tokens_per_s",
-    "plain_tokens_per_s",
-    "speedup",
-)
+CSV_COLUMNS = result_columns(CSV)  # one row per prompt x method x K: the scalar fields
 
 
 def groups(results: Sequence[PairedRun], by_tag: bool = True) -> dict[tuple[str, str, str, int], list[PairedRun]]:

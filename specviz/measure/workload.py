@@ -15,35 +15,11 @@ from dataclasses import dataclass, replace
 
 from specviz import methods
 from specviz.core import stats
-from specviz.core.record import RunRecord
+from specviz.core.record import JSON, RunRecord, result_columns
 from specviz.core.settings import RunSettings
 from specviz.measure.prompts import PromptRow
 
 RunSource = Callable[[str, RunSettings, str], RunRecord]  # (prompt, settings, tag) -> the run's record
-RECORD_KEYS = (
-    "prompt",
-    "tag",
-    "method",
-    "k",
-    "alpha",
-    "tau",
-    "proposed",
-    "accepted",
-    "judged",
-    "acceptance_rate",
-    "rounds",
-    "committed",
-    "draft_ms",
-    "verify_ms",
-    "per_position",
-    "accepted_lengths",
-    "by_class",
-    "tokens",
-    "source",
-    "text",
-    "per_round_accepted",
-    "per_round_drafted",
-)
 
 
 @dataclass(frozen=True)
@@ -85,12 +61,14 @@ class PairedRun:
 
     def to_dict(self) -> dict:
         """One entry of the workload JSON's runs[] (its keys are stable; new ones may be added)."""
-        full = self.run.to_dict()
-        return {
-            **{key: full[key] for key in RECORD_KEYS},
+        paired = {
             "tokens_per_s": self.tokens_per_s,
             "plain_tokens_per_s": self.plain_tokens_per_s,
             "speedup": self.speedup,
+        }
+        full = {**self.run.to_dict(), **paired}
+        return {
+            **{key: full[key] for key in result_columns(JSON)},
             "speedup_repeats": list(self.speedups),
             "vllm_metrics": stats.vllm_metrics([self.run]),
             **({"server": self.run.meta["server"]} if "server" in self.run.meta else {}),  # a served run's URL

@@ -18,10 +18,12 @@ import argparse
 import json
 import statistics
 import sys
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, replace
 
 from specviz.core import stats
 from specviz.core.record import RunRecord
+from specviz.core.settings import RunSettings
 
 
 @dataclass(frozen=True)
@@ -113,10 +115,46 @@ def side_by_side(served: RunRecord, local: RunRecord, max_new_tokens: int) -> li
     return rows
 
 
+RunFn = Callable[[str, RunSettings, str], RunRecord]  # (prompt, settings, tag) -> the run's record
+WARM_UP_TOKENS = 8  # each engine's first call pays for allocation: a short run before the timed ones
+
+
+@dataclass(frozen=True)
+class EngineRun:
+    """One prompt decoded by both engines: the two records and how far their steps agree."""
+
+    prompt: str
+    found: Agreement
+    local: RunRecord  # specviz, in this process
+    served: RunRecord  # the server
+    max_new_tokens: int
+
+    @property
+    def steps(self) -> list[dict]:
+        """Both engines' steps side by side, each difference with its reason."""
+        return side_by_side(self.served, self.local, self.max_new_tokens)
+
+
+def compare_engines(
+    run_local: RunFn, run_served: RunFn, rows: Sequence, settings: RunSettings, on_prompt: Callable | None = None
+) -> Iterator[EngineRun]:
+    """Each row's prompt on both engines with the same settings (after a short warm-up of each), and their agreement,
+    yielded as each prompt finishes. on_prompt(i, row) is called before the i-th prompt runs (a progress bar)."""
+    warm = replace(settings, max_new_tokens=min(WARM_UP_TOKENS, settings.max_new_tokens))
+    run_local(rows[0].prompt, warm, rows[0].tag)
+    run_served(rows[0].prompt, warm, rows[0].tag)
+    for i, row in enumerate(rows):
+        if on_prompt:
+            on_prompt(i, row)
+        local = run_local(row.prompt, settings, row.tag)
+        served = run_served(row.prompt, settings, row.tag)
+        found = compare(served, local, settings.max_new_tokens)
+        yield EngineRun(row.prompt, found, local, served, settings.max_new_tokens)
+
+
 def main(argv: list[str] | None = None) -> int:
-    from specviz.core.settings import RunSettings
     from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET, load_pair
-    from specviz.measure.lanes import run_method
+    from specviz.measure.local import engine_source
     from specviz.measure.prompts import read_workload
     from specviz.remote.vllm import connect
 
@@ -134,16 +172,11 @@ def main(argv: list[str] | None = None) -> int:
     rows = read_workload(args.prompts_file).rows
     rows = rows[: args.limit] if args.limit else rows
     settings = server.settings(RunSettings(max_new_tokens=args.max_new_tokens, stop_at_eos=False))
-    run_method(pair, rows[0].prompt, settings, settings.method)  # warm-up, both sides
-    server.run(rows[0].prompt, settings)
     results = []
-    for row in rows:
-        local = run_method(pair, row.prompt, settings, settings.method)
-        served = server.run(row.prompt, settings)
-        found = compare(served, local, args.max_new_tokens)
+    for run in compare_engines(engine_source(pair), server.run, rows, settings):
+        found, local, served = run.found, run.local, run.served
         speeds = {"local_tokens_per_s": local.tokens_per_s, "served_tokens_per_s": served.tokens_per_s}
-        steps = side_by_side(served, local, args.max_new_tokens)
-        results.append({"prompt": row.prompt, **asdict(found), **speeds, "steps": steps})
+        results.append({"prompt": run.prompt, **asdict(found), **speeds, "steps": run.steps})
         print(
             f"{len(results):>3} steps {found.steps:>3} same {found.same:>3} first same at {found.first_same} "
             f"text equal {found.text_equal}  specviz {local.tokens_per_s:6.1f} tok/s  "

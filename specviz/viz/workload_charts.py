@@ -13,7 +13,7 @@ import altair as alt
 import pandas as pd
 
 from specviz.core import stats
-from specviz.core.record import RunRecord
+from specviz.core.record import TABLE, RunRecord, result_columns
 
 
 class Paired(Protocol):
@@ -45,22 +45,7 @@ def _without_speedup(frame: pd.DataFrame, speedup: bool) -> pd.DataFrame:
 
 
 def per_prompt_frame(records: Sequence[Paired], speedup: bool = True) -> pd.DataFrame:
-    columns = [
-        "tag",
-        "source",
-        "method",
-        "k",
-        "alpha",
-        "acceptance_rate",
-        "tau",
-        "proposed",
-        "accepted",
-        "rounds",
-        "tokens_per_s",
-        "plain_tokens_per_s",
-        "speedup",
-        "prompt",
-    ]
+    columns = [*(c for c in result_columns(TABLE) if c != "prompt"), "prompt"]  # the long text last
     frame = pd.DataFrame([{c: getattr(r, c) for c in columns} for r in records], columns=columns)
     return _without_speedup(frame, speedup)
 
@@ -267,3 +252,47 @@ def heatmap_html(rec: Paired | RunRecord) -> str:
         "draft; grey: a correction (drawn from the residual), bonus or plain token, which no accept test judged</div>"
     )
     return '<div style="white-space:pre-wrap;font-family:monospace">' + "".join(spans) + "</div>" + legend
+
+
+def agreement_row(run) -> dict:
+    """One prompt decoded by both engines (remote/agreement.py EngineRun) as a row of the page's table; `steps` and the
+    `_` keys are kept for the step table and the verdict, not shown as columns."""
+    found = run.found
+    before = found.first_same or 0
+    return {
+        "prompt": run.prompt,
+        "text equal": found.text_equal,
+        "first differing token": found.first_divergence,
+        "vLLM steps compared": found.steps,
+        "same steps": found.same,
+        "first same step": found.first_same,
+        "agree from there": f"{found.same_after_first}/{found.steps - before}" if found.first_same is not None else "–",
+        "specviz tokens/s": run.local.tokens_per_s,
+        "vLLM tokens/s": run.served.tokens_per_s,
+        "steps": run.steps,
+        "_before": before,
+        "_after": (found.same_after_first, found.steps - before),
+    }
+
+
+def agreement_frame(rows: Sequence[dict]) -> pd.DataFrame:
+    """The engines' agreement per prompt: agreement_row's columns, less the steps and the `_` keys."""
+    return pd.DataFrame([{k: v for k, v in r.items() if k != "steps" and not k.startswith("_")} for r in rows])
+
+
+def agreement_steps_frame(row: dict) -> pd.DataFrame:
+    """One prompt's steps on both engines, side by side (remote/agreement.py side_by_side)."""
+    return pd.DataFrame(row["steps"])
+
+
+def agreement_verdict(rows: Sequence[dict]) -> tuple[bool, str]:
+    """(all agree, the sentence saying how far): texts equal, and steps the same once the engines line up."""
+    equal = sum(r["text equal"] for r in rows)
+    agree, after = (sum(r["_after"][i] for r in rows) for i in (0, 1))
+    before = sum(r["_before"] for r in rows)
+    sentence = (
+        f"{equal}/{len(rows)} texts equal. From the first verify step where both engines start at the same "
+        f"token, {agree}/{after} steps are the same step (same drafts, same accepted count); {before} vLLM "
+        "step(s) came before that."
+    )
+    return equal == len(rows) and agree == after, sentence

@@ -6,7 +6,7 @@ The negative controls (skip the residual; emit the draft's sample) must fail the
 import pytest
 import torch
 
-from specviz.core.lab import chi2_goodness_of_fit, chi2_p_value
+from specviz.core.chisq import chi2_goodness_of_fit, chi2_p_value
 from specviz.core.sampling import sample, uniforms
 from specviz.core.toy import MarkovModel, speculative_distribution, target_distribution, total_variation
 from specviz.core.verify import EXACT, Rule, acceptance_probability, next_token_distribution, residual, verify

@@ -9,7 +9,7 @@ import itertools
 import pytest
 import torch
 
-from specviz.core import lab
+from specviz.core import chisq, lab
 from specviz.core.toy import MarkovModel, speculative_distribution, target_distribution, total_variation
 from specviz.errors import SettingsError
 
@@ -131,35 +131,35 @@ def test_same_seed_same_samples():
 
 
 def test_chi2_p_value_matches_known_quantiles():
-    assert lab.chi2_p_value(3.841458820694124, 1) == pytest.approx(0.05, abs=1e-9)
-    assert lab.chi2_p_value(18.307038, 10) == pytest.approx(0.05, abs=1e-6)
-    assert lab.chi2_p_value(0.0, 4) == 1.0
+    assert chisq.chi2_p_value(3.841458820694124, 1) == pytest.approx(0.05, abs=1e-9)
+    assert chisq.chi2_p_value(18.307038, 10) == pytest.approx(0.05, abs=1e-6)
+    assert chisq.chi2_p_value(0.0, 4) == 1.0
 
 
 def test_chi2_tests():
     probs = torch.tensor([0.5, 0.3, 0.2, 0.0])
-    fit = lab.chi2_goodness_of_fit(torch.tensor([500.0, 300.0, 200.0, 0.0]), probs)
+    fit = chisq.chi2_goodness_of_fit(torch.tensor([500.0, 300.0, 200.0, 0.0]), probs)
     assert fit.statistic == pytest.approx(0.0) and fit.p_value == pytest.approx(1.0) and fit.dof == 2
     assert (
-        lab.chi2_goodness_of_fit(torch.tensor([500.0, 300.0, 199.0, 1.0]), probs).p_value == 0.0
+        chisq.chi2_goodness_of_fit(torch.tensor([500.0, 300.0, 199.0, 1.0]), probs).p_value == 0.0
     )  # impossible outcome
-    pooled = lab.chi2_goodness_of_fit(torch.tensor([97.0, 1.0, 1.0, 1.0]), torch.tensor([0.97, 0.01, 0.01, 0.01]))
+    pooled = chisq.chi2_goodness_of_fit(torch.tensor([97.0, 1.0, 1.0, 1.0]), torch.tensor([0.97, 0.01, 0.01, 0.01]))
     assert pooled.pooled == 3 and pooled.dof == 1
-    same = lab.chi2_homogeneity(torch.tensor([50.0, 30.0, 20.0]), torch.tensor([50.0, 30.0, 20.0]))
+    same = chisq.chi2_homogeneity(torch.tensor([50.0, 30.0, 20.0]), torch.tensor([50.0, 30.0, 20.0]))
     assert same.p_value == pytest.approx(1.0)
-    differ = lab.chi2_homogeneity(torch.tensor([90.0, 10.0, 0.0]), torch.tensor([10.0, 10.0, 80.0]))
+    differ = chisq.chi2_homogeneity(torch.tensor([90.0, 10.0, 0.0]), torch.tensor([10.0, 10.0, 80.0]))
     assert differ.p_value < 1e-6
 
 
 def test_markov_chain_tables_are_validated():
-    p = lab.MarkovChain.from_rows([[2, 2, 0, 0]] + [list(r) for r in lab.SHOP_TARGET[1:]])
+    p = lab.chain_from_rows([[2, 2, 0, 0]] + [list(r) for r in lab.SHOP_TARGET[1:]])
     assert torch.allclose(p.start, torch.tensor([0.5, 0.5, 0.0, 0.0], dtype=torch.float64))
     bad = [list(r) for r in lab.SHOP_TARGET]
     for row, message in (([-0.1, 0.5, 0.3, 0.3], ">= 0"), ([0, 0, 0, 0], "all zero"), ([float("nan")] * 4, ">= 0")):
         with pytest.raises(SettingsError, match=message):
-            lab.MarkovChain.from_rows(bad[:1] + [row] + bad[2:])
+            lab.chain_from_rows(bad[:1] + [row] + bad[2:])
     with pytest.raises(SettingsError, match="START row"):
-        lab.MarkovChain.from_rows(bad[1:])
+        lab.chain_from_rows(bad[1:])
     with pytest.raises(SettingsError):
         lab.get_variant("nope")
     with pytest.raises(SettingsError, match="samples"):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from specviz.core import lab
+from specviz.core import chisq, lab
 from specviz.core.verify import TOP_B, WITH_REPLACEMENT, WITHOUT_REPLACEMENT
 
 EXACT_KEYS = ("with_replacement", "without_replacement", "top_b")
@@ -53,7 +53,7 @@ def test_the_sampler_follows_its_own_enumeration_even_when_broken(shop_poor):
     variant = lab.TREE_VARIANTS_BY_KEY["no_residual"]
     exact = lab.as_vector(lab.tree_variant_distribution(p, q, (2, 1), 3, variant), 4, 3)
     runs = lab.sample_tree(p, q, (2, 1), variant, 1000, 3, torch.Generator().manual_seed(5))
-    assert lab.chi2_goodness_of_fit(lab.sequence_counts(runs, 4), exact).p_value > 1e-3
+    assert chisq.chi2_goodness_of_fit(lab.sequence_counts(runs, 4), exact).p_value > 1e-3
 
 
 def test_tree_round_commits_the_accepted_path_then_one_token():

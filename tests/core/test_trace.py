@@ -6,6 +6,7 @@ from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
 from specviz.core.trace import ExtraToken, Position, Round, TokenProb, Totals, Trace
 from specviz.errors import TraceFormatError
+from specviz.viz import trace_frames
 
 
 def hand_trace() -> Trace:
@@ -100,7 +101,7 @@ def test_json_has_the_documented_shape():
 
 def test_data_frames_one_row_per_round_and_per_position():
     trace = hand_trace()
-    rounds, positions = trace.rounds_frame(), trace.positions_frame()
+    rounds, positions = trace_frames.rounds_frame(trace), trace_frames.positions_frame(trace)
     assert list(rounds["committed"]) == [2, 3] and list(rounds["extra_kind"]) == ["correction", "bonus"]
     assert len(positions) == 4 and list(positions["verdict"]) == ["accepted", "rejected", "accepted", "accepted"]
     assert {"round", "token_id", "p", "q", "ratio", "u", "accepted"} <= set(positions.columns)
@@ -142,4 +143,4 @@ def test_a_tree_trace_round_trips_with_each_nodes_distributions_and_older_tree_t
             del node["p_top"], node["q_top"]
     older = Trace.from_dict(doc)
     assert [n.token_id for n in older.rounds[1].nodes] == [n.token_id for n in trace.rounds[1].nodes]
-    assert "p_top" not in trace.nodes_frame().columns
+    assert "p_top" not in trace_frames.nodes_frame(trace).columns

@@ -16,6 +16,7 @@ from specviz.core.trace import ACCEPTED, REJECTED, UNREACHED, Trace
 from specviz.core.verify import tree_size
 from specviz.engine.decode import generate
 from specviz.errors import SettingsError
+from specviz.viz.trace_frames import nodes_frame
 
 PROMPTS = ["def add(a, b):\n    return", "The quick brown fox"]
 MAX_NEW = 32
@@ -127,7 +128,7 @@ def test_tree_trace_round_trips_through_json_and_chain_traces_stay_version_1(loa
     doc = json.loads(trace.to_json())
     assert doc["version"] == 2 and doc["settings"]["tree"] == [2, 2] and doc["rounds"][0]["nodes"]
     assert Trace.from_json(trace.to_json()) == trace
-    frame = trace.nodes_frame()
+    frame = nodes_frame(trace)
     assert len(frame) == sum(len(r.nodes) for r in trace.rounds) and frame["on_path"].sum() == sum(
         len(r.path) for r in trace.rounds
     )

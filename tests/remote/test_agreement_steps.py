@@ -30,3 +30,29 @@ def test_a_different_step_after_lining_up_is_numerics():
     rows = {r["starts at token"]: r for r in side_by_side(served, local, 64)}
     assert rows[0]["same step"] and rows[5]["why not"] == AFTER_IN_LINE
     assert (rows[5]["vLLM accepted"], rows[5]["specviz accepted"]) == (3, 1)
+
+
+def test_compare_engines_warms_both_up_then_runs_each_prompt_on_both():
+    from specviz.core.settings import RunSettings
+    from specviz.measure.prompts import PromptRow
+    from specviz.remote.agreement import compare_engines
+    from specviz.viz.workload_charts import agreement_row, agreement_verdict
+
+    calls = []
+
+    def engine(source):
+        def run(prompt, settings, tag):
+            calls.append((source, prompt, settings.max_new_tokens, tag))
+            return record(source, (4, 4, 4), (4, 4, 4), (5, 5, 3))
+
+        return run
+
+    rows = [PromptRow("a", "x", 1), PromptRow("b", "y", 2)]
+    runs = list(compare_engines(engine("specviz"), engine("vllm"), rows, RunSettings(max_new_tokens=13)))
+    assert calls[:2] == [("specviz", "a", 8, "x"), ("vllm", "a", 8, "x")]  # the warm-up: short, both engines
+    assert [c[:3] for c in calls[2:]] == [(s, p, 13) for p in "ab" for s in ("specviz", "vllm")]
+    assert [r.prompt for r in runs] == ["a", "b"] and all(r.found.text_equal for r in runs)
+    table = [agreement_row(r) for r in runs]
+    assert table[0]["agree from there"] == "2/2" and table[0]["_after"] == (2, 2)
+    agreed, sentence = agreement_verdict(table)
+    assert agreed and sentence.startswith("2/2 texts equal.")

@@ -1,0 +1,160 @@
+"""The round page's URL: settings, prompt (or a bundled trace's name) and the moment shown, both ways.
+
+A copied address bar opens exactly the view it was copied from: `page_params` writes it from what is shown,
+`read_url` reads a shared link back, and `apply_url` hands what it read to the sidebar as if the user had chosen it
+(the sidebar's own widgets then check the ranges, as for a typed value). Both directions are pure except the last
+two functions, which read and write Streamlit's query parameters and session state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+import streamlit as st
+
+from specviz.core.sampling import SamplingSettings
+from specviz.core.settings import RunSettings, parse_tree
+from specviz.core.trace import Trace
+from specviz.ui.controls import set_setting, set_tree_shape
+from specviz.viz import steps
+
+URL_SETTINGS = {  # URL parameter -> (sidebar key, type)
+    "method": ("method", str),
+    "k": ("k", int),
+    "t": ("temperature", float),
+    "top_k": ("top_k", int),
+    "top_p": ("top_p", float),
+    "seed": ("seed", int),
+    "n": ("max_new_tokens", int),
+}
+MOMENT_KEYS = ("round", "phase", "pos")
+BUNDLED = "bundled:"  # a trace source "bundled:<name>" replays the bundled trace of that name
+
+
+def settings_params(settings: RunSettings, prompt: str) -> dict[str, str]:
+    """A live run's settings and prompt as URL parameters (a tree run adds its shape: tree=2,2,1,1)."""
+    sampling = settings.sampling
+    params = {
+        "method": settings.method,
+        "k": str(settings.k),
+        "t": f"{sampling.temperature:g}",
+        "top_k": str(sampling.top_k),
+        "top_p": f"{sampling.top_p:g}",
+        "seed": str(settings.seed),
+        "n": str(settings.max_new_tokens),
+        "prompt": prompt,
+    }
+    if settings.tree:
+        params["tree"] = ",".join(map(str, settings.tree))
+    return params
+
+
+def page_params(trace: Trace, cursor: steps.Cursor, source: str, focus: bool, lecture: bool) -> dict[str, str]:
+    """The whole address of the view shown: the moment, the view, lecture mode, and what is replayed (a bundled
+    trace by name, a live run by its settings and prompt; an uploaded trace cannot be named)."""
+    params = steps.url_params(trace, cursor)
+    params["view"] = "focus" if focus else "full"
+    if lecture:
+        params["lecture"] = "1"
+    if source.startswith(BUNDLED):
+        params["trace"] = source.removeprefix(BUNDLED)
+    elif source == "live":
+        params |= settings_params(trace.settings, trace.prompt)
+    return params
+
+
+@dataclass(frozen=True)
+class OpenedUrl:
+    """What a shared link asks for. Settings whose text does not parse are left out (the sidebar keeps its own)."""
+
+    sidebar: dict[str, object] = field(default_factory=dict)  # sidebar key -> value (URL_SETTINGS)
+    tree: str | None = None  # the tree shape as typed, e.g. "2,2,1,1"
+    lecture: bool = False  # only ever turns lecture mode on
+    focus: bool | None = None  # the focus view (True), the full one (False), or as it was (None)
+    prompt: str | None = None
+    trace: str | None = None  # a bundled trace's name
+    moment: dict[str, str] = field(default_factory=dict)  # round, phase, pos as given
+
+    def run_settings(self, base: RunSettings) -> RunSettings:
+        """The settings the link names, `base` for what it does not carry (the draft vocabulary, n-gram sizes)."""
+        values, sampling = self.sidebar, base.sampling
+        tree = parse_tree(self.tree) if self.tree else ()
+        return replace(
+            base,
+            method=values.get("method", base.method),
+            k=len(tree) if tree else values.get("k", base.k),  # a tree's K is its depth, as the sidebar sets it
+            sampling=SamplingSettings(
+                values.get("temperature", sampling.temperature),
+                values.get("top_k", sampling.top_k),
+                values.get("top_p", sampling.top_p),
+            ),
+            seed=values.get("seed", base.seed),
+            max_new_tokens=values.get("max_new_tokens", base.max_new_tokens),
+            tree=tree,
+        )
+
+
+def read_url(params: Mapping[str, str]) -> OpenedUrl:
+    """A link's parameters read back; unreadable numbers are dropped, as a typed value the sidebar cannot take."""
+    sidebar = {}
+    for name, (key, kind) in URL_SETTINGS.items():
+        if name in params:
+            try:
+                sidebar[key] = kind(params[name])
+            except ValueError:
+                pass
+    view = params.get("view")
+    return OpenedUrl(
+        sidebar=sidebar,
+        tree=params.get("tree"),
+        lecture=params.get("lecture") in ("1", "true"),
+        focus=view == "focus" if view in ("focus", "full") else None,
+        prompt=params.get("prompt"),
+        trace=params.get("trace"),
+        moment={k: params[k] for k in MOMENT_KEYS if k in params},
+    )
+
+
+# ---- Streamlit's side: the address bar and the session ----------------------------------------------------------
+WRITTEN = "_rounds_url"  # session key: the parameters this page last wrote
+
+
+def url_now() -> dict[str, str]:
+    """The address bar's parameters."""
+    return {k: st.query_params[k] for k in st.query_params}
+
+
+def opened_url() -> OpenedUrl | None:
+    """A link the page did not write itself (shared, or typed in), read; None for the page's own URL or none."""
+    params = url_now()
+    return read_url(params) if params and params != st.session_state.get(WRITTEN) else None
+
+
+def apply_url(opened: OpenedUrl) -> None:
+    """Put a link's settings in the sidebar and its view and prompt in the session, as if the user had chosen them."""
+    state = st.session_state
+    for key, value in opened.sidebar.items():
+        set_setting(key, value)
+    if opened.tree is not None:
+        set_tree_shape(opened.tree)
+    if opened.lecture:
+        set_setting("lecture", True)
+    if opened.focus is not None:
+        state["focus_view"] = opened.focus
+    if opened.prompt is not None:
+        state["prompt"] = state["_kept_prompt"] = opened.prompt
+
+
+def write_url(params: dict[str, str]) -> None:
+    """Keep the address bar on the view shown (rewritten only when it changed): a copied URL opens exactly this."""
+    if params != url_now():
+        st.query_params.from_dict(params)
+    st.session_state[WRITTEN] = params
+
+
+def keep_url(trace: Trace, cursor: steps.Cursor) -> None:
+    """The address of the moment shown, from the session's source, view and lecture mode, in the address bar."""
+    state = st.session_state
+    source = state.get("rounds_source", "live")
+    write_url(page_params(trace, cursor, source, bool(state.get("focus_view")), bool(state.get("lecture"))))

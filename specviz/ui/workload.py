@@ -1,0 +1,136 @@
+"""The workload page's drivers: measure on this app's models or through a server, and compare the two engines.
+
+Each result goes into the session as it arrives, so a Stop (which ends the script) or a server that fails midway
+keeps what was measured. The measuring itself is in measure/ (local.py, workload.py) and remote/ (vllm.py,
+agreement.py); here are the progress bars and the session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+import streamlit as st
+
+from specviz.core.sampling import SamplingSettings
+from specviz.core.settings import RunSettings
+from specviz.engine.models import ModelPair
+from specviz.errors import SpecvizError
+from specviz.measure.identity import local_pair_for
+from specviz.measure.local import engine_source, step_costs
+from specviz.measure.prompts import PromptRow
+from specviz.measure.workload import run_workload
+from specviz.remote.agreement import compare_engines
+from specviz.remote.vllm import Server, connect, measure
+from specviz.ui.limits import Limits, display_source
+from specviz.ui.loaders import cached_pair
+from specviz.viz.workload_charts import agreement_row
+
+RECORDS, PLANNED, SETTINGS, STOPPED = "workload_records", "workload_planned", "workload_settings", "workload_stopped"
+
+
+def too_many_note(available: int, cap: int) -> str | None:
+    """The note shown when a workload has more prompts than one run takes."""
+    return f"only the first {cap} of {available} prompts run at once" if available > cap else None
+
+
+def clear_results(planned: int | None = None) -> None:
+    """Forget the measured results (and, given `planned`, say how many the next run will measure)."""
+    st.session_state[RECORDS] = []
+    st.session_state.pop(STOPPED, None)
+    if planned is not None:
+        st.session_state[PLANNED] = planned
+
+
+def progress_bar():
+    """A progress bar and the callback run_workload and measure report to: done / total, time left, the prompt."""
+    bar = st.progress(0.0, text="Warming up…")
+
+    def progress(p) -> None:
+        eta = "" if p.done == 0 else f" · about {p.eta_s:.0f} s left"
+        text = f"{p.done}/{p.total} timed runs (prompt × method × K × repeat){eta} · {p.prompt[:60]!r}"
+        bar.progress(p.done / max(1, p.total), text=text)
+
+    return bar, progress
+
+
+def open_server(url: str, model: str, api_key: str, method: str, limits: Limits) -> Server:
+    """Connect (public mode: only a listed host, refused before any request). Never stored: it holds the key."""
+    limits.check_server(url)
+    return connect(url.strip(), model.strip() or None, api_key or None, method=method)
+
+
+def server_summary(server: Server, limits: Limits, asked: str, pairs: Sequence[tuple[str, str]]) -> dict:
+    """What "Check connection" shows, with names as public mode may show them, and the local pair (among `pairs`)
+    that serves the same target, for the engine comparison."""
+    shown = lambda source: display_source(source, limits)  # noqa: E731
+    return {
+        **server.describe(),
+        "model": shown(server.model),
+        "models": [shown(m) for m in server.models],
+        "per_request": server.per_request,
+        "counters": server.counters,
+        "max_model_len": server.max_model_len,
+        "local_pair": local_pair_for(server.model, pairs) if server.method == "draft" else None,
+        "asked": asked,  # shown while the URL field still says this
+    }
+
+
+def run_here(
+    pair: ModelPair, rows: list[PromptRow], method_names: list[str], ks: list[int], base: RunSettings, repeats: int
+) -> None:
+    """Measure the step costs, then every prompt x method x K (each `repeats` times, with its plain runs)."""
+    clear_results(planned=len(rows) * len(method_names) * len(ks))  # results; each timed `repeats` times
+    bar, progress = progress_bar()
+    bar.progress(0.0, text="Measuring step costs…")
+    costs = step_costs(pair, ks, base)
+    st.session_state[SETTINGS] = (base, pair.describe(), method_names, sorted(ks), costs)
+    bar.progress(0.0, text="Warming up…")
+    for record in run_workload(engine_source(pair), rows, method_names, sorted(ks), base, progress, repeats):
+        st.session_state[RECORDS].append(record)  # kept even if the run is stopped here
+    bar.empty()
+
+
+def run_on_server(
+    open_it: Callable[[], Server],
+    rows: list[PromptRow],
+    note: str | None,
+    base: RunSettings,
+    concurrency: int,
+    limits: Limits,
+) -> None:
+    """Every prompt through the server (its own method and K, the sidebar's sampling and length); a failure is
+    shown, and the prompts finished before it are kept."""
+    state = st.session_state
+    clear_results()
+    try:
+        server = open_it()
+        if note:
+            st.warning(note)
+        meta = {**server.describe(), "model": display_source(server.model, limits), "concurrency": concurrency}
+        state[PLANNED] = len(rows)
+        state[SETTINGS] = (server.settings(base), meta, [server.method], [server.k], None)
+        bar, progress = progress_bar()
+        for record in measure(server, rows, base, concurrency, progress):
+            state[RECORDS].append(record)  # kept if the run is stopped, or the server fails, here
+        bar.empty()
+    except SpecvizError as exc:
+        kept = len(state[RECORDS])
+        if kept:
+            state[STOPPED] = f"The server failed after {kept} prompt(s); they are kept below. {exc}"
+        st.error(str(exc) + (f"\n\nThe {kept} prompt(s) finished before are kept below." if kept else ""))
+
+
+def compare_with_server(server: Server, target: str, draft: str, base: RunSettings, rows: list) -> list[dict]:
+    """Each prompt on the server and on this app's engine (float32 on the CPU), greedy, the server's K: agreement
+    per prompt and per step, as the page's table rows (viz/workload_charts.py agreement_row)."""
+    pair = cached_pair(target, draft, "cpu", "float32")
+    greedy = replace(  # the whole draft, as vLLM runs it: a trimmed vocabulary would compare unlike drafts
+        base, sampling=SamplingSettings(0.0, 0, 1.0), stop_at_eos=False, draft_vocab=0
+    )
+    settings = server.settings(greedy)
+    bar = st.progress(0.0, text="Warming up both engines…")
+    on_prompt = lambda i, row: bar.progress(i / len(rows), text=f"{i}/{len(rows)} prompts · {row.prompt[:60]!r}")  # noqa: E731
+    out = [agreement_row(run) for run in compare_engines(engine_source(pair), server.run, rows, settings, on_prompt)]
+    bar.empty()
+    return out

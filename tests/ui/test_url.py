@@ -1,0 +1,64 @@
+"""The round page's URL codec: settings -> URL -> settings gives the same settings, for chain and tree runs."""
+
+import pytest
+
+from specviz.core.sampling import SamplingSettings
+from specviz.core.settings import RunSettings
+from specviz.core.trace import ExtraToken, Position, Round, Totals, Trace
+from specviz.ui import url
+from specviz.viz import steps
+
+CHAIN = RunSettings(method="draft", k=3, sampling=SamplingSettings(0.7, 20, 0.9), max_new_tokens=12, seed=5)
+NGRAM = RunSettings(method="ngram", k=6, sampling=SamplingSettings(0.0), max_new_tokens=30, seed=0)
+TREE = RunSettings(method="tree", k=4, tree=(3, 2, 1, 1), sampling=SamplingSettings(1.0), max_new_tokens=8, seed=9)
+
+
+@pytest.mark.parametrize("settings", [CHAIN, NGRAM, TREE], ids=["chain", "ngram", "tree"])
+def test_settings_to_url_to_settings_is_the_identity(settings):
+    opened = url.read_url(url.settings_params(settings, "def add(a, b):\n"))
+    assert opened.run_settings(RunSettings()) == settings
+    assert opened.prompt == "def add(a, b):\n"
+
+
+def test_a_tree_url_carries_its_shape_and_a_chain_url_none():
+    assert url.settings_params(TREE, "x")["tree"] == "3,2,1,1"
+    assert "tree" not in url.settings_params(CHAIN, "x")
+
+
+def test_what_the_url_does_not_carry_comes_from_the_base():
+    base = RunSettings(draft_vocab=1024, ngram_max=4)
+    back = url.read_url(url.settings_params(CHAIN, "x")).run_settings(base)
+    assert back.draft_vocab == 1024 and back.ngram_max == 4  # not in the URL: the sidebar's own value stays
+
+
+def test_unreadable_numbers_are_dropped_and_the_rest_kept():
+    opened = url.read_url({"k": "two", "t": "0.5", "seed": "", "lecture": "yes", "view": "wide"})
+    assert opened.sidebar == {"temperature": 0.5}  # k and seed do not parse: the sidebar keeps its own
+    assert not opened.lecture and opened.focus is None  # only "1"/"true" and "focus"/"full" mean something
+
+
+def hand_trace(settings: RunSettings) -> Trace:
+    """Two chain rounds: the first rejects its second draft, the second accepts both and takes the bonus."""
+    pos = lambda i, verdict: Position(i, 1, "x", 0.5, 0.5, 1.0, 0.1, verdict == "accepted", verdict)  # noqa: E731
+    rounds = (
+        Round(0, (pos(0, "accepted"), pos(1, "rejected")), ExtraToken(2, "y", "correction", 1, 1, 0.5), (), (1, 2),
+              1.0, 1.0, (0, 0), (0, 0)),
+        Round(1, (pos(0, "accepted"), pos(1, "accepted")), ExtraToken(2, "y", "bonus", 1, 1, 0.5), (), (1, 1, 2),
+              1.0, 1.0, (0, 0), (0, 0)),
+    )  # fmt: skip
+    return Trace(settings, "prompt", (1,), rounds, "", Totals.of(rounds, 1.0))
+
+
+def test_the_page_address_names_the_moment_the_view_and_the_source():
+    trace = hand_trace(RunSettings(method="draft", k=2))
+    cursor = steps.next_event(trace, steps.Cursor(), "rejection")  # round 1, judging its second draft
+    live = url.page_params(trace, cursor, "live", focus=True, lecture=True)
+    opened = url.read_url(live)
+    assert opened.moment == {"round": "1", "phase": "judge", "pos": "2"}
+    assert steps.cursor_from_params(trace, opened.moment) == cursor
+    assert opened.focus is True and opened.lecture is True and opened.run_settings(RunSettings()) == trace.settings
+    bundled = url.page_params(trace, cursor, url.BUNDLED + "low-q-accepted", focus=False, lecture=False)
+    assert bundled["trace"] == "low-q-accepted" and "method" not in bundled and "lecture" not in bundled
+    assert url.read_url(bundled).focus is False
+    uploaded = url.page_params(trace, cursor, "upload", focus=False, lecture=False)
+    assert set(uploaded) == {"round", "phase", "pos", "view"}  # an uploaded trace has no name to link to
