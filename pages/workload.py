@@ -71,7 +71,9 @@ where = st.radio(
 )
 if where == HERE:
     left, middle, right = st.columns(3)
-    chosen_methods = left.multiselect("Methods", list(methods.PROPOSERS), default=["draft"], format_func=methods.label)
+    chosen_methods = left.multiselect(
+        "Methods", list(methods.PROPOSERS), default=[methods.DRAFT], format_func=methods.label
+    )
     ks = middle.multiselect("K values", list(range(1, 17)), default=[controls.settings.k if controls.settings else 4])
     repeats = right.number_input(
         "Timing repeats per prompt",
@@ -91,7 +93,7 @@ else:
     left, right = st.columns(2)
     declared = left.selectbox(
         "Its speculative method, if it does not say",
-        ["draft", "ngram"],
+        list(methods.FROM_VLLM.values()),
         format_func=methods.label,
         key="server_method",
         help="vLLM exposes its --speculative-config only in dev mode (VLLM_SERVER_DEV_MODE=1); otherwise the "
@@ -228,7 +230,7 @@ if warned:
     st.warning(
         f"{len(warned)} run(s) carry warnings (in the JSON's meta.warnings), e.g.: {warned[0].run.meta['warnings'][0]}"
     )
-if served and base.sampling.temperature > 0 and meta.get("method") == "draft":
+if served and base.sampling.temperature > 0 and meta.get("method") == methods.DRAFT:
     st.info(
         "At temperature > 0 vLLM's draft model drafts greedily unless told otherwise (its speculative config's "
         '"draft_sample_method" defaults to "greedy"): each draft is the draft model\'s argmax, taken as certain '

@@ -12,6 +12,7 @@ from dataclasses import replace
 
 import streamlit as st
 
+from specviz import methods
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
 from specviz.engine.models import ModelPair
@@ -71,7 +72,7 @@ def server_summary(server: Server, limits: Limits, asked: str, pairs: Sequence[t
         "per_request": server.per_request,
         "counters": server.counters,
         "max_model_len": server.max_model_len,
-        "local_pair": local_pair_for(server.model, pairs) if server.method == "draft" else None,
+        "local_pair": local_pair_for(server.model, pairs) if server.method == methods.DRAFT else None,
         "asked": asked,  # shown while the URL field still says this
     }
 
