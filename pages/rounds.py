@@ -173,7 +173,7 @@ def show_tree(trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:
     r = trace.rounds[cursor.round]
     earlier = trace.tokens(cursor.round)
     draw(st, trees.tree_chart(r, step, trace.settings.tree, earlier[-1][1] if earlier else "prompt"))
-    st.markdown(key_html(trees.tree_key()), unsafe_allow_html=True)
+    render.show_html(key_html(trees.tree_key()))
 
 
 # ---- one renderer per phase: a tree round draws its tree where a chain round draws its chips ---------------------
@@ -183,13 +183,13 @@ def show_draft(trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:
     if r.is_tree:  # in the full view this one tree follows the cursor; the focus view draws it at every phase
         show_tree(trace, cursor, steps.current_step(trace, cursor))
     else:
-        st.markdown(proposals_html(r), unsafe_allow_html=True)
+        render.show_html(proposals_html(r))
 
 
 def show_verify(trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:
     r = trace.rounds[cursor.round]
     committed = committed_length(trace, cursor.round)
-    st.markdown(verify_html(r, committed), unsafe_allow_html=True)
+    render.show_html(verify_html(r, committed))
     if r.is_tree:
         draw(st, trees.mask_chart(r, committed))
 
@@ -301,7 +301,7 @@ def navigation(trace: Trace, cursor: steps.Cursor) -> None:
     buttons[4].button("Run to the end", on_click=advance, args=(lambda t, c: steps.last_cursor(t),))
     buttons[5].button("Reset", on_click=advance, args=(lambda t, c: steps.Cursor(),))
     with st.container(key="clicker_keys"):
-        st.markdown(HIDDEN_KEYS_CSS, unsafe_allow_html=True)
+        render.show_html(HIDDEN_KEYS_CSS)
         st.button("Next phase (PageDown)", on_click=advance, args=(steps.next_step,), shortcut="PageDown")
         st.button("Next phase (Space)", on_click=advance, args=(steps.next_step,), shortcut="Space")
         st.button("Previous phase (PageUp)", on_click=advance, args=(steps.previous_step,), shortcut="PageUp")
@@ -350,7 +350,7 @@ def playback() -> None:
     show_text(trace, steps.rounds_committed(trace, cursor))
     if focus:
         with st.container(key="focus_panel"):
-            st.markdown(phase_strip_html(step.phase, steps.PHASE_TITLES), unsafe_allow_html=True)
+            render.show_html(phase_strip_html(step.phase, steps.PHASE_TITLES))
             show_step(trace, cursor, step)
         navigation(trace, cursor)
         return

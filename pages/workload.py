@@ -12,12 +12,14 @@ from specviz.measure.predict import predict
 from specviz.measure.prompts import Workload, parse_workload
 from specviz.measure.recommend import recommend
 from specviz.measure.summary import results_csv, results_json, summarize
+from specviz.ui import render
 from specviz.ui import workload as drive
 from specviz.ui.controls import active_pair, active_sources, sidebar_controls
 from specviz.ui.limits import Limits, display_source
 from specviz.ui.render import apply_lecture_mode, draw, page_header
 from specviz.viz import workload_charts as charts
 from specviz.viz.explain import ALPHA_HELP
+from specviz.viz.text import literal
 
 page_header(
     "Your workload",
@@ -52,9 +54,9 @@ try:
         )
         workload = parse_workload(upload.getvalue(), upload.name, LIMITS.max_upload_bytes) if upload else None
 except SpecvizError as exc:
-    st.error(str(exc))
+    st.error(literal(str(exc)))
 if workload and workload.problems:
-    st.warning("Skipped rows (the others still run):\n\n" + "\n".join(f"- {p}" for p in workload.problems))
+    st.warning("Skipped rows (the others still run):\n\n" + "\n".join(f"- {literal(p)}" for p in workload.problems))
 
 run_limit = MAX_PROMPTS_PER_RUN
 if workload and workload.rows:
@@ -113,14 +115,15 @@ else:
             pairs = (active_sources()[:2], (BUNDLED_TARGET, BUNDLED_DRAFT))  # the pair in use, then the bundled one
             state["server_found"] = drive.server_summary(open_server(), LIMITS, url.strip(), pairs)
         except SpecvizError as exc:
-            st.error(str(exc))
+            st.error(literal(str(exc)))  # a server's own words may be in it: shown as text
     found = state.get("server_found")
     if found and found["asked"] == url.strip():
         st.success(
-            f"**{found['server']}** serves {', '.join(f'`{m}`' for m in found['models'])} "
-            f"(vLLM {found['vllm_version'] or 'version not reported'}; context {found['max_model_len'] or '?'} tokens)"
+            f"**{literal(found['server'])}** serves {', '.join(literal(repr(m)) for m in found['models'])} "
+            f"(vLLM {literal(found['vllm_version'] or 'version not reported')}; "
+            f"context {literal(found['max_model_len'] or '?')} tokens)"
             f"\n\n- speculative method: **{methods.label(found['method'])}**, K = **{found['k']}**"
-            + "".join(f"\n  - {note}" for note in found["notes"])
+            + "".join(f"\n  - {literal(note)}" for note in found["notes"])
             + "\n- per-request metrics: "
             + ("**on** (each step's drafted and accepted counts)" if found["per_request"] else "**off**")
             + "\n- Prometheus counters: "
@@ -156,10 +159,10 @@ if start and where == HERE:
         pair = active_pair()
         rows, problems = fitting_rows(pair, workload.rows[:run_limit], controls.settings.max_new_tokens)
         for problem in problems + ([too_many] if too_many else []):
-            st.warning(problem)
+            st.warning(literal(problem))
         drive.run_here(pair, rows, chosen_methods, ks, controls.settings, int(repeats))
     except SpecvizError as exc:
-        st.error(str(exc))
+        st.error(literal(str(exc)))
 
 if start and where == SERVER:
     rows = list(workload.rows[:run_limit])
@@ -170,10 +173,10 @@ if where == SERVER and found and found.get("local_pair") and found["asked"] == u
     st.subheader("Same pair, two engines")
     target, draft = found["local_pair"]
     st.caption(
-        f"The server serves `{display_source(target, LIMITS)}`, which this app can load too (with the draft "
-        f"`{display_source(draft, LIMITS)}`: vLLM does not say which draft it runs; if it runs another, the steps "
-        f"differ). Both decode the same prompts greedily with K = {found['k']} and the sidebar's max new tokens; "
-        "this app in float32 on the CPU."
+        f"The server serves {literal(repr(display_source(target, LIMITS)))}, which this app can load too (with the "
+        f"draft {literal(repr(display_source(draft, LIMITS)))}: vLLM does not say which draft it runs; if it runs "
+        f"another, the steps differ). Both decode the same prompts greedily with K = {found['k']} and the sidebar's "
+        "max new tokens; this app in float32 on the CPU."
     )
     available = len(workload.rows) if workload else 0
     n_compare = st.number_input(
@@ -185,7 +188,7 @@ if where == SERVER and found and found.get("local_pair") and found["asked"] == u
             rows = list(workload.rows[: int(n_compare)])
             state["agreement"] = drive.compare_with_server(open_server(), target, draft, controls.settings, rows)
         except SpecvizError as exc:
-            st.error(str(exc))
+            st.error(literal(str(exc)))
     compared = state.get("agreement")
     if compared:
         agreed, sentence = charts.agreement_verdict(compared)
@@ -224,7 +227,7 @@ st.caption(
     + f", seed {base.seed}, {base.max_new_tokens} new tokens per run"
 )
 if state.get("workload_stopped"):
-    st.warning(state["workload_stopped"])
+    st.warning(literal(state["workload_stopped"]))
 warned = [r for r in records if r.run.meta.get("warnings")]
 if warned:
     st.warning(
@@ -303,7 +306,7 @@ if with_tokens:
         with_tokens,
         format_func=lambda i: f"{records[i].method} K={records[i].k} · {records[i].prompt[:50]!r}",
     )
-    st.markdown(charts.heatmap_html(records[which]), unsafe_allow_html=True)
+    render.show_html(charts.heatmap_html(records[which]))
 
 left, right = st.columns(2)
 left.download_button(

@@ -53,7 +53,7 @@ def page_header(title: str, teaching_point: str) -> None:
 
 def apply_lecture_mode(on: bool) -> None:
     if on:
-        st.markdown(LECTURE_CSS, unsafe_allow_html=True)
+        show_html(LECTURE_CSS)
 
 
 LECTURE_HEIGHT = 1.6  # charts this much taller in lecture mode, so a projector shows the bars, not just the labels
@@ -70,9 +70,15 @@ def draw(where, chart, lecture: bool = False) -> None:
     where.altair_chart(chart, width="stretch")
 
 
+def show_html(markup: str, where=st) -> None:
+    """Show specviz's own HTML (user text inside it made inert by viz.text.literal) as one line: Markdown ends an
+    HTML block at a blank line and would read whatever followed as Markdown."""
+    where.markdown(markup.replace("\r", " ").replace("\n", " "), unsafe_allow_html=True)
+
+
 def show_text(trace: Trace, n_rounds: int | None = None) -> None:
-    st.markdown(trace_html(trace, n_rounds), unsafe_allow_html=True)
-    st.markdown(legend_html(), unsafe_allow_html=True)
+    show_html(trace_html(trace, n_rounds))
+    show_html(legend_html())
 
 
 @st.cache_data(show_spinner="Warming up, then timing plain and speculative decoding in turn…", max_entries=8)

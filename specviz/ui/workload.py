@@ -25,6 +25,7 @@ from specviz.remote.agreement import compare_engines
 from specviz.remote.vllm import Server, connect, measure
 from specviz.ui.limits import Limits, display_source
 from specviz.ui.loaders import cached_pair
+from specviz.viz.text import literal
 from specviz.viz.workload_charts import agreement_row
 
 RECORDS, PLANNED, SETTINGS, STOPPED = "workload_records", "workload_planned", "workload_settings", "workload_stopped"
@@ -107,7 +108,7 @@ def run_on_server(
     try:
         server = open_it()
         if note:
-            st.warning(note)
+            st.warning(literal(note))
         meta = {**server.describe(), "model": display_source(server.model, limits), "concurrency": concurrency}
         state[PLANNED] = len(rows)
         state[SETTINGS] = (server.settings(base), meta, [server.method], [server.k], None)
@@ -119,7 +120,8 @@ def run_on_server(
         kept = len(state[RECORDS])
         if kept:
             state[STOPPED] = f"The server failed after {kept} prompt(s); they are kept below. {exc}"
-        st.error(str(exc) + (f"\n\nThe {kept} prompt(s) finished before are kept below." if kept else ""))
+        kept_note = f"\n\nThe {kept} prompt(s) finished before are kept below." if kept else ""
+        st.error(literal(str(exc)) + kept_note)  # a server's own words may be in it: shown as text
 
 
 def compare_with_server(server: Server, target: str, draft: str, base: RunSettings, rows: list) -> list[dict]:

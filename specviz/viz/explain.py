@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import html
-
 from specviz import methods
 from specviz.core.trace import ACCEPTED, AFTER_STOP, Node, Position, Round, Trace
-from specviz.viz.text import visible
+from specviz.viz.text import literal, visible
 
 DRAFT_BOX = "border:1px solid #333333;padding:.2rem .45rem;margin:0 .1rem;font-family:monospace"
 
 
 def _tok(text: str) -> str:
-    return f"'{html.escape(visible(text))}'"
+    return f"'{literal(visible(text))}'"
 
 
 def verify_html(r: Round, committed: int = 0) -> str:
@@ -32,7 +30,7 @@ def verify_html(r: Round, committed: int = 0) -> str:
             f"<div>→ p at the root and after every node: {len(r.nodes) + 1} distributions, all at once, so any path "
             f"the walk takes is already scored (drafting took {r.draft_ms:.1f} ms).</div></div>"
         )
-    boxes = "".join(f'<span style="{DRAFT_BOX}">{html.escape(visible(p.text))}</span>' for p in r.positions)
+    boxes = "".join(f'<span style="{DRAFT_BOX}">{literal(visible(p.text))}</span>' for p in r.positions)
     return (
         f'<div style="border:3px solid #333333;border-radius:.5rem;padding:.5rem;display:inline-block">'
         f'<div style="font-weight:bold;color:#333333">ONE target forward pass · {r.verify_ms:.1f} ms</div>'

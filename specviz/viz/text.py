@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
-import html
-
 from specviz.core.trace import ACCEPTED, Round, Trace
 from specviz.viz.palette import ORIGIN_COLORS, ORIGIN_LABELS, ORIGIN_MARKS, ORIGIN_UNDERLINES
+
+# Characters HTML or Markdown give a meaning to, written as character references: decoded to the same characters in
+# both, they can open no tag, link, image, heading, emphasis or code; a newline as &#10; can end no HTML block (a
+# blank line would, and what followed it would be read as Markdown).
+_INERT = str.maketrans({c: f"&#{ord(c)};" for c in "&<>\"'\\`*_{}[]()#+-.!|~:\r\n"})
+
+
+def literal(text: str) -> str:
+    """Text from a user, a trace or a server, made inert for both HTML and Markdown: it shows as exactly these
+    characters wherever Streamlit renders it (st.markdown with or without HTML, st.error, a title attribute)."""
+    return str(text).translate(_INERT)
 
 
 def token_tooltips(trace: Trace, n_rounds: int | None = None) -> list[str]:
@@ -34,7 +43,7 @@ def span(text: str, origin: str, tooltip: str = "") -> str:
             f"text-decoration:underline {ORIGIN_UNDERLINES[origin]} {colour};text-decoration-thickness:2px;"
             "text-underline-offset:3px;text-decoration-skip-ink:none;"
         )
-    return f'<span class="tok tok-{origin}" style="{style}" title="{html.escape(tooltip)}">{html.escape(text)}</span>'
+    return f'<span class="tok tok-{origin}" style="{style}" title="{literal(tooltip)}">{literal(text)}</span>'
 
 
 def trace_html(trace: Trace, n_rounds: int | None = None) -> str:
@@ -61,7 +70,7 @@ def proposals_html(r: Round) -> str:
         delay = 0.25 * pos.index
         chips.append(
             f'<span class="chip" style="animation-delay:{delay:.2f}s" title="q(x) = {pos.q:.4f}">'
-            f"<b>{html.escape(visible(pos.text))}</b><br><small>q = {pos.q:.3f}</small></span>"
+            f"<b>{literal(visible(pos.text))}</b><br><small>q = {pos.q:.3f}</small></span>"
         )
     return CHIP_CSS + '<div class="chips">' + "".join(chips) + "</div>"
 
@@ -69,8 +78,7 @@ def proposals_html(r: Round) -> str:
 def key_html(entries: list[tuple[str, str, str]]) -> str:
     """A chart's key as one line of text: each entry's symbols in its colour, then its words (readable in grey)."""
     items = [
-        f'<span style="white-space:nowrap"><b style="color:{colour}">{html.escape(symbol)}</b> {html.escape(words)}'
-        "</span>"
+        f'<span style="white-space:nowrap"><b style="color:{colour}">{literal(symbol)}</b> {literal(words)}</span>'
         for colour, symbol, words in entries
     ]
     return '<div class="chart-key" style="margin:-.3rem 0 .6rem">' + " &nbsp;·&nbsp; ".join(items) + "</div>"

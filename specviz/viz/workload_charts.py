@@ -5,7 +5,6 @@ Every figure comes from core/stats.py; the predictions are computed by the calle
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -14,6 +13,7 @@ import pandas as pd
 
 from specviz.core import stats
 from specviz.core.record import TABLE, RunRecord, result_columns
+from specviz.viz.text import literal
 
 
 class Paired(Protocol):
@@ -238,14 +238,14 @@ def speedup_chart(records: Sequence[Paired], predictions: dict) -> alt.LayerChar
 def heatmap_html(rec: Paired | RunRecord) -> str:
     """The output with each accepted draft shaded by its acceptance probability min(1, p/q); grey: tokens no accept
     test judged (corrections, bonus and plain tokens)."""
-    spans = [f'<span style="color:#757575">{html.escape(rec.prompt)}</span>']
+    spans = [f'<span style="color:#757575">{literal(rec.prompt)}</span>']
     for text, prob, origin in rec.tokens:
         if prob is None:
             style, tip = "background:#eeeeee", origin
         else:
             hue = int(120 * prob)  # 0 = red (unlikely to be accepted) ... 120 = green (certain)
             style, tip = f"background:hsl({hue},70%,80%)", f"{origin} · min(1, p/q) = {prob:.3f}"
-        spans.append(f'<span style="{style}" title="{html.escape(tip)}">{html.escape(text)}</span>')
+        spans.append(f'<span style="{style}" title="{literal(tip)}">{literal(text)}</span>')
     legend = (
         '<div style="font-size:.8em">shade: <span style="background:hsl(0,70%,80%)">low</span> → '
         '<span style="background:hsl(120,70%,80%)">high</span> acceptance probability min(1, p/q) of each accepted '

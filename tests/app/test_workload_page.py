@@ -1,6 +1,8 @@
 """The workload page runs a three-prompt workload and its tables agree with the records it measured; an uploaded
 file's bad rows are listed by line number and its good rows still run."""
 
+import html
+
 from app_helpers import click, open_page
 
 PROMPTS = "def add(a, b):\n---\nclass Counter:\n---\nThe quick brown fox"
@@ -49,7 +51,7 @@ def test_bad_upload_rows_are_listed_and_valid_rows_kept(tiny_default):
     assert not at.exception and not at.error
     skipped = [w.value for w in at.warning if w.value.startswith("Skipped rows")]
     assert len(skipped) == 1
-    listed = [line for line in skipped[0].splitlines() if line.startswith("- ")]
+    listed = [html.unescape(line) for line in skipped[0].splitlines() if line.startswith("- ")]  # shown as text
     assert [line.split(":")[0] for line in listed] == ["- line 2", "- line 4", "- line 5"]
     assert "not valid JSON" in listed[0] and '"prompt"' in listed[1] and "object" in listed[2]
     at.sidebar.slider(key="max_new_tokens").set_value(2).run()
