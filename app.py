@@ -1,8 +1,28 @@
 """specviz: watch speculative decoding happen with real models. Run with `streamlit run app.py`."""
 
+import sys
+
 import streamlit as st
 
+from specviz.ui.limits import Limits
+
 st.set_page_config(page_title="specviz", page_icon="🔮", layout="wide")
+
+LIMITS = Limits.from_env()
+if LIMITS.public:  # a visitor sees an error's type, never a traceback with the deployment's paths in it
+    st.set_option("client.showErrorDetails", "type")
+
+
+@st.cache_resource
+def report_settings_once(problems: tuple[str, ...]) -> None:
+    """The operator's mistakes in the environment, on the console once (the sidebar shows them too)."""
+    for problem in problems:
+        print(f"specviz: {problem}", file=sys.stderr)
+
+
+report_settings_once(LIMITS.problems)
+for problem in LIMITS.problems:
+    st.sidebar.warning(problem)
 
 PAGES = [
     st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),

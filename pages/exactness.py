@@ -9,8 +9,11 @@ from specviz.core import lab
 from specviz.engine.models import ASSETS
 from specviz.errors import SpecvizError
 from specviz.ui.controls import model_sidebar, pair_or_error
+from specviz.ui.limits import Limits
 from specviz.ui.render import apply_lecture_mode, draw, page_header
 from specviz.viz import lab_charts as charts
+
+LIMITS = Limits.from_env()
 
 LESSON = json.loads((ASSETS / "lessons" / "exactness.json").read_text(encoding="utf-8"))
 PRESETS = {"the seed's draft (close to the target)": lab.SHOP_DRAFT, "a poor draft": lab.POOR_DRAFT}
@@ -214,8 +217,10 @@ st.caption(LESSON["real_pair"])
 
 prompt = st.text_input("Prompt", "def add(a, b):\n    return", key="real_prompt")
 c1, c2, c3, c4 = st.columns(4)
-real_n = c1.select_slider("Samples each way", [50, 100, 200, 300, 500, 1000, 2000], 300, key="real_samples")
-budget = c2.slider("Time budget (s)", 5, 120, 30, key="real_budget")
+sample_choices = [n for n in (50, 100, 200, 300, 500, 1000, 2000) if n <= LIMITS.max_lab_samples]  # public caps
+real_n = c1.select_slider("Samples each way", sample_choices, min(300, sample_choices[-1]), key="real_samples")
+longest = max(5, min(120, LIMITS.max_lab_seconds))
+budget = c2.slider("Time budget (s)", 5, longest, min(30, longest), key="real_budget")
 temperature = c3.slider("Temperature", 0.1, 1.5, 1.0, 0.1, key="real_temperature")
 top_k = c4.number_input("Top-k (0 = off)", 0, 1000, 8, key="real_top_k")
 st.caption(
@@ -275,8 +280,9 @@ if real:
 st.subheader("Greedy equivalence")
 st.caption(LESSON["greedy"])
 g1, g2 = st.columns(2)
-max_tokens = g1.slider("Tokens to generate", 8, 128, 48, 8, key="greedy_tokens")
-greedy_k = g2.slider("K (drafts per round)", 1, 8, 4, key="greedy_k")
+most_tokens = max(8, min(128, LIMITS.max_new_tokens))
+max_tokens = g1.slider("Tokens to generate", 8, most_tokens, min(48, most_tokens), 8, key="greedy_tokens")
+greedy_k = g2.slider("K (drafts per round)", 1, min(8, LIMITS.max_k), min(4, LIMITS.max_k), key="greedy_k")
 if st.button("Run plain greedy and speculative greedy", key="greedy_run"):
     pair = pair_or_error()
     if pair is not None:

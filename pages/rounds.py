@@ -5,6 +5,8 @@ click first; every moment has a URL (?round=N&phase=...&pos=i, plus the settings
 name) that the page keeps current; bundled traces replay with no model; the focus view shows one phase, large.
 """
 
+from dataclasses import replace
+
 import streamlit as st
 
 from specviz import methods
@@ -12,6 +14,7 @@ from specviz.core.trace import Totals, Trace
 from specviz.errors import SpecvizError
 from specviz.ui import render, url
 from specviz.ui.controls import active_sources, prompt_box, sidebar_controls
+from specviz.ui.limits import Limits, checked_upload, shown_meta
 from specviz.ui.render import (
     apply_lecture_mode,
     bundled_traces,
@@ -32,7 +35,7 @@ from specviz.viz.explain import (
     tree_judge_sentence,
     verify_html,
 )
-from specviz.viz.text import key_html, phase_strip_html, proposals_html, visible
+from specviz.viz.text import key_html, literal, phase_strip_html, proposals_html, visible
 
 page_header(
     "Round by round",
@@ -40,16 +43,19 @@ page_header(
     "exactly the target's distribution, so every accepted draft is a token the target did not have to generate alone.",
 )
 state = st.session_state
+LIMITS = Limits.from_env()
 
 # ---- a shared link's settings and prompt reach the sidebar before it is drawn ------------------------------------
 opened = url.opened_url()
-pending_moment = None
+pending_moment, link_notes = None, []
 if opened:
-    url.apply_url(opened)
+    link_notes = url.apply_url(opened)
     pending_moment = opened.moment
 
 controls = sidebar_controls("rounds")
 apply_lecture_mode(controls.lecture)
+for note in link_notes:
+    st.info(literal(note))
 
 
 def start(trace: Trace, source: str = "live", cursor: steps.Cursor | None = None) -> None:
@@ -133,16 +139,15 @@ if (clicked or "rounds_trace" not in state) and controls.settings and state.get(
 if uploaded is not None and state.get("replayed") != uploaded.file_id:
     state["replayed"] = uploaded.file_id
     try:
-        start(Trace.from_json(uploaded.getvalue()), "upload")
-        st.success(f"Replaying a trace of {len(state['rounds_trace'].rounds)} rounds from {uploaded.name}.")
+        start(Trace.from_json(checked_upload(uploaded.getvalue(), LIMITS)), "upload")  # stored only once it is valid
+        st.success(f"Replaying a trace of {len(state['rounds_trace'].rounds)} rounds from {literal(uploaded.name)}.")
     except SpecvizError as exc:
-        st.error(f"{uploaded.name}: {exc}")
+        st.error(f"{literal(uploaded.name)}: {literal(str(exc))}")
 
 if "rounds_trace" not in state:
     st.stop()
-st.download_button(
-    "Download this trace (JSON)", state["rounds_trace"].to_json(indent=2), "specviz-trace.json", "application/json"
-)
+shown = replace(state["rounds_trace"], meta=shown_meta(state["rounds_trace"].meta, LIMITS))  # no local paths in public
+st.download_button("Download this trace (JSON)", shown.to_json(indent=2), "specviz-trace.json", "application/json")
 
 
 def advance(move) -> None:

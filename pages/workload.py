@@ -15,7 +15,7 @@ from specviz.measure.summary import results_csv, results_json, summarize
 from specviz.ui import render
 from specviz.ui import workload as drive
 from specviz.ui.controls import active_pair, active_sources, sidebar_controls
-from specviz.ui.limits import Limits, display_source
+from specviz.ui.limits import Limits, display_source, shown_meta
 from specviz.ui.render import apply_lecture_mode, draw, page_header
 from specviz.viz import workload_charts as charts
 from specviz.viz.explain import ALPHA_HELP
@@ -76,7 +76,10 @@ if where == HERE:
     chosen_methods = left.multiselect(
         "Methods", list(methods.PROPOSERS), default=[methods.DRAFT], format_func=methods.label
     )
-    ks = middle.multiselect("K values", list(range(1, 17)), default=[controls.settings.k if controls.settings else 4])
+    offered = list(range(1, LIMITS.max_k + 1))  # public mode's K cap holds here too
+    ks = middle.multiselect(
+        "K values", offered, default=[min(controls.settings.k if controls.settings else 4, offered[-1])]
+    )
     repeats = right.number_input(
         "Timing repeats per prompt",
         1,
@@ -314,7 +317,7 @@ left.download_button(
 )
 right.download_button(
     "Download JSON (everything, with vLLM-shaped metrics)",
-    results_json(records, base, {"methods": run_methods, "ks": run_ks, **meta}, costs, base.seed),
+    results_json(records, base, {"methods": run_methods, "ks": run_ks, **shown_meta(meta, LIMITS)}, costs, base.seed),
     "specviz-workload.json",
     "application/json",
 )

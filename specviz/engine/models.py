@@ -69,12 +69,20 @@ class ModelPair:
         return n if n < self.vocab_size else 0  # a recommendation as large as the vocabulary trims nothing
 
     def describe(self) -> dict:
+        """The pair as records and exports name it (no local path of the bundled pair: see recorded_name)."""
         return {
-            "target": self.target_name,
-            "draft": self.draft_name,
+            "target": recorded_name(self.target_name),
+            "draft": recorded_name(self.draft_name),
             "device": str(self.device),
             "dtype": str(self.dtype).removeprefix("torch."),
         }
+
+
+def recorded_name(source: str | None) -> str | None:
+    """A model source as a trace, a workload export or a bench file names it: the bundled pair relative to the
+    repository (where it was cloned is nobody's business, and the file reads the same on every machine)."""
+    root = str(ASSETS.parent) + "/"
+    return source.removeprefix(root) if source and source.startswith(root) else source
 
 
 def choose_device(requested: str | None = "auto") -> torch.device:

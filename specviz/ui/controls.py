@@ -23,6 +23,7 @@ from specviz.measure.precision import time_precisions, verdict
 from specviz.ui.limits import Limits, sidebar_source
 from specviz.ui.loaders import cached_pair, default_sources
 from specviz.viz.explain import BF16_GREEDY_NOTE
+from specviz.viz.text import literal
 
 CUSTOM = "Custom: any two hub ids or local paths"
 DTYPE_HELP = (
@@ -65,10 +66,43 @@ def apply_page_defaults(page: str) -> None:
             st.session_state[key] = st.session_state["_kept_" + key] = value
 
 
-def set_setting(key: str, value) -> None:
-    """Set a sidebar setting as if the user had chosen it (a shared URL's settings)."""
-    st.session_state[key] = st.session_state["_kept_" + key] = value
+def sidebar_ranges(limits: Limits) -> dict[str, tuple[float, float]]:
+    """Each numeric sidebar setting's allowed range, as its widget offers it (public mode's caps included)."""
+    return {
+        "k": (1, limits.max_k),
+        "temperature": (0.0, 2.0),
+        "top_k": (0, 1000),
+        "top_p": (0.05, 1.0),
+        "seed": (0, 2**31 - 1),
+        "max_new_tokens": (1, limits.max_new_tokens),
+        "draft_vocab": (0, 1_000_000),
+    }
+
+
+def in_range(key: str, value, limits: Limits):
+    """value, or the nearest value the sidebar's widget takes (a number of the wrong kind: None); settings without a
+    range pass through."""
+    if key not in sidebar_ranges(limits):
+        return value
+    low, high = sidebar_ranges(limits)[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:  # value != value: NaN
+        return None
+    return type(low)(min(max(value, low), high))
+
+
+def set_setting(key: str, value) -> str | None:
+    """Set a sidebar setting as if the user had chosen it (a shared URL's settings), within the widget's range;
+    returns what was changed to fit, for the page to say (None when the value was taken as it is)."""
+    if key == "method" and value not in methods.PROPOSERS + methods.SHAPED:
+        return (
+            f"method = {value!r} is none of {', '.join(methods.PROPOSERS + methods.SHAPED)}; the sidebar keeps its own."
+        )
+    fitted = in_range(key, value, Limits.from_env())
+    if fitted is None:
+        return f"{key} = {value!r} is not a number here; the sidebar keeps its value."
+    st.session_state[key] = st.session_state["_kept_" + key] = fitted
     st.session_state["_touched_" + key] = True
+    return None if fitted == value else f"{key} = {value:g} is outside what this app allows here; using {fitted:g}."
 
 
 def set_tree_shape(text: str) -> None:
@@ -107,12 +141,13 @@ def tree_controls() -> tuple[int, ...] | None:
     return shape
 
 
-def keep(key: str, default, maximum=None):
-    """Give a widget key its last value (or default) so that it survives page switches; returns the key."""
+def keep(key: str, default):
+    """Give a widget key its last value (or default) so that it survives page switches, brought into the widget's
+    range (a value from a link or another page can never make a widget raise); returns the key."""
     if key not in st.session_state:
         st.session_state[key] = st.session_state.get("_kept_" + key, default)
-    if maximum is not None and st.session_state[key] > maximum:
-        st.session_state[key] = maximum
+    fitted = in_range(key, st.session_state[key], Limits.from_env())
+    st.session_state[key] = default if fitted is None else fitted
     st.session_state["_kept_" + key] = st.session_state[key]
     return key
 
@@ -181,7 +216,8 @@ def pair_picker() -> None:
         try:
             cached_pair(*wanted)
         except SpecvizError as exc:
-            st.sidebar.error(f"{exc}\n\nStill using {active_sources()[0]}.")
+            still = sidebar_source(active_sources()[0], Limits.from_env())  # public mode shows no local path
+            st.sidebar.error(f"{literal(str(exc))}\n\nStill using {literal(still)}.")
         else:
             st.session_state["active_pair"] = wanted
     limits = Limits.from_env()
@@ -215,6 +251,7 @@ def sidebar_controls(page: str = "") -> Controls:
     st.sidebar.header("Models")
     pair_picker()
     limits = Limits.from_env()
+    ranges = sidebar_ranges(limits)
     st.sidebar.header("Decoding")
     choices = methods.PROPOSERS + (methods.SHAPED if page in TREE_PAGES else ())
     if st.session_state.get(keep("method", methods.DRAFT)) not in choices:
@@ -225,9 +262,8 @@ def sidebar_controls(page: str = "") -> Controls:
     tree = tree_controls() if method in methods.SHAPED else ()
     k = st.sidebar.slider(
         "K: draft tokens per round",
-        1,
-        limits.max_k,
-        key=keep("k", 4, limits.max_k),
+        *ranges["k"],
+        key=keep("k", 4),
         on_change=remember,
         args=("k",),
         disabled=method in methods.SHAPED,
@@ -235,34 +271,31 @@ def sidebar_controls(page: str = "") -> Controls:
     )
     temperature = st.sidebar.slider(
         "Temperature (0 = greedy)",
-        0.0,
-        2.0,
+        *ranges["temperature"],
         step=0.05,
         key=keep("temperature", 1.0),
         on_change=remember,
         args=("temperature",),
     )
     top_k = st.sidebar.number_input(
-        "Top-k (0 = off)", 0, 1000, step=1, key=keep("top_k", 0), on_change=remember, args=("top_k",)
+        "Top-k (0 = off)", *ranges["top_k"], step=1, key=keep("top_k", 0), on_change=remember, args=("top_k",)
     )
     top_p = st.sidebar.slider(
-        "Top-p (1 = off)", 0.05, 1.0, step=0.05, key=keep("top_p", 1.0), on_change=remember, args=("top_p",)
+        "Top-p (1 = off)", *ranges["top_p"], step=0.05, key=keep("top_p", 1.0), on_change=remember, args=("top_p",)
     )
     seed = st.sidebar.number_input(
-        "Seed", 0, 2**31 - 1, step=1, key=keep("seed", 0), on_change=remember, args=("seed",)
+        "Seed", *ranges["seed"], step=1, key=keep("seed", 0), on_change=remember, args=("seed",)
     )
     max_new = st.sidebar.slider(
         "Max new tokens",
-        1,
-        limits.max_new_tokens,
-        key=keep("max_new_tokens", 48, limits.max_new_tokens),
+        *ranges["max_new_tokens"],
+        key=keep("max_new_tokens", 48),
         on_change=remember,
         args=("max_new_tokens",),
     )
     draft_vocab = st.sidebar.number_input(
         "Draft vocabulary (0 = every token)",
-        0,
-        1_000_000,
+        *ranges["draft_vocab"],
         step=256,
         key=keep("draft_vocab", recommended_draft_vocab(active_sources()[1])),
         on_change=remember,
@@ -272,7 +305,10 @@ def sidebar_controls(page: str = "") -> Controls:
     if page in PAGE_DEFAULT_NOTES:
         st.sidebar.caption(PAGE_DEFAULT_NOTES[page])
     if limits.public:
-        st.sidebar.caption(f"Public mode: K ≤ {limits.max_k}, at most {limits.max_new_tokens} new tokens.")
+        st.sidebar.caption(
+            f"Public mode: K ≤ {limits.max_k}, trees of at most {limits.max_tree_nodes} nodes, at most "
+            f"{limits.max_new_tokens} new tokens."
+        )
     lecture = st.sidebar.toggle(
         "Lecture mode (large, high contrast)", key=keep("lecture", False), on_change=remember, args=("lecture",)
     )
@@ -280,6 +316,8 @@ def sidebar_controls(page: str = "") -> Controls:
     try:
         sampling = SamplingSettings(float(temperature), int(top_k), float(top_p))
         if tree is not None:  # None: the tree shape was refused (its message is already shown)
+            if tree:
+                limits.check_tree(tree)  # public mode's caps: depth <= its K cap, nodes <= its node cap
             k = len(tree) if 1 <= len(tree) <= MAX_K else k  # a tree's K is its depth
             settings = RunSettings(
                 method=method,

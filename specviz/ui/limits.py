@@ -12,10 +12,24 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from specviz.core.settings import MAX_K
+from specviz.core.settings import MAX_K, MAX_TREE_NODES
+from specviz.core.verify import tree_size
+from specviz.errors import SettingsError
 from specviz.remote import allowed_servers, check_host
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+ON, OFF = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
+PUBLIC_CAPS = {  # variable -> (Limits field, public default, the most it may be raised to, unit)
+    "SPECVIZ_MAX_NEW_TOKENS": ("max_new_tokens", 64, 4096, 1),
+    "SPECVIZ_MAX_K": ("max_k", 8, MAX_K, 1),
+    "SPECVIZ_MAX_TREE_NODES": ("max_tree_nodes", 64, MAX_TREE_NODES, 1),
+    "SPECVIZ_MAX_PROMPTS": ("max_prompts", 20, 1000, 1),
+    "SPECVIZ_MAX_UPLOAD_KB": ("max_upload_bytes", 200, 100_000, 1000),
+    "SPECVIZ_MAX_LAB_SAMPLES": ("max_lab_samples", 200, 100_000, 1),
+    "SPECVIZ_MAX_LAB_SECONDS": ("max_lab_seconds", 20, 3600, 1),
+}
 
 
 @dataclass(frozen=True)
@@ -23,29 +37,63 @@ class Limits:
     public: bool = False
     max_new_tokens: int = 256
     max_k: int = MAX_K
+    max_tree_nodes: int = MAX_TREE_NODES  # nodes of one draft tree, all read by one verify pass
     max_prompts: int = 100
-    max_upload_bytes: int = 2_000_000
+    max_upload_bytes: int = 2_000_000  # a workload file or a trace to replay
+    max_lab_samples: int = 2000  # the exactness lab's real-pair sampler
+    max_lab_seconds: int = 120
     servers: tuple[str, ...] = ()  # SPECVIZ_SERVERS: the only servers public mode may measure
+    problems: tuple[str, ...] = ()  # what the operator's settings got wrong, and what was used instead
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Limits:
+        """Private mode only when SPECVIZ_PUBLIC says so plainly: any value it does not know turns public mode on
+        (fail closed), and a cap that is not a whole number in its range falls back to its public default."""
         env = dict(os.environ if env is None else env)
         servers = allowed_servers(env.get("SPECVIZ_SERVERS"))
-        if env.get("SPECVIZ_PUBLIC", "").strip().lower() not in ("1", "true", "yes", "on"):
+        flag = env.get("SPECVIZ_PUBLIC", "").strip().lower()
+        if flag in OFF:
             return cls(servers=servers)
-        number = lambda name, default: int(env.get(name, default))  # noqa: E731
-        return cls(
-            public=True,
-            max_new_tokens=number("SPECVIZ_MAX_NEW_TOKENS", 64),
-            max_k=min(MAX_K, number("SPECVIZ_MAX_K", 8)),
-            max_prompts=number("SPECVIZ_MAX_PROMPTS", 20),
-            max_upload_bytes=number("SPECVIZ_MAX_UPLOAD_KB", 200) * 1000,
-            servers=servers,
+        unknown = (
+            f"SPECVIZ_PUBLIC={flag!r} is none of 1/true/yes/on or 0/false/no/off: public mode is on (fail closed)."
         )
+        problems = [] if flag in ON else [unknown]
+        caps = {}
+        for name, (field, default, most, unit) in PUBLIC_CAPS.items():
+            value, problem = _cap(name, env.get(name), default, most)
+            caps[field] = value * unit
+            problems += [problem] if problem else []
+        return cls(public=True, servers=servers, problems=tuple(problems), **caps)
 
     def check_server(self, url: str) -> None:
         """Raise HostNotAllowed for a server public mode may not measure."""
         check_host(url, self.public, self.servers)
+
+    def check_tree(self, shape: tuple[int, ...]) -> None:
+        """Refuse a tree deeper than the K cap or with more nodes than one verify pass may read here."""
+        if len(shape) > self.max_k:
+            raise SettingsError(
+                f"This deployment allows trees up to {self.max_k} deep (its K cap); this one is {len(shape)} deep. "
+                "Use fewer levels."
+            )
+        if tree_size(shape) > self.max_tree_nodes:
+            raise SettingsError(
+                f"This deployment allows trees of up to {self.max_tree_nodes} nodes; {','.join(map(str, shape))} has "
+                f"{tree_size(shape)}. Use fewer children per depth."
+            )
+
+
+def _cap(name: str, text: str | None, default: int, most: int) -> tuple[int, str | None]:
+    """A public cap from its variable: a whole number from 1 to `most` (above: `most`), else the default, said."""
+    if text is None or not text.strip():
+        return default, None
+    try:
+        value = int(text.strip())
+    except ValueError:
+        value = 0
+    if value < 1:
+        return default, f"{name}={text!r} is not a whole number of at least 1: using {default}."
+    return min(value, most), None if value <= most else f"{name}={text!r} is above the most, {most}: using {most}."
 
 
 def display_source(source: str, limits: Limits) -> str:
@@ -59,3 +107,23 @@ def sidebar_source(source: str, limits: Limits) -> str:
     where it was cloned), anything else as display_source shows it."""
     inside = source.startswith(str(REPO_ROOT) + "/")
     return source.removeprefix(str(REPO_ROOT) + "/") if inside else display_source(source, limits)
+
+
+def checked_upload(data: bytes, limits: Limits) -> bytes:
+    """An uploaded file's bytes, refused before anything parses them when they are over the upload cap."""
+    if len(data) > limits.max_upload_bytes:
+        raise SettingsError(
+            f"The file is {len(data) / 1000:,.0f} kB; this app reads uploads of up to "
+            f"{limits.max_upload_bytes / 1000:,.0f} kB (SPECVIZ_MAX_UPLOAD_KB sets it)."
+        )
+    return data
+
+
+def shown_meta(meta: dict, limits: Limits) -> dict:
+    """An export's meta as this deployment may show it: in public mode a model's local path is its last folder."""
+    return {
+        key: display_source(v, limits) if key in MODEL_KEYS and isinstance(v, str) else v for key, v in meta.items()
+    }
+
+
+MODEL_KEYS = ("target", "draft", "model")  # meta entries that name a model source

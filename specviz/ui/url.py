@@ -75,6 +75,7 @@ class OpenedUrl:
     prompt: str | None = None
     trace: str | None = None  # a bundled trace's name
     moment: dict[str, str] = field(default_factory=dict)  # round, phase, pos as given
+    unreadable: tuple[str, ...] = ()  # parameters whose text is not a value of their kind, e.g. "k='abc'"
 
     def run_settings(self, base: RunSettings) -> RunSettings:
         """The settings the link names, `base` for what it does not carry (the draft vocabulary, n-gram sizes)."""
@@ -97,13 +98,13 @@ class OpenedUrl:
 
 def read_url(params: Mapping[str, str]) -> OpenedUrl:
     """A link's parameters read back; unreadable numbers are dropped, as a typed value the sidebar cannot take."""
-    sidebar = {}
+    sidebar, unreadable = {}, []
     for name, (key, kind) in URL_SETTINGS.items():
         if name in params:
             try:
                 sidebar[key] = kind(params[name])
             except ValueError:
-                pass
+                unreadable.append(f"{name}={params[name]!r}")
     view = params.get("view")
     return OpenedUrl(
         sidebar=sidebar,
@@ -113,6 +114,7 @@ def read_url(params: Mapping[str, str]) -> OpenedUrl:
         prompt=params.get("prompt"),
         trace=params.get("trace"),
         moment={k: params[k] for k in MOMENT_KEYS if k in params},
+        unreadable=tuple(unreadable),
     )
 
 
@@ -131,11 +133,14 @@ def opened_url() -> OpenedUrl | None:
     return read_url(params) if params and params != st.session_state.get(WRITTEN) else None
 
 
-def apply_url(opened: OpenedUrl) -> None:
-    """Put a link's settings in the sidebar and its view and prompt in the session, as if the user had chosen them."""
+def apply_url(opened: OpenedUrl) -> list[str]:
+    """Put a link's settings in the sidebar and its view and prompt in the session, as if the user had chosen them
+    (each within its widget's range); returns what the link asked for that could not be taken as it was."""
     state = st.session_state
+    notes = [f"The link's {text} is not a number; the sidebar keeps its value." for text in opened.unreadable]
     for key, value in opened.sidebar.items():
-        set_setting(key, value)
+        note = set_setting(key, value)
+        notes += [f"The link's {note}"] if note else []
     if opened.tree is not None:
         set_tree_shape(opened.tree)
     if opened.lecture:
@@ -144,6 +149,7 @@ def apply_url(opened: OpenedUrl) -> None:
         state["focus_view"] = opened.focus
     if opened.prompt is not None:
         state["prompt"] = state["_kept_prompt"] = opened.prompt
+    return notes
 
 
 def write_url(params: dict[str, str]) -> None:
