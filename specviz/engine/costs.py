@@ -19,7 +19,7 @@ import torch
 
 from specviz.core.theory import MAX_K, VerifyCost
 from specviz.engine.kv import CachedModel
-from specviz.engine.models import ModelPair, synchronize
+from specviz.engine.models import ModelPair, recorded_name, synchronize
 from specviz.errors import SettingsError
 
 NOISE_FACTOR = 1.5  # a pass over fewer tokens timed this many times slower than one over more: noise, not cost
@@ -158,8 +158,8 @@ def measure_costs(
     target_step = median["target"]
     verify = [median[k] for k in range(1, k_max + 1)]
     return MeasuredCosts(
-        target_name=pair.target_name,
-        draft_name=pair.draft_name or "",
+        target_name=recorded_name(pair.target_name),
+        draft_name=recorded_name(pair.draft_name) or "",
         device=str(pair.device),
         dtype=str(pair.dtype).removeprefix("torch."),
         context_tokens=len(ids),

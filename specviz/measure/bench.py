@@ -25,7 +25,7 @@ from specviz.core.record import RunRecord
 from specviz.core.settings import RunSettings
 from specviz.core.verify import tree_size
 from specviz.engine.costs import measure_costs
-from specviz.engine.models import ModelPair
+from specviz.engine.models import ModelPair, recorded_name
 from specviz.measure.lanes import run_method, tree_settings
 from specviz.measure.predict import predict
 
@@ -44,8 +44,8 @@ def environment(pair: ModelPair) -> dict:
         "torch": torch.__version__,
         "transformers": transformers.__version__,
         "specviz": __version__,
-        "target": pair.target_name,
-        "draft": pair.draft_name,
+        "target": recorded_name(pair.target_name),
+        "draft": recorded_name(pair.draft_name),
     }
     if pair.device.type == "cuda":
         env["gpu"] = torch.cuda.get_device_name(pair.device)
