@@ -189,7 +189,7 @@ def headline(doc: dict) -> dict:
     return {
         "CPU": f"{env['cpu']} ({env['cpu_capability']})",
         "precision": env["dtype"],
-        "draft vocabulary": doc["settings"].get("draft_vocab") or "all",  # the run's settings: always recorded
+        "draft vocabulary": str(doc["settings"].get("draft_vocab") or "all"),  # always recorded; text: N or "all"
         "plain tokens/s": round(plain["tokens_per_s"], 1),
         "best K": best["k"] if best else None,
         "speedup": round(best["speedup_vs_plain"], 2) if best else None,
