@@ -9,7 +9,7 @@ from specviz import methods
 from specviz.engine.models import ASSETS
 from specviz.errors import SpecvizError
 from specviz.measure.bench import headline, recorded_benches
-from specviz.measure.race import SWEEP_KS, k_sweep, race
+from specviz.measure.race import RACE_TREES, SWEEP_KS, k_sweep, race, tree_label
 from specviz.ui.controls import active_pair, prompt_box, sidebar_controls
 from specviz.ui.render import apply_lecture_mode, draw, page_header
 from specviz.viz import race_charts as charts
@@ -28,7 +28,7 @@ lanes = st.multiselect("Lanes", list(methods.LANES), default=list(methods.LANES)
 if methods.PLAIN not in lanes:
     st.caption("Plain decoding is always raced too: it is the baseline every speedup is measured against.")
     lanes = [methods.PLAIN, *lanes]
-TREE_CHOICES = {"no tree lane": (), "tree 2,2,1,1 (8 nodes)": (2, 2, 1, 1), "tree 3,2,1,1 (15 nodes)": (3, 2, 1, 1)}
+TREE_CHOICES = {"no tree lane": ()} | {tree_label(shape): shape for shape in RACE_TREES}
 tree_pick = st.radio("Add a draft-tree lane", list(TREE_CHOICES), horizontal=True, key="race_tree")
 tree = TREE_CHOICES[tree_pick]
 if tree:

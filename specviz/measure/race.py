@@ -15,6 +15,7 @@ from specviz.core import stats
 from specviz.core.record import RunRecord
 from specviz.core.settings import RunSettings
 from specviz.core.trace import Trace
+from specviz.core.verify import tree_size
 from specviz.engine.costs import MeasuredCosts, measure_costs
 from specviz.engine.decode import generate
 from specviz.engine.models import ModelPair
@@ -125,3 +126,11 @@ def k_sweep(
         if on_progress:
             on_progress((i + 1) / len(ks))
     return Sweep(rows, costs)
+
+
+RACE_TREES = ((2, 2, 1, 1), (3, 2, 1, 1))  # the tree lanes the race offers beside the chain
+
+
+def tree_label(shape: tuple[int, ...]) -> str:
+    """'tree 2,2,1,1 (14 nodes)': a shape named with its real node count (the verify pass reads every node)."""
+    return f"tree {','.join(map(str, shape))} ({tree_size(shape)} nodes)"

@@ -41,7 +41,7 @@ def test_a_tree_lane_races_beside_the_chain_and_writes_the_same_greedy_text(tiny
     at.sidebar.slider(key="temperature").set_value(0.0).run()
     at.sidebar.slider(key="max_new_tokens").set_value(10).run()
     at.multiselect[0].set_value(["plain", "draft"]).run()
-    at.radio(key="race_tree").set_value("tree 2,2,1,1 (8 nodes)").run()
+    at.radio(key="race_tree").set_value("tree 2,2,1,1 (14 nodes)").run()  # 2 + 4 + 4 + 4: every node counted
     assert "its depth, 4, is the chain's K at equal depth" in " ".join(c.value for c in at.caption)
     at = click(at, "Start the race")
     assert not at.exception and not at.error

@@ -41,3 +41,13 @@ def test_only_bench_files_that_race_the_draft_are_listed(tmp_path):
     sampled = doc() | {"settings": {"sampling": {"temperature": 1.0}, "prompts": 20, "max_new_tokens": 128}}
     (tmp_path / "c.json").write_text(json.dumps(sampled))  # not greedy: its speedup is not the table's
     assert [d["results"][1]["method"] for d in recorded_benches(tmp_path)] == ["draft"]
+
+
+def test_the_race_names_each_tree_lane_with_its_real_node_count():
+    from specviz.core.verify import tree_size
+    from specviz.measure.race import RACE_TREES, tree_label
+
+    assert tree_label((2, 2, 1, 1)) == "tree 2,2,1,1 (14 nodes)"
+    assert tree_label((3, 2, 1, 1)) == "tree 3,2,1,1 (21 nodes)"
+    for shape in RACE_TREES:
+        assert f"({tree_size(shape)} nodes)" in tree_label(shape)
