@@ -60,12 +60,29 @@ def measure_now() -> None:
     st.session_state["measured_costs"] = costs
 
 
+def state_says_measured_c() -> bool:
+    """Whether the measured mode is on with "Use the measured c" ticked (read before those widgets are drawn)."""
+    state = st.session_state
+    return state.get("verify_mode") == VERIFY_MODES[2] and state.get("use_measured_c", True)
+
+
 # ---- inputs ----------------------------------------------------------------------------------------------------------
 st.caption(LESSON["inputs"])
 left, middle, right = st.columns(3)
 alpha = left.slider("α (per-token acceptance probability)", 0.0, 1.0, 0.8, 0.01, key="alpha")
 k = middle.slider("K (draft tokens per round)", 1, MAX_K, 4, key="k")
-c = right.slider("c (draft step / target step)", 0.0, 1.0, 0.05, 0.01, key="c")
+costs = st.session_state.get("measured_costs")
+usable = costs if costs is not None and not costs.implausible else None  # a busy machine's timings are never used
+measured_c = usable is not None and state_says_measured_c()
+c = right.slider(
+    f"c (draft step / target step){f': the measured {usable.c:.3f} is used' if measured_c else ''}",
+    0.0,
+    1.0,
+    0.05,
+    0.01,
+    key="c",
+    disabled=measured_c,  # the formulas below use the measured c, not this slider's value
+)
 with st.expander("Operations ratio ĉ (for the operations factor)"):
     c_hat_same = st.checkbox("ĉ = c", value=True, key="c_hat_same")
     c_hat = None if c_hat_same else st.slider("ĉ (draft ops / target ops)", 0.0, 1.0, 0.0, 0.01, key="c_hat")
@@ -78,9 +95,13 @@ if mode == VERIFY_MODES[1]:
 elif mode == VERIFY_MODES[2]:
     st.caption(LESSON["measured"])
     st.button("Measure on this machine", key="measure", on_click=measure_now)
-    costs = st.session_state.get("measured_costs")
     if costs is None:
         st.warning("No measurement yet: press the button. Until then the ideal verify cost is used.")
+    elif usable is None:
+        st.warning(
+            f"These timings cannot be true: {costs.implausible} Until a measurement holds, the ideal verify cost and "
+            "the c slider are used."
+        )
     else:
         verify = costs.verify_cost()
         cols = st.columns(4)

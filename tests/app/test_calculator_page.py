@@ -100,6 +100,9 @@ def test_measured_costs_on_the_loaded_pair(tiny_default, page):
     assert not page.exception and not page.error
     costs = page.session_state["measured_costs"]
     assert costs.target_name == tiny_default[0] and len(costs.verify_s) == 16
+    if costs.implausible:  # a busy machine's timings: refused, and the ideal cost stays (test_calculator_measured.py)
+        shows(page, analyse(TheoryInputs(alpha=0.8, k=4, c=0.05)))
+        return
     shows(page, analyse(TheoryInputs(alpha=0.8, k=4, c=costs.c, verify=costs.verify_cost())))
     assert metrics(page)["Measured c"] == f"{costs.c:.3f}"
     page.checkbox(key="use_measured_c").uncheck().run()
