@@ -5,10 +5,13 @@ or a credential shown. Every server here is a real one on 127.0.0.1 that the tes
 from __future__ import annotations
 
 import base64
+import json
+import re
 import socket
 import sys
 import threading
 import time
+import tracemalloc
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -16,12 +19,29 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from fake_server import MODELS, fake_server  # noqa: E402
+from fake_server import MODELS, fake_server, metrics_text  # noqa: E402
 
+from specviz.core.settings import RunSettings
 from specviz.errors import SettingsError
-from specviz.remote.errors import ServerHTTPError, ServerTimeout
+from specviz.remote.answers import MAX_SERVER_K
+from specviz.remote.errors import MalformedAnswer, ServerHTTPError, ServerTimeout
 from specviz.remote.http import parse_url, request
 from specviz.remote.vllm import connect
+
+DETAILED = {
+    "num_spec_steps": 2,
+    "num_accepted_draft_tokens": 3,
+    "num_draft_tokens": 8,
+    "num_spec_tokens": 4,
+    "acceptance_histogram": [0, 1, 1, 0, 0],
+    "per_step_accepted": [2, 1],
+    "per_step_drafted": [4, 4],
+}
+
+
+def _every_value(text: str, value: str) -> str:
+    """A /metrics page with the value of every vllm: sample replaced by `value`."""
+    return re.sub(r"^(vllm:\S+) \S+$", rf"\g<1> {value}", text, flags=re.M)
 
 
 # ------------------------------------------------------------------------------------------------ a dripping server
@@ -183,3 +203,199 @@ def test_userinfo_is_never_in_the_endpoint_or_its_messages():
     with pytest.raises(Exception) as caught:  # nothing listens on port 9
         connect("http://alice:hunter2pass@127.0.0.1:9")
     assert "alice" not in str(caught.value) and "hunter2pass" not in str(caught.value)
+
+
+# ----------------------------------------------------------------------------------------- F7: malformed answers
+def _served(spec=DETAILED, tokens=6, metrics=None):
+    """A server like test_client's, honest but for what the test puts in its answers."""
+    routes = {
+        "/v1/models": (200, MODELS, {}),
+        "/version": (200, {"version": "0.32.0"}, {}),
+        "POST /v1/completions": lambda h, b: _answer(spec, min(tokens, json.loads(b)["max_tokens"])),
+    }
+    if metrics is not None:
+        routes["/metrics"] = (200, metrics, {})
+    return routes
+
+
+def _answer(spec, tokens):
+    """A completion of `tokens` tokens with `spec` as its speculative-decoding block."""
+    doc = {
+        "choices": [{"text": "abc", "finish_reason": "length", "token_ids": list(range(tokens))}],
+        "usage": {"completion_tokens": tokens},
+        "metrics": {"speculative_decoding": spec},
+    }
+    return 200, doc, {}
+
+
+def _record_answer(doc):
+    """Connect to an honest server, then have the measured completion answer `doc` (a JSON-able value)."""
+    routes = _served()
+    with fake_server(routes) as (url, _):
+        server = connect(url)
+        routes["POST /v1/completions"] = (200, doc, {})
+        return server.run("p", server.settings(RunSettings(max_new_tokens=6)))
+
+
+GOOD = _answer(DETAILED, 6)[1]
+MALFORMED_COMPLETIONS = {
+    "a list": ([1, 2], "its answer = [1, 2]"),
+    "no choices": ({"foo": 1}, "choices = None"),
+    "string choices": ({"choices": "abc"}, "choices = 'abc'"),
+    "empty choices": ({"choices": []}, "choices = []"),
+    "choice a number": ({"choices": [7]}, "choices = [7]"),
+    "text a list": ({**GOOD, "choices": [{"text": ["a"]}]}, r"choices[0].text = ['a']"),
+    "ids strings": ({**GOOD, "choices": [{"text": "a", "token_ids": "abc"}]}, "token_ids = 'abc'"),
+    "usage a list": ({**GOOD, "usage": [6]}, r"usage = [6]"),
+    "completion_tokens a string": ({**GOOD, "usage": {"completion_tokens": "abc"}}, "completion_tokens = 'abc'"),
+    "completion_tokens negative": ({**GOOD, "usage": {"completion_tokens": -1}}, "completion_tokens = -1"),
+    "completion_tokens 2.5": ({**GOOD, "usage": {"completion_tokens": 2.5}}, "completion_tokens = 2.5"),
+    "spec block a string": ({**GOOD, "metrics": {"speculative_decoding": "on"}}, "speculative_decoding = 'on'"),
+    "per_step_drafted 5": (
+        {**GOOD, "metrics": {"speculative_decoding": {**DETAILED, "per_step_drafted": 5}}},
+        "per_step_drafted = 5",
+    ),
+    "per_step lengths": (
+        {**GOOD, "metrics": {"speculative_decoding": {**DETAILED, "per_step_drafted": [4]}}},
+        "lists of one length",
+    ),
+    "accepts more than drafted": (
+        {**GOOD, "metrics": {"speculative_decoding": {**DETAILED, "per_step_accepted": [5, 1]}}},
+        r"per_step_accepted[0] = 5",
+    ),
+    "num_spec_steps x": (
+        {**GOOD, "metrics": {"speculative_decoding": {"num_spec_steps": "x", "num_spec_tokens": 4}}},
+        "num_spec_steps = 'x'",
+    ),
+    "histogram a dict": (
+        {**GOOD, "metrics": {"speculative_decoding": {"num_spec_steps": 2, "acceptance_histogram": {"a": 1}}}},
+        "acceptance_histogram",
+    ),
+}
+
+
+@pytest.mark.parametrize("doc, message", MALFORMED_COMPLETIONS.values(), ids=MALFORMED_COMPLETIONS.keys())
+def test_a_malformed_completion_is_a_clear_error_not_a_traceback(doc, message):
+    with pytest.raises(MalformedAnswer) as caught:
+        _record_answer(doc)
+    text = str(caught.value)
+    assert message in text and "/v1/completions sent" in text and "check that the URL is a vLLM server's" in text
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ({**DETAILED, "num_spec_tokens": "four"}, "num_spec_tokens = 'four'"),
+        ({**DETAILED, "num_spec_tokens": 0}, "num_spec_tokens = 0"),
+        ({**DETAILED, "num_spec_tokens": True}, "num_spec_tokens = True"),
+        ({**DETAILED, "num_spec_tokens": 1_000_000}, "num_spec_tokens = 1000000, .* from 1 to 64"),
+        ({"num_spec_steps": "x"}, "num_spec_steps = 'x'"),
+    ],
+    ids=["K four", "K 0", "K true", "K 1e6", "steps x"],
+)
+def test_malformed_metrics_in_the_connection_probe_are_refused_at_connect(spec, message):
+    with fake_server(_served(spec=spec)) as (url, _):
+        with pytest.raises(MalformedAnswer, match=message):
+            connect(url)
+
+
+def test_a_malformed_probe_answer_is_refused_at_connect():
+    for doc, message in (([1, 2], "its answer"), ({"foo": 1}, "choices"), ({"choices": "abc"}, "choices")):
+        routes = {**_served(), "POST /v1/completions": (200, doc, {})}
+        with fake_server(routes) as (url, _):
+            with pytest.raises(MalformedAnswer, match=message):
+                connect(url)
+
+
+@pytest.mark.parametrize(
+    "server_info, message",
+    [
+        ({"num_speculative_tokens": 10**9, "method": "draft_model"}, "num_speculative_tokens = 1000000000"),
+        ({"num_speculative_tokens": "4", "method": "draft_model"}, "num_speculative_tokens = '4'"),
+        ({"num_speculative_tokens": 4, "method": ["draft_model"]}, r"speculative_config.method = \['draft_model'\]"),
+    ],
+    ids=["K 1e9", "K a string", "method a list"],
+)
+def test_a_malformed_server_info_is_refused_at_connect(server_info, message):
+    info = {"vllm_config": {"speculative_config": server_info}}
+    with fake_server({**_served(), "/server_info": (200, info, {})}) as (url, _):
+        with pytest.raises(MalformedAnswer, match=message):
+            connect(url)
+
+
+# ------------------------------------------------------------------------------------ F7, F22: malformed /metrics
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (metrics_text().replace('position="1"', 'position="abc"'), "label of .*position=\"abc\".* = 'abc'"),
+        (metrics_text().replace('position="1"', 'position="-1"'), "= '-1'"),
+        (metrics_text().replace('position="1"', 'position="99999999"'), "= '99999999', .* from 0 to 63"),
+        (metrics_text().replace('position="3"', 'position="64"'), "= '64'"),
+        (_every_value(metrics_text(), "inf"), "= inf, where a vLLM server sends a finite count"),
+        (_every_value(metrics_text(), "+Inf"), "= inf"),
+        (_every_value(metrics_text(), "-1e300"), "= -1e[+]?300"),
+        (_every_value(metrics_text(), "NaN"), "= nan"),
+    ],
+    ids=["position abc", "position -1", "position 99999999", "position 64", "inf", "+Inf", "-1e300", "nan"],
+)
+def test_malformed_metrics_are_refused_at_connect(text, message):
+    # no per-request metrics: K comes from the per-position counters (F22: 99999999 made it K = 100000000)
+    with fake_server(_served(spec=None, metrics=text)) as (url, _):
+        with pytest.raises(MalformedAnswer, match=message) as caught:
+            connect(url)
+    assert f"{url}/metrics sent" in str(caught.value)
+
+
+def test_k_from_the_counters_up_to_the_cap_is_taken():
+    per_pos = [0.0] * MAX_SERVER_K
+    with fake_server(_served(spec=None, metrics=metrics_text(per_pos=per_pos))) as (url, _):
+        server = connect(url)
+    assert server.k == MAX_SERVER_K == 64 and any("per-position counters" in note for note in server.notes)
+
+
+def test_malformed_metrics_during_a_measurement_are_refused():
+    routes = _served(spec=None, metrics=metrics_text())
+    with fake_server(routes) as (url, _):
+        server = connect(url, method="ngram")
+        pages = iter([metrics_text(), _every_value(metrics_text(), "inf")])
+        routes["/metrics"] = lambda h, b: (200, next(pages), {})
+        with pytest.raises(MalformedAnswer, match="= inf"):
+            server.run("p", server.settings(RunSettings(max_new_tokens=6)))
+
+
+# ----------------------------------------------------------------------------- F8: counts beyond what was asked for
+@pytest.mark.parametrize("count", [30_000_000, 10**12, 7])
+def test_a_token_count_above_max_tokens_is_refused_fast_in_small_memory(count):
+    doc = {**GOOD, "usage": {"completion_tokens": count}}
+    tracemalloc.start()
+    start = time.monotonic()
+    try:
+        with pytest.raises(MalformedAnswer, match=f"completion_tokens = {count}, but the request asked for at most 6"):
+            _record_answer(doc)
+        took, (_, peak) = time.monotonic() - start, tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert took < 5 and peak < 20_000_000, (took, peak)
+
+
+def test_token_ids_beyond_max_tokens_are_refused():
+    doc = {**GOOD, "choices": [{"text": "a", "token_ids": list(range(1000))}]}
+    with pytest.raises(MalformedAnswer, match="token_ids = .* a list of at most 6"):
+        _record_answer(doc)
+
+
+def test_an_engine_step_counter_beyond_the_tokens_is_ignored_not_allocated():
+    # per-request lists and counters at concurrency 1: the counter's engine steps (1e12) would be 1e12 rounds
+    routes = _served(metrics=metrics_text())
+    with fake_server(routes) as (url, _):
+        server = connect(url)
+        pages = iter([metrics_text(), metrics_text(generated=6, finished=1, steps=10**12)])
+        routes["/metrics"] = lambda h, b: (200, next(pages), {})
+        record = server.run("p", server.settings(RunSettings(max_new_tokens=6)))
+    assert record.per_round_committed == (1, 3, 2) and "rounds_without_drafts" not in record.meta
+    assert any("engine-step counter (1000000000000)" in w for w in record.meta["warnings"])
+
+
+def test_an_honest_answer_still_makes_its_record():
+    record = _record_answer(GOOD)
+    assert record.per_round_committed == (1, 3, 2) and record.committed == 6 and record.alpha == 0.6
