@@ -23,10 +23,12 @@ from fake_server import MODELS, fake_server, metrics_text  # noqa: E402
 
 from specviz.core.settings import RunSettings
 from specviz.errors import SettingsError
+from specviz.remote import BadAllowlist, allowed_servers, check_host, host_allowed
 from specviz.remote.answers import MAX_SERVER_K
-from specviz.remote.errors import MalformedAnswer, ServerHTTPError, ServerTimeout
+from specviz.remote.errors import HostNotAllowed, MalformedAnswer, ServerError, ServerHTTPError, ServerTimeout
 from specviz.remote.http import parse_url, request
 from specviz.remote.vllm import connect
+from specviz.ui.limits import Limits
 
 DETAILED = {
     "num_spec_steps": 2,
@@ -62,6 +64,9 @@ def drip_server(head: bytes, body: bytes, pause_s: float, drip_head: bool = Fals
                 conn.recv(65536)
                 if not drip_head:
                     conn.sendall(head)
+                if not pause_s:  # no drip: all at once
+                    conn.sendall(head + body if drip_head else body)
+                    return
                 for byte in (head if drip_head else b"") + body:
                     if stop.is_set() or time.monotonic() > ends:
                         return
@@ -399,3 +404,97 @@ def test_an_engine_step_counter_beyond_the_tokens_is_ignored_not_allocated():
 def test_an_honest_answer_still_makes_its_record():
     record = _record_answer(GOOD)
     assert record.per_round_committed == (1, 3, 2) and record.committed == 6 and record.alpha == 0.6
+
+
+# ---------------------------------------------------------------------------------- F21: the allowlist, read strictly
+@pytest.mark.parametrize(
+    "entry, why",
+    [
+        ("::1", "an IPv6 address goes in brackets, as [::1] (any port) or [::1]:8000"),
+        ("127.0.0.1:abc", "not a host name, an IP address"),
+        ("127.0.0.1:0", "port 0 is not one of 1-65535"),
+        ("127.0.0.1:70000", "port 70000 is not one of 1-65535"),
+        ("127.0.0.1:", "not a host name"),
+        ("*", "not a host name"),
+        ("[zz::1]:8000", "not a host name"),
+        ("http://alice:hunter2pass@127.0.0.1:8000", "credentials (user:password@) do not belong"),
+        ("127.0.0.1/v1?x=1", "not a host name"),
+    ],
+)
+def test_a_malformed_allowlist_entry_is_named_and_allows_nothing(entry, why):
+    env = {"SPECVIZ_PUBLIC": "1", "SPECVIZ_SERVERS": f"127.0.0.1:8000, {entry}"}
+    limits = Limits.from_env(env)  # reading the environment never crashes a page
+    for url in ("http://127.0.0.1:8000", "http://127.0.0.1:8001", "http://[::1]:8000", "http://anything:1"):
+        assert not host_allowed(url, limits.servers)  # fails closed: not even the good entry
+        with pytest.raises(BadAllowlist) as caught:
+            limits.check_server(url)  # a HostNotAllowed (a SpecvizError), inside the page's try
+        message = str(caught.value)
+        assert why in message and "Write each entry as host, host:port, [IPv6]:port" in message
+        assert "measures no server" in message and "hunter2pass" not in message
+    Limits.from_env({"SPECVIZ_SERVERS": entry}).check_server("http://anything:1")  # private mode: any server
+
+
+def test_well_formed_entries_allow_exactly_their_servers():
+    allowed = allowed_servers("[::1]:8000, HTTP://GPU.Example.org:8000/v1 10.0.0.5 https://h.example.org:443")
+    assert host_allowed("http://[::1]:8000", allowed) and not host_allowed("http://[::1]:8001", allowed)
+    assert host_allowed("http://[0:0:0:0:0:0:0:1]:8000", allowed)  # the same address spelt out
+    assert host_allowed("http://gpu.example.org:8000", allowed) and not host_allowed("gpu.example.org:80", allowed)
+    assert host_allowed("http://10.0.0.5:1234", allowed)  # no port in the entry: any port
+    assert host_allowed("h.example.org:443", allowed) and not host_allowed("h.example.org:8443", allowed)
+    assert not host_allowed("http://10.0.0.50:1234", allowed) and not host_allowed(
+        "http://gpu.example.org.evil", allowed
+    )
+    check_host("http://[::1]:8000", public=True, allowed=allowed)
+    with pytest.raises(HostNotAllowed, match="not one of them"):
+        check_host("http://[::1]:9", public=True, allowed=allowed)
+
+
+# ---------------------------------------------------- held probes: no request outside the allowlist, the 8 MB cap
+def test_no_url_spelling_or_redirect_reaches_an_unlisted_server():
+    with fake_server({}) as (unlisted, hits), fake_server(_served()) as (listed, _):
+        port, other = listed.rsplit(":", 1)[1], unlisted.rsplit(":", 1)[1]
+        allowed = allowed_servers(f"127.0.0.1:{port}")
+        spellings = [
+            f"http://127.0.0.1:{port}#@127.0.0.1:{other}",
+            f"http://127.0.0.1:{port}@127.0.0.1:{other}",
+            f"http://127.0.0.1:{other}",
+            f"http://localhost:{other}",
+            f"http://127.1:{other}",
+            f"http://2130706433:{other}",
+            f"http://0x7f000001:{other}",
+            f"http://[::ffff:127.0.0.1]:{other}",
+            f"127.0.0.1:{other}/v1",
+            f"http://127.0.0.1:{other}\\@127.0.0.1:{port}",
+        ]
+        for url in spellings:
+            try:
+                check_host(url, public=True, allowed=allowed)
+            except HostNotAllowed:
+                continue
+            try:
+                connect(url, timeout_s=5)
+            except ServerError:
+                pass
+        assert hits == [], [h["path"] for h in hits]
+        for location in (
+            f"http://127.0.0.1:{other}/v1/models",
+            f"https://127.0.0.1:{port}/v1/models",
+            "file:///etc/passwd",
+        ):
+            routes = {**_served(), "/v1/models": (302, "", {"Location": location})}
+            with fake_server(routes) as (url, _):
+                with pytest.raises(ServerError, match="redirects to another host"):
+                    connect(url, timeout_s=5)
+        assert hits == []
+    with fake_server({**_served(), "/v1/models": (302, "", {"Location": "/v1/models"})}) as (url, _):
+        with pytest.raises(ServerError, match="redirected more than 3 times"):
+            connect(url, timeout_s=5)
+
+
+def test_a_chunked_answer_past_8_mb_is_cut_off():
+    chunked = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+    chunk = b"x" * 1_000_000
+    body = (b"%x\r\n%s\r\n" % (len(chunk), chunk)) * 13 + b"0\r\n\r\n"
+    with drip_server(chunked, body, 0.0) as url:
+        with pytest.raises(ServerError, match="sent more than 8 MB"):
+            request(parse_url(url, timeout_s=10), "GET", "/v1/models")
