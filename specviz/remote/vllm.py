@@ -29,13 +29,14 @@ import math
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 from specviz import methods
 from specviz.core import stats
 from specviz.core.record import VLLM, RunRecord
 from specviz.core.settings import RunSettings
-from specviz.errors import SettingsError
+from specviz.errors import SettingsError, SpecvizError
 from specviz.measure.prompts import PromptRow
 from specviz.measure.workload import PairedRun, Progress, run_workload
 from specviz.remote import answers, prometheus
@@ -240,16 +241,17 @@ class Server:
                 f"This server runs {methods.label(self.method)} with K={self.k}; it cannot run {settings.method} with "
                 f"K={settings.k}. Restart vLLM with another --speculative-config to measure that."
             )
-        use_counters = exclusive and self.counters
-        before = read_counters(self.endpoint, self.model) if use_counters else None
-        start = time.perf_counter()
-        answer = self._complete(prompt, settings)
-        wall_s = time.perf_counter() - start
-        moved = None
-        if before is not None:
-            after = read_counters(self.endpoint, self.model)
-            moved = delta(before, after, self.url) if after is not None else _gone(self.url)
-        return self._record(prompt, settings, tag, answer, wall_s, moved)
+        with redacting(self.endpoint):
+            use_counters = exclusive and self.counters
+            before = read_counters(self.endpoint, self.model) if use_counters else None
+            start = time.perf_counter()
+            answer = self._complete(prompt, settings)
+            wall_s = time.perf_counter() - start
+            moved = None
+            if before is not None:
+                after = read_counters(self.endpoint, self.model)
+                moved = delta(before, after, self.url) if after is not None else _gone(self.url)
+            return self._record(prompt, settings, tag, answer, wall_s, moved)
 
     def _complete(self, prompt: str, settings: RunSettings) -> Completion:
         """One completion with the settings' sampling and length, its answer checked (answers.completion)."""
@@ -467,6 +469,23 @@ def connect(
     server runs, used only when the server does not say ("draft" when not given either).
     """
     endpoint = parse_url(url, api_key, timeout_s)
+    with redacting(endpoint):
+        return _discover(endpoint, model, method)
+
+
+@contextmanager
+def redacting(endpoint: Endpoint) -> Iterator[None]:
+    """Every SpecvizError raised inside has the endpoint's secrets replaced by *** (a server may echo the key, or
+    user:password in base64, in any field that a message quotes: a model id, a malformed count)."""
+    try:
+        yield
+    except SpecvizError as exc:
+        exc.args = tuple(endpoint.redact(arg) if isinstance(arg, str) else arg for arg in exc.args)
+        raise
+
+
+def _discover(endpoint: Endpoint, model: str | None, method: str | None) -> Server:
+    """What connect finds out, in order: the models, the version, the config, the counters, one probe completion."""
     models, max_len = _models(endpoint)
     model = _choose(endpoint, models, model)
     version = _version(endpoint)

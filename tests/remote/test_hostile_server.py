@@ -25,7 +25,14 @@ from specviz.core.settings import RunSettings
 from specviz.errors import SettingsError
 from specviz.remote import BadAllowlist, allowed_servers, check_host, host_allowed
 from specviz.remote.answers import MAX_SERVER_K
-from specviz.remote.errors import HostNotAllowed, MalformedAnswer, ServerError, ServerHTTPError, ServerTimeout
+from specviz.remote.errors import (
+    HostNotAllowed,
+    MalformedAnswer,
+    ServerError,
+    ServerHTTPError,
+    ServerTimeout,
+    UnknownModel,
+)
 from specviz.remote.http import parse_url, request
 from specviz.remote.vllm import connect
 from specviz.ui.limits import Limits
@@ -498,3 +505,24 @@ def test_a_chunked_answer_past_8_mb_is_cut_off():
     with drip_server(chunked, body, 0.0) as url:
         with pytest.raises(ServerError, match="sent more than 8 MB"):
             request(parse_url(url, timeout_s=10), "GET", "/v1/models")
+
+
+def test_a_key_echoed_in_any_field_a_message_quotes_is_redacted():
+    key = "sk-hostile-0123456789"
+    echo = lambda h, b: (200, {"choices": h.headers.get("Authorization")}, {})  # noqa: E731
+    models = lambda h, b: (200, {"data": [{"id": f"tiny {h.headers.get('Authorization')}"}]}, {})  # noqa: E731
+    for routes, model, error in (
+        ({**_served(), "POST /v1/completions": echo}, None, MalformedAnswer),
+        ({**_served(), "/v1/models": models}, "other", UnknownModel),
+    ):
+        with fake_server(routes) as (url, _):
+            with pytest.raises(error) as caught:
+                connect(url, model=model, api_key=key)
+        assert key not in str(caught.value) and "***" in str(caught.value), str(caught.value)
+    routes = _served()
+    with fake_server(routes) as (url, _):
+        server = connect(url, api_key=key)
+        routes["POST /v1/completions"] = echo
+        with pytest.raises(MalformedAnswer) as caught:
+            server.run("p", server.settings(RunSettings(max_new_tokens=6)))
+    assert key not in str(caught.value) and "Bearer ***" in str(caught.value)
