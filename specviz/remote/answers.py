@@ -132,11 +132,11 @@ def _token_count(value, where: str, max_tokens: int) -> int:
 def _spec_block(doc: dict, choice: dict, where: str, names: tuple[str, ...]) -> dict | None:
     """The speculative-decoding metrics: under the answer's or the choice's `metrics`, or at the top level."""
     for holder in (doc.get("metrics"), choice.get("metrics"), doc):
-        block = holder.get(present(holder, names)) if isinstance(holder, dict) and present(holder, names) else None
-        if block is not None and not isinstance(block, dict):
-            raise bad(where, present(holder, names), block, "an object of speculative-decoding counts")
-        if block is not None:
-            return block
+        name = present(holder, names) if isinstance(holder, dict) else None
+        if name is not None and not isinstance(holder[name], dict):
+            raise bad(where, name, holder[name], "an object of speculative-decoding counts")
+        if name is not None:
+            return holder[name]
     return None
 
 

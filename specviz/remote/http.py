@@ -59,6 +59,7 @@ class Endpoint:
         return f"{self.scheme}://{host}:{self.port}"
 
     def __post_init__(self):
+        """Refuse a timeout that is not a sane number of seconds (check_timeout)."""
         check_timeout(self.timeout_s)
 
     def __repr__(self) -> str:
@@ -213,6 +214,7 @@ class _DeadlineReader(io.RawIOBase):
         self._sock, self._raw, self._deadline = sock, sock.makefile("rb", buffering=0), deadline
 
     def readable(self) -> bool:
+        """Always: this reader only reads."""
         return True
 
     def readinto(self, buffer) -> int:
@@ -221,6 +223,7 @@ class _DeadlineReader(io.RawIOBase):
         return self._raw.readinto(buffer)
 
     def close(self) -> None:
+        """Close the socket's file (the connection closes the socket itself)."""
         self._raw.close()
         super().close()
 
