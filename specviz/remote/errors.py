@@ -21,6 +21,11 @@ class NotOpenAIServer(ServerError):
     """Something answers, but not an OpenAI-compatible API (no /v1/models, or answers that are not its JSON)."""
 
 
+class MalformedAnswer(NotOpenAIServer):
+    """An answer in roughly the API's shape with a field no vLLM server sends (a string for a count, a list for an
+    object, a count beyond what was asked for); the message names the field and what came."""
+
+
 class UnknownModel(ServerError):
     """The model asked for is not among the served ones (the message lists them)."""
 

@@ -1,21 +1,27 @@
 """A small, careful HTTP client for serving engines, on the standard library only.
 
 Careful means: credentials (the API key, a user:password in the URL) go in headers and nowhere else: never in the
-`Endpoint`'s repr, its display URL, an error message or a record; every request has a timeout; answers are read up to
-a size cap; redirects are followed only to the same scheme, host and port (a server that sends us elsewhere is
-refused, since the API key would go with us); every failure is a ServerError subclass with what to do about it.
+`Endpoint`'s repr, its display URL, an error message or a record (a server that echoes one back, raw or in the base64
+of a Basic header, has it replaced by ***); every request has one deadline for all of it (connect, headers, body and
+redirects: a server that drips its answer a byte at a time is cut off there); answers are read up to a size cap;
+redirects are followed only to the same scheme, host and port (a server that sends us elsewhere is refused, since the
+API key would go with us); every failure is a ServerError subclass with what to do about it.
 """
 
 from __future__ import annotations
 
 import base64
 import http.client
+import io
 import json
+import math
 import socket
 import ssl
+import time
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urljoin, urlsplit
 
+from specviz.errors import SettingsError
 from specviz.remote.errors import (
     NotOpenAIServer,
     ServerError,
@@ -27,6 +33,7 @@ from specviz.remote.errors import (
 DEFAULT_TIMEOUT_S = 120.0  # one completion of a few hundred tokens on a CPU server fits well inside
 MAX_BYTES = 8_000_000  # a completion with detailed metrics, or a /metrics page, is far below this
 MAX_REDIRECTS = 3
+MAX_TIMEOUT_S = 3600.0  # an hour: far above any completion worth measuring, and a bound on a held script thread
 
 
 class BadServerURL(ServerError):
@@ -51,23 +58,53 @@ class Endpoint:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{self.scheme}://{host}:{self.port}"
 
+    def __post_init__(self):
+        """Refuse a timeout that is not a sane number of seconds (check_timeout)."""
+        check_timeout(self.timeout_s)
+
     def __repr__(self) -> str:
         return f"Endpoint({self.url!r})"
 
     def headers(self) -> dict[str, str]:
+        """What every request sends: the Accept and User-Agent headers, and the credentials (Bearer or Basic)."""
         out = {"Accept": "application/json, text/plain;q=0.9", "User-Agent": "specviz"}
         if self.api_key:
             out["Authorization"] = f"Bearer {self.api_key}"
         elif self.basic_auth:
-            out["Authorization"] = "Basic " + base64.b64encode(self.basic_auth.encode()).decode()
+            out["Authorization"] = "Basic " + _b64(self.basic_auth)
         return out
 
+    def secrets(self) -> list[str]:
+        """Every form a credential of ours may come back in, longest first: the key, user:password, the password,
+        and the base64 of user:password (standard and URL-safe, padding stripped, as a Basic header carries it)."""
+        forms = [self.api_key]
+        if self.basic_auth:
+            user, _, password = self.basic_auth.partition(":")
+            forms += [self.basic_auth, password, user, _b64(self.basic_auth).rstrip("=")]
+            forms.append(base64.urlsafe_b64encode(self.basic_auth.encode()).decode().rstrip("="))
+        return sorted({form for form in forms if form and len(form) >= 3}, key=len, reverse=True)
+
     def redact(self, text: str) -> str:
-        """The text with every secret replaced (in case a server echoes one back in an error)."""
-        for secret in (self.api_key, self.basic_auth, *(self.basic_auth or "").split(":", 1)[1:]):
-            if secret and len(secret) >= 3:
-                text = text.replace(secret, "***")
+        """The text with every secret replaced by *** (in case a server echoes one back in an error)."""
+        for secret in self.secrets():
+            text = text.replace(secret, "***")
         return text
+
+
+def _b64(text: str) -> str:
+    """The base64 of `text`'s UTF-8 bytes, as a Basic Authorization header carries user:password."""
+    return base64.b64encode(text.encode()).decode()
+
+
+def check_timeout(timeout_s) -> float:
+    """A request timeout in seconds: a finite number above 0 and at most MAX_TIMEOUT_S, else a SettingsError."""
+    number = timeout_s if isinstance(timeout_s, (int, float)) and not isinstance(timeout_s, bool) else None
+    if number is None or not math.isfinite(number) or not 0 < number <= MAX_TIMEOUT_S:
+        raise SettingsError(
+            f"The timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT_S:g} (an hour); got "
+            f"{timeout_s!r}. Give one like --timeout 120."
+        )
+    return float(number)
 
 
 def parse_url(url: str, api_key: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> Endpoint:
@@ -87,8 +124,7 @@ def parse_url(url: str, api_key: str | None = None, timeout_s: float = DEFAULT_T
         ) from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise BadServerURL(f"{_shown(text)} is not an http(s) server URL; write it like http://127.0.0.1:8000.")
-    if timeout_s <= 0:
-        raise BadServerURL(f"The timeout must be a positive number of seconds; got {timeout_s!r}.")
+    timeout_s = check_timeout(timeout_s)
     basic = None
     if parts.username is not None:
         basic = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
@@ -96,7 +132,7 @@ def parse_url(url: str, api_key: str | None = None, timeout_s: float = DEFAULT_T
         scheme=parts.scheme,
         host=parts.hostname,
         port=port or (443 if parts.scheme == "https" else 80),
-        timeout_s=float(timeout_s),
+        timeout_s=timeout_s,
         api_key=api_key or None,
         basic_auth=basic,
     )
@@ -134,26 +170,18 @@ class Response:
 def request(
     endpoint: Endpoint, method: str, path: str, body: dict | None = None, timeout_s: float | None = None
 ) -> Response:
-    """One request, following same-origin redirects only; an HTTP error raises ServerHTTPError with the server's
-    own message."""
+    """One request, following same-origin redirects only, all of it within one deadline (`timeout_s`, else the
+    endpoint's); an HTTP error raises ServerHTTPError with the server's own message."""
+    timeout = check_timeout(endpoint.timeout_s if timeout_s is None else timeout_s)
+    deadline = time.monotonic() + timeout
     payload = None if body is None else json.dumps(body).encode()
     headers = endpoint.headers()
     if payload is not None:
         headers["Content-Type"] = "application/json"
     for _ in range(MAX_REDIRECTS + 1):
-        status, location, content_type, data = _exchange(endpoint, method, path, payload, headers, timeout_s)
+        status, location, content_type, data = _exchange(endpoint, method, path, payload, headers, deadline, timeout)
         if status in (301, 302, 303, 307, 308) and location:
-            target = urlsplit(urljoin(f"{endpoint.url}{path}", location))
-            if (target.scheme, target.hostname, target.port or (443 if target.scheme == "https" else 80)) != (
-                endpoint.scheme,
-                endpoint.host,
-                endpoint.port,
-            ):
-                raise ServerError(
-                    f"{endpoint.url}{path} redirects to another host ({target.scheme}://{target.hostname}); specviz "
-                    "does not follow it (your API key would go along). Give that server's URL directly if you trust it."
-                )
-            path = target.path + (f"?{target.query}" if target.query else "")
+            path = _same_origin(endpoint, path, location)
             if status == 303:
                 method, payload = "GET", None
             continue
@@ -163,18 +191,87 @@ def request(
     raise ServerError(f"{endpoint.url}{path} redirected more than {MAX_REDIRECTS} times; check the URL.")
 
 
-def _exchange(
-    endpoint: Endpoint, method: str, path: str, payload: bytes | None, headers: dict, timeout_s: float | None
-):
-    timeout = timeout_s or endpoint.timeout_s
+def _same_origin(endpoint: Endpoint, path: str, location: str) -> str:
+    """The path a redirect points to, if it stays on the endpoint's scheme, host and port; else a ServerError."""
+    target = urlsplit(urljoin(f"{endpoint.url}{path}", location))
+    if (target.scheme, target.hostname, target.port or (443 if target.scheme == "https" else 80)) != (
+        endpoint.scheme,
+        endpoint.host,
+        endpoint.port,
+    ):
+        raise ServerError(
+            f"{endpoint.url}{path} redirects to another host ({target.scheme}://{target.hostname}); specviz "
+            "does not follow it (your API key would go along). Give that server's URL directly if you trust it."
+        )
+    return target.path + (f"?{target.query}" if target.query else "")
+
+
+class _DeadlineReader(io.RawIOBase):
+    """A socket's bytes, each read given only the time left before the deadline (TimeoutError once it passed)."""
+
+    def __init__(self, sock: socket.socket, deadline: float):
+        super().__init__()
+        self._sock, self._raw, self._deadline = sock, sock.makefile("rb", buffering=0), deadline
+
+    def readable(self) -> bool:
+        """Always: this reader only reads."""
+        return True
+
+    def readinto(self, buffer) -> int:
+        """Read what has arrived, waiting at most until the deadline."""
+        self._sock.settimeout(_left(self._deadline))
+        return self._raw.readinto(buffer)
+
+    def close(self) -> None:
+        """Close the socket's file (the connection closes the socket itself)."""
+        self._raw.close()
+        super().close()
+
+
+class _DeadlineSocket:
+    """What http.client's response reads from: the socket, through a _DeadlineReader."""
+
+    def __init__(self, sock: socket.socket, deadline: float):
+        self._sock, self._deadline = sock, deadline
+
+    def makefile(self, mode: str = "rb", *args, **kwargs):
+        """A buffered reader whose every read on the socket respects the deadline."""
+        return io.BufferedReader(_DeadlineReader(self._sock, self._deadline))
+
+
+def _left(deadline: float) -> float:
+    """Seconds left before `deadline` (time.monotonic()); TimeoutError when none are."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError("the request's deadline passed")
+    return left
+
+
+def _connection(endpoint: Endpoint, deadline: float) -> http.client.HTTPConnection:
+    """A connection whose connect (and TLS handshake) gets the time left, and whose response reads keep to the
+    deadline."""
     if endpoint.scheme == "https":
         conn = http.client.HTTPSConnection(
-            endpoint.host, endpoint.port, timeout=timeout, context=ssl.create_default_context()
+            endpoint.host, endpoint.port, timeout=_left(deadline), context=ssl.create_default_context()
         )
     else:
-        conn = http.client.HTTPConnection(endpoint.host, endpoint.port, timeout=timeout)
+        conn = http.client.HTTPConnection(endpoint.host, endpoint.port, timeout=_left(deadline))
+    conn.response_class = lambda sock, *args, **kwargs: http.client.HTTPResponse(
+        _DeadlineSocket(sock, deadline), *args, **kwargs
+    )
+    return conn
+
+
+def _exchange(
+    endpoint: Endpoint, method: str, path: str, payload: bytes | None, headers: dict, deadline: float, timeout: float
+):
+    """One HTTP exchange within the deadline -> (status, Location, Content-Type, body up to the size cap)."""
     where = f"{endpoint.url}{path}"
+    conn = None
     try:
+        conn = _connection(endpoint, deadline)
+        conn.connect()
+        conn.sock.settimeout(_left(deadline))  # sendall keeps to one timeout for all it sends
         conn.request(method, path, body=payload, headers=headers)
         resp = conn.getresponse()
         data = resp.read(endpoint.max_bytes + 1)
@@ -186,8 +283,9 @@ def _exchange(
         return resp.status, resp.getheader("Location"), resp.getheader("Content-Type", ""), data
     except TimeoutError:
         raise ServerTimeout(
-            f"{where} did not answer within {timeout:g} s. The server may be overloaded or still loading; "
-            "wait and retry, ask for fewer new tokens, or raise the timeout."
+            f"{where} did not answer within {timeout:g} s (the whole answer, not just its first byte). The server "
+            "may be overloaded or still loading, or sending slowly; wait and retry, ask for fewer new tokens, or "
+            "raise the timeout."
         ) from None
     except ssl.SSLError as exc:
         raise ServerUnreachable(f"TLS with {endpoint.url} failed ({exc.reason or exc}); check https vs http.") from None
@@ -205,7 +303,8 @@ def _exchange(
             "Check that it runs."
         ) from None
     finally:
-        conn.close()
+        if conn is not None:
+            conn.close()
 
 
 def _error_message(endpoint: Endpoint, method: str, path: str, status: int, data: bytes) -> str:

@@ -25,19 +25,22 @@ completion's tokens.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 from specviz import methods
 from specviz.core import stats
 from specviz.core.record import VLLM, RunRecord
 from specviz.core.settings import RunSettings
-from specviz.errors import SettingsError
+from specviz.errors import SettingsError, SpecvizError
 from specviz.measure.prompts import PromptRow
 from specviz.measure.workload import PairedRun, Progress, run_workload
-from specviz.remote import prometheus
+from specviz.remote import answers, prometheus
+from specviz.remote.answers import MAX_SERVER_K, Completion, SpecFields, SpecMetrics, bad, whole
 from specviz.remote.errors import (
     ConcurrencyUnsupported,
     NotOpenAIServer,
@@ -80,13 +83,8 @@ F_K = ("num_spec_tokens", "num_speculative_tokens")
 F_HISTOGRAM = ("acceptance_histogram", "acceptance_length_histogram")
 F_PER_STEP_ACCEPTED = ("per_step_accepted", "accepted_per_step")
 F_PER_STEP_DRAFTED = ("per_step_drafted", "drafted_per_step")
-
-
-def _pick(doc: dict | None, names: tuple[str, ...]):
-    for name in names:
-        if isinstance(doc, dict) and doc.get(name) is not None:
-            return doc[name]
-    return None
+FIELDS = SpecFields(F_K, F_STEPS, F_ACCEPTED, F_DRAFT_TOKENS, F_HISTOGRAM, F_PER_STEP_ACCEPTED, F_PER_STEP_DRAFTED)
+PROBE_TOKENS = 8  # the connection check's completion: a prefill and a verify step or two, whatever K
 
 
 # ---------------------------------------------------------------------------------------------------------- counters
@@ -134,7 +132,35 @@ def read_counters(endpoint: Endpoint, model: str) -> Counters | None:
         if s.name.endswith("_created") or s.name == "process_start_time_seconds"
     )
     engines = len({s.label("engine") for s in ours if s.label("engine") is not None}) or 1
-    return Counters(values, {int(p): v for p, v in per_pos.items()}, tuple(v for *_, v in stamps), engines)
+    where = f"{endpoint.url}/metrics"
+    values = {name: _counter(where, name, value) for name, value in values.items()}
+    stamps = [v for *_, v in stamps if not math.isnan(v)]  # a NaN stamp would never equal itself: a false restart
+    return Counters(values, _positions(where, per_pos), tuple(stamps), engines)
+
+
+def _counter(where: str, name: str, value: float) -> float:
+    """A counter's (or gauge's) reading: finite and not negative, else MalformedAnswer."""
+    if math.isfinite(value) and value >= 0:
+        return value
+    raise bad(where, name, value, "a finite count of at least 0")
+
+
+def _positions(where: str, per_pos: dict[str, float]) -> dict[int, float]:
+    """{position label: accepted tokens} -> {draft position: count}: each label a position 0..MAX_SERVER_K-1 (so
+    K from these counters is at most MAX_SERVER_K), each count finite and not negative."""
+    out = {}
+    for label, value in per_pos.items():
+        field = f'{ACCEPTED_PER_POS[0]}{{position="{label}"}}'
+        position = int(label) if label.isdigit() and len(label) <= 3 else None
+        if position is None or position >= MAX_SERVER_K:
+            raise bad(
+                where,
+                "the label of " + field,
+                label,
+                f"a draft position from 0 to {MAX_SERVER_K - 1} (specviz takes K up to {MAX_SERVER_K})",
+            )
+        out[position] = _counter(where, field, value)
+    return out
 
 
 @dataclass(frozen=True)
@@ -215,18 +241,20 @@ class Server:
                 f"This server runs {methods.label(self.method)} with K={self.k}; it cannot run {settings.method} with "
                 f"K={settings.k}. Restart vLLM with another --speculative-config to measure that."
             )
-        use_counters = exclusive and self.counters
-        before = read_counters(self.endpoint, self.model) if use_counters else None
-        start = time.perf_counter()
-        doc = self._complete(prompt, settings)
-        wall_s = time.perf_counter() - start
-        moved = None
-        if before is not None:
-            after = read_counters(self.endpoint, self.model)
-            moved = delta(before, after, self.url) if after is not None else _gone(self.url)
-        return self._record(prompt, settings, tag, doc, wall_s, moved)
+        with redacting(self.endpoint):
+            use_counters = exclusive and self.counters
+            before = read_counters(self.endpoint, self.model) if use_counters else None
+            start = time.perf_counter()
+            answer = self._complete(prompt, settings)
+            wall_s = time.perf_counter() - start
+            moved = None
+            if before is not None:
+                after = read_counters(self.endpoint, self.model)
+                moved = delta(before, after, self.url) if after is not None else _gone(self.url)
+            return self._record(prompt, settings, tag, answer, wall_s, moved)
 
-    def _complete(self, prompt: str, settings: RunSettings) -> dict:
+    def _complete(self, prompt: str, settings: RunSettings) -> Completion:
+        """One completion with the settings' sampling and length, its answer checked (answers.completion)."""
         sampling = settings.sampling
         body = {
             "model": self.model,
@@ -242,23 +270,22 @@ class Server:
         }
         if sampling.top_k:
             body["top_k"] = sampling.top_k
-        doc = request(self.endpoint, "POST", "/v1/completions", body).json(self.endpoint, "/v1/completions")
-        if not isinstance(doc, dict) or not doc.get("choices"):
-            raise NotOpenAIServer(f"{self.url}/v1/completions answered without choices; is this a vLLM server?")
-        return doc
+        return _completion(self.endpoint, body)
 
     def _record(
-        self, prompt: str, settings: RunSettings, tag: str, doc: dict, wall_s: float, moved: Delta | None
+        self, prompt: str, settings: RunSettings, tag: str, answer: Completion, wall_s: float, moved: Delta | None
     ) -> RunRecord:
-        choice = doc["choices"][0]
-        ids = tuple(choice.get("token_ids") or ())
-        n_tokens = int((doc.get("usage") or {}).get("completion_tokens", len(ids)))
-        spec = _spec_block(doc)
+        """The RunRecord of one checked answer: per-round lists from per-step metrics, else totals."""
+        ids, n_tokens = answer.ids, answer.n_tokens
+        where = f"{self.url}/v1/completions"
+        spec = (
+            None if answer.spec is None else answers.spec_metrics(answer.spec, where, settings.max_new_tokens, FIELDS)
+        )
         meta = {
             "server": self.url,
             "model": self.model,
             "vllm_version": self.version,
-            "finish_reason": choice.get("finish_reason"),
+            "finish_reason": answer.finish_reason,
             "warnings": [],
         }
         if moved is not None:
@@ -271,14 +298,14 @@ class Server:
             method=self.method,
             k=self.k,
             prompt=prompt,
-            text=choice.get("text") or "",
+            text=answer.text,
             output_ids=ids,
             round_end_s=(),
             wall_s=wall_s,
             settings=settings.to_dict(),
             tag=tag,
         )
-        accepted, drafted = _pick(spec, F_PER_STEP_ACCEPTED), _pick(spec, F_PER_STEP_DRAFTED)
+        accepted, drafted = (None, None) if spec is None else (spec.per_step_accepted, spec.per_step_drafted)
         if spec is not None and accepted is not None and drafted is not None:
             meta["metrics"] = "per-request, per step"
             rounds = rounds_from_steps(list(drafted), list(accepted), n_tokens, steps, meta)
@@ -322,12 +349,15 @@ def _gone(url: str):
     raise ServerRestarted(f"The counters of the server at {url} disappeared during the measurement: did it restart?")
 
 
-def _spec_block(doc: dict) -> dict | None:
-    for holder in (doc.get("metrics"), doc["choices"][0].get("metrics"), doc):
-        block = _pick(holder, SPEC_BLOCK) if isinstance(holder, dict) else None
-        if isinstance(block, dict):
-            return block
-    return None
+def _metrics(answer: Completion, where: str, max_tokens: int) -> SpecMetrics | None:
+    """The answer's speculative-decoding block, checked against the request's max_tokens; None when it has none."""
+    return None if answer.spec is None else answers.spec_metrics(answer.spec, where, max_tokens, FIELDS)
+
+
+def _completion(endpoint: Endpoint, body: dict) -> Completion:
+    """POST /v1/completions -> its answer, checked against the request (answers.completion)."""
+    doc = request(endpoint, "POST", "/v1/completions", body).json(endpoint, "/v1/completions")
+    return answers.completion(doc, f"{endpoint.url}/v1/completions", body["max_tokens"], SPEC_BLOCK)
 
 
 def _others(moved: Delta, n_tokens: int) -> list[str]:
@@ -363,11 +393,7 @@ def rounds_from_steps(
     count; where they fell is not known, so they are listed after the prefill.
     """
     steps = len(accepted)
-    uncut = 1 + sum(a + 1 for a in accepted)
-    misses = engine_steps - 1 - steps if engine_steps is not None else max(0, n_tokens - uncut)
-    if misses < 0:  # the counter disagrees with the lists: trust the lists
-        meta["warnings"].append(f"the engine-step counter ({engine_steps}) is below the verify steps + 1; ignored")
-        misses = max(0, n_tokens - uncut)
+    misses = _misses(engine_steps, steps, n_tokens, 1 + sum(a + 1 for a in accepted), meta)
     if misses:
         meta["rounds_without_drafts"] = misses
     committed = [1] + [1] * misses + [a + 1 for a in accepted]
@@ -389,6 +415,19 @@ def rounds_from_steps(
     }
 
 
+def _misses(engine_steps: int | None, steps: int, n_tokens: int, uncut: int, meta: dict) -> int:
+    """Engine steps without drafts: from the engine-step counter when it is possible (at least the verify steps + 1,
+    at most one step a token: every step commits one), else from the token count (the lists are trusted)."""
+    if engine_steps is not None and steps + 1 <= engine_steps <= max(n_tokens, steps + 1):
+        return engine_steps - 1 - steps
+    if engine_steps is not None:
+        meta["warnings"].append(
+            f"the engine-step counter ({engine_steps}) is not between the verify steps + 1 ({steps + 1}) and the "
+            f"tokens ({n_tokens}); ignored"
+        )
+    return max(0, n_tokens - uncut)
+
+
 def _judged(accepted: int, spec_steps: int, full_steps: int | None, draft_tokens: int, k: int) -> int | None:
     """accepted + one rejected draft per step that did not accept all it drafted; known when every step drafted K."""
     if full_steps is None or draft_tokens != k * spec_steps:
@@ -396,11 +435,11 @@ def _judged(accepted: int, spec_steps: int, full_steps: int | None, draft_tokens
     return accepted + spec_steps - full_steps
 
 
-def totals_from_summary(spec: dict, n_tokens: int, engine_steps: int | None, k: int) -> stats.Tally:
-    steps, accepted = int(_pick(spec, F_STEPS) or 0), int(_pick(spec, F_ACCEPTED) or 0)
-    draft_tokens = int(_pick(spec, F_DRAFT_TOKENS) or 0)
-    histogram = _pick(spec, F_HISTOGRAM)
-    full = histogram[k] if isinstance(histogram, list) and len(histogram) > k else None
+def totals_from_summary(spec: SpecMetrics, n_tokens: int, engine_steps: int | None, k: int) -> stats.Tally:
+    """Totals from the summary-level metrics (counts, and the histogram for the steps that accepted all K)."""
+    steps, accepted, draft_tokens = spec.steps or 0, spec.accepted or 0, spec.draft_tokens or 0
+    histogram = spec.histogram
+    full = histogram[k] if histogram is not None and len(histogram) > k else None
     rounds = engine_steps if engine_steps is not None else 1 + steps + max(0, n_tokens - 1 - steps - accepted)
     return stats.Tally(draft_tokens, accepted, _judged(accepted, steps, full, draft_tokens, k), rounds, n_tokens, steps)
 
@@ -430,6 +469,23 @@ def connect(
     server runs, used only when the server does not say ("draft" when not given either).
     """
     endpoint = parse_url(url, api_key, timeout_s)
+    with redacting(endpoint):
+        return _discover(endpoint, model, method)
+
+
+@contextmanager
+def redacting(endpoint: Endpoint) -> Iterator[None]:
+    """Every SpecvizError raised inside has the endpoint's secrets replaced by *** (a server may echo the key, or
+    user:password in base64, in any field that a message quotes: a model id, a malformed count)."""
+    try:
+        yield
+    except SpecvizError as exc:
+        exc.args = tuple(endpoint.redact(arg) if isinstance(arg, str) else arg for arg in exc.args)
+        raise
+
+
+def _discover(endpoint: Endpoint, model: str | None, method: str | None) -> Server:
+    """What connect finds out, in order: the models, the version, the config, the counters, one probe completion."""
     models, max_len = _models(endpoint)
     model = _choose(endpoint, models, model)
     version = _version(endpoint)
@@ -439,7 +495,7 @@ def connect(
         notes.append("method and K from /server_info")
     counters = read_counters(endpoint, model)
     probe = _probe(endpoint, model)
-    spec = _spec_block(probe)
+    spec = _metrics(probe, f"{endpoint.url}/v1/completions", PROBE_TOKENS)
     if counters is not None and not counters.speculative and spec is None:
         raise SpeculationOff(
             f"The server at {endpoint.url} decodes {model!r} without speculation. " + START_WITH_SPECULATION
@@ -451,9 +507,9 @@ def connect(
             "--per-request-spec-decode-metrics detailed and without --disable-log-stats."
         )
     if k is None:
-        k = _pick(spec, F_K) or (counters.k if counters else None)
+        k = (spec.k if spec else None) or (counters.k if counters else None)
         if k is not None:
-            notes.append("K from the per-request metrics" if _pick(spec, F_K) else "K from the per-position counters")
+            notes.append("K from the per-request metrics" if spec and spec.k else "K from the per-position counters")
     if k is None:
         raise StatisticsOff(f"The server at {endpoint.url} does not say how many tokens it drafts (K).")
     name = _method_name(vllm_method, method, notes)
@@ -464,7 +520,7 @@ def connect(
         version,
         name,
         vllm_method,
-        int(k),
+        k,
         spec is not None,
         bool(counters and counters.speculative),
         max_len,
@@ -523,14 +579,17 @@ def _server_info(endpoint: Endpoint) -> tuple[str | None, int | None]:
         raise SpeculationOff(f"The server at {endpoint.url} runs without speculation. " + START_WITH_SPECULATION)
     if not isinstance(spec, dict):
         return None, None
-    k = spec.get("num_speculative_tokens")
-    return spec.get("method"), (int(k) if isinstance(k, int) else None)
+    where, k = f"{endpoint.url}/server_info", spec.get("num_speculative_tokens")
+    method = answers.text_or_none(spec.get("method"), where, "speculative_config.method")
+    return method, (
+        None if k is None else whole(k, where, "speculative_config.num_speculative_tokens", 1, MAX_SERVER_K)
+    )
 
 
-def _probe(endpoint: Endpoint, model: str) -> dict:
-    """A 4-token greedy completion: checks the model answers, and shows which per-request metrics come back."""
-    body = {"model": model, "prompt": "def", "max_tokens": 4, "temperature": 0, "n": 1, "stream": False}
-    return request(endpoint, "POST", "/v1/completions", body).json(endpoint, "/v1/completions")
+def _probe(endpoint: Endpoint, model: str) -> Completion:
+    """A short greedy completion: checks the model answers, and shows which per-request metrics come back."""
+    body = {"model": model, "prompt": "def", "max_tokens": PROBE_TOKENS, "temperature": 0, "n": 1, "stream": False}
+    return _completion(endpoint, body)
 
 
 def _method_name(vllm_method: str | None, declared: str | None, notes: list[str]) -> str:

@@ -151,7 +151,10 @@ def vllm_like(spec=DETAILED, metrics=True, models=MODELS):
     routes = {
         "/v1/models": (200, models, {}),
         "/version": (200, {"version": "0.32.0"}, {}),
-        "POST /v1/completions": completion(spec=spec),
+        # an honest server: never more tokens than asked for (specviz refuses a count above max_tokens)
+        "POST /v1/completions": lambda handler, body: completion(
+            tokens=min(6, json.loads(body)["max_tokens"]), spec=spec
+        ),
     }
     if metrics:
         routes["/metrics"] = (200, metrics_text(), {})
@@ -183,7 +186,7 @@ def PairedRunLike(record):
 def test_a_workload_without_baseline_claims_no_speedup():
     with fake_server(vllm_like()) as (url, _):
         server = connect(url)
-        results = list(measure(server, [PromptRow("a", "x"), PromptRow("b", "y")], RunSettings(max_new_tokens=4)))
+        results = list(measure(server, [PromptRow("a", "x"), PromptRow("b", "y")], RunSettings(max_new_tokens=6)))
     assert len(results) == 2 and all(r.plains == () and r.speedup is None for r in results)
     overall = next(row for row in summarize(results) if row["tag"] == "all")
     assert overall["speedup"] is None and overall["plain_tokens_per_s"] is None
@@ -234,7 +237,7 @@ def test_counter_path_totals_and_other_clients():
 def test_concurrent_requests_with_per_request_metrics():
     with fake_server(vllm_like(metrics=False)) as (url, seen):
         server = connect(url)
-        results = list(measure(server, [PromptRow(str(i)) for i in range(5)], RunSettings(max_new_tokens=4), 3))
+        results = list(measure(server, [PromptRow(str(i)) for i in range(5)], RunSettings(max_new_tokens=6), 3))
     assert sorted(r.prompt for r in results) == ["0", "1", "2", "3", "4"] and all(r.alpha == 0.6 for r in results)
     assert not any(s["path"] == "/metrics" for s in seen[-5:])  # counters are never read around concurrent requests
 
