@@ -5,6 +5,7 @@ import sys
 import streamlit as st
 
 from specviz.ui.limits import Limits
+from specviz.viz.text import literal
 
 st.set_page_config(page_title="specviz", page_icon="🔮", layout="wide")
 
@@ -22,7 +23,7 @@ def report_settings_once(problems: tuple[str, ...]) -> None:
 
 report_settings_once(LIMITS.problems)
 for problem in LIMITS.problems:
-    st.sidebar.warning(problem)
+    st.sidebar.warning(literal(problem))
 
 PAGES = [
     st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),

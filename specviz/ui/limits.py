@@ -15,7 +15,8 @@ from pathlib import Path
 from specviz.core.settings import MAX_K, MAX_TREE_NODES
 from specviz.core.verify import tree_size
 from specviz.errors import SettingsError
-from specviz.remote import allowed_servers, check_host
+from specviz.remote import allowed_servers, check_host, parse_allowlist
+from specviz.remote.errors import HostNotAllowed
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -57,7 +58,7 @@ class Limits:
         unknown = (
             f"SPECVIZ_PUBLIC={flag!r} is none of 1/true/yes/on or 0/false/no/off: public mode is on (fail closed)."
         )
-        problems = [] if flag in ON else [unknown]
+        problems = ([] if flag in ON else [unknown]) + _allowlist_problems(servers)
         caps = {}
         for name, (field, default, most, unit) in PUBLIC_CAPS.items():
             value, problem = _cap(name, env.get(name), default, most)
@@ -81,6 +82,15 @@ class Limits:
                 f"This deployment allows trees of up to {self.max_tree_nodes} nodes; {','.join(map(str, shape))} has "
                 f"{tree_size(shape)}. Use fewer children per depth."
             )
+
+
+def _allowlist_problems(servers: tuple[str, ...]) -> list[str]:
+    """SPECVIZ_SERVERS read strictly: a bad entry is said at start-up (and then no server may be measured)."""
+    try:
+        parse_allowlist(servers)
+    except HostNotAllowed as exc:
+        return [str(exc)]
+    return []
 
 
 def _cap(name: str, text: str | None, default: int, most: int) -> tuple[int, str | None]:

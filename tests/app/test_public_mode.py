@@ -160,3 +160,12 @@ def test_public_mode_shows_error_types_not_tracebacks(tiny_default, monkeypatch)
     open_page("pages/home.py")
     assert st.get_option("client.showErrorDetails") == "type"
     st.set_option("client.showErrorDetails", "full")
+
+
+def test_a_bad_allowlist_entry_is_said_at_start_up(tiny_default, monkeypatch):
+    monkeypatch.setenv("SPECVIZ_PUBLIC", "1")
+    monkeypatch.setenv("SPECVIZ_SERVERS", "127.0.0.1:8000, ::1")
+    assert any("'::1'" in p for p in Limits.from_env().problems)
+    at = open_page("pages/workload.py")
+    assert not at.exception
+    assert any("measures no server" in w.value for w in at.sidebar.warning)
