@@ -3,6 +3,7 @@ raises nor poisons the session (issue 28: F1-F5, F9, F20 of shared/PROBES.md).""
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 import pytest
@@ -142,7 +143,7 @@ def test_a_deployments_bad_settings_fail_closed_with_a_message(tiny_default, mon
     assert limits.max_new_tokens == 64
     at = open_page("pages/rounds.py")
     assert not at.exception
-    assert any(problem in w.value for w in at.sidebar.warning)
+    assert any(problem in html.unescape(w.value) for w in at.sidebar.warning)  # shown as text
     assert at.sidebar.slider(key="k").max == 8
 
 
