@@ -158,13 +158,13 @@ def _paired_runs(run, rows, method_names, ks, base, on_progress, repeats, baseli
 
 
 def runnable_rows(
-    pair: ModelPair, rows: Iterable[PromptRow], base: RunSettings, method_names: Iterable[str] = ()
+    pair: ModelPair, rows: Iterable[PromptRow], settings: Iterable[RunSettings]
 ) -> tuple[list[PromptRow], list[str]]:
-    """The rows whose prompt this pair can run with base (and each method), and "line N: why" for the others; a
-    workload none of whose prompts fits is refused before any run."""
+    """The rows whose prompt this pair can run with every one of settings, and "line N: why" for the others; a
+    workload none of whose prompts fits is refused (SettingsError) before any run."""
     from specviz.engine.decode import check_fits, encode_prompt
 
-    settings = [replace(base, method=name) for name in method_names] or [base]
+    settings = list(settings)
     fits, problems = [], []
     for row in rows:
         try:
@@ -175,16 +175,16 @@ def runnable_rows(
         except SpecvizError as exc:
             problems.append(f"line {row.line}: {exc}")
     if not fits:
-        raise SettingsError(_none_runs(pair, base, problems))
+        raise SettingsError(_none_runs(pair, settings[0].max_new_tokens, problems))
     return fits, problems
 
 
-def _none_runs(pair: ModelPair, base: RunSettings, problems: list[str]) -> str:
+def _none_runs(pair: ModelPair, max_new_tokens: int, problems: list[str]) -> str:
     """Why no prompt of a workload can run, with the first few reasons."""
-    first = "; ".join(problems[:3]) + ("; ..." if len(problems) > 3 else "")
+    first = problems[0] + (f"; and {len(problems) - 1} more" if len(problems) > 1 else "") if problems else ""
     if problems and all("context of" in p for p in problems):
         return (
             f"Every prompt is longer than the model's context of {pair.context_length} tokens allows with "
-            f"{base.max_new_tokens} new tokens ({first}). Shorten the prompts or lower max new tokens."
+            f"{max_new_tokens} new tokens ({first}). Shorten the prompts or lower max new tokens."
         )
     return f"No prompt of this workload can run ({first or 'it has none'})."
