@@ -180,11 +180,13 @@ def runnable_rows(
 
 
 def _none_runs(pair: ModelPair, max_new_tokens: int, problems: list[str]) -> str:
-    """Why no prompt of a workload can run, with the first few reasons."""
-    first = problems[0] + (f"; and {len(problems) - 1} more" if len(problems) > 1 else "") if problems else ""
-    if problems and all("context of" in p for p in problems):
+    """Why no prompt of a workload can run: the rule that every one broke, or the first reason and how many more."""
+    if not problems:
+        return "This workload has no prompts to run."
+    if all("context of" in p for p in problems):
         return (
-            f"Every prompt is longer than the model's context of {pair.context_length} tokens allows with "
-            f"{max_new_tokens} new tokens ({first}). Shorten the prompts or lower max new tokens."
+            f"Every prompt ({len(problems)}) is longer than the model's context of {pair.context_length} tokens "
+            f"allows with {max_new_tokens} new tokens; the first: {problems[0]}"
         )
-    return f"No prompt of this workload can run ({first or 'it has none'})."
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return f"No prompt of this workload can run: {problems[0]}{more}"
