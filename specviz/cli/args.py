@@ -6,6 +6,10 @@ Both the in-process commands (cli/main.py) and the server ones (cli/remote.py) u
 from __future__ import annotations
 
 import argparse
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
 
 from specviz import methods
 from specviz.core.sampling import SamplingSettings
@@ -53,12 +57,63 @@ def int_list(text: str, option: str) -> list[int]:
     return values
 
 
+def check_writable(path: str | None, option: str) -> None:
+    """Refuse, before any run, an output path that cannot be written (no such folder, a directory, no permission);
+    an existing file is opened for append only, so it is not truncated here."""
+    if not path:
+        return
+    target = Path(path)
+    folder = target.parent
+    if target.is_dir():
+        example = target / f"results.{option.lstrip('-')}"
+        raise SpecvizError(f"{option} {path!r} is a directory: give a file name, e.g. {str(example)!r}.")
+    if not folder.is_dir():
+        raise SpecvizError(f"{option} {path!r}: the folder {str(folder)!r} does not exist. Create it or pick another.")
+    existed = target.exists()
+    try:
+        with open(target, "a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        raise SpecvizError(f"{option} {path!r} cannot be written: {exc.strerror or exc}.") from exc
+    if not existed:
+        target.unlink(missing_ok=True)  # made only to try: the run writes it when it is done
+
+
 def write_file(path: str, text: str) -> None:
+    """Write text to path; if that fails, save it to a file in the current folder (or print it) before raising, so
+    a finished run is never lost."""
     try:
         with open(path, "w", encoding="utf-8") as handle:
             handle.write(text)
     except OSError as exc:
-        raise SpecvizError(f"Cannot write {path!r}: {exc.strerror}.") from exc
+        raise SpecvizError(f"Cannot write {path!r}: {exc.strerror or exc}. {rescue(path, text)}") from exc
+
+
+def rescue(path: str, text: str) -> str:
+    """Save text that could not go to path beside the current folder (or print it to stdout); say where it went."""
+    spare = Path.cwd() / f"specviz-unsaved-{time.strftime('%Y%m%d-%H%M%S')}-{Path(path).name or 'output'}"
+    try:
+        with open(spare, "x", encoding="utf-8") as handle:
+            handle.write(text)
+        return f"The results were saved to {str(spare)!r} instead."
+    except OSError:
+        print(text)
+        return "The results were printed to stdout instead."
+
+
+def write_all(outputs: list[tuple[str | None, Callable[[], str]]]) -> bool:
+    """Write every (path, text maker) whose path is given; a failure (reported, its text rescued) does not stop the
+    others. True when every one was written."""
+    written = True
+    for path, make in outputs:
+        if not path:
+            continue
+        try:
+            write_file(path, make())
+        except SpecvizError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            written = False
+    return written
 
 
 def summary_table(rows: list[dict]) -> str:

@@ -8,10 +8,11 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from specviz import methods
-from specviz.cli.args import int_list, one_tree, settings_from, summary_table, tree_shapes, write_file
+from specviz.cli.args import check_writable, int_list, one_tree, settings_from, summary_table, tree_shapes, write_all
 from specviz.cli.remote import add_server_arguments, check_server_options, cmd_measure_server, collect
 from specviz.cli.theory import add_theory_parser
 from specviz.core.settings import MAX_K, RunSettings, check_prompt
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 ANSI = {"accepted": "\033[32m", "correction": "\033[1;31m", "bonus": "\033[1;34m", "target": "", "prompt": "\033[2m"}
 RESET = "\033[0m"
 LEGEND = (("accepted", "accepted draft"), ("correction", "correction"), ("bonus", "bonus"))
+MAX_PROMPT_FILE_BYTES = 2_000_000  # far past any model's context; the run then says how many tokens fit
 MARKERS = {"accepted": ("", ""), "correction": ("[!", "]"), "bonus": ("[+", "]"), "target": ("", "")}
 
 
@@ -155,11 +157,14 @@ def load_for(args: argparse.Namespace, method_names) -> ModelPair:
 
 
 def read_prompt(args: argparse.Namespace) -> str:
+    """--prompt, or at most MAX_PROMPT_FILE_BYTES of --prompt-file (so /dev/zero is refused, not read forever)."""
+    from specviz.measure.prompts import read_capped
+
     if args.prompt_file:
+        data = read_capped(args.prompt_file, MAX_PROMPT_FILE_BYTES, "prompt")
         try:
-            with open(args.prompt_file, encoding="utf-8") as handle:
-                return handle.read()
-        except (OSError, UnicodeDecodeError) as exc:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
             raise SpecvizError(f"Cannot read the prompt file {args.prompt_file!r}: {exc}") from exc
     if args.prompt is None:
         raise SpecvizError("Give a prompt with --prompt TEXT or --prompt-file FILE.")
@@ -171,6 +176,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if args.plain and args.tree:
         raise SpecvizError("--plain runs the target alone, with no drafts: drop --tree, or drop --plain.")
+    if len(int_list(args.k, "--k")) > 1:
+        raise SpecvizError(f"run takes one K (e.g. --k 4); got {args.k!r}. measure and bench compare several.")
     settings = settings_from(args, method_of(args))  # validate before the slow model load
     prompt = check_prompt(read_prompt(args))
     pair = load_for(args, [settings.method])
@@ -220,9 +227,12 @@ def cmd_measure(args: argparse.Namespace) -> int:
     from specviz.measure.lanes import run_method
     from specviz.measure.prompts import read_workload
     from specviz.measure.summary import results_csv, results_json, summarize
-    from specviz.measure.workload import run_workload
+    from specviz.measure.workload import run_workload, runnable_rows
 
     check_server_options(args)
+    check_outputs(args)
+    if args.method is not None and not args.method.strip():
+        raise SpecvizError(f"--method is empty: give one or more of {', '.join(methods.PROPOSERS)}, or leave it out.")
     if args.server:  # measured through a vLLM server: no model loads here
         return cmd_measure_server(args)
     tree = one_tree(args)
@@ -240,6 +250,9 @@ def cmd_measure(args: argparse.Namespace) -> int:
         print(f"skipped {problem}", file=sys.stderr)
     pair = load_for(args, method_names)
     base = with_draft_vocab(base, args, pair)
+    rows, skipped = runnable_rows(pair, workload.rows, [replace(base, method=name) for name in method_names])
+    for problem in skipped:
+        print(f"skipped {problem}", file=sys.stderr)
 
     def progress(p) -> None:
         eta = "" if p.done == 0 else f", about {p.eta_s:.0f} s left"
@@ -248,18 +261,25 @@ def cmd_measure(args: argparse.Namespace) -> int:
     print("measuring step costs", file=sys.stderr)
     costs = measure_costs(pair, k_max=max(ks), repeats=5, draft_vocab=base.draft_vocab)
     run = lambda prompt, settings, tag: run_method(pair, prompt, settings, settings.method, tag=tag)  # noqa: E731
-    results, error = collect(run_workload(run, workload.rows, method_names, ks, base, progress, args.repeats))
+    results, error = collect(run_workload(run, rows, method_names, ks, base, progress, args.repeats))
     print(file=sys.stderr)
     print(summary_table(summarize(results, costs, args.seed)))
-    if args.json_out:
-        meta = {"methods": method_names, "ks": ks, **pair.describe()}
-        write_file(args.json_out, results_json(results, base, meta, costs, args.seed))
-    if args.csv_out:
-        write_file(args.csv_out, results_csv(results))
+    meta = {"methods": method_names, "ks": ks, **pair.describe()}
+    written = write_all(
+        [
+            (args.json_out, lambda: results_json(results, base, meta, costs, args.seed)),
+            (args.csv_out, lambda: results_csv(results)),
+        ]
+    )
     if error is not None:  # reported after the finished runs are written
         print(f"error: {error}", file=sys.stderr)
-        return 2
-    return 0
+    return 0 if error is None and written else 2
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Every --json / --csv path must be writable before anything runs, so no finished run is lost."""
+    check_writable(getattr(args, "json_out", None), "--json")
+    check_writable(getattr(args, "csv_out", None), "--csv")
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -267,8 +287,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     from specviz.engine.models import ASSETS
     from specviz.measure.bench import results_table, run_bench
+    from specviz.measure.lanes import tree_settings
     from specviz.measure.prompts import read_workload
+    from specviz.measure.workload import runnable_rows
 
+    check_outputs(args)
+    if args.limit < 0:
+        raise SpecvizError(f"--limit is how many prompts to use (0 = all); got {args.limit}.")
     lanes = tuple(methods.parse_list(args.lanes, "--lanes", methods.LANES))
     if methods.PLAIN not in lanes:
         raise SpecvizError(
@@ -284,12 +309,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
     args.tree = None
     base = settings_from(args, methods.PLAIN)
     rows = read_workload(args.prompts or ASSETS / "workloads" / "code.jsonl").rows
-    prompts = [row.prompt for row in (rows[: args.limit] if args.limit else rows)]
+    rows = rows[: args.limit] if args.limit else rows
     pair = load_for(args, lanes + ((methods.TREE,) if trees else ()))
     base = with_draft_vocab(base, args, pair)
+    rows, skipped = runnable_rows(pair, rows, [base, *(tree_settings(base, shape) for shape in trees)])
+    for problem in skipped:
+        print(f"skipped {problem}", file=sys.stderr)
+    prompts = [row.prompt for row in rows]
     say = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     doc = run_bench(pair, prompts, ks, base, args.repeats, lanes, say, trees=trees)
     print(results_table(doc))
-    if args.json_out:
-        write_file(args.json_out, json.dumps(doc, indent=2))
-    return 0
+    return 0 if write_all([(args.json_out, lambda: json.dumps(doc, indent=2))]) else 2

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import sys
 
 from specviz.core.theory import MAX_K, TheoryInputs, VerifyCost, analyse, formulas
 
@@ -48,10 +50,19 @@ def cmd_theory(args: argparse.Namespace) -> int:
         measured = analyse(TheoryInputs(alpha=args.alpha, k=args.k, c=args.c, c_hat=args.c_hat, verify=v))
         doc.update(speedup_measured=measured.speedup, verify_cost=args.verify_cost, verify_model="given")
     if args.json:
-        print(json.dumps(doc, indent=2))
+        print(strict_json(doc))
         return 0
     print(render_text(result, doc))
     return 0
+
+
+def strict_json(doc: dict) -> str:
+    """The document as strict JSON: a value that overflowed (inf, nan) is null, and stderr names it."""
+    overflowed = [key for key, value in doc.items() if isinstance(value, float) and not math.isfinite(value)]
+    if overflowed:
+        print(f"note: {', '.join(overflowed)} overflowed (not a finite number): written as null", file=sys.stderr)
+    clean = {key: None if key in overflowed else value for key, value in doc.items()}
+    return json.dumps(clean, indent=2, allow_nan=False)
 
 
 def render_text(result, doc: dict) -> str:

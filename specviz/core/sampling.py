@@ -13,6 +13,10 @@ import torch
 
 from specviz.errors import SettingsError
 
+# The smallest temperature that samples. Below it sampling is greedy in all but name (a logit gap of 0.01 already
+# makes a probability ratio below e^-10), and far below it logits / T overflow float32: 1e-40 gave NaN everywhere.
+MIN_TEMPERATURE = 1e-3
+
 
 @dataclass(frozen=True)
 class SamplingSettings:
@@ -29,6 +33,12 @@ class SamplingSettings:
             raise SettingsError(
                 f"temperature must be >= 0 (0 = greedy), got {self.temperature}. "
                 "Use 0 for greedy or e.g. 1.0 to sample."
+            )
+        if 0 < self.temperature < MIN_TEMPERATURE:
+            raise SettingsError(
+                f"temperature must be 0 (greedy) or at least {MIN_TEMPERATURE:g}, got {self.temperature:g}. "
+                f"Below {MIN_TEMPERATURE:g} sampling is greedy in all but name, and far below it the logits divided by "
+                "the temperature overflow float32 (NaN probabilities): use 0 for greedy."
             )
         if not isinstance(self.top_k, int) or isinstance(self.top_k, bool) or self.top_k < 0:
             raise SettingsError(f"top-k must be a whole number >= 0 (0 turns it off), got {self.top_k!r}.")
@@ -50,7 +60,7 @@ def logits_to_probs(logits: torch.Tensor, sampling: SamplingSettings) -> torch.T
     logits = logits.float()
     if sampling.greedy:
         return one_hot(logits.argmax(-1), logits.shape[-1])
-    logits = logits / sampling.temperature
+    logits = _scaled(logits, sampling.temperature)
     if sampling.top_k and sampling.top_k < logits.shape[-1]:
         kth_largest = logits.topk(sampling.top_k, dim=-1).values[..., -1:]  # (..., 1)
         logits = logits.masked_fill(logits < kth_largest, float("-inf"))  # ties with the k-th survive
@@ -58,6 +68,13 @@ def logits_to_probs(logits: torch.Tensor, sampling: SamplingSettings) -> torch.T
     if sampling.top_p < 1:
         probs = _nucleus(probs, sampling.top_p)
     return probs
+
+
+def _scaled(logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    """(..., V) logits / T; a row whose largest value overflows to inf is shifted by its max first (never NaN)."""
+    scaled = logits / temperature
+    overflow = scaled.amax(-1, keepdim=True).isposinf()  # (..., 1): huge logits at a small T
+    return torch.where(overflow, (logits - logits.amax(-1, keepdim=True)) / temperature, scaled)
 
 
 def _nucleus(probs: torch.Tensor, top_p: float) -> torch.Tensor:

@@ -11,7 +11,7 @@ still written as version 1, byte for byte; both versions load.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from typing import Any
 
 from specviz.core import stats
@@ -23,6 +23,7 @@ TOP_N = 10  # alternatives of p, q and the residual a round records per position
 TRACE_VERSION = 1  # chain runs
 TREE_TRACE_VERSION = 2  # runs with tree rounds
 READABLE_VERSIONS = (TRACE_VERSION, TREE_TRACE_VERSION)
+MAX_TRACE_BYTES = 64_000_000  # Trace.from_json's default cap (the command line); the app passes its upload cap
 
 # Verdict of one drafted position.
 ACCEPTED, REJECTED, UNREACHED, AFTER_STOP = "accepted", "rejected", "unreached", "after_stop"
@@ -222,30 +223,33 @@ class Trace:
     def from_dict(cls, doc: Any) -> Trace:
         _check_header(doc)
         try:
-            rounds = tuple(_round_from_dict(r) for r in doc["rounds"])
+            rounds = _rounds_from(doc)
             return cls(
                 settings=RunSettings.from_dict(doc["settings"]),
-                prompt=doc["prompt"],
-                prompt_ids=tuple(doc["prompt_ids"]),
+                prompt=_text(doc.get("prompt"), "prompt"),
+                prompt_ids=_token_ids(doc.get("prompt_ids"), "prompt_ids"),
                 rounds=rounds,
-                text=doc["text"],
-                totals=Totals.of(rounds, float(doc["totals"]["wall_s"])),  # recounted: older traces lack new totals
-                meta=dict(doc.get("meta", {})),
+                text=_text(doc.get("text"), "text"),
+                totals=Totals.of(rounds, _totals_wall_s(doc)),  # recounted: older traces lack new totals
+                meta=_meta(doc.get("meta", {})),
             )
         except SettingsError as exc:
             raise TraceFormatError(f"The trace's settings are invalid: {exc}") from exc
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise TraceFormatError(
-                f"This trace JSON is damaged or hand-edited: {_describe(exc)}. "
-                "Re-export it from specviz (download button or `python -m specviz run --json`)."
-            ) from exc
+            raise _damaged(_describe(exc)) from exc
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> Trace:
+    def from_json(cls, text: str | bytes, max_bytes: int = MAX_TRACE_BYTES) -> Trace:
+        """Parse and validate a trace document of at most max_bytes (the app passes its upload cap)."""
+        _check_size(text, max_bytes)
         try:
             doc = json.loads(text)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise TraceFormatError(f"This file is not JSON ({exc}); a specviz trace is a .json file.") from exc
+        except RecursionError:
+            raise TraceFormatError(
+                "This JSON is nested too deeply to be a specviz trace (a trace nests a few levels only)."
+            ) from None
         return cls.from_dict(doc)
 
 
@@ -262,31 +266,234 @@ def _check_header(doc: Any) -> None:
         )
 
 
-def _tops(items: list) -> tuple[TokenProb, ...]:
-    return tuple(TokenProb(**item) for item in items)
+# Loading: every field of an untrusted document is checked where it enters, so nothing the drawing code cannot
+# draw (a number as a token's text, a dangling tree parent, an unknown kind) gets past Trace.from_dict.
+VERDICTS = (ACCEPTED, REJECTED, UNREACHED, AFTER_STOP)
+EXTRA_KINDS = (CORRECTION, BONUS, TARGET)
+STOPS = ("eos", "max_new_tokens")
 
 
-def _round_from_dict(r: dict) -> Round:
-    positions = tuple(
-        Position(**{**pos, "p_top": _tops(pos["p_top"]), "q_top": _tops(pos["q_top"])}) for pos in r["positions"]
+def _check_size(text: str | bytes, max_bytes: int) -> None:
+    """Refuse a document over max_bytes before parsing it."""
+    size = len(text) if isinstance(text, bytes) else len(text.encode("utf-8", "surrogatepass"))
+    if size > max_bytes:
+        raise TraceFormatError(
+            f"This trace is {size / 1e3:,.0f} kB; traces are limited to {max_bytes / 1e3:,.0f} kB here. "
+            "Replay a shorter run (fewer new tokens)."
+        )
+
+
+def _damaged(detail: str) -> TraceFormatError:
+    return TraceFormatError(
+        f"This trace JSON is damaged or hand-edited: {detail}. "
+        "Re-export it from specviz (download button or `python -m specviz run --json`)."
     )
-    return Round(
-        **{
-            **r,
-            "positions": positions,
-            "extra": ExtraToken(**r["extra"]) if r["extra"] is not None else None,
-            "residual_top": _tops(r["residual_top"]),
-            "bonus_top": _tops(r["bonus_top"]),
-            "committed": tuple(r["committed"]),
-            "target_cache": tuple(r["target_cache"]),
-            "draft_cache": tuple(r["draft_cache"]),
-            "nodes": tuple(
-                Node(**{**node, "p_top": _tops(node.get("p_top", ())), "q_top": _tops(node.get("q_top", ()))})
-                for node in r.get("nodes", ())
-            ),
-            "path": tuple(r.get("path", ())),
-        }
-    )
+
+
+def _show(value: Any) -> str:
+    """A short repr of a bad value for a message."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _wrong(value: Any, where: str, expected: str) -> TraceFormatError:
+    return _damaged(f"{where} is {_show(value)}, not {expected}")
+
+
+def _int(value: Any, where: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise _wrong(value, where, "a whole number")
+    return value
+
+
+def _token_id(value: Any, where: str) -> int:
+    if _int(value, where) < 0:
+        raise _wrong(value, where, "a token id (a whole number >= 0)")
+    return value
+
+
+def _number(value: Any, where: str) -> float:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise _wrong(value, where, "a number")
+    return value
+
+
+def _optional_number(value: Any, where: str) -> float | None:
+    return None if value is None else _number(value, where)
+
+
+def _flag(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise _wrong(value, where, "true or false")
+    return value
+
+
+def _text(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise _wrong(value, where, "text (a JSON string)")
+    return value
+
+
+def _one_of(options: tuple[str, ...]):
+    """A check that the value is one of options (None too when None is among them)."""
+
+    def check(value: Any, where: str) -> str | None:
+        if value not in options or not (value is None or isinstance(value, str)):
+            raise _wrong(value, where, "one of " + ", ".join(map(str, options)))
+        return value
+
+    return check
+
+
+def _items(value: Any, where: str) -> list | tuple:
+    if not isinstance(value, (list, tuple)):  # tuples: from_dict also reads to_dict()'s own output
+        raise _wrong(value, where, "a list")
+    return value
+
+
+def _token_ids(value: Any, where: str) -> tuple[int, ...]:
+    return tuple(_token_id(item, f"{where}[{i}]") for i, item in enumerate(_items(value, where)))
+
+
+def _cache(value: Any, where: str) -> tuple[int, int]:
+    if len(_items(value, where)) != 2:
+        raise _wrong(value, where, "two cache lengths")
+    return (_int(value[0], f"{where}[0]"), _int(value[1], f"{where}[1]"))
+
+
+def _meta(value: Any) -> dict:
+    if not isinstance(value, dict):
+        raise _wrong(value, "meta", "an object")
+    return dict(value)
+
+
+def _totals_wall_s(doc: dict) -> float:
+    totals = doc.get("totals")
+    if not isinstance(totals, dict):
+        raise _wrong(totals, "totals", "an object")
+    return float(_number(totals.get("wall_s"), "totals.wall_s"))
+
+
+def _build(cls: type, raw: Any, where: str, checks: dict) -> Any:
+    """cls from the object raw: every field known, every required one present, each through its check."""
+    if not isinstance(raw, dict):
+        raise _wrong(raw, where, "an object")
+    known = {f.name: f for f in fields(cls)}
+    unknown = sorted(set(raw) - set(known), key=str)
+    if unknown:
+        raise _damaged(f"{where} has an unknown field {unknown[0]!r}")
+    optional = {name for name, f in known.items() if f.default is not MISSING or f.default_factory is not MISSING}
+    missing = [name for name in known if name not in raw and name not in optional]
+    if missing:
+        raise _damaged(f"missing field {missing[0]!r} in {where}")
+    return cls(**{name: checks[name](value, f"{where}.{name}") for name, value in raw.items()})
+
+
+def _tops(value: Any, where: str) -> tuple[TokenProb, ...]:
+    return tuple(_build(TokenProb, item, f"{where}[{i}]", TOKEN_PROB) for i, item in enumerate(_items(value, where)))
+
+
+TOKEN_PROB = {"token_id": _token_id, "text": _text, "prob": _number}
+POSITION = {
+    "index": _int,
+    "token_id": _token_id,
+    "text": _text,
+    **dict.fromkeys(("q", "p", "ratio", "u"), _number),
+    "accepted": _flag,
+    "verdict": _one_of(VERDICTS),
+    "overlap": _optional_number,
+    **dict.fromkeys(("p_top", "q_top"), _tops),
+}
+NODE = {
+    **dict.fromkeys(("id", "parent", "depth"), _int),
+    "token_id": _token_id,
+    "text": _text,
+    "q": _number,
+    **dict.fromkeys(("p", "ratio"), _optional_number),
+    "u": _number,
+    "verdict": _one_of(VERDICTS),
+    **dict.fromkeys(("p_top", "q_top"), _tops),
+}
+EXTRA = {
+    "token_id": _token_id,
+    "text": _text,
+    "kind": _one_of(EXTRA_KINDS),
+    **dict.fromkeys(("prob", "p", "u"), _number),
+}
+
+
+def _many(cls: type, checks: dict):
+    """A check for a list of cls objects."""
+
+    def check(value: Any, where: str) -> tuple:
+        return tuple(_build(cls, item, f"{where}[{i}]", checks) for i, item in enumerate(_items(value, where)))
+
+    return check
+
+
+def _optional_extra(value: Any, where: str) -> ExtraToken | None:
+    return None if value is None else _build(ExtraToken, value, where, EXTRA)
+
+
+ROUND = {
+    "index": _int,
+    "positions": _many(Position, POSITION),
+    "extra": _optional_extra,
+    **dict.fromkeys(("residual_top", "bonus_top"), _tops),
+    **dict.fromkeys(("committed", "path"), _token_ids),
+    **dict.fromkeys(("draft_ms", "verify_ms"), _number),
+    **dict.fromkeys(("target_cache", "draft_cache"), _cache),
+    "stop": _one_of((None, *STOPS)),
+    "nodes": _many(Node, NODE),
+}
+
+
+def _rounds_from(doc: dict) -> tuple[Round, ...]:
+    """The document's rounds, each checked on its own and against the others (numbered 0, 1, 2, ...)."""
+    raw = _items(doc.get("rounds"), "rounds")
+    if not raw:
+        raise _damaged("it has no rounds (every run has at least one), so there is nothing to replay")
+    rounds = tuple(_round_from_dict(r, f"rounds[{i}]") for i, r in enumerate(raw))
+    for i, r in enumerate(rounds):
+        if r.index != i:
+            raise _wrong(r.index, f"rounds[{i}].index", f"{i} (rounds are numbered in order)")
+    return rounds
+
+
+def _round_from_dict(r: Any, where: str = "rounds[0]") -> Round:
+    """One round, with its positions numbered in order, its committed tokens those it accepted (and its extra), and
+    its tree (if any) well formed."""
+    rnd = _build(Round, r, where, ROUND)
+    for i, pos in enumerate(rnd.positions):
+        if pos.index != i:
+            raise _wrong(pos.index, f"{where}.positions[{i}].index", f"{i} (positions are numbered in order)")
+    made = tuple(pos.token_id for pos in rnd.positions if pos.accepted) + ((rnd.extra.token_id,) if rnd.extra else ())
+    if rnd.committed != made:
+        raise _damaged(
+            f"{where}.committed is {_show(list(rnd.committed))}, but its accepted drafts and extra token are "
+            f"{_show(list(made))}"
+        )
+    _check_tree(rnd, where)
+    return rnd
+
+
+def _check_tree(rnd: Round, where: str) -> None:
+    """Tree rounds: node i has id i, its parent comes before it (-1 = the root) one level up, and the path walks
+    down from the root through existing nodes."""
+    for i, node in enumerate(rnd.nodes):
+        at = f"{where}.nodes[{i}]"
+        if node.id != i:
+            raise _wrong(node.id, f"{at}.id", f"{i} (nodes are numbered in order)")
+        if not -1 <= node.parent < i:
+            raise _wrong(node.parent, f"{at}.parent", f"-1 (the root) or the id of an earlier node (0 to {i - 1})")
+        depth = 1 if node.parent == -1 else rnd.nodes[node.parent].depth + 1
+        if node.depth != depth:
+            raise _wrong(node.depth, f"{at}.depth", f"{depth} (one below its parent)")
+    parent = -1
+    for j, node_id in enumerate(rnd.path):
+        if node_id >= len(rnd.nodes) or rnd.nodes[node_id].parent != parent:
+            raise _wrong(node_id, f"{where}.path[{j}]", f"a child of {parent} among the round's {len(rnd.nodes)} nodes")
+        parent = node_id
 
 
 def _describe(exc: Exception) -> str:

@@ -50,7 +50,15 @@ def generate(pair: ModelPair, prompt: str, settings: RunSettings) -> Trace:
 
 
 def encode_prompt(pair: ModelPair, prompt: str) -> list[int]:
-    ids = pair.tokenizer.encode(check_prompt(prompt))
+    """The prompt's token ids; a prompt that is not text (a lone surrogate) or makes no tokens is refused."""
+    try:
+        check_prompt(prompt).encode("utf-8")
+    except UnicodeEncodeError as exc:  # e.g. JSON's "\ud800": a str, but no tokenizer takes it
+        raise SettingsError(
+            f"The prompt holds {prompt[exc.start]!r} at character {exc.start}, a lone surrogate that is not text: "
+            "remove it."
+        ) from None
+    ids = pair.tokenizer.encode(prompt)
     if not ids:
         raise SettingsError("The prompt produced no tokens; type some ordinary text.")
     return ids

@@ -53,7 +53,10 @@ def parse_workload(
 
 
 def _as_text(data: bytes | str, filename: str, max_bytes: int) -> str:
-    raw = data.encode("utf-8") if isinstance(data, str) else data
+    try:
+        raw = data.encode("utf-8") if isinstance(data, str) else data
+    except UnicodeEncodeError as exc:  # a str with a lone surrogate: not text any tokenizer takes
+        raise WorkloadError(f"{filename} holds {_bad_char(exc)}, which is not text: remove it.") from exc
     if len(raw) > max_bytes:
         raise WorkloadError(
             f"{filename} is {len(raw) / 1e3:,.0f} kB; workloads are limited to {max_bytes / 1e3:,.0f} kB here."
@@ -76,26 +79,61 @@ def _parse_jsonl(text: str) -> tuple[list[PromptRow], list[str]]:
         except json.JSONDecodeError as exc:
             problems.append(f"line {number}: not valid JSON ({exc.msg})")
             continue
+        except RecursionError:
+            problems.append(f"line {number}: nested too deeply to be a prompt record")
+            continue
         row = _row(record, number) if isinstance(record, dict) else 'expected an object with a "prompt" field'
         (rows.append(row) if isinstance(row, PromptRow) else problems.append(f"line {number}: {row}"))
     return rows, problems
 
 
 def _parse_csv(text: str) -> tuple[list[PromptRow], list[str]]:
-    reader = csv.DictReader(io.StringIO(text))
-    columns = [c.strip().lower() for c in reader.fieldnames or []]
+    csv.field_size_limit(max(csv.field_size_limit(), len(text) + 1))  # any field the file can hold (it is capped)
+    reader = csv.DictReader(io.StringIO(text), strict=True)
+    try:
+        columns = [c.strip().lower() for c in reader.fieldnames or []]
+    except csv.Error as exc:
+        raise WorkloadError(f"The CSV's header row (line 1) cannot be read: {_csv_problem(exc)}.") from exc
     if "prompt" not in columns:
         raise WorkloadError(
             f"The CSV has no 'prompt' column (its columns: {', '.join(columns) or 'none'}). "
             "Add a header row with prompt[,tag]."
         )
     rows, problems = [], []
-    for record in reader:
-        number = reader.line_num
+    for number, record in _csv_records(reader, problems, text.count("\n") + 2):
         clean = {(k or "").strip().lower(): v for k, v in record.items()}
         row = _row(clean, number)
         (rows.append(row) if isinstance(row, PromptRow) else problems.append(f"line {number}: {row}"))
     return rows, problems
+
+
+def _csv_records(reader: csv.DictReader, problems: list[str], max_errors: int):
+    """(line, record) for every readable record; an unreadable one becomes "line N: why" and reading goes on."""
+    errors = 0
+    while errors < max_errors:
+        start = reader.line_num + 1  # the line the next record starts on
+        try:
+            record = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            problems.append(f"line {start}: {_csv_problem(exc)}")
+            errors += 1
+            continue
+        yield reader.line_num, record
+
+
+def _csv_problem(exc: csv.Error) -> str:
+    """What a csv error means for someone editing the file."""
+    text = str(exc)
+    if "end of data" in text:
+        return (
+            'a quote (") opens here and never closes, so the rest of the file would be one prompt: close it '
+            '(a quote inside a quoted field is written "")'
+        )
+    if "new-line character" in text:
+        return "a line break (a lone carriage return) inside an unquoted field: put the field in quotes"
+    return f"not valid CSV ({text})"
 
 
 def _parse_text(text: str) -> tuple[list[PromptRow], list[str]]:
@@ -117,14 +155,34 @@ def _row(record: dict, number: int) -> PromptRow | str:
     prompt = record.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
         return 'missing or empty "prompt"'
-    tag = record.get("tag") or UNTAGGED
-    return PromptRow(prompt, str(tag).strip() or UNTAGGED, number)
+    tag = str(record.get("tag") or UNTAGGED).strip() or UNTAGGED
+    for name, value in (("prompt", prompt), ("tag", tag)):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:  # JSON's "\ud800": a lone surrogate decodes, but is not text
+            return f"the {name} holds {_bad_char(exc)}, which is not text (a lone surrogate): remove it"
+    return PromptRow(prompt, tag, number)
+
+
+def _bad_char(exc: UnicodeEncodeError) -> str:
+    return f"{exc.object[exc.start]!r} at character {exc.start}"
 
 
 def read_workload(path: str | Path) -> Workload:
     """parse_workload on a file, with a clear message when it cannot be read."""
+    return parse_workload(read_capped(path, MAX_FILE_BYTES, "workload"), str(path))
+
+
+def read_capped(path: str | Path, max_bytes: int, what: str) -> bytes:
+    """At most max_bytes of a file, never more (so /dev/zero or a huge file is refused, not read to the end)."""
     try:
-        data = Path(path).read_bytes()
+        with open(path, "rb") as handle:
+            data = handle.read(max_bytes + 1)
     except OSError as exc:
-        raise WorkloadError(f"Cannot read {str(path)!r}: {exc.strerror}.") from exc
-    return parse_workload(data, str(path))
+        raise WorkloadError(f"Cannot read {str(path)!r}: {exc.strerror or exc}.") from exc
+    if len(data) > max_bytes:
+        raise WorkloadError(
+            f"{str(path)!r} is larger than {max_bytes / 1e3:,.0f} kB, the limit for a {what} file here: "
+            "give a smaller file (or split it)."
+        )
+    return data

@@ -12,12 +12,17 @@ import statistics
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from specviz import methods
 from specviz.core import stats
 from specviz.core.record import JSON, RunRecord, result_columns
 from specviz.core.settings import RunSettings
+from specviz.errors import SettingsError, SpecvizError
 from specviz.measure.prompts import PromptRow
+
+if TYPE_CHECKING:
+    from specviz.engine.models import ModelPair
 
 RunSource = Callable[[str, RunSettings, str], RunRecord]  # (prompt, settings, tag) -> the run's record
 
@@ -100,8 +105,15 @@ def run_workload(
     """For each prompt, `repeats` times: one plain run (unless baseline is False), then every method x K; yields each
     prompt's results when its repeats are done. Every run makes exactly base.max_new_tokens tokens (EOS ignored, as
     vLLM's and Spec-Bench's benchmarks do), so every speed is timed over the same length and a run that stops after
-    two tokens cannot masquerade as a speed."""
+    two tokens cannot masquerade as a speed. An empty workload is refused here, before any run."""
     rows, method_names, ks = list(rows), list(method_names), list(ks)
+    if not rows or not method_names or not ks:
+        raise SettingsError("Nothing to measure: give at least one prompt, one method and one K.")
+    return _paired_runs(run, rows, method_names, ks, base, on_progress, repeats, baseline)
+
+
+def _paired_runs(run, rows, method_names, ks, base, on_progress, repeats, baseline) -> Iterator[PairedRun]:
+    """run_workload's loop: a warm-up per method, then every prompt x method x K, `repeats` times."""
     base = replace(base, stop_at_eos=False)
     for method in [methods.PLAIN, *method_names][0 if baseline else 1 :]:  # warm-up: first calls pay for allocation
         run(rows[0].prompt, replace(base, method=method, k=ks[0], max_new_tokens=min(8, base.max_new_tokens)), "")
@@ -121,3 +133,38 @@ def run_workload(
             yield PairedRun(tuple(timed), tuple(plains))
     if on_progress:
         on_progress(Progress(done, total, "", time.perf_counter() - start))
+
+
+def runnable_rows(
+    pair: ModelPair, rows: Iterable[PromptRow], settings: Iterable[RunSettings]
+) -> tuple[list[PromptRow], list[str]]:
+    """The rows whose prompt this pair can run with every one of settings, and "line N: why" for the others; a
+    workload none of whose prompts fits is refused (SettingsError) before any run."""
+    from specviz.engine.decode import check_fits, encode_prompt
+
+    settings = list(settings)
+    fits, problems = [], []
+    for row in rows:
+        try:
+            ids = encode_prompt(pair, row.prompt)
+            for each in settings:
+                check_fits(pair, ids, each)
+            fits.append(row)
+        except SpecvizError as exc:
+            problems.append(f"line {row.line}: {exc}")
+    if not fits:
+        raise SettingsError(_none_runs(pair, settings[0].max_new_tokens, problems))
+    return fits, problems
+
+
+def _none_runs(pair: ModelPair, max_new_tokens: int, problems: list[str]) -> str:
+    """Why no prompt of a workload can run: the rule that every one broke, or the first reason and how many more."""
+    if not problems:
+        return "This workload has no prompts to run."
+    if all("context of" in p for p in problems):
+        return (
+            f"Every prompt ({len(problems)}) is longer than the model's context of {pair.context_length} tokens "
+            f"allows with {max_new_tokens} new tokens; the first: {problems[0]}"
+        )
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return f"No prompt of this workload can run: {problems[0]}{more}"

@@ -1,0 +1,123 @@
+"""Hostile trace documents (PROBES.md F10, F24, F3): each is refused with one clear TraceFormatError at load, so
+nothing the drawing code cannot draw gets into a session; valid traces still load identically."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from specviz.core.trace import Trace
+from specviz.errors import SpecvizError, TraceFormatError
+
+ROOT = Path(__file__).resolve().parents[2]
+VALID = sorted((ROOT / "tests" / "fixtures" / "regression").glob("*.json")) + sorted(
+    p for p in (ROOT / "assets" / "traces").glob("*.json") if p.name != "index.json"
+)
+CHAIN = ROOT / "assets" / "traces" / "early-rejection-residual.json"
+TREE = ROOT / "assets" / "traces" / "tree-sibling-accepted.json"
+
+
+def doc_of(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def refused(doc, match: str, **kwargs) -> str:
+    """The message from_json gives for doc (a dict, or text as is)."""
+    text = doc if isinstance(doc, (str, bytes)) else json.dumps(doc)
+    with pytest.raises(TraceFormatError, match=match) as info:
+        Trace.from_json(text, **kwargs)
+    return str(info.value)
+
+
+def first_tree_round(doc: dict) -> dict:
+    return next(r for r in doc["rounds"] if r.get("nodes"))
+
+
+@pytest.mark.parametrize("path", VALID, ids=lambda p: p.name)
+def test_every_bundled_and_recorded_trace_still_loads_identically(path):
+    text = path.read_text()
+    trace = Trace.from_json(text)
+    assert Trace.from_json(trace.to_json()) == trace
+    assert json.loads(trace.to_json())["rounds"] == json.loads(text)["rounds"]
+
+
+def test_a_document_over_max_bytes_is_refused_before_it_is_parsed():
+    text = CHAIN.read_text()
+    message = refused(text, "limited to 1 kB", max_bytes=1000)
+    assert "kB" in message
+    refused(text.encode(), "limited to", max_bytes=1000)
+    assert Trace.from_json(text, max_bytes=len(text.encode()))  # exactly at the cap loads
+
+
+def test_the_default_cap_refuses_a_huge_document_without_parsing_it():
+    refused(b"[" * 70_000_000, "limited to 64,000 kB")
+
+
+@pytest.mark.parametrize("depth", [100_000, 200_000])
+def test_deep_nesting_is_a_clear_message_not_a_recursion_error(depth):
+    refused("[" * depth + "]" * depth, "nested too deeply")
+
+
+@pytest.mark.parametrize(
+    "edit, match",
+    [
+        (lambda d: d["rounds"][0]["positions"][0].update(text=12345), r"rounds\[0\]\.positions\[0\]\.text is 12345"),
+        (lambda d: d["rounds"][0]["positions"][0].update(text=None), r"positions\[0\]\.text is None, not text"),
+        (lambda d: d.update(prompt=["a", "b"]), r"prompt is \['a', 'b'\], not text"),
+        (lambda d: d.update(prompt_ids="abcdef"), r"prompt_ids is 'abcdef', not a list"),
+        (lambda d: d["rounds"][0].update(committed="xyz"), r"rounds\[0\]\.committed is 'xyz', not a list"),
+        (lambda d: d.update(rounds=[]), "no rounds"),
+        (lambda d: d["rounds"][0]["extra"].update(kind="banana"), r"extra\.kind is 'banana', not one of correction"),
+        (lambda d: d["rounds"][0]["positions"][0].update(verdict="maybe"), r"verdict is 'maybe'"),
+        (lambda d: d["rounds"][0]["positions"][0].update(token_id=-4), r"token_id is -4, not a token id"),
+        (lambda d: d["rounds"][0]["positions"][0].update(token_id=5.0), r"token_id is 5.0, not a whole number"),
+        (lambda d: d["rounds"][0]["positions"][0]["p_top"][0].update(text=7), r"p_top\[0\]\.text is 7"),
+        (lambda d: d["rounds"][0].update(committed=[1, 2, 3]), r"accepted drafts and extra token are"),
+        (lambda d: d.update(prompt_ids=[1, -2]), r"prompt_ids\[1\] is -2"),
+        (lambda d: d["rounds"][1].update(index=7), r"rounds\[1\]\.index is 7"),
+        (lambda d: d["rounds"][0]["positions"][0].update(index=3), r"positions\[0\]\.index is 3"),
+        (lambda d: d["rounds"][0].update(target_cache=[1]), "not two cache lengths"),
+        (lambda d: d["rounds"][0].update(stop="banana"), r"stop is 'banana'"),
+        (lambda d: d["rounds"][0].update(positions={"a": 1}), "not a list"),
+        (lambda d: d["rounds"].__setitem__(0, "round"), r"rounds\[0\] is 'round', not an object"),
+        (lambda d: d["rounds"][0]["positions"][0].update(colour="red"), "unknown field 'colour'"),
+        (lambda d: d.update(meta=["a", "b"]), "meta is"),
+        (lambda d: d.update(text=3), "text is 3"),
+        (lambda d: d["totals"].update(wall_s="fast"), "totals.wall_s is 'fast'"),
+    ],
+)
+def test_wrong_types_and_values_in_a_chain_trace_are_refused_where_they_enter(edit, match):
+    doc = doc_of(CHAIN)
+    edit(doc)
+    message = refused(doc, match)
+    assert "damaged or hand-edited" in message and "Re-export" in message
+
+
+@pytest.mark.parametrize(
+    "edit, match",
+    [
+        (lambda r: r["nodes"][1].update(parent=999), r"nodes\[1\]\.parent is 999"),
+        (lambda r: r["nodes"][0].update(parent=0), r"nodes\[0\]\.parent is 0"),  # its own parent
+        (lambda r: r["nodes"][1].update(parent=-7), r"nodes\[1\]\.parent is -7"),
+        (lambda r: r.update(path=[999, 1000]), r"path\[0\] is 999"),
+        (lambda r: r["nodes"][0].update(id=5), r"nodes\[0\]\.id is 5"),
+        (lambda r: r["nodes"][0].update(depth=0), r"nodes\[0\]\.depth is 0"),
+        (lambda r: r["nodes"][0].update(text={"a": 1}), r"nodes\[0\]\.text is \{'a': 1\}"),
+    ],
+)
+def test_a_tree_round_whose_nodes_or_path_dangle_is_refused(edit, match):
+    doc = doc_of(TREE)
+    edit(first_tree_round(doc))
+    refused(doc, match)
+
+
+def test_a_path_that_skips_a_level_is_refused():
+    doc = doc_of(TREE)
+    r = first_tree_round(doc)
+    deep = next(n["id"] for n in r["nodes"] if n["depth"] == 2)
+    r["path"] = [deep]
+    refused(doc, r"path\[0\] is \d+, not a child of -1")
+
+
+def test_every_refusal_is_a_specviz_error_the_ui_shows():
+    assert issubclass(TraceFormatError, SpecvizError)
