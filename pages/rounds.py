@@ -14,7 +14,7 @@ from specviz.core.trace import Totals, Trace
 from specviz.errors import SpecvizError
 from specviz.ui import render, url
 from specviz.ui.controls import active_sources, prompt_box, sidebar_controls
-from specviz.ui.limits import Limits, checked_upload, shown_meta
+from specviz.ui.limits import Limits, shown_meta
 from specviz.ui.render import (
     apply_lecture_mode,
     bundled_traces,
@@ -139,7 +139,8 @@ if (clicked or "rounds_trace" not in state) and controls.settings and state.get(
 if uploaded is not None and state.get("replayed") != uploaded.file_id:
     state["replayed"] = uploaded.file_id
     try:
-        start(Trace.from_json(checked_upload(uploaded.getvalue(), LIMITS)), "upload")  # stored only once it is valid
+        replayed = Trace.from_json(uploaded.getvalue(), max_bytes=LIMITS.max_upload_bytes)  # checked before it is kept
+        start(replayed, "upload")
         st.success(f"Replaying a trace of {len(state['rounds_trace'].rounds)} rounds from {literal(uploaded.name)}.")
     except SpecvizError as exc:
         st.error(f"{literal(uploaded.name)}: {literal(str(exc))}")

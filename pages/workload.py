@@ -7,11 +7,11 @@ import streamlit as st
 from specviz import methods
 from specviz.engine.models import ASSETS, BUNDLED_DRAFT, BUNDLED_TARGET
 from specviz.errors import SpecvizError
-from specviz.measure.local import fitting_rows
 from specviz.measure.predict import predict
 from specviz.measure.prompts import Workload, parse_workload
 from specviz.measure.recommend import recommend
 from specviz.measure.summary import results_csv, results_json, summarize
+from specviz.measure.workload import runnable_rows
 from specviz.ui import render
 from specviz.ui import workload as drive
 from specviz.ui.controls import active_pair, active_sources, sidebar_controls
@@ -160,7 +160,7 @@ too_many = drive.too_many_note(len(workload.rows), MAX_PROMPTS_PER_RUN) if workl
 if start and where == HERE:
     try:
         pair = active_pair()
-        rows, problems = fitting_rows(pair, workload.rows[:run_limit], controls.settings.max_new_tokens)
+        rows, problems = runnable_rows(pair, workload.rows[:run_limit], [controls.settings])  # before clearing
         for problem in problems + ([too_many] if too_many else []):
             st.warning(literal(problem))
         drive.run_here(pair, rows, chosen_methods, ks, controls.settings, int(repeats))

@@ -119,16 +119,6 @@ def sidebar_source(source: str, limits: Limits) -> str:
     return source.removeprefix(str(REPO_ROOT) + "/") if inside else display_source(source, limits)
 
 
-def checked_upload(data: bytes, limits: Limits) -> bytes:
-    """An uploaded file's bytes, refused before anything parses them when they are over the upload cap."""
-    if len(data) > limits.max_upload_bytes:
-        raise SettingsError(
-            f"The file is {len(data) / 1000:,.0f} kB; this app reads uploads of up to "
-            f"{limits.max_upload_bytes / 1000:,.0f} kB (SPECVIZ_MAX_UPLOAD_KB sets it)."
-        )
-    return data
-
-
 def shown_meta(meta: dict, limits: Limits) -> dict:
     """An export's meta as this deployment may show it: in public mode a model's local path is its last folder."""
     return {

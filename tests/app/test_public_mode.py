@@ -91,7 +91,7 @@ def test_trace_uploads_over_the_cap_are_refused_before_parsing(tiny_default, mon
     before = at.session_state["rounds_trace"]
     at.file_uploader(key="trace_upload").set_value(("big.json", big, "application/json")).run()
     assert not at.exception
-    assert any("uploads of up to 50 kB" in e.value for e in at.error)
+    assert any("limited to 50 kB" in html.unescape(e.value) for e in at.error)
     assert at.session_state["rounds_trace"] is before  # what the visitor had is kept
 
 
