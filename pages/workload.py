@@ -62,6 +62,8 @@ run_limit = MAX_PROMPTS_PER_RUN
 if workload and workload.rows:
     cap = min(MAX_PROMPTS_PER_RUN, len(workload.rows))
     run_limit = int(st.number_input(f"Prompts to run (the first N of {len(workload.rows)})", 1, cap, value=cap))
+    if len(workload.rows) > MAX_PROMPTS_PER_RUN:
+        st.caption(drive.too_many_note(len(workload.rows), MAX_PROMPTS_PER_RUN).capitalize() + ".")
 
 where = st.radio(
     "Where to run",

@@ -48,7 +48,7 @@ def parse_workload(
         detail = f" ({'; '.join(problems[:3])})" if problems else ""
         raise WorkloadError(f"{filename}: no usable prompts found{detail}.")
     if len(rows) > max_prompts:
-        raise WorkloadError(f"{filename}: {len(rows)} prompts; at most {max_prompts} per run. Split the file.")
+        raise WorkloadError(f"{filename}: {len(rows)} prompts; a file holds at most {max_prompts}. Split the file.")
     return Workload(tuple(rows), tuple(problems))
 
 

@@ -33,7 +33,9 @@ RECORDS, PLANNED, SETTINGS, STOPPED = "workload_records", "workload_planned", "w
 
 def too_many_note(available: int, cap: int) -> str | None:
     """The note shown when a workload has more prompts than one run takes."""
-    return f"only the first {cap} of {available} prompts run at once" if available > cap else None
+    return (
+        f"only the first {cap} of {available} prompts run at once (this app's cap per run)" if available > cap else None
+    )
 
 
 def clear_results(planned: int | None = None) -> None:

@@ -170,3 +170,16 @@ def test_a_bad_allowlist_entry_is_said_at_start_up(tiny_default, monkeypatch):
     at = open_page("pages/workload.py")
     assert not at.exception
     assert any("measures no server" in w.value for w in at.sidebar.warning)
+
+
+def test_the_workload_says_which_cap_it_applies(tiny_default, monkeypatch):
+    monkeypatch.setenv("SPECVIZ_PUBLIC", "1")
+    at = open_page("pages/workload.py")
+    at.radio[0].set_value("pasted text").run()
+    at.text_area[0].set_value("\n---\n".join(f"x = {i}" for i in range(30))).run()
+    assert not at.exception
+    shown = " ".join(html.unescape(c.value) for c in [*at.caption, *at.warning, *at.info])
+    assert "20" in shown
+    assert "500" not in shown
+    at.text_area[0].set_value("\n---\n".join(f"x = {i}" for i in range(600))).run()
+    assert any("a file holds at most 500" in html.unescape(e.value) for e in at.error)
