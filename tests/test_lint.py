@@ -25,4 +25,5 @@ def test_the_console_script_runs_the_cli():
         text=True,
         cwd=ROOT,
     )
-    assert result.returncode == 0 and '"expected_tokens"' in result.stdout
+    assert result.returncode == 0
+    assert '"expected_tokens"' in result.stdout

@@ -9,7 +9,8 @@ from specviz.errors import SettingsError
 
 def test_a_tree_shape_round_trips_and_sets_the_depth():
     s = RunSettings(method="tree", tree=[3, 2, 1, 1])
-    assert s.tree == (3, 2, 1, 1) and s.draft_length == 4
+    assert s.tree == (3, 2, 1, 1)
+    assert s.draft_length == 4
     assert RunSettings.from_dict(s.to_dict()) == s
     assert "tree" not in RunSettings().to_dict()  # chain settings keep their JSON
     plain = RunSettings(method="plain", tree=(2, 1))  # the baseline of a tree measurement ignores the shape
@@ -35,5 +36,8 @@ def test_bad_shapes_get_clear_messages(kwargs, message):
 
 
 def test_the_tree_method_is_registered_but_not_offered_where_no_shape_can_be_given():
-    assert methods.get("tree").proposer == "TreeProposer" and methods.get("tree").needs_draft
-    assert "tree" not in methods.PROPOSERS and "tree" not in methods.LANES and methods.SHAPED == ("tree",)
+    assert methods.get("tree").proposer == "TreeProposer"
+    assert methods.get("tree").needs_draft
+    assert "tree" not in methods.PROPOSERS
+    assert "tree" not in methods.LANES
+    assert methods.SHAPED == ("tree",)

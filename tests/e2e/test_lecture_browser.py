@@ -55,17 +55,21 @@ def query(tab) -> dict[str, str]:
 
 def test_keys_step_forward_and_back_from_a_fresh_load_and_the_url_follows(app_url, page):
     open_app_page(page, app_url, "rounds")  # a live run with the bundled pair; no widget clicked, nothing focused
-    assert where(page).startswith("Round 1 of") and "1 · Draft" in where(page)
+    assert where(page).startswith("Round 1 of")
+    assert "1 · Draft" in where(page)
     assert "2 · Verify" in press(page, "ArrowRight")
-    assert query(page)["phase"] == "verify" and query(page)["round"] == "1"
+    assert query(page)["phase"] == "verify"
+    assert query(page)["round"] == "1"
     assert "3 · Accept or reject (position 1 of" in press(page, "PageDown")  # a presenter's clicker
-    assert query(page)["phase"] == "judge" and query(page)["pos"] == "1"
+    assert query(page)["phase"] == "judge"
+    assert query(page)["pos"] == "1"
     after_space = press(page, "Space")
     assert "position 2 of" in after_space or "4 · Correction" in after_space
     assert "3 · Accept or reject (position 1 of" in press(page, "PageUp")
     assert "2 · Verify" in press(page, "ArrowLeft")
     assert query(page)["phase"] == "verify"
-    assert press(page, "n").startswith("Round 2 of") and query(page)["round"] == "2"
+    assert press(page, "n").startswith("Round 2 of")
+    assert query(page)["round"] == "2"
 
 
 def test_keys_are_ignored_while_typing_in_the_prompt(app_url, page):
@@ -84,7 +88,8 @@ def test_keys_are_ignored_while_typing_in_the_prompt(app_url, page):
 
 def test_a_url_opens_the_moment_it_names(app_url, page):
     open_app_page(page, app_url, "rounds?trace=low-q-accepted&round=1&phase=judge&pos=2")
-    assert where(page).startswith("Round 1 of") and "3 · Accept or reject (position 2 of 4)" in where(page)
+    assert where(page).startswith("Round 1 of")
+    assert "3 · Accept or reject (position 2 of 4)" in where(page)
     assert "✓ ACCEPTED" in main_text(page) or "Accepted" in main_text(page)
     prompt = "def add(a, b):\n    return"
     open_app_page(
@@ -92,20 +97,25 @@ def test_a_url_opens_the_moment_it_names(app_url, page):
         app_url,
         f"rounds?t=0&k=3&seed=1&n=12&method=draft&prompt={prompt.replace(chr(10), '%0A')}&round=2&phase=verify",
     )
-    assert where(page).startswith("Round 2 of") and "2 · Verify" in where(page)
+    assert where(page).startswith("Round 2 of")
+    assert "2 · Verify" in where(page)
     page.locator(".specviz-text").first.wait_for()
     assert "def add(a, b):" in page.locator(".specviz-text").first.inner_text()
-    assert query(page)["t"] == "0" and query(page)["k"] == "3" and query(page)["prompt"] == prompt
+    assert query(page)["t"] == "0"
+    assert query(page)["k"] == "3"
+    assert query(page)["prompt"] == prompt
 
 
 def test_a_bundled_trace_replays_and_jumps_to_its_rejections(app_url, page):
     open_app_page(page, app_url, "rounds?trace=early-rejection-residual&round=1&phase=draft")
     page.get_by_text("the first draft is rejected, every later draft is discarded").wait_for()
     settle(page)
-    assert "3 · Accept or reject" in click(page, "Next rejection") and "REJECTED" in main_text(page).upper()
+    assert "3 · Accept or reject" in click(page, "Next rejection")
+    assert "REJECTED" in main_text(page).upper()
     assert query(page)["trace"] == "early-rejection-residual"
     assert "3 · Accept or reject" in press(page, "j")  # the same jump from the keyboard: the next rejection
-    assert "4 · Correction or bonus" in click(page, "Next bonus") and query(page)["phase"] == "resolve"
+    assert "4 · Correction or bonus" in click(page, "Next bonus")
+    assert query(page)["phase"] == "resolve"
     assert "bonus token" in main_text(page)
 
 

@@ -26,7 +26,8 @@ def shot(tab, title: str, name: str) -> None:
 
 def test_the_bundled_tree_round_steps_by_keyboard_and_draws_its_tree(app_url, page):
     open_app_page(page, app_url, URL)
-    assert where(page).startswith("Round 2 of") and "1 · Draft" in where(page)
+    assert where(page).startswith("Round 2 of")
+    assert "1 · Draft" in where(page)
     page.locator('[data-testid="stVegaLiteChart"] svg').first.wait_for()
     assert any("The draft tree" in t for t in tree_titles(page))
     assert "drafts a tree of shape 2,2,1,1 (14 nodes)" in main_text(page)
@@ -48,7 +49,9 @@ def test_the_bundled_tree_round_steps_by_keyboard_and_draws_its_tree(app_url, pa
         if "5 · Commit" in now:
             break
     assert any("(node 4 of 14, depth 2)" in p for p in phases)  # the sibling judged against the residual
-    assert "5 · Commit" in phases[-1] and query(page)["phase"] == "commit" and query(page)["round"] == "2"
+    assert "5 · Commit" in phases[-1]
+    assert query(page)["phase"] == "commit"
+    assert query(page)["round"] == "2"
     assert "the rollback crops every tree node" in main_text(page)
     assert_titles_fit(page, "tree commit")
     shot(page, "KV caches", "tree-commit-1280")

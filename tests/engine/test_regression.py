@@ -29,7 +29,8 @@ def test_same_settings_and_seed_give_the_recorded_trace(bundled, path):
     assert now.output_ids == recorded.output_ids
     assert len(now.rounds) == len(recorded.rounds)
     for new, old in zip(now.rounds, recorded.rounds):
-        assert new.committed == old.committed and new.stop == old.stop
+        assert new.committed == old.committed
+        assert new.stop == old.stop
         assert (new.target_cache, new.draft_cache) == (old.target_cache, old.draft_cache)
         assert [(p.token_id, p.verdict, p.u) for p in new.positions] == [
             (p.token_id, p.verdict, p.u) for p in old.positions

@@ -17,9 +17,13 @@ def test_prefill_offset_then_the_same_steps_then_the_limit():
     # vLLM: the prefill commits token 0, then steps start at 1, 6 (same as specviz's), then 11 (could reach past 13)
     served = record("vllm", (0, 4, 4, 4), (0, 4, 4, 4), (1, 5, 5, 2))
     rows = {r["starts at token"]: r for r in side_by_side(served, local, 13)}
-    assert rows[0]["vLLM drafted"] is None and rows[0]["why not"] == BEFORE_IN_LINE  # specviz's first round alone
-    assert rows[1]["same step"] and rows[6]["same step"] and rows[1]["why not"] == ""
-    assert rows[11]["why not"] == PAST_THE_LIMIT and not rows[11]["same step"]
+    assert rows[0]["vLLM drafted"] is None
+    assert rows[0]["why not"] == BEFORE_IN_LINE  # specviz's first round alone
+    assert rows[1]["same step"]
+    assert rows[6]["same step"]
+    assert rows[1]["why not"] == ""
+    assert rows[11]["why not"] == PAST_THE_LIMIT
+    assert not rows[11]["same step"]
     found = compare(served, local, 13)
     assert (found.steps, found.same, found.first_same, found.same_after_first) == (2, 2, 0, 2)
 
@@ -28,5 +32,6 @@ def test_a_different_step_after_lining_up_is_numerics():
     local = record("specviz", (4, 4, 4), (4, 1, 4), (5, 2, 5))
     served = record("vllm", (4, 4, 4), (4, 3, 4), (5, 4, 3))
     rows = {r["starts at token"]: r for r in side_by_side(served, local, 64)}
-    assert rows[0]["same step"] and rows[5]["why not"] == AFTER_IN_LINE
+    assert rows[0]["same step"]
+    assert rows[5]["why not"] == AFTER_IN_LINE
     assert (rows[5]["vLLM accepted"], rows[5]["specviz accepted"]) == (3, 1)
