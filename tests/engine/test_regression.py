@@ -1,6 +1,7 @@
-"""Behaviour pinned across refactors: traces recorded from main before the measurement-layer change (commit 4994c97)
-must come out the same: same text, same drafts, same uniforms, same accept / reject decisions, same probabilities
-(to float tolerance: kernels may round differently on another CPU)."""
+"""Behaviour pinned across refactors: traces recorded from main before the measurement-layer change (commit 4994c97),
+and a tree run recorded at b8947b7, must come out the same: same text, same drafts (every node of a tree), same
+uniforms, same accept / reject decisions, same probabilities (to float tolerance: kernels may round differently on
+another CPU)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from specviz import methods
 from specviz.core.trace import Trace
 from specviz.engine.decode import generate
 
@@ -37,6 +39,12 @@ def test_same_settings_and_seed_give_the_recorded_trace(bundled, path):
         ]
         for a, b in zip(new.positions, old.positions):
             assert (a.q, a.p, a.ratio) == pytest.approx((b.q, b.p, b.ratio), rel=1e-4, abs=1e-6)
+        assert new.path == old.path
+        assert [(n.id, n.parent, n.token_id, n.verdict, n.u) for n in new.nodes] == [
+            (n.id, n.parent, n.token_id, n.verdict, n.u) for n in old.nodes
+        ]
+        for a, b in zip(new.nodes, old.nodes):
+            assert (a.q, a.p, a.ratio) == pytest.approx((b.q, b.p, b.ratio), rel=1e-4, abs=1e-6)
         assert (new.extra is None) == (old.extra is None)
         if new.extra:
             assert (new.extra.token_id, new.extra.kind, new.extra.u) == (
@@ -47,5 +55,9 @@ def test_same_settings_and_seed_give_the_recorded_trace(bundled, path):
 
 
 def test_the_fixtures_cover_every_method():
-    methods = {Trace.from_json(p.read_text()).settings.method for p in FIXTURES}
-    assert methods == {"draft", "ngram", "plain"}
+    """Every method the in-process engine runs has a pinned trace (the Hugging Face lanes run transformers' own
+    generate(), which makes no Trace)."""
+    pinned = {Trace.from_json(p.read_text()).settings.method for p in FIXTURES}
+    engine = {m.name for m in methods.REGISTRY.values() if m.engine == methods.SPECVIZ}
+    assert methods.TREE in engine
+    assert pinned == engine
