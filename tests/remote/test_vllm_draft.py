@@ -2,7 +2,8 @@
 
 What specviz measures through it must be what specviz measures in process: the same text, the same verify steps
 (once the two engines' steps line up: see specviz/remote/agreement.py for why the first ones differ), and counts that
-agree with the server's own Prometheus counters. The last test kills the server: keep it last.
+agree with the server's own Prometheus counters. One test kills the server mid-workload: every test asks the shared
+fixture for the server, which starts a new one when the last was killed, so the tests run in any order.
 """
 
 from __future__ import annotations
@@ -33,12 +34,13 @@ TOKENS = 32
 KEY_ENV, KEY = "SPECVIZ_TEST_VLLM_KEY", "sk-never-shown-4242"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def vllm(vllm_draft_server):
-    return vllm_draft_server()  # shared with the workload page's tests (tests/conftest.py)
+    """The shared server (tests/conftest.py), alive: started again if a test killed it (a new port, so per test)."""
+    return vllm_draft_server()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def server(vllm):
     return connect(vllm.url)
 
@@ -150,8 +152,8 @@ def test_cli_measures_through_the_server_without_showing_the_key(vllm, tmp_path,
     assert "drafts K=4 tokens per step" in capsys.readouterr().err
 
 
-def test_killed_mid_workload_keeps_the_finished_prompts(vllm, tmp_path, capsys):
-    """Keep last: the server does not survive it."""
+def test_killed_mid_workload_keeps_the_finished_prompts(vllm, vllm_draft_server, tmp_path, capsys):
+    """The server does not survive it: the next test that asks the shared fixture gets a new one."""
     prompts = tmp_path / "p.jsonl"
     rows = read_workload(ASSETS / "workloads" / "code.jsonl").rows[:6]
     prompts.write_text("".join(json.dumps({"prompt": r.prompt, "tag": r.tag}) + "\n" for r in rows))
@@ -182,6 +184,8 @@ def test_killed_mid_workload_keeps_the_finished_prompts(vllm, tmp_path, capsys):
     assert code == 2
     assert "stopped: keeping the" in err
     assert "error:" in err
+    assert vllm.process.poll() is not None  # killed, as the test meant
+    assert vllm_draft_server().process.poll() is None  # and the shared fixture starts a live one in its place
     kept = json.loads(out_json.read_text())["runs"]
     assert 2 <= len(kept) < len(rows)
     assert all(r["committed"] == 48 for r in kept)
