@@ -16,6 +16,7 @@ def test_ruff(command):
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_the_console_script_runs_the_cli():
     specviz = shutil.which("specviz")
     assert specviz, "the `specviz` command is missing: tests/install.sh installs it (pip install -e .)"

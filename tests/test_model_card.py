@@ -5,6 +5,7 @@ same two files gives the same card, and the shipped card is exactly what they re
 import json
 import shutil
 
+import pytest
 import torch
 
 from specviz.train import DEFAULT_OUT, main
@@ -44,6 +45,7 @@ def card(out, *args: str) -> int:
         torch.set_num_threads(threads)
 
 
+@pytest.mark.slow
 def test_card_command_measures_the_pair_and_quotes_its_measurements(tmp_path):
     out = tmp_path / "pair"
     out.mkdir()

@@ -5,6 +5,7 @@ command line (here at tiny size) and rendered from manifest.json and measurement
 
 import json
 
+import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
@@ -14,6 +15,7 @@ from specviz.engine.models import load_pair
 from specviz.train import main
 
 
+@pytest.mark.slow
 def test_recipe_end_to_end_with_an_extension_a_code_only_draft_and_its_tuning(tmp_path):
     work, out = tmp_path / "work", tmp_path / "pair"
     tiny = [

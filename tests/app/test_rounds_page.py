@@ -1,5 +1,6 @@
 """The round-by-round page steps through real rounds and shows exactly what the trace holds."""
 
+import pytest
 from app_helpers import click, open_page
 
 from specviz.core.sampling import SamplingSettings
@@ -24,6 +25,7 @@ def expected_trace(tiny_default):
     )
 
 
+@pytest.mark.slow
 def test_stepping_three_rounds_matches_the_trace(tiny_default):
     trace = expected_trace(tiny_default)
     at = open_page("pages/rounds.py")

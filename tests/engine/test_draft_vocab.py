@@ -110,6 +110,7 @@ def test_clear_messages_for_drafts_that_cannot_be_trimmed(load):
         check_trimmable(SimpleNamespace(config=SimpleNamespace(model_type="gemma2")))
 
 
+@pytest.mark.slow
 def test_cli_resolves_auto_and_refuses_a_bad_value():
     base = [sys.executable, "-m", "specviz", "run", "--prompt", "def f(x):", "--max-new-tokens", "4"]
     out = subprocess.run([*base, "--json"], capture_output=True, text=True, check=True)
