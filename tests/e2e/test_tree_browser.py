@@ -4,8 +4,7 @@ to the commit, the tree is drawn, and no chart title is clipped at 1280 x 800 (f
 from __future__ import annotations
 
 import pytest
-from browser_helpers import assert_titles_fit, main_text, open_app_page, screenshot
-from test_lecture_browser import press, query, where
+from browser_helpers import assert_titles_fit, main_text, open_app_page, press, query, screenshot, where
 
 URL = "rounds?trace=tree-sibling-accepted&round=2&phase=draft"
 
