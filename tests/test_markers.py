@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 FAST = "not vllm and not browser"
 
@@ -22,6 +24,7 @@ def collect(expression: str) -> tuple[list[str], str]:
     return [line for line in done.stdout.splitlines() if "::" in line], done.stdout
 
 
+@pytest.mark.slow
 def test_the_fast_loop_leaves_out_the_browser_and_vllm_tests_and_says_so():
     fast, out = collect(FAST)
     assert fast

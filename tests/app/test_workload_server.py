@@ -4,6 +4,7 @@ vllm and no speedup, the API key goes nowhere but the request, and faults are me
 
 import json
 
+import pytest
 from app_helpers import click, open_page
 
 from specviz.engine.models import BUNDLED_TARGET
@@ -27,6 +28,7 @@ def server_page(url: str, key: str = ""):
     return at
 
 
+@pytest.mark.slow
 def test_check_then_measure_through_the_server(vllm_draft_server):
     url = vllm_draft_server().url
     at = click(server_page(url, KEY), "Check connection")

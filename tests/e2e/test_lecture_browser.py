@@ -95,6 +95,7 @@ MOMENTS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "size,lecture",
     [((1280, 800), False), ((1920, 1080), False), ((1920, 1080), True), ((390, 844), False)],

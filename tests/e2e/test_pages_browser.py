@@ -79,6 +79,7 @@ def test_short_race(app_url, page):
     screenshot(page, "race-desktop")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width, height, suffix", [(1280, 800, "desktop"), (390, 844, "phone")])
 def test_every_page_renders_without_errors_and_is_screenshotted(app_url, browser, width, height, suffix):
     context = browser.new_context(viewport={"width": width, "height": height})
@@ -107,6 +108,7 @@ def start_long_workload(page, app_url, prompts):
     page.get_by_text(re.compile(r"timed runs .* · about")).wait_for(timeout=120_000)  # the bar shows a time estimate
 
 
+@pytest.mark.slow
 def test_stopping_a_long_workload_keeps_what_was_measured(app_url, page):
     start_long_workload(page, app_url, [f"def function_{i}(x):" for i in range(40)])
     # stop once the first prompt's timing repeats are done (after the step costs and the warm-up), so some are kept
@@ -124,6 +126,7 @@ def test_stopping_a_long_workload_keeps_what_was_measured(app_url, page):
     assert page.locator('[data-testid="stException"]').count() == 0
 
 
+@pytest.mark.slow
 def test_closing_a_tab_mid_run_leaves_the_app_responsive(app_url, browser):
     busy = browser.new_context().new_page()
     start_long_workload(busy, app_url, [f"class Thing{i}:" for i in range(40)])

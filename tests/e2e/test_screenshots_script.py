@@ -5,10 +5,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from browser_helpers import ROOT
 from PIL import Image
 
 
+@pytest.mark.slow
 def test_the_screenshot_script_writes_the_named_pictures_where_told(tmp_path):
     names = ["home-desktop", "lecture-residual-1920"]
     done = subprocess.run(

@@ -23,6 +23,7 @@ def shot(tab, title: str, name: str) -> None:
     screenshot(tab, name)
 
 
+@pytest.mark.slow
 def test_the_bundled_tree_round_steps_by_keyboard_and_draws_its_tree(app_url, page):
     open_app_page(page, app_url, URL)
     assert where(page).startswith("Round 2 of")
@@ -65,6 +66,7 @@ def test_the_focus_view_draws_the_tree_at_a_judged_child(app_url, page):
     shot(page, "The draft tree", "tree-focus-judge-1280")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "size,lecture", [((390, 844), False), ((1920, 1080), True)], ids=["390x844", "1920x1080-lecture"]
 )

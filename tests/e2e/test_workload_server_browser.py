@@ -1,9 +1,11 @@
 """In a real browser: the workload page measures three sample prompts through a real vLLM server (the draft-model
 server shared with tests/remote and tests/app), after checking the connection; no speedup is shown."""
 
+import pytest
 from browser_helpers import main_text, open_app_page, screenshot, settle
 
 
+@pytest.mark.slow
 def test_measure_three_prompts_through_vllm(app_url, page, vllm_draft_server):
     url = vllm_draft_server().url
     open_app_page(page, app_url, "workload")

@@ -152,6 +152,7 @@ def test_cli_measures_through_the_server_without_showing_the_key(vllm, tmp_path,
     assert "drafts K=4 tokens per step" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_killed_mid_workload_keeps_the_finished_prompts(vllm, vllm_draft_server, tmp_path, capsys):
     """The server does not survive it: the next test that asks the shared fixture gets a new one."""
     prompts = tmp_path / "p.jsonl"
