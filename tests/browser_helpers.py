@@ -1,13 +1,19 @@
-"""Helpers for real-browser tests: a free port, waiting for Streamlit, reading the page, screenshots."""
+"""Helpers for real-browser tests: a free port, waiting for Streamlit, reading the page, the round page's caption
+(where a run is), screenshots."""
 
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import parse_qs, urlparse
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("SPECVIZ_CHROMIUM", "/usr/bin/chromium")
@@ -43,6 +49,25 @@ def wait_healthy(url: str, process: subprocess.Popen, timeout_s: float = 60) -> 
         except OSError:
             time.sleep(0.3)
     raise RuntimeError(f"streamlit did not become healthy within {timeout_s} s")
+
+
+@contextmanager
+def served_app(log_path: Path) -> Iterator[str]:
+    """Serve the app as users get it (the bundled pair) on a free loopback port; yields its URL, stops it after."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k not in ("SPECVIZ_TARGET", "SPECVIZ_DRAFT", "SPECVIZ_PUBLIC")}
+    command = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port)]
+    command += ["--server.address", "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none"]
+    command += ["--browser.gatherUsageStats", "false"]
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            wait_healthy(url, process)
+            yield url
+        finally:
+            process.terminate()
+            process.wait(timeout=20)
 
 
 def open_app_page(tab, url: str, path: str = "") -> None:
@@ -91,6 +116,60 @@ def wait_shown(tab, text: str, timeout_ms: int = 180_000) -> None:
     except Exception as exc:  # noqa: BLE001 - Playwright's TimeoutError; re-raised with the page's text
         shown = main_text(tab)[:3000]
         raise AssertionError(f"{text!r} not shown after {timeout_ms / 1000:.0f} s; the page shows:\n{shown}") from exc
+
+
+CAPTION = re.compile(r"Round \d+ of \d+ · \d · [^\n]+")  # the round page's caption: where the run is
+
+
+def where(tab) -> str:
+    """The round page's caption line that says where the run is."""
+    try:
+        tab.get_by_text(CAPTION).first.wait_for(timeout=180_000)
+    except Exception:  # noqa: BLE001 - the assertion below shows the page
+        pass
+    text = main_text(tab)
+    found = CAPTION.search(text)
+    assert found, f"no 'Round N of M' caption on the page:\n{text[:3000]}"
+    return found.group(0)
+
+
+def wait_caption_change(tab, old: str, timeout_ms: int = 120_000) -> None:
+    """Wait until the caption says something other than `old` (a busy machine may take seconds)."""
+    tab.wait_for_function(
+        "old => { const m = document.body.innerText.match(/Round \\d+ of \\d+ · \\d · [^\\n]+/);"
+        " return m && m[0] !== old; }",
+        arg=old,
+        timeout=timeout_ms,
+    )
+
+
+def changed(tab, act) -> str:
+    """Do `act`, wait for the caption to change and the app to settle; returns the new caption."""
+    before = where(tab)
+    act()
+    wait_caption_change(tab, before)
+    settle(tab)
+    return where(tab)
+
+
+def press(tab, key: str) -> str:
+    """Press a key with nothing focused (as a clicker does) and wait for the caption to change; returns it."""
+    return changed(tab, lambda: tab.keyboard.press(key))
+
+
+def click(tab, button: str | re.Pattern) -> str:
+    """Click a button and wait for the caption to change; returns it. A button with a key shows the key in its name,
+    and the hidden clicker buttons share words with the visible ones: NEXT_PHASE and PREVIOUS_PHASE name those."""
+    return changed(tab, lambda: tab.get_by_role("button", name=button).click())
+
+
+NEXT_PHASE = re.compile(r"^Next phase(?! \()")  # not "Next phase (PageDown)" nor "Next phase (Space)"
+PREVIOUS_PHASE = re.compile(r"^Previous phase(?! \()")
+
+
+def query(tab) -> dict[str, str]:
+    """The page's URL query, one value per key."""
+    return {k: v[0] for k, v in parse_qs(urlparse(tab.url).query).items()}
 
 
 def screenshot(tab, name: str) -> None:

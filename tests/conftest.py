@@ -15,6 +15,39 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from tiny_models import build_model, build_tokenizer, truncated_copy  # noqa: E402
 
+TESTS = Path(__file__).parent
+FULL_RUN = "python -m pytest"
+
+
+def needs_vllm(item) -> bool:
+    """A test that starts or uses a real vLLM server: the shared draft server's fixture, or a module that starts its
+    own through tests/remote/vllm_servers.py (tests/remote/ also holds fast tests against a fake server)."""
+    if "vllm_draft_server" in item.fixturenames:
+        return True
+    module = getattr(item, "module", None)
+    names = vars(module).values() if module else ()
+    return any(str(getattr(value, "__module__", "") or "").endswith("vllm_servers") for value in names)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark what needs more than this Python environment: `vllm` (a real server) and `browser` (Chromium)."""
+    for item in items:
+        if needs_vllm(item):
+            item.add_marker(pytest.mark.vllm)
+        if item.path.is_relative_to(TESTS / "e2e"):
+            item.add_marker(pytest.mark.browser)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """A run filtered by -m (the fast loop) says how many tests it left out, and how to run them."""
+    left = len(terminalreporter.stats.get("deselected", []))
+    if left and config.option.markexpr:
+        terminalreporter.write_line(
+            f"{left} tests deselected by -m {config.option.markexpr!r}: run the full suite with `{FULL_RUN}`",
+            yellow=True,
+            bold=True,
+        )
+
 
 @pytest.fixture(scope="session")
 def model_dirs(tmp_path_factory) -> dict[str, Path]:

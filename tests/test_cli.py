@@ -33,7 +33,8 @@ def test_run_prints_marked_text_and_a_summary(model_dirs, capsys):
         "cpu",
     )
     assert code == 0, err
-    assert out.startswith("def add") and "[+" in out  # a self-draft accepts everything: bonus tokens are marked
+    assert out.startswith("def add")
+    assert "[+" in out  # a self-draft accepts everything: bonus tokens are marked
     assert "K=3, greedy: 12 tokens in 3 rounds · α 1.00 · τ 4.00" in out
 
 
@@ -81,8 +82,10 @@ def test_run_json_is_a_trace_document(model_dirs, capsys):
     )
     assert code == 0
     trace = Trace.from_json(out)
-    assert trace.settings.sampling.top_p == 0.9 and trace.settings.seed == 3
-    assert len(trace.output_ids) == 16 and json.loads(out)["totals"]["committed"] == 16
+    assert trace.settings.sampling.top_p == 0.9
+    assert trace.settings.seed == 3
+    assert len(trace.output_ids) == 16
+    assert json.loads(out)["totals"]["committed"] == 16
 
 
 @pytest.mark.parametrize("mode", ["ngram", "plain"])
@@ -119,7 +122,9 @@ def test_bad_input_is_one_clear_line(model_dirs, capsys, argv, message):
     base = ["run", "--prompt", "hello", "--target", str(model_dirs["llama-target"]), "--draft", "ngram"]
     code, _, err = run_cli(capsys, *base, *argv)
     assert code == 2
-    assert err.startswith("error: ") and message in err and "Traceback" not in err
+    assert err.startswith("error: ")
+    assert message in err
+    assert "Traceback" not in err
 
 
 def test_measure_writes_json_and_csv_and_reports_bad_rows(model_dirs, capsys, tmp_path):
@@ -150,7 +155,8 @@ def test_measure_writes_json_and_csv_and_reports_bad_rows(model_dirs, capsys, tm
     assert out.splitlines()[0].split()[:4] == ["source", "tag", "method", "K"]
     assert out.splitlines()[2].split()[:2] == ["specviz", "all"]  # in-process runs, the overall row first
     doc = json.loads((tmp_path / "r.json").read_text())
-    assert len(doc["runs"]) == 2 * 2 * 2 and {r["tag"] for r in doc["runs"]} == {"code", "prose"}
+    assert len(doc["runs"]) == 2 * 2 * 2
+    assert {r["tag"] for r in doc["runs"]} == {"code", "prose"}
     assert len((tmp_path / "r.csv").read_text().splitlines()) == 1 + 8
 
 
@@ -162,4 +168,5 @@ def test_measure_bad_options(model_dirs, capsys, tmp_path, argv, message):
     prompts = tmp_path / "w.txt"
     prompts.write_text("hello\n")
     code, _, err = run_cli(capsys, "measure", str(prompts), "--target", str(model_dirs["llama-target"]), *argv)
-    assert code == 2 and message in err
+    assert code == 2
+    assert message in err

@@ -25,8 +25,10 @@ def cli(capsys, *argv):
 def refused(capsys, *argv, match: str):
     code, out, err = cli(capsys, *argv)
     assert code == 2, (out, err)
-    assert err.startswith("error: ") and match in err, err
-    assert "Traceback" not in err and "measuring step costs" not in err  # refused before any run
+    assert err.startswith("error: "), err
+    assert match in err, err
+    assert "Traceback" not in err  # refused before any run
+    assert "measuring step costs" not in err
     return err
 
 
@@ -91,7 +93,8 @@ def test_a_write_that_fails_at_the_end_rescues_the_results_in_the_current_folder
     with pytest.raises(SpecvizError, match="saved to") as info:
         write_file(str(tmp_path / "gone" / "out.json"), '{"runs": []}')
     spare = next(tmp_path.glob("specviz-unsaved-*-out.json"))
-    assert spare.read_text() == '{"runs": []}' and str(spare) in str(info.value)
+    assert spare.read_text() == '{"runs": []}'
+    assert str(spare) in str(info.value)
     assert not write_all([(str(tmp_path / "gone" / "a.json"), lambda: "A"), (str(tmp_path / "b.csv"), lambda: "B")])
     assert (tmp_path / "b.csv").read_text() == "B"  # the first failure did not stop the second
     assert "error: Cannot write" in capsys.readouterr().err
@@ -101,9 +104,12 @@ def test_theory_json_is_strict_when_a_number_overflows(capsys):
     code, out, err = cli(capsys, "theory", "--alpha", "0.8", "--c", "1e308", "--json")
     assert code == 0
     doc = json.loads(out, parse_constant=lambda name: pytest.fail(f"non-JSON constant {name}"))
-    assert doc["ops_factor"] is None and "ops_factor" in err
+    assert doc["ops_factor"] is None
+    assert "ops_factor" in err
     code, out, _ = cli(capsys, "theory", "--alpha", "0.8", "--verify-cost", "1e-320", "--json")
-    assert code == 0 and "Infinity" not in out and "NaN" not in out
+    assert code == 0
+    assert "Infinity" not in out
+    assert "NaN" not in out
 
 
 @pytest.mark.parametrize(
@@ -120,7 +126,9 @@ def test_endless_inputs_are_refused_after_reading_at_most_the_cap(argv, match):
     done = subprocess.run(
         [sys.executable, "-m", "specviz", *argv], capture_output=True, text=True, timeout=60, cwd=ROOT
     )
-    assert done.returncode == 2 and match in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 2, done.stderr
+    assert match in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
     assert time.perf_counter() - start < 60
 
 
@@ -158,7 +166,8 @@ def test_measure_skips_the_prompts_that_cannot_run_and_measures_the_rest(capsys,
     )
     assert code == 0, err
     assert "skipped line 3: the prompt holds '\\ud800'" in err  # at parse time
-    assert "skipped line 1: The prompt is" in err and "context of 256 tokens" in err  # before the warm-up
+    assert "skipped line 1: The prompt is" in err  # before the warm-up
+    assert "context of 256 tokens" in err
     assert [r["prompt"] for r in json.loads(out_json.read_text())["runs"]] == ["def g():"]
     assert out_csv.read_text().count("\n") == 2  # header and one row
 

@@ -6,7 +6,10 @@ from specviz.ui.limits import Limits, display_source, sidebar_source
 def test_private_by_default_and_public_caps():
     assert Limits.from_env({}) == Limits()
     public = Limits.from_env({"SPECVIZ_PUBLIC": "1"})
-    assert public.public and public.max_new_tokens == 64 and public.max_k == 8 and public.max_prompts == 20
+    assert public.public
+    assert public.max_new_tokens == 64
+    assert public.max_k == 8
+    assert public.max_prompts == 20
     assert Limits.from_env({"SPECVIZ_PUBLIC": "yes", "SPECVIZ_MAX_K": "99"}).max_k == 16
 
 

@@ -88,7 +88,9 @@ def test_record_statistics_against_a_hand_built_trace():
     plain = trace_of([rnd(i, [], [], "target") for i in range(6)], method="plain", k=3, wall=2.0)
     rec = record_of(spec, plain, "code")
     assert (rec.proposed, rec.judged, rec.accepted, rec.rounds, rec.committed) == (6, 5, 4, 2, 6)
-    assert rec.alpha == pytest.approx(4 / 5) and rec.acceptance_rate == pytest.approx(4 / 6) and rec.tau == 3.0
+    assert rec.alpha == pytest.approx(4 / 5)
+    assert rec.acceptance_rate == pytest.approx(4 / 6)
+    assert rec.tau == 3.0
     assert rec.speedup == pytest.approx((6 / 1.0) / (6 / 2.0))
     doc = rec.to_dict()
     assert doc["vllm_metrics"]["draft_acceptance_rate"] == pytest.approx(4 / 6)
@@ -98,7 +100,9 @@ def test_record_statistics_against_a_hand_built_trace():
     assert doc["accepted_lengths"] == [0, 1, 0, 1]
     assert doc["vllm_metrics"]["mean_acceptance_length"] == 3.0
     assert doc["vllm_metrics"]["num_accepted_tokens_per_pos"] == [2, 1, 1]
-    assert doc["per_round_accepted"] == (1, 3) and doc["per_round_drafted"] == (3, 3) and doc["source"] == "specviz"
+    assert doc["per_round_accepted"] == (1, 3)
+    assert doc["per_round_drafted"] == (3, 3)
+    assert doc["source"] == "specviz"
 
 
 def test_summary_pools_alpha_and_bootstraps_reproducibly():
@@ -108,7 +112,8 @@ def test_summary_pools_alpha_and_bootstraps_reproducibly():
     records = [record_of(spec_a, plain, "x"), record_of(spec_b, plain, "y")]
     rows = summarize(records)
     overall = next(r for r in rows if r["tag"] == "all")
-    assert overall["alpha"] == pytest.approx(1 / 3) and overall["acceptance_rate"] == pytest.approx(1 / 6)
+    assert overall["alpha"] == pytest.approx(1 / 3)
+    assert overall["acceptance_rate"] == pytest.approx(1 / 6)
     assert overall["prompts"] == 2
     assert summarize(records) == rows  # same seed, same intervals
     assert {r["tag"] for r in rows} == {"all", "x", "y"}
@@ -125,7 +130,8 @@ def test_exports_have_the_documented_shape():
     plain = trace_of([rnd(0, [], [], "target")], method="plain")
     records = [record_of(spec, plain, "code")]
     rows = list(csv.DictReader(io.StringIO(results_csv(records))))
-    assert rows[0]["method"] == "draft" and rows[0]["tag"] == "code"
+    assert rows[0]["method"] == "draft"
+    assert rows[0]["tag"] == "code"
     doc = json.loads(results_json(records, RunSettings(), {"target": "t"}))
     assert {"runs", "summary", "settings"} <= doc.keys()
     run = doc["runs"][0]
@@ -169,8 +175,10 @@ def test_every_timed_run_makes_exactly_max_new_tokens_and_repeats_are_kept(load)
     rows = parse_workload("def f\n---\nclass A\n", "w.txt").rows
     results = list(run_workload(gen, rows, ["draft"], [2], RunSettings(max_new_tokens=10), repeats=2))
     assert all(not s.stop_at_eos for s in seen_settings)  # EOS ignored: every speed timed over the same length
-    assert [len(r.runs) for r in results] == [2, 2] and [len(r.plains) for r in results] == [2, 2]
+    assert [len(r.runs) for r in results] == [2, 2]
+    assert [len(r.plains) for r in results] == [2, 2]
     assert all(run.committed == 10 for r in results for run in (*r.runs, *r.plains))
     first, second = results[0].runs
     assert first.output_ids == second.output_ids  # repeats differ only in their clocks
-    assert len(results[0].speedups) == 2 and results[0].to_dict()["speedup_repeats"] == list(results[0].speedups)
+    assert len(results[0].speedups) == 2
+    assert results[0].to_dict()["speedup_repeats"] == list(results[0].speedups)

@@ -11,7 +11,8 @@ from specviz.engine.models import load_pair
 
 def test_home_shows_a_live_run_with_alpha_tau_and_speedup(tiny_default):
     at = open_page("pages/home.py")
-    assert not at.exception and not at.error
+    assert not at.exception
+    assert not at.error
     expected = generate(
         load_pair(*tiny_default, device="cpu"),
         presets_for(tiny_default[0])["code"],

@@ -18,7 +18,8 @@ def metrics(at) -> dict:
 @pytest.fixture
 def page():
     at = AppTest.from_file(PAGE, default_timeout=60).run()
-    assert not at.exception and not at.error
+    assert not at.exception
+    assert not at.error
     return at
 
 
@@ -35,9 +36,11 @@ def shows(at, cmp) -> None:
 def test_tree_defaults_pay_with_a_flat_verify_cost(page):
     cmp = compare_tree((3, 2, 1, 1), decayed_rates(0.7, 0.5, 3), 0.05, VerifyCost.ideal())
     shows(page, cmp)
-    assert cmp.pays and any(s.value == cmp.verdict() for s in page.success)
+    assert cmp.pays
+    assert any(s.value == cmp.verdict() for s in page.success)
     text = " ".join(m.value for m in page.markdown)
-    assert all(f"{name} {tau:.2f}" in text for name, tau in CPU_TREE_TAU) and "no wall-clock gain" in text
+    assert all(f"{name} {tau:.2f}" in text for name, tau in CPU_TREE_TAU)
+    assert "no wall-clock gain" in text
 
 
 def test_a_growing_verify_cost_turns_the_verdict(page):
@@ -45,7 +48,8 @@ def test_a_growing_verify_cost_turns_the_verdict(page):
     page.slider(key="tree_per_token").set_value(0.1).run()
     cmp = compare_tree((3, 2, 1, 1), decayed_rates(0.7, 0.5, 3), 0.05, VerifyCost.linear(0.1))
     shows(page, cmp)
-    assert not cmp.pays and any(w.value == cmp.verdict() for w in page.warning)
+    assert not cmp.pays
+    assert any(w.value == cmp.verdict() for w in page.warning)
 
 
 def test_per_sibling_rates_and_shape_inputs(page):
@@ -56,4 +60,5 @@ def test_per_sibling_rates_and_shape_inputs(page):
     shows(page, cmp)
     assert metrics(page)["E tokens/pass: tree"] == "3.362"  # the chain's (1 − 0.8^5) / (1 − 0.8)
     page.text_input(key="tree_shape").set_value("3,0").run()
-    assert not page.exception and any("children per node" in e.value for e in page.error)
+    assert not page.exception
+    assert any("children per node" in e.value for e in page.error)

@@ -17,7 +17,8 @@ def metrics(at) -> dict:
 @pytest.fixture
 def page():
     at = AppTest.from_file(PAGE, default_timeout=60).run()
-    assert not at.exception and not at.error
+    assert not at.exception
+    assert not at.error
     return at
 
 
@@ -33,7 +34,8 @@ def test_two_token_example_reaches_p(page):
     page.slider(key="q_a").set_value(0.05).run()
     flow = lab.two_token_flow(0.35, 0.05)
     m = metrics(page)
-    assert m["Final P(A)"] == "0.3500" and m["Final P(B)"] == "0.6500"
+    assert m["Final P(A)"] == "0.3500"
+    assert m["Final P(B)"] == "0.6500"
     assert m["Rejected, corrected from the residual"] == f"{flow.rejected_mass:.4f}"
 
 
@@ -71,30 +73,35 @@ def test_close_draft_shows_a_small_bias_as_not_detected(page):
     page.radio(key="bug_draft").set_value("the draft table above").run()
     page.radio(key="bug").set_value("skip the residual").run()
     m = metrics(page)
-    assert m["Verdict"] == "biased, not detected at this N" and 0 < float(m["TV distance from p (exact)"]) < 0.02
+    assert m["Verdict"] == "biased, not detected at this N"
+    assert 0 < float(m["TV distance from p (exact)"]) < 0.02
 
 
 def test_real_pair_sampling_and_greedy_check(tiny_default, page):
     page.select_slider(key="real_samples").set_value(100).run()
     page.button(key="real_run").click().run()
-    assert not page.exception and not page.error
+    assert not page.exception
+    assert not page.error
     m = metrics(page)
     assert m["Samples each way"] == "100"
     assert float(m["χ² p-value, plain vs speculative"]) > 1e-6
     page.button(key="greedy_run").click().run()
-    assert not page.exception and any(s.value.startswith("identical") for s in page.success)
+    assert not page.exception
+    assert any(s.value.startswith("identical") for s in page.success)
 
 
 def test_real_pair_errors_are_messages(tiny_default, page):
     page.slider(key="real_temperature").set_value(0.1).run()
     page.text_input(key="real_prompt").set_value("   ").run()
     page.button(key="real_run").click().run()
-    assert not page.exception and "The prompt is empty" in page.error[0].value
+    assert not page.exception
+    assert "The prompt is empty" in page.error[0].value
 
 
 def test_missing_pair_is_a_message(monkeypatch, tmp_path):
     monkeypatch.setenv("SPECVIZ_TARGET", str(tmp_path / "nothing-here"))
     page = AppTest.from_file(PAGE, default_timeout=60).run()
     page.button(key="greedy_run").click().run()
-    assert not page.exception and "Could not load the model pair" in page.error[0].value
+    assert not page.exception
+    assert "Could not load the model pair" in page.error[0].value
     assert metrics(page)["Final P(A)"] == "0.7000"

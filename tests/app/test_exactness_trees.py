@@ -17,7 +17,8 @@ def metrics(at) -> dict:
 @pytest.fixture
 def page():
     at = AppTest.from_file(PAGE, default_timeout=120).run()
-    assert not at.exception and not at.error
+    assert not at.exception
+    assert not at.error
     return at
 
 
@@ -27,25 +28,29 @@ def test_exact_tree_samplers_pass_and_the_numbers_are_computed(page):
     shown = checks[0]  # sampled with replacement, the default
     m = metrics(page)
     assert m["Tree verdict"] == "pass: exact"
-    assert m["Tree: max |output − p| (exact)"] == f"{shown.max_abs_diff:.1e}" and shown.max_abs_diff < 1e-9
+    assert m["Tree: max |output − p| (exact)"] == f"{shown.max_abs_diff:.1e}"
+    assert shown.max_abs_diff < 1e-9
     assert m["Tree: χ² p-value (1,000 samples)"] == f"{shown.chi2.p_value:.2e}"
     assert any(s.value.startswith("Exact to 1e-9") for s in page.success)
     for label in ("sampled without replacement (Sequoia)", "top-b children, one-hot q (greedy draft)"):
         page.radio(key="tree_how").set_value(label).run()
         assert metrics(page)["Tree verdict"] == "pass: exact", label
     table = next(d.value for d in page.dataframe if "max_abs_diff" in d.value.columns)
-    assert list(table["verdict"]) == [c.verdict for c in checks] and list(table["verdict"]).count("exact") == 3
+    assert list(table["verdict"]) == [c.verdict for c in checks]
+    assert list(table["verdict"]).count("exact") == 3
 
 
 def test_flipping_a_control_switch_fails_the_sampler(page):
     page.toggle(key="tree_no_residual").set_value(True).run()
     m = metrics(page)
-    assert m["Tree verdict"] == "fail: bias detected" and float(m["Tree: TV from p (exact)"]) > 0.1
+    assert m["Tree verdict"] == "fail: bias detected"
+    assert float(m["Tree: TV from p (exact)"]) > 0.1
     assert any("no residual update" in w.value and "unchanged p" in w.value for w in page.warning)
     page.toggle(key="tree_no_residual").set_value(False).run()
     page.radio(key="tree_how").set_value("top-b children, one-hot q (greedy draft)").run()
     assert metrics(page)["Tree verdict"] == "pass: exact"
     page.toggle(key="tree_soft_q").set_value(True).run()
     m = metrics(page)
-    assert m["Tree verdict"] == "fail: bias detected" and float(m["Tree: χ² p-value (1,000 samples)"]) < 1e-6
+    assert m["Tree verdict"] == "fail: bias detected"
+    assert float(m["Tree: χ² p-value (1,000 samples)"]) < 1e-6
     assert not page.exception

@@ -1,5 +1,6 @@
 """The round-by-round page steps through real rounds and shows exactly what the trace holds."""
 
+import pytest
 from app_helpers import click, open_page
 
 from specviz.core.sampling import SamplingSettings
@@ -24,10 +25,12 @@ def expected_trace(tiny_default):
     )
 
 
+@pytest.mark.slow
 def test_stepping_three_rounds_matches_the_trace(tiny_default):
     trace = expected_trace(tiny_default)
     at = open_page("pages/rounds.py")
-    assert not at.exception and not at.error
+    assert not at.exception
+    assert not at.error
     cursor = steps.Cursor()
     for _ in range(60):
         if cursor.round == 3:
@@ -76,7 +79,8 @@ def test_public_mode_caps_the_sidebar_and_hides_custom_pairs(tiny_default, monke
     monkeypatch.setenv("SPECVIZ_PUBLIC", "1")
     at = open_page("pages/rounds.py")
     assert not at.exception
-    assert at.sidebar.slider(key="k").max == 8 and at.sidebar.slider(key="max_new_tokens").max == 64
+    assert at.sidebar.slider(key="k").max == 8
+    assert at.sidebar.slider(key="max_new_tokens").max == 64
     assert not any("Custom" in option for option in at.sidebar.selectbox(key="pair_choice").options)
     assert all("/" not in c.value.split("In use:")[-1] for c in at.sidebar.caption if "In use:" in c.value)
 
@@ -85,20 +89,25 @@ def test_switching_precision_loads_the_pair_in_bfloat16_and_runs_there(tiny_defa
     at = open_page("pages/rounds.py")
     at.sidebar.selectbox(key="dtype").set_value("bfloat16").run()
     at = click(at, "Load this pair")
-    assert not at.exception and not at.error
+    assert not at.exception
+    assert not at.error
     assert at.session_state["active_pair"][3] == "bfloat16"
     assert any("bfloat16 precision" in c.value for c in at.sidebar.caption)
     at = click(at, "Next phase")
-    assert not at.exception and not at.error
+    assert not at.exception
+    assert not at.error
 
 
 def test_previous_phase_undoes_next_phase_and_the_url_follows(tiny_default):
     at = open_page("pages/rounds.py")
     first = where(at)
     at = click(at, "Next phase")
-    assert where(at) != first and at.query_params["phase"] == "verify"
+    assert where(at) != first
+    assert at.query_params["phase"] == "verify"
     at = click(at, "Previous phase")
-    assert where(at) == first and at.query_params["phase"] == "draft" and at.query_params["round"] == "1"
+    assert where(at) == first
+    assert at.query_params["phase"] == "draft"
+    assert at.query_params["round"] == "1"
     assert at.query_params["t"] == "1"  # the rounds page starts sampling, and says why
     assert any("Sampling at temperature 1" in c.value for c in at.caption)
 
@@ -115,7 +124,8 @@ def test_a_url_opens_a_bundled_trace_at_its_moment_with_no_model(monkeypatch):
     assert "3 · Accept or reject (position 2 of 4)" in where(at)
     assert any("**Accepted**" in m.value for m in at.markdown)
     at = click(at, "Next rejection")
-    assert "Accept or reject" in where(at) and any("**Rejected**" in m.value for m in at.markdown)
+    assert "Accept or reject" in where(at)
+    assert any("**Rejected**" in m.value for m in at.markdown)
     assert at.query_params["trace"] == "low-q-accepted"
 
 
@@ -127,5 +137,7 @@ def test_url_settings_reach_the_sidebar_and_the_run(tiny_default):
     at.query_params.update({"t": "0", "k": "2", "n": "8", "seed": "3", "round": "2", "phase": "verify"})
     at = at.run().switch_page(page("pages/rounds.py")).run()
     assert not at.exception
-    assert at.sidebar.slider(key="temperature").value == 0.0 and at.sidebar.slider(key="k").value == 2
-    assert where(at).startswith("Round 2 of") and "2 · Verify" in where(at)
+    assert at.sidebar.slider(key="temperature").value == 0.0
+    assert at.sidebar.slider(key="k").value == 2
+    assert where(at).startswith("Round 2 of")
+    assert "2 · Verify" in where(at)

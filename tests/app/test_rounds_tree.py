@@ -31,28 +31,33 @@ def test_the_bundled_tree_round_steps_through_every_phase_with_tree_words(monkey
     monkeypatch.setenv("SPECVIZ_TARGET", "/nonexistent/target")  # a bundled trace needs no model
     trace = bundled()
     at = open_url({"trace": TREE_TRACE, "round": "2", "phase": "draft"})
-    assert not at.exception and not at.error
+    assert not at.exception
+    assert not at.error
     r = trace.rounds[1]
-    assert "1 · Draft" in where(at) and at.query_params["trace"] == TREE_TRACE
+    assert "1 · Draft" in where(at)
+    assert at.query_params["trace"] == TREE_TRACE
     assert any("drafts a tree of shape 2,2,1,1 (14 nodes)" in m.value for m in at.markdown)
     cursor = steps.cursor_from_params(trace, {"round": "2", "phase": "draft"})
     seen = set()
     for _ in steps.round_steps(r)[1:]:
         at = click(at, "Next phase")
-        assert not at.exception and not at.error
+        assert not at.exception
+        assert not at.error
         cursor = steps.next_step(trace, cursor)
         step = steps.current_step(trace, cursor)
         seen.add(step.phase)
         text = " ".join(m.value for m in at.markdown)
         if step.phase == steps.VERIFY:
-            assert "ONE target forward pass over all 14 tree nodes" in text and "ancestors" in text
+            assert "ONE target forward pass over all 14 tree nodes" in text
+            assert "ancestors" in text
         if step.phase == steps.JUDGE:
             node = r.nodes[step.position]
             assert f"(node {node.id + 1} of 14, depth {node.depth})" in where(at)
             assert at.query_params["pos"] == str(node.id + 1)
             sentence = tree_judge_sentence(r, node)
             assert sentence in [m.value for m in at.markdown]
-            assert f"u = {node.u:.3f}" in sentence and ("**Accepted**" in sentence or "**Rejected**" in sentence)
+            assert f"u = {node.u:.3f}" in sentence
+            assert "**Accepted**" in sentence or "**Rejected**" in sentence
             elders = [c for c in r.children(node.parent) if c.id < node.id]
             assert ("judged against the residual left after rejecting" in sentence) == bool(elders)
         if step.phase == steps.RESOLVE:
@@ -60,27 +65,32 @@ def test_the_bundled_tree_round_steps_through_every_phase_with_tree_words(monkey
         if step.phase == steps.COMMIT:
             assert "the rollback crops every tree node" in text
     assert seen == {steps.VERIFY, steps.JUDGE, steps.RESOLVE, steps.COMMIT}
-    assert cursor.round == 1 and steps.current_step(trace, cursor).phase == steps.COMMIT
+    assert cursor.round == 1
+    assert steps.current_step(trace, cursor).phase == steps.COMMIT
 
 
 def test_the_focus_view_draws_the_tree_at_every_phase(monkeypatch):
     monkeypatch.setenv("SPECVIZ_TARGET", "/nonexistent/target")
     at = open_url({"trace": TREE_TRACE, "round": "2", "phase": "judge", "pos": "3", "view": "focus"})
-    assert not at.exception and not at.error
+    assert not at.exception
+    assert not at.error
     assert "(node 3 of 14, depth 2)" in where(at)
     assert any("chart-key" in m.value for m in at.markdown)  # the tree's key sits under the tree
 
 
 def test_a_live_tree_run_from_the_url_and_the_url_keeps_the_shape(tiny_default):
     at = open_url({"method": "tree", "tree": "2,1", "t": "1", "n": "8", "round": "1", "phase": "draft"})
-    assert not at.exception and not at.error
+    assert not at.exception
+    assert not at.error
     assert at.sidebar.radio(key="method").value == "tree"
     assert at.sidebar.selectbox(key="tree_shape").value == "Custom shape…"
     assert at.sidebar.text_input(key="tree_custom").value == "2,1"
-    assert at.query_params["tree"] == "2,1" and at.query_params["method"] == "tree"
+    assert at.query_params["tree"] == "2,1"
+    assert at.query_params["method"] == "tree"
     for _ in range(8):
         at = click(at, "Next phase")
-        assert not at.exception and not at.error
+        assert not at.exception
+        assert not at.error
     assert any("tree of shape 2,1 (" in m.value for m in at.markdown) or "Round 2" in where(at)
 
 
@@ -99,7 +109,8 @@ def test_the_sidebar_offers_tree_presets_and_reports_a_bad_shape(tiny_default):
     at.sidebar.text_input(key="tree_custom").set_value("3,1").run()
     assert not at.sidebar.error
     at = click(at, "▶ New run with these settings")
-    assert not at.exception and not at.error
+    assert not at.exception
+    assert not at.error
     assert at.query_params["tree"] == "3,1"
 
 
@@ -109,5 +120,7 @@ def test_a_tree_chosen_on_the_rounds_page_leaves_the_race_on_chains(tiny_default
     at = open_page("pages/rounds.py")
     at.sidebar.radio(key="method").set_value("tree").run()
     at = at.switch_page(page("pages/race.py")).run()
-    assert not at.exception and not at.sidebar.error
-    assert "tree" not in at.sidebar.radio(key="method").options and at.sidebar.radio(key="method").value == "draft"
+    assert not at.exception
+    assert not at.sidebar.error
+    assert "tree" not in at.sidebar.radio(key="method").options
+    assert at.sidebar.radio(key="method").value == "draft"

@@ -19,8 +19,10 @@ def test_a_link_from_settings_opens_a_run_with_those_settings(tiny_default, sett
     at = AppTest.from_file(page("app.py"), default_timeout=60)
     at.query_params.update({**url.settings_params(settings, "def f(x):"), "round": "1", "phase": "verify"})
     at = at.run().switch_page(page("pages/rounds.py")).run()
-    assert not at.exception and not at.error
+    assert not at.exception
+    assert not at.error
     assert at.session_state["rounds_trace"].settings == settings
     written = {k: at.query_params[k] for k in at.query_params}
     assert url.read_url(written).run_settings(RunSettings()) == settings
-    assert written["prompt"] == "def f(x):" and written["phase"] == "verify"
+    assert written["prompt"] == "def f(x):"
+    assert written["phase"] == "verify"

@@ -14,7 +14,8 @@ def test_three_prompt_workload_fills_the_tables(tiny_default):
     at.text_area[0].set_value(PROMPTS).run()
     at.sidebar.slider(key="max_new_tokens").set_value(12).run()
     at = click(at, "▶ Measure")
-    assert not at.exception and not at.error
+    assert not at.exception
+    assert not at.error
     records = at.session_state["workload_records"]
     assert [r.prompt for r in records] == ["def add(a, b):", "class Counter:", "The quick brown fox"]
     per_prompt = at.dataframe[1].value
@@ -25,9 +26,8 @@ def test_three_prompt_workload_fills_the_tables(tiny_default):
     assert overall["alpha"] == sum(r.accepted for r in records) / sum(r.judged for r in records)
     assert overall["acceptance_rate"] == sum(r.accepted for r in records) / sum(r.proposed for r in records)
     # three prompts are too few for a go / no-go: the page says so instead of a verdict
-    assert not at.success and any(
-        i.value.startswith("No verdict yet") and "at least 5 prompts" in i.value for i in at.info
-    )
+    assert not at.success
+    assert any(i.value.startswith("No verdict yet") and "at least 5 prompts" in i.value for i in at.info)
     # results survive a rerun (another widget changed)
     at.sidebar.slider(key="k").set_value(2).run()
     assert len(at.session_state["workload_records"]) == 3
@@ -48,15 +48,19 @@ def test_bad_upload_rows_are_listed_and_valid_rows_kept(tiny_default):
     at = open_page("pages/workload.py")
     at.radio[0].set_value("an uploaded file").run()
     at.file_uploader[0].set_value(("mixed.jsonl", MIXED_JSONL, "application/jsonl")).run()
-    assert not at.exception and not at.error
+    assert not at.exception
+    assert not at.error
     skipped = [w.value for w in at.warning if w.value.startswith("Skipped rows")]
     assert len(skipped) == 1
     listed = [html.unescape(line) for line in skipped[0].splitlines() if line.startswith("- ")]  # shown as text
     assert [line.split(":")[0] for line in listed] == ["- line 2", "- line 4", "- line 5"]
-    assert "not valid JSON" in listed[0] and '"prompt"' in listed[1] and "object" in listed[2]
+    assert "not valid JSON" in listed[0]
+    assert '"prompt"' in listed[1]
+    assert "object" in listed[2]
     at.sidebar.slider(key="max_new_tokens").set_value(2).run()
     at = click(at, "▶ Measure")  # one method (draft) at one K: one run per kept row
-    assert not at.exception and not at.error
+    assert not at.exception
+    assert not at.error
     records = at.session_state["workload_records"]
     assert [(r.prompt, r.tag) for r in records] == [
         ("def add(a, b):", "code"),

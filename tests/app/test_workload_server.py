@@ -4,6 +4,7 @@ vllm and no speedup, the API key goes nowhere but the request, and faults are me
 
 import json
 
+import pytest
 from app_helpers import click, open_page
 
 from specviz.engine.models import BUNDLED_TARGET
@@ -27,39 +28,51 @@ def server_page(url: str, key: str = ""):
     return at
 
 
+@pytest.mark.slow
 def test_check_then_measure_through_the_server(vllm_draft_server):
     url = vllm_draft_server().url
     at = click(server_page(url, KEY), "Check connection")
-    assert not at.exception and not at.error
+    assert not at.exception
+    assert not at.error
     found = at.success[0].value
-    assert url in found and BUNDLED_TARGET in found and "vLLM 0.32.0" in found
+    assert url in found
+    assert BUNDLED_TARGET in found
+    assert "vLLM 0.32.0" in found
     assert "Draft model" in found or "draft" in found.lower()
-    assert "K = **4**" in found and "K from the per-request metrics" in found
-    assert "per-request metrics: **on**" in found and "Prometheus counters: **yes**" in found
+    assert "K = **4**" in found
+    assert "K from the per-request metrics" in found
+    assert "per-request metrics: **on**" in found
+    assert "Prometheus counters: **yes**" in found
 
     at = click(at, "▶ Measure")
-    assert not at.exception and not at.error
+    assert not at.exception
+    assert not at.error
     records = at.session_state["workload_records"]
     assert [r.prompt for r in records] == PROMPTS.split("\n---\n")
-    assert {r.source for r in records} == {"vllm"} and all(r.speedup is None for r in records)
+    assert {r.source for r in records} == {"vllm"}
+    assert all(r.speedup is None for r in records)
     assert all(r.committed == 16 for r in records)
     summary, per_prompt = at.dataframe[0].value, at.dataframe[1].value
-    assert set(summary["source"]) == {"vllm"} and set(per_prompt["source"]) == {"vllm"}
+    assert set(summary["source"]) == {"vllm"}
+    assert set(per_prompt["source"]) == {"vllm"}
     for frame in (summary, per_prompt):
         assert not {"speedup", "plain_tokens_per_s", "speedup 95% CI", "predicted_speedup"} & set(frame.columns)
     overall = summary[summary["tag"] == "all"].iloc[0]
     assert overall["alpha"] == sum(r.accepted for r in records) / sum(r.judged for r in records)
-    assert any("not measured through a server" in i.value for i in at.info) and not at.success[1:]
+    assert any("not measured through a server" in i.value for i in at.info)
+    assert not at.success[1:]
     assert not any(w.value.startswith(("GO", "NO-GO")) for w in at.warning)
     assert all("Token heatmap" not in h.value for h in at.subheader)  # served runs have no token texts
 
     # The API key: sent with each request, never kept in the session nor in what the page exports.
     kept = at.session_state.to_dict()  # the user state and the keyed widgets: what a session export holds
     assert "workload_records" in kept
-    assert KEY not in repr(kept) and KEY not in json.dumps(kept, default=str)
+    assert KEY not in repr(kept)
+    assert KEY not in json.dumps(kept, default=str)
     base, meta, methods_, ks, costs = at.session_state["workload_settings"]
     exported = results_json(records, base, {"methods": methods_, "ks": ks, **meta}, costs, base.seed)
-    assert KEY not in exported + results_csv(records) and json.loads(exported)["settings"]["server"] == url
+    assert KEY not in exported + results_csv(records)
+    assert json.loads(exported)["settings"]["server"] == url
     assert all(KEY not in e.value for e in [*at.markdown, *at.caption, *at.success, *at.info])
 
 
@@ -70,9 +83,11 @@ def test_same_pair_two_engines(vllm_draft_server):
     at.sidebar.slider(key="max_new_tokens").set_value(32).run()
     next(n for n in at.number_input if n.label == "Prompts to compare").set_value(2).run()
     at = click(at, "Compare with this app's engine")
-    assert not at.exception and not at.error
+    assert not at.exception
+    assert not at.error
     verdict = at.success[-1].value
-    assert verdict.startswith("2/2 texts equal.") and "steps are the same step" in verdict
+    assert verdict.startswith("2/2 texts equal.")
+    assert "steps are the same step" in verdict
     assert any("vLLM's prefill commits the first token" in c.value and "bfloat16" in c.value for c in at.caption)
     rows = at.session_state["agreement"]
     assert all(r["text equal"] for r in rows)
@@ -86,14 +101,18 @@ def test_same_pair_two_engines(vllm_draft_server):
 
 def test_a_bad_url_and_a_refused_host_are_messages(monkeypatch):
     at = click(server_page("http://127.0.0.1:9"), "Check connection")
-    assert not at.exception and "Nothing is listening at http://127.0.0.1:9" in at.error[0].value
+    assert not at.exception
+    assert "Nothing is listening at http://127.0.0.1:9" in at.error[0].value
     monkeypatch.setenv("SPECVIZ_PUBLIC", "1")
     monkeypatch.setenv("SPECVIZ_SERVERS", "vllm.example.org:8000")
     at = click(server_page("http://127.0.0.1:9"), "Check connection")
-    assert not at.exception and "measures only the servers its operator listed" in at.error[0].value
-    assert "vllm.example.org:8000" in at.error[0].value and "127.0.0.1" not in at.error[0].value
+    assert not at.exception
+    assert "measures only the servers its operator listed" in at.error[0].value
+    assert "vllm.example.org:8000" in at.error[0].value
+    assert "127.0.0.1" not in at.error[0].value
     at = click(at, "▶ Measure")
-    assert not at.exception and "measures only the servers its operator listed" in at.error[0].value
+    assert not at.exception
+    assert "measures only the servers its operator listed" in at.error[0].value
 
 
 def test_a_server_that_fails_mid_workload_keeps_the_finished_prompts():
@@ -126,7 +145,8 @@ def test_a_server_that_fails_mid_workload_keeps_the_finished_prompts():
     with fake_server(routes) as (url, _):
         at = click(server_page(url), "▶ Measure")
     assert not at.exception
-    assert "engine died" in at.error[0].value and "The 2 prompt(s) finished before are kept below." in at.error[0].value
+    assert "engine died" in at.error[0].value
+    assert "The 2 prompt(s) finished before are kept below." in at.error[0].value
     assert [r.prompt for r in at.session_state["workload_records"]] == PROMPTS.split("\n---\n")[:2]
     assert any(w.value.startswith("The server failed after 2 prompt(s)") for w in at.warning)
     assert at.dataframe[1].value.shape[0] == 2  # the per-prompt table holds the two finished prompts
@@ -150,10 +170,14 @@ def test_public_mode_shows_a_listed_servers_model_without_its_path(monkeypatch):
     monkeypatch.setenv("SPECVIZ_SERVERS", "127.0.0.1")
     with fake_server(routes) as (url, _):
         at = click(server_page(url), "Check connection")
-        assert not at.exception and not at.error
-        assert "`my-target`" in at.success[0].value and "/srv/private" not in at.success[0].value
+        assert not at.exception
+        assert not at.error
+        assert "`my-target`" in at.success[0].value
+        assert "/srv/private" not in at.success[0].value
         at = click(at, "▶ Measure")
-    assert not at.exception and not at.error
+    assert not at.exception
+    assert not at.error
     shown = " ".join(c.value for c in at.caption)
-    assert "my-target" in shown and "/srv/private" not in shown
+    assert "my-target" in shown
+    assert "/srv/private" not in shown
     assert at.session_state["workload_settings"][1]["model"] == "my-target"  # what the JSON export carries

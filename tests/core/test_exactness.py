@@ -79,7 +79,8 @@ def test_chi_squared_rejects_the_negative_controls(rule):
 
 
 def test_the_exact_rule_functions_are_the_ones_verify_uses():
-    assert EXACT.acceptance is acceptance_probability and EXACT.resample is residual
+    assert EXACT.acceptance is acceptance_probability
+    assert EXACT.resample is residual
 
 
 def test_batched_verify_is_verify_round_by_round():
@@ -101,4 +102,5 @@ def test_batched_verify_is_verify_round_by_round():
                 int(alone.n_accepted),
                 int(alone.next_token),
             )
-            assert torch.equal(batch.next_dist[r], alone.next_dist) and torch.equal(batch.p_x[r, :kr], alone.p_x)
+            assert torch.equal(batch.next_dist[r], alone.next_dist)
+            assert torch.equal(batch.p_x[r, :kr], alone.p_x)

@@ -24,8 +24,10 @@ def test_two_token_worked_example():
     assert f.accept_prob == pytest.approx((7 / 9, 1.0))
     assert f.accepted == pytest.approx((0.7, 0.1))
     assert f.residual == pytest.approx((0.0, 1.0))
-    assert f.rejected_mass == pytest.approx(0.2) and f.corrected == pytest.approx((0.0, 0.2))
-    assert f.final == pytest.approx((0.7, 0.3), abs=1e-12) and f.alpha == pytest.approx(0.8)
+    assert f.rejected_mass == pytest.approx(0.2)
+    assert f.corrected == pytest.approx((0.0, 0.2))
+    assert f.final == pytest.approx((0.7, 0.3), abs=1e-12)
+    assert f.alpha == pytest.approx(0.8)
 
 
 @pytest.mark.parametrize("p_a,q_a", itertools.product([0.0, 0.1, 0.5, 0.7, 1.0], [0.0, 0.3, 0.9, 1.0]))
@@ -74,7 +76,8 @@ def test_every_bug_biases_even_the_first_token(variant):
     p = torch.tensor([0.5, 0.3, 0.15, 0.05], dtype=torch.float64)
     q = torch.tensor([0.2, 0.4, 0.3, 0.1], dtype=torch.float64)
     out = lab.first_token_distribution(p, q, variant)
-    assert out.sum() == pytest.approx(1.0) and (out - p).abs().sum() / 2 > 0.02
+    assert out.sum() == pytest.approx(1.0)
+    assert (out - p).abs().sum() / 2 > 0.02
     assert torch.allclose(lab.first_token_distribution(p, q), p, atol=1e-12)
 
 
@@ -86,10 +89,13 @@ def test_bug_checks_detect_every_switch_at_a_fixed_seed():
     checks = {c.variant.key: c for c in lab.bug_checks(p, q, k=4, samples=20_000, seed=0)}
     assert set(checks) == {v.key for v in lab.VARIANTS}
     exact = checks.pop("exact")
-    assert exact.tv < 1e-9 and exact.chi2.p_value > 1e-6 and not exact.detected
+    assert exact.tv < 1e-9
+    assert exact.chi2.p_value > 1e-6
+    assert not exact.detected
     for key, check in checks.items():
         assert check.tv > 0.1, key
-        assert check.chi2.p_value < 1e-6 and check.detected, key
+        assert check.chi2.p_value < 1e-6, key
+        assert check.detected, key
         assert check.chi2.statistic > 20 * check.chi2.dof, key  # far beyond the threshold, not a lucky seed
 
 
@@ -97,8 +103,10 @@ def test_close_draft_hides_the_small_bugs_from_a_small_sample():
     """With the seed's close draft, skipping the residual biases the output by TV < 0.02: 20,000 samples miss it."""
     p, q = lab.shop_models(lab.SHOP_DRAFT)
     checks = {c.variant.key: c for c in lab.bug_checks(p, q, k=4, samples=20_000, seed=0)}
-    assert 0 < checks["skip_residual"].tv < 0.02 and not checks["skip_residual"].detected
-    assert checks["greedy_soft_q"].detected and checks["accept_if_p_ge_q"].detected
+    assert 0 < checks["skip_residual"].tv < 0.02
+    assert not checks["skip_residual"].detected
+    assert checks["greedy_soft_q"].detected
+    assert checks["accept_if_p_ge_q"].detected
 
 
 def test_shop_experiment_reproduces_the_seed_demo():
@@ -106,28 +114,33 @@ def test_shop_experiment_reproduces_the_seed_demo():
     e = lab.shop_experiment(p, q, k=4, samples=20_000, seed=0)
     assert e.largest_gap < 0.02  # sampling noise only
     assert e.largest_gap_exact < 1e-12  # the exact distributions agree
-    assert e.chi2_spec.p_value > 1e-6 and e.chi2_plain.p_value > 1e-6
+    assert e.chi2_spec.p_value > 1e-6
+    assert e.chi2_plain.p_value > 1e-6
     assert 13 < e.passes_per_64 < 15.5  # ~14 target passes instead of 64
     assert 0.9 < e.acceptance_fraction < 1.0
-    assert e.plain_freq.sum() == pytest.approx(1.0) and e.exact_target.sum() == pytest.approx(1.0)
+    assert e.plain_freq.sum() == pytest.approx(1.0)
+    assert e.exact_target.sum() == pytest.approx(1.0)
 
 
 def test_monte_carlo_counts_are_consistent():
     p, q = lab.shop_models(lab.POOR_DRAFT)
     stats = lab.sample_speculative(p, q, 3, 500, 10, torch.Generator().manual_seed(1))
-    assert stats.sequences.shape == (500, 10) and int(stats.sequences.min()) >= 0
+    assert stats.sequences.shape == (500, 10)
+    assert int(stats.sequences.min()) >= 0
     assert 0 < stats.accepted <= stats.proposed
     committed = 500 * 10
     assert committed == stats.passes + stats.accepted  # each pass commits its accepted drafts + one target token
     plain = lab.sample_plain(p, 200, 5, torch.Generator().manual_seed(1))
-    assert plain.passes == 1000 and plain.sequences.shape == (200, 5)
+    assert plain.passes == 1000
+    assert plain.sequences.shape == (200, 5)
 
 
 def test_same_seed_same_samples():
     p, q = lab.shop_models()
     a = lab.sample_speculative(p, q, 4, 300, 6, torch.Generator().manual_seed(3))
     b = lab.sample_speculative(p, q, 4, 300, 6, torch.Generator().manual_seed(3))
-    assert torch.equal(a.sequences, b.sequences) and a.passes == b.passes
+    assert torch.equal(a.sequences, b.sequences)
+    assert a.passes == b.passes
 
 
 def test_chi2_p_value_matches_known_quantiles():
@@ -139,12 +152,15 @@ def test_chi2_p_value_matches_known_quantiles():
 def test_chi2_tests():
     probs = torch.tensor([0.5, 0.3, 0.2, 0.0])
     fit = chisq.chi2_goodness_of_fit(torch.tensor([500.0, 300.0, 200.0, 0.0]), probs)
-    assert fit.statistic == pytest.approx(0.0) and fit.p_value == pytest.approx(1.0) and fit.dof == 2
+    assert fit.statistic == pytest.approx(0.0)
+    assert fit.p_value == pytest.approx(1.0)
+    assert fit.dof == 2
     assert (
         chisq.chi2_goodness_of_fit(torch.tensor([500.0, 300.0, 199.0, 1.0]), probs).p_value == 0.0
     )  # impossible outcome
     pooled = chisq.chi2_goodness_of_fit(torch.tensor([97.0, 1.0, 1.0, 1.0]), torch.tensor([0.97, 0.01, 0.01, 0.01]))
-    assert pooled.pooled == 3 and pooled.dof == 1
+    assert pooled.pooled == 3
+    assert pooled.dof == 1
     same = chisq.chi2_homogeneity(torch.tensor([50.0, 30.0, 20.0]), torch.tensor([50.0, 30.0, 20.0]))
     assert same.p_value == pytest.approx(1.0)
     differ = chisq.chi2_homogeneity(torch.tensor([90.0, 10.0, 0.0]), torch.tensor([10.0, 10.0, 80.0]))
@@ -169,16 +185,20 @@ def test_markov_chain_tables_are_validated():
 def test_chain_alpha_rows():
     p, q = lab.shop_models()
     alphas = lab.chain_alpha(p, q)
-    assert len(alphas) == 5 and alphas[0] == pytest.approx(0.98)  # START: Σ min(p, q) = 1 − 0.02
+    assert len(alphas) == 5
+    assert alphas[0] == pytest.approx(0.98)  # START: Σ min(p, q) = 1 − 0.02
     assert alphas[1] == pytest.approx(1 - 0.04)  # after "view"
 
 
 def test_sequence_labels_follow_the_count_order():
     labels = lab.sequence_labels(2)
-    assert labels[0] == "view → view" and labels[1] == "view → click" and len(labels) == 16
+    assert labels[0] == "view → view"
+    assert labels[1] == "view → click"
+    assert len(labels) == 16
     stats = lab.RunStats(torch.tensor([[0, 1], [0, 1], [3, 3]]), 3, 0, 0)
     counts = lab.sequence_counts(stats, 4)
-    assert counts[1] == 2 and counts[15] == 1
+    assert counts[1] == 2
+    assert counts[15] == 1
 
 
 def test_every_bug_switch_cites_a_public_report_or_says_it_is_a_classic_mistake():

@@ -30,7 +30,8 @@ def test_exact_tree_samplers_emit_p_and_broken_ones_do_not(shop_poor, shape):
         if key in EXACT_KEYS:
             assert gap < 1e-9, (shape, key)
         else:
-            assert gap > 0.05 and 0.5 * float((exact - target).abs().sum()) > 0.15, (shape, key)
+            assert gap > 0.05, (shape, key)
+            assert 0.5 * float((exact - target).abs().sum()) > 0.15, (shape, key)
 
 
 def test_chi2_passes_the_exact_samplers_and_fails_the_broken_ones(shop_poor):
@@ -38,10 +39,12 @@ def test_chi2_passes_the_exact_samplers_and_fails_the_broken_ones(shop_poor):
     target, checks = lab.tree_checks(p, q, (2, 2), samples=1000, seed=0)
     by_key = {c.variant.key: c for c in checks}
     for key in EXACT_KEYS:
-        assert by_key[key].verdict == lab.EXACT_VERDICT and by_key[key].chi2.p_value > 1e-3, key
+        assert by_key[key].verdict == lab.EXACT_VERDICT, key
+        assert by_key[key].chi2.p_value > 1e-3, key
         assert lab.pass_fail(by_key[key].verdict) == "pass: exact"
     for key in BROKEN_KEYS:
-        assert by_key[key].verdict == lab.DETECTED_VERDICT and by_key[key].chi2.p_value < 1e-12, key
+        assert by_key[key].verdict == lab.DETECTED_VERDICT, key
+        assert by_key[key].chi2.p_value < 1e-12, key
         assert lab.pass_fail(by_key[key].verdict).startswith("fail")
     assert target.sum().item() == pytest.approx(1.0)
     assert all(0 < c.passes_per_token < 1 for c in checks)  # a tree commits more than one token per target pass
@@ -70,5 +73,7 @@ def test_the_switches_pick_the_variant():
     assert lab.tree_variant(TOP_B, soft_q_for_top_b=True).key == "soft_q_top_b"
     assert lab.tree_variant(WITHOUT_REPLACEMENT, soft_q_for_top_b=True).key == "without_replacement"  # no effect
     both = lab.tree_variant(TOP_B, False, True)
-    assert not both.update_residual and both.soft_q_for_top_b and both.key not in lab.TREE_VARIANTS_BY_KEY
+    assert not both.update_residual
+    assert both.soft_q_for_top_b
+    assert both.key not in lab.TREE_VARIANTS_BY_KEY
     assert lab.tree_variant(WITHOUT_REPLACEMENT, False).how == WITHOUT_REPLACEMENT

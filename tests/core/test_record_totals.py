@@ -21,11 +21,15 @@ def per_round_record():
 def test_totals_drive_every_statistic():
     rec = totals_record()
     assert (rec.proposed, rec.accepted, rec.judged, rec.rounds, rec.committed) == (12, 7, 9, 5, 12)
-    assert rec.alpha == pytest.approx(7 / 9) and rec.acceptance_rate == pytest.approx(7 / 12)
-    assert rec.tau == pytest.approx(12 / 5) and rec.tokens_per_s == pytest.approx(6.0)
-    assert stats.per_position([rec]) == [] and stats.accepted_length_histogram([rec]) == [0]  # needs rounds
+    assert rec.alpha == pytest.approx(7 / 9)
+    assert rec.acceptance_rate == pytest.approx(7 / 12)
+    assert rec.tau == pytest.approx(12 / 5)
+    assert rec.tokens_per_s == pytest.approx(6.0)
+    assert stats.per_position([rec]) == []
+    assert stats.accepted_length_histogram([rec]) == [0]  # needs rounds
     names = stats.vllm_metrics([rec])
-    assert names["num_drafts"] == 3 and names["mean_acceptance_length"] == pytest.approx(1 + 7 / 3)
+    assert names["num_drafts"] == 3
+    assert names["mean_acceptance_length"] == pytest.approx(1 + 7 / 3)
     assert rec.to_dict()["totals"]["judged"] == 9
 
 
@@ -34,5 +38,7 @@ def test_pooling_totals_with_per_round_records_and_unknowns():
     assert (pooled.proposed, pooled.accepted, pooled.judged, pooled.rounds, pooled.committed) == (20, 13, 16, 8, 21)
     assert pooled.drafting_rounds == 5  # the round that drafted nothing is not a draft
     unknown = stats.tally([totals_record(judged=None, rounds=None), per_round_record()])
-    assert unknown.judged is None and unknown.alpha is None and unknown.tau is None
+    assert unknown.judged is None
+    assert unknown.alpha is None
+    assert unknown.tau is None
     assert unknown.acceptance_rate == pytest.approx(13 / 20)

@@ -52,7 +52,8 @@ def test_sample_is_inverse_cdf_of_u_and_skips_zero_probabilities():
 
 def test_uniforms_are_in_the_half_open_interval_zero_one():
     u = uniforms(torch.Generator().manual_seed(0), 100_000)
-    assert (u > 0).all() and (u <= 1).all()
+    assert (u > 0).all()
+    assert (u <= 1).all()
 
 
 @pytest.mark.parametrize(

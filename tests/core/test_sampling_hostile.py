@@ -34,7 +34,8 @@ def test_huge_logits_at_the_smallest_temperature_give_a_distribution_not_nan(dty
     probs = logits_to_probs(logits, SamplingSettings(MIN_TEMPERATURE, top_k, top_p))
     assert not probs.isnan().any()
     assert torch.allclose(probs.sum(-1), torch.ones(4))
-    assert probs[0, 0] == 1.0 and probs[2, 3] == 1.0  # the largest logit takes it all at T = 0.001
+    assert probs[0, 0] == 1.0  # the largest logit takes it all at T = 0.001
+    assert probs[2, 3] == 1.0
 
 
 def test_ordinary_logits_are_scaled_exactly_as_before():

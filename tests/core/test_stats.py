@@ -72,15 +72,20 @@ def test_histogram_and_vllm_names():
 
 def test_unreported_counts_stay_none():
     hf = record(committed=(3, 2), source=HF, method="hf_assisted")
-    assert hf.alpha is None and hf.acceptance_rate is None and hf.proposed is None
+    assert hf.alpha is None
+    assert hf.acceptance_rate is None
+    assert hf.proposed is None
     assert hf.tau == 2.5  # tokens per target pass is always measured
     assert stats.alpha([SPEC, hf]) is None  # one unknown makes the pool unknown
-    assert stats.per_position([hf]) == [] and stats.accepted_length_histogram([hf]) == [0]
+    assert stats.per_position([hf]) == []
+    assert stats.accepted_length_histogram([hf]) == [0]
 
 
 def test_plain_runs_have_no_acceptance():
     plain = record(committed=(1, 1, 1), drafted=(0, 0, 0), accepted=(0, 0, 0), judged=(0, 0, 0), k=0, method="plain")
-    assert plain.alpha is None and plain.acceptance_rate is None and plain.tau == 1.0
+    assert plain.alpha is None
+    assert plain.acceptance_rate is None
+    assert plain.tau == 1.0
 
 
 def test_predicted_speedup_from_measured_tau_and_costs():
@@ -94,7 +99,8 @@ def test_predicted_speedup_from_measured_tau_and_costs():
 def test_arrivals_and_divergence():
     burst = record(committed=(1, 4), ends=(0.010, 0.030))
     assert [round(g, 6) for g in stats.inter_token_latencies_ms(burst.arrivals())] == [20.0, 0.0, 0.0, 0.0]
-    assert burst.ttft_s == 0.010 and round(burst.tokens_per_s) == 167
+    assert burst.ttft_s == 0.010
+    assert round(burst.tokens_per_s) == 167
     assert stats.first_divergence((1, 2, 3), (1, 2, 3)) is None
     assert stats.first_divergence((1, 2, 3), (1, 9, 3)) == 1
     assert stats.first_divergence((1, 2, 3), (1, 2)) == 2

@@ -80,7 +80,8 @@ def test_speedup_and_ops_factor_formulas():
 def test_break_even_alpha_is_c_with_ideal_verify(c):
     assert break_even_alpha(c) == c
     a = c + 1e-6
-    assert (1 + a) / (1 + c) > 1 and speedup(a, 1, c) == pytest.approx((1 + a) / (1 + c))  # K = 1 already pays
+    assert (1 + a) / (1 + c) > 1
+    assert speedup(a, 1, c) == pytest.approx((1 + a) / (1 + c))  # K = 1 already pays
     below = max(c - 1e-3, 0.0)
     assert all(speedup(below, k, c) <= 1 + 1e-12 for k in range(1, 17))  # no K pays at or below c
 
@@ -90,13 +91,15 @@ def test_break_even_alpha_with_a_verify_cost_model():
     a = break_even_alpha(0.1, verify)
     assert 0.1 < a < 1
     assert best_k(a + 1e-6, 0.1, verify)[1] > 1 >= best_k(a - 1e-6, 0.1, verify)[1]
-    assert break_even_alpha(1.0) is None and break_even_alpha(0.5, VerifyCost.measured([20.0] * 16)) is None
+    assert break_even_alpha(1.0) is None
+    assert break_even_alpha(0.5, VerifyCost.measured([20.0] * 16)) is None
     assert break_even_alpha(0.0, VerifyCost.measured([0.5])) == 0.0  # verify cheaper than a step: even α = 0 pays
 
 
 def test_measured_verify_cost_limits_k():
     verify = VerifyCost.measured([1.1, 1.2, 1.3])
-    assert verify(2) == 1.2 and verify.k_max == 3
+    assert verify(2) == 1.2
+    assert verify.k_max == 3
     assert best_k(0.99, 0.0, verify)[0] == 3  # searches only the measured K
     with pytest.raises(SettingsError, match="K = 1..3"):
         verify(4)
@@ -116,7 +119,8 @@ def test_analyse_collects_every_number():
     r = analyse(TheoryInputs(alpha=0.8, k=4, c=0.05, verify=VerifyCost.linear(0.05)))
     assert r.expected_tokens == pytest.approx(3.3616)
     assert r.speedup_ideal == pytest.approx(3.3616 / 1.2)
-    assert r.verify_cost == pytest.approx(1.2) and r.speedup == pytest.approx(3.3616 / 1.4)
+    assert r.verify_cost == pytest.approx(1.2)
+    assert r.speedup == pytest.approx(3.3616 / 1.4)
     assert (r.best_k_ideal, r.best_speedup_ideal) == best_k(0.8, 0.05)
     assert r.best_k < 8  # a dearer verify pass per token favours a shorter draft
     assert r.ops_factor == pytest.approx((4 * 0.05 + 5) / 3.3616)  # ĉ defaults to c
@@ -175,12 +179,14 @@ def test_positional_expected_tokens():
     assert cmp.mean_alpha == pytest.approx(0.75)
     assert cmp.iid_expected_tokens == pytest.approx(expected_tokens(0.75, 4))
     assert cmp.expected_tokens == pytest.approx(1 + 0.9 + 0.72 + 0.504 + 0.3024)
-    assert cmp.error == pytest.approx(cmp.iid_expected_tokens - cmp.expected_tokens) and cmp.error < 0
+    assert cmp.error == pytest.approx(cmp.iid_expected_tokens - cmp.expected_tokens)
+    assert cmp.error < 0
     assert cmp.alpha_label == "mean of the rates"
     # with the drafts that reached each position, the i.i.d. formula uses the run's alpha = accepted / judged:
     # accepted 90 + 64 + 35 + 12 = 201 of 100 + 80 + 50 + 20 = 250 judged
     run = compare_positional([0.9, 0.8, 0.7, 0.6], reached=[100, 80, 50, 20])
-    assert run.mean_alpha == pytest.approx(201 / 250) and run.alpha_label == "α = accepted / judged"
+    assert run.mean_alpha == pytest.approx(201 / 250)
+    assert run.alpha_label == "α = accepted / judged"
 
 
 def test_parse_rates():
@@ -192,9 +198,10 @@ def test_parse_rates():
 
 def test_seed_tables():
     k4 = {r["alpha"]: r["expected_tokens"] for r in expected_tokens_table(4)}
-    assert (
-        round(k4[0.5], 4) == 1.9375 and round(k4[0.8], 4) == 3.3616 and round(k4[0.9], 4) == 4.0951 and k4[1.0] == 5.0
-    )
+    assert round(k4[0.5], 4) == 1.9375
+    assert round(k4[0.8], 4) == 3.3616
+    assert round(k4[0.9], 4) == 4.0951
+    assert k4[1.0] == 5.0
     rows = {r["example"]: r for r in cost_examples_table()}
     cheap, half, deep, dear = (rows[e.label] for e in COST_EXAMPLES)
     assert cheap["speedup"] > 2  # a cheap, accurate draft: more than 2x
@@ -215,7 +222,8 @@ def test_roofline_model():
     c = pass_time(hw, draft, 1, 1, 512) / pass_time(hw, target, 1, 1, 512)
     assert first.gain == pytest.approx(expected_tokens(0.8, 4) / (4 * c + 1))
     gains = [p.gain for p in load_curve(s, [1, 8, 64, 512])]
-    assert gains == sorted(gains, reverse=True) and gains[-1] < 1  # the gain erodes and turns into a loss
+    assert gains == sorted(gains, reverse=True)
+    assert gains[-1] < 1  # the gain erodes and turns into a loss
     b = break_even_batch(s)
     assert load_point(s, b).gain <= 1 < load_point(s, b - 1).gain
     with pytest.raises(SettingsError):

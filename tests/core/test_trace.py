@@ -51,7 +51,9 @@ def hand_trace() -> Trace:
 def test_totals_follow_the_paper_definitions():
     totals = hand_trace().totals
     assert (totals.proposed, totals.accepted, totals.rounds, totals.committed) == (4, 3, 2, 5)
-    assert totals.alpha == 0.75 and totals.tau == 2.5 and totals.tokens_per_s == 10.0
+    assert totals.alpha == 0.75
+    assert totals.tau == 2.5
+    assert totals.tokens_per_s == 10.0
 
 
 def test_alpha_counts_only_judged_drafts_and_the_acceptance_rate_all_proposed():
@@ -61,7 +63,8 @@ def test_alpha_counts_only_judged_drafts_and_the_acceptance_rate_all_proposed():
     rnd = Round(0, positions, ExtraToken(7, " z", "correction", 1.0, 1.0, 0.3), (), (5, 7), 1.0, 1.0, (4, 2), (4, 2))
     totals = Totals.of((rnd,), wall_s=1.0)
     assert (totals.proposed, totals.judged, totals.accepted) == (3, 2, 1)
-    assert totals.alpha == 0.5 and totals.acceptance_rate == pytest.approx(1 / 3)
+    assert totals.alpha == 0.5
+    assert totals.acceptance_rate == pytest.approx(1 / 3)
 
 
 def test_json_round_trips_losslessly():
@@ -80,7 +83,8 @@ def test_a_trace_saved_before_judged_counts_existed_still_loads():
 
 def test_json_has_the_documented_shape():
     doc = json.loads(hand_trace().to_json())
-    assert doc["format"] == "specviz.trace" and doc["version"] == 1
+    assert doc["format"] == "specviz.trace"
+    assert doc["version"] == 1
     assert {"settings", "rounds", "text", "totals"} <= doc.keys()
     position = doc["rounds"][0]["positions"][0]
     assert {"token_id", "text", "p", "q", "ratio", "u", "accepted"} <= position.keys()
@@ -102,8 +106,10 @@ def test_json_has_the_documented_shape():
 def test_data_frames_one_row_per_round_and_per_position():
     trace = hand_trace()
     rounds, positions = trace_frames.rounds_frame(trace), trace_frames.positions_frame(trace)
-    assert list(rounds["committed"]) == [2, 3] and list(rounds["extra_kind"]) == ["correction", "bonus"]
-    assert len(positions) == 4 and list(positions["verdict"]) == ["accepted", "rejected", "accepted", "accepted"]
+    assert list(rounds["committed"]) == [2, 3]
+    assert list(rounds["extra_kind"]) == ["correction", "bonus"]
+    assert len(positions) == 4
+    assert list(positions["verdict"]) == ["accepted", "rejected", "accepted", "accepted"]
     assert {"round", "token_id", "p", "q", "ratio", "u", "accepted"} <= set(positions.columns)
 
 
@@ -135,7 +141,8 @@ def test_a_tree_trace_round_trips_with_each_nodes_distributions_and_older_tree_t
     trace = Trace.from_json(text)
     assert Trace.from_json(trace.to_json()) == trace
     tried = [n for r in trace.rounds for n in r.nodes if n.ratio is not None]
-    assert tried and all(n.p_top and n.q_top for n in tried)  # what each child was judged against, and drawn from
+    assert tried
+    assert all(n.p_top and n.q_top for n in tried)  # what each child was judged against, and drawn from
     assert all(not n.p_top for r in trace.rounds for n in r.nodes if n.ratio is None)
     doc = json.loads(text)
     for r in doc["rounds"]:  # a version-2 trace written before nodes kept their top-10 lists

@@ -90,7 +90,8 @@ def test_wrong_types_and_values_in_a_chain_trace_are_refused_where_they_enter(ed
     doc = doc_of(CHAIN)
     edit(doc)
     message = refused(doc, match)
-    assert "damaged or hand-edited" in message and "Re-export" in message
+    assert "damaged or hand-edited" in message
+    assert "Re-export" in message
 
 
 @pytest.mark.parametrize(

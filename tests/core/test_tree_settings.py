@@ -9,7 +9,8 @@ from specviz.errors import SettingsError
 
 def test_a_tree_shape_round_trips_and_sets_the_depth():
     s = RunSettings(method="tree", tree=[3, 2, 1, 1])
-    assert s.tree == (3, 2, 1, 1) and s.draft_length == 4
+    assert s.tree == (3, 2, 1, 1)
+    assert s.draft_length == 4
     assert RunSettings.from_dict(s.to_dict()) == s
     assert "tree" not in RunSettings().to_dict()  # chain settings keep their JSON
     plain = RunSettings(method="plain", tree=(2, 1))  # the baseline of a tree measurement ignores the shape

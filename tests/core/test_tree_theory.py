@@ -62,9 +62,11 @@ def test_costs_and_speedups_by_hand():
     # (2, 1), a = (0.6, 0.5), c = 0.1, linear v(N) = 1 + 0.05·N: tree N = 4, D = 2 -> cost 2·0.1 + 1.2 = 1.4
     cmp = compare_tree((2, 1), [0.6, 0.5], 0.1, VerifyCost.linear(0.05))
     assert (cmp.tree.nodes, cmp.tree.depth) == (4, 2)
-    assert cmp.tree.round_cost == pytest.approx(1.4) and cmp.tree.speedup == pytest.approx(2.28 / 1.4)
+    assert cmp.tree.round_cost == pytest.approx(1.4)
+    assert cmp.tree.speedup == pytest.approx(2.28 / 1.4)
     # same depth: K = 2, E = 1 + 0.6 + 0.36 = 1.96, cost 0.2 + 1.1 = 1.3; same nodes: K = 4, cost 0.4 + 1.2 = 1.6
-    assert cmp.same_depth.expected_tokens == pytest.approx(1.96) and cmp.same_depth.round_cost == pytest.approx(1.3)
+    assert cmp.same_depth.expected_tokens == pytest.approx(1.96)
+    assert cmp.same_depth.round_cost == pytest.approx(1.3)
     assert cmp.same_nodes.expected_tokens == pytest.approx(expected_tokens(0.6, 4))
     assert cmp.same_nodes.round_cost == pytest.approx(1.6)
     assert cmp.best_chain.speedup >= max(cmp.same_depth.speedup, cmp.same_nodes.speedup) - 1e-12
@@ -73,9 +75,11 @@ def test_costs_and_speedups_by_hand():
 def test_a_tree_pays_with_a_flat_verify_and_not_when_it_grows():
     rates = (0.7, 0.5, 0.4)
     flat = compare_tree((3, 2, 1, 1), rates, 0.05, VerifyCost.ideal())
-    assert flat.pays and "the tree pays" in flat.verdict()
+    assert flat.pays
+    assert "the tree pays" in flat.verdict()
     grows = compare_tree((3, 2, 1, 1), rates, 0.05, VerifyCost.linear(0.1))
-    assert not grows.pays and "does not pay" in grows.verdict()
+    assert not grows.pays
+    assert "does not pay" in grows.verdict()
     assert grows.tree.expected_tokens == flat.tree.expected_tokens  # costs change, the expected tokens do not
 
 
@@ -88,7 +92,8 @@ def test_measured_verify_cost_is_extended_past_its_last_point():
 
 def test_shape_table_and_parsing():
     rows = shape_table([(1, 1), (2, 1)], [0.6, 0.5], 0.0, VerifyCost.ideal())
-    assert [r["shape"] for r in rows] == ["1,1", "2,1"] and rows[1]["expected_tokens"] == pytest.approx(2.28)
+    assert [r["shape"] for r in rows] == ["1,1", "2,1"]
+    assert rows[1]["expected_tokens"] == pytest.approx(2.28)
     assert parse_shape("3, 2,1 1") == (3, 2, 1, 1)
     for bad in ("", "3,x", "0,1", "16,16,16"):
         with pytest.raises(SettingsError):

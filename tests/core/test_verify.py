@@ -23,7 +23,8 @@ def test_accepts_when_target_likes_the_token_more():
     # p(0) = .6 >= q(0) = .5: ratio 1, accepted whatever u; then all K=1 passed -> bonus from p_2 (token 3 certain)
     v = run([(0.6, 0.3, 0.1, 0.0), (0, 0, 0, 1)], [(0.5, 0.4, 0.1, 0.0)], [0], [0.999], 0.5)
     assert v.accept_prob.tolist() == [1.0]
-    assert int(v.n_accepted) == 1 and int(v.next_token) == 3
+    assert int(v.n_accepted) == 1
+    assert int(v.next_token) == 3
     assert v.next_dist.tolist() == [0, 0, 0, 1]
 
 
@@ -34,7 +35,8 @@ def test_rejects_and_resamples_from_the_residual():
     q_rows = [(0.4, 0.4, 0.2, 0.0)]
     v = run(p_rows, q_rows, [1], [0.9], 0.4)
     assert v.accept_prob.item() == pytest.approx(0.75)
-    assert int(v.n_accepted) == 0 and int(v.next_token) == 0
+    assert int(v.n_accepted) == 0
+    assert int(v.next_token) == 0
     assert v.next_dist.tolist() == pytest.approx([0.5, 0, 0, 0.5])
     assert int(run(p_rows, q_rows, [1], [0.9], 0.6).next_token) == 3
     # the same token with u = .74 <= .75 is accepted
@@ -55,7 +57,8 @@ def test_all_accepted_draws_the_bonus_from_p_k_plus_1():
     # K=2 identical p and q: ratios 1; bonus from p_3 = (0, .5, .5, 0): u .3 -> 1, u .8 -> 2
     same = (0.25, 0.25, 0.25, 0.25)
     v = run([same, same, (0, 0.5, 0.5, 0)], [same, same], [2, 3], [1.0, 1.0], 0.3)
-    assert int(v.n_accepted) == 2 and int(v.next_token) == 1
+    assert int(v.n_accepted) == 2
+    assert int(v.next_token) == 1
     assert int(run([same, same, (0, 0.5, 0.5, 0)], [same, same], [2, 3], [1.0, 1.0], 0.8).next_token) == 2
 
 
@@ -70,7 +73,8 @@ def test_one_hot_draft_is_accepted_with_probability_p():
         torch.tensor([0.29], dtype=torch.float64),
         torch.tensor(0.5),
     )
-    assert accept.accept_prob.item() == pytest.approx(0.3) and int(accept.n_accepted) == 1
+    assert accept.accept_prob.item() == pytest.approx(0.3)
+    assert int(accept.n_accepted) == 1
     # u = .31 rejects; the correction comes from p with token 2 zeroed: (.5, .2, 0, 0)/.7 -> u .8 gives token 1
     reject = verify(
         torch.tensor(p_rows, dtype=torch.float64),
@@ -79,13 +83,15 @@ def test_one_hot_draft_is_accepted_with_probability_p():
         torch.tensor([0.31], dtype=torch.float64),
         torch.tensor(0.8),
     )
-    assert int(reject.n_accepted) == 0 and int(reject.next_token) == 1
+    assert int(reject.n_accepted) == 0
+    assert int(reject.next_token) == 1
     assert reject.next_dist.tolist() == pytest.approx([5 / 7, 2 / 7, 0, 0])
 
 
 def test_zero_drafts_is_plain_sampling_from_p1():
     v = run([(0.1, 0.2, 0.3, 0.4)], [], [], [], 0.35)
-    assert int(v.n_accepted) == 0 and int(v.next_token) == 2  # cdf .1 .3 .6 1.0: .35 falls in token 2
+    assert int(v.n_accepted) == 0
+    assert int(v.next_token) == 2  # cdf .1 .3 .6 1.0: .35 falls in token 2
 
 
 def test_residual_guard_falls_back_to_p_when_nothing_is_owed():

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from browser_helpers import CHROMIUM, CHROMIUM_FLAGS, ROOT, free_port, main_text, wait_healthy
+from browser_helpers import CHROMIUM, CHROMIUM_FLAGS, main_text, served_app
 
 SERVER_LOGS: list[Path] = []  # the app server's log, attached to the report of a failing browser test
 
@@ -33,41 +30,10 @@ def pytest_runtest_makereport(item, call):
 @pytest.fixture(scope="session")
 def app_url(tmp_path_factory):
     """Serve the app as users get it (the bundled pair) on a free loopback port; stopped after the session."""
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("SPECVIZ_TARGET", "SPECVIZ_DRAFT", "SPECVIZ_PUBLIC")}
     log_path = tmp_path_factory.mktemp("streamlit") / "server.log"
     SERVER_LOGS.append(log_path)
-    with open(log_path, "w") as log:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "streamlit",
-                "run",
-                str(ROOT / "app.py"),
-                "--server.port",
-                str(port),
-                "--server.address",
-                "127.0.0.1",
-                "--server.headless",
-                "true",
-                "--server.fileWatcherType",
-                "none",
-                "--browser.gatherUsageStats",
-                "false",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        url = f"http://127.0.0.1:{port}"
-        try:
-            wait_healthy(url, process)
-            yield url
-        finally:
-            process.terminate()
-            process.wait(timeout=20)
+    with served_app(log_path) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

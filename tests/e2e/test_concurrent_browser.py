@@ -32,6 +32,7 @@ def set_seed(tab, seed):
     box.press("Enter")
 
 
+@pytest.mark.slow
 def test_five_sessions_run_and_step_at_once(app_url, browser):
     contexts = [browser.new_context(viewport={"width": 1280, "height": 800}) for _ in range(SESSIONS)]
     tabs = [c.new_page() for c in contexts]

@@ -4,8 +4,7 @@ to the commit, the tree is drawn, and no chart title is clipped at 1280 x 800 (f
 from __future__ import annotations
 
 import pytest
-from browser_helpers import assert_titles_fit, main_text, open_app_page, screenshot
-from test_lecture_browser import press, query, where
+from browser_helpers import assert_titles_fit, main_text, open_app_page, press, query, screenshot, where
 
 URL = "rounds?trace=tree-sibling-accepted&round=2&phase=draft"
 
@@ -24,9 +23,11 @@ def shot(tab, title: str, name: str) -> None:
     screenshot(tab, name)
 
 
+@pytest.mark.slow
 def test_the_bundled_tree_round_steps_by_keyboard_and_draws_its_tree(app_url, page):
     open_app_page(page, app_url, URL)
-    assert where(page).startswith("Round 2 of") and "1 · Draft" in where(page)
+    assert where(page).startswith("Round 2 of")
+    assert "1 · Draft" in where(page)
     page.locator('[data-testid="stVegaLiteChart"] svg').first.wait_for()
     assert any("The draft tree" in t for t in tree_titles(page))
     assert "drafts a tree of shape 2,2,1,1 (14 nodes)" in main_text(page)
@@ -48,7 +49,9 @@ def test_the_bundled_tree_round_steps_by_keyboard_and_draws_its_tree(app_url, pa
         if "5 · Commit" in now:
             break
     assert any("(node 4 of 14, depth 2)" in p for p in phases)  # the sibling judged against the residual
-    assert "5 · Commit" in phases[-1] and query(page)["phase"] == "commit" and query(page)["round"] == "2"
+    assert "5 · Commit" in phases[-1]
+    assert query(page)["phase"] == "commit"
+    assert query(page)["round"] == "2"
     assert "the rollback crops every tree node" in main_text(page)
     assert_titles_fit(page, "tree commit")
     shot(page, "KV caches", "tree-commit-1280")
@@ -63,6 +66,7 @@ def test_the_focus_view_draws_the_tree_at_a_judged_child(app_url, page):
     shot(page, "The draft tree", "tree-focus-judge-1280")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "size,lecture", [((390, 844), False), ((1920, 1080), True)], ids=["390x844", "1920x1080-lecture"]
 )

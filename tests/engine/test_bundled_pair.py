@@ -28,8 +28,10 @@ def test_loads_with_plain_transformers():
 
 
 def test_is_the_default_and_shares_one_tokenizer(bundled):
-    assert bundled.target_name == BUNDLED_TARGET and bundled.draft_name == BUNDLED_DRAFT
-    assert bundled.dtype == torch.float32 and bundled.vocab_size == len(bundled.tokenizer)
+    assert bundled.target_name == BUNDLED_TARGET
+    assert bundled.draft_name == BUNDLED_DRAFT
+    assert bundled.dtype == torch.float32
+    assert bundled.vocab_size == len(bundled.tokenizer)
     assert bundled.target.config.num_hidden_layers > bundled.draft.config.num_hidden_layers
 
 

@@ -61,32 +61,40 @@ def test_bench_json_has_every_lane_and_the_documented_fields(load):
             "efficiency",
         ):
             assert key in r
-        assert r["identical_to_plain"] and r["runs"] == 2
+        assert r["identical_to_plain"]
+        assert r["runs"] == 2
     draft = results[("draft", 2)]
     assert 0 <= draft["alpha"] <= 1
     if doc["costs"]["implausible"]:  # a busy machine's timings: no prediction is built on them, and the JSON says why
-        assert draft["c"] is None and draft["efficiency"] is None
+        assert draft["c"] is None
+        assert draft["efficiency"] is None
     else:
-        assert draft["c"] > 0 and draft["efficiency"] > 0
+        assert draft["c"] > 0
+        assert draft["efficiency"] > 0
     assisted = results[("hf_assisted", 2)]
     assert assisted["alpha"] is None  # generate() does not report its acceptances: not copied from specviz's lane
     # tau measured from its own target passes (streamer chunks): close to ours, as greedy acceptances are the same,
     # but not copied (generate() counts its prefill step as a pass of one token)
     assert 1 < assisted["tau"] <= draft["tau"]
-    assert assisted["predicted_speedup"] > 0 and results[("hf_prompt_lookup", 2)]["predicted_speedup"] is None
+    assert assisted["predicted_speedup"] > 0
+    assert results[("hf_prompt_lookup", 2)]["predicted_speedup"] is None
     assert results_table(doc).count("\n") == 2 + len(doc["results"]) - 1
 
 
 def test_an_ngram_only_bench_still_measures_the_verify_cost(load):
     pair = load("llama-target")  # no draft model at all
     doc = run_bench(pair, [PROMPT], [2], RunSettings(max_new_tokens=8), lanes=("plain", "ngram"))
-    assert doc["costs"]["c"] is None and doc["costs"]["draft_step_ms"] is None
+    assert doc["costs"]["c"] is None
+    assert doc["costs"]["draft_step_ms"] is None
     ngram = next(r for r in doc["results"] if r["method"] == "ngram")
     if doc["costs"]["implausible"]:  # a busy machine timed a verify pass below a step: no prediction, and it says why
-        assert ngram["predicted_speedup"] is None and ngram["efficiency"] is None
+        assert ngram["predicted_speedup"] is None
+        assert ngram["efficiency"] is None
         return
-    assert ngram["c"] == 0.0 and ngram["verify_cost"] > 0
-    assert ngram["predicted_speedup"] > 0 and ngram["efficiency"] > 0
+    assert ngram["c"] == 0.0
+    assert ngram["verify_cost"] > 0
+    assert ngram["predicted_speedup"] > 0
+    assert ngram["efficiency"] > 0
     assert 0 <= ngram["acceptance_rate"] <= ngram["alpha"] <= 1  # judged <= proposed
 
 

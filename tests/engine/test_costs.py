@@ -13,16 +13,23 @@ def test_measure_costs_on_a_tiny_pair(load, arch):
     progress = []
     costs = measure_costs(pair, k_max=4, repeats=2, on_progress=lambda done, total: progress.append((done, total)))
     assert progress == [(1, 3), (2, 3), (3, 3)]  # a warm-up round, then 2 rounds each timing every kind once
-    assert costs.draft_step_s > 0 and costs.target_step_s > 0 and len(costs.verify_s) == 4
+    assert costs.draft_step_s > 0
+    assert costs.target_step_s > 0
+    assert len(costs.verify_s) == 4
     assert costs.c == pytest.approx(costs.draft_step_s / costs.target_step_s)
     assert costs.verify_relative == pytest.approx(tuple(v / costs.target_step_s for v in costs.verify_s))
-    assert costs.context_tokens > 1 and costs.repeats == 2 and costs.device == "cpu"
+    assert costs.context_tokens > 1
+    assert costs.repeats == 2
+    assert costs.device == "cpu"
     verify = costs.verify_cost()
-    assert verify.kind == "measured" and verify.k_max == 4 and verify(3) == costs.verify_relative[2]
+    assert verify.kind == "measured"
+    assert verify.k_max == 4
+    assert verify(3) == costs.verify_relative[2]
     result = analyse(TheoryInputs(alpha=0.8, k=3, c=costs.c, verify=verify))
     assert result.speedup == pytest.approx(result.expected_tokens / (3 * costs.c + costs.verify_relative[2]))
     doc = costs.to_dict()
-    assert len(doc["verify_ms"]) == 4 and doc["target"].endswith(f"{arch}-target")
+    assert len(doc["verify_ms"]) == 4
+    assert doc["target"].endswith(f"{arch}-target")
 
 
 @pytest.fixture
@@ -53,8 +60,11 @@ def test_every_timing_starts_from_the_same_cache(load, timed_starts):
 
 def test_without_a_draft_only_the_target_is_timed(load):
     costs = measure_costs(load("llama-target"), k_max=3, repeats=1)
-    assert costs.draft_step_s is None and costs.c is None and costs.to_dict()["draft_step_ms"] is None
-    assert costs.target_step_s > 0 and len(costs.verify_relative) == 3
+    assert costs.draft_step_s is None
+    assert costs.c is None
+    assert costs.to_dict()["draft_step_ms"] is None
+    assert costs.target_step_s > 0
+    assert len(costs.verify_relative) == 3
 
 
 def test_bad_measurement_requests_are_refused(load):
@@ -68,7 +78,8 @@ def test_bad_measurement_requests_are_refused(load):
 def test_one_token_prompt_still_times_on_top_of_a_cache(load, timed_starts):
     pair = load("llama-target", "llama-truncated")
     costs = measure_costs(pair, k_max=2, repeats=1, prompt="x")
-    assert costs.context_tokens == 1 and len(costs.verify_s) == 2
+    assert costs.context_tokens == 1
+    assert len(costs.verify_s) == 2
     (x,) = pair.tokenizer.encode("x")
     assert len(timed_starts) == (2 + 2) * (1 + 1)
     assert {start for _, start in timed_starts} == {(1, (x,))}  # "x" is in the cache and is read again as pending

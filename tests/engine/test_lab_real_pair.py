@@ -22,17 +22,23 @@ def test_real_pair_two_token_samples_agree(load):
         time_budget_s=600.0,  # the default 20 s cut this short on a busy machine; the budget has its own test below
         on_progress=lambda done, total: calls.append((done, total)),
     )
-    assert result.samples == 100 and sum(result.speculative.values()) == 100 and not result.stopped_early
-    assert all(len(key) == 2 for key in result.plain) and calls[-1] == (100, 100)
-    assert result.chi2.dof >= 3 and result.chi2.p_value > 1e-6
+    assert result.samples == 100
+    assert sum(result.speculative.values()) == 100
+    assert not result.stopped_early
+    assert all(len(key) == 2 for key in result.plain)
+    assert calls[-1] == (100, 100)
+    assert result.chi2.dof >= 3
+    assert result.chi2.p_value > 1e-6
     rows = result.table(pair.token_texts, top=5)
-    assert len(rows) == 5 and {"tokens", "plain", "speculative"} <= rows[0].keys()
+    assert len(rows) == 5
+    assert {"tokens", "plain", "speculative"} <= rows[0].keys()
 
 
 def test_real_pair_sampling_respects_the_time_budget_and_refuses_greedy(load):
     pair = load("llama-target", "llama-truncated")
     quick = two_token_samples(pair, "x = 1", samples=1000, sampling=SamplingSettings(1.0), time_budget_s=1e-4)
-    assert quick.stopped_early and 1 <= quick.samples < 1000
+    assert quick.stopped_early
+    assert 1 <= quick.samples < 1000
     with pytest.raises(SettingsError, match="temperature"):
         two_token_samples(pair, "x = 1", sampling=SamplingSettings(0.0))
     with pytest.raises(SettingsError, match="draft"):
@@ -42,8 +48,11 @@ def test_real_pair_sampling_respects_the_time_budget_and_refuses_greedy(load):
 @pytest.mark.parametrize("draft", ["llama-truncated", "llama-target", "llama-random"])
 def test_greedy_equivalence_is_identical(load, draft):
     check = greedy_equivalence(load("llama-target", draft), "def add(a, b):", k=4, max_new_tokens=24)
-    assert check.identical and check.plain_ids == check.speculative_ids and check.within_rounding is None
-    assert check.dtype == "float32" and len(check.plain_ids) == 24
+    assert check.identical
+    assert check.plain_ids == check.speculative_ids
+    assert check.within_rounding is None
+    assert check.dtype == "float32"
+    assert len(check.plain_ids) == 24
 
 
 def test_a_divergence_is_judged_by_both_paths_margins_against_the_precision():

@@ -20,9 +20,11 @@ def test_eos_accepted_mid_round_ends_the_output_there(load):
     stopped = generate(dataclasses.replace(pair, eos_ids=frozenset({eos})), PROMPT, RunSettings(k=4, max_new_tokens=30))
     assert stopped.output_ids == first_round[:2]
     last = stopped.rounds[-1]
-    assert last.stop == "eos" and last.extra is None
+    assert last.stop == "eos"
+    assert last.extra is None
     assert [p.verdict for p in last.positions] == ["accepted", "accepted", "after_stop", "after_stop"]
-    assert stopped.totals.proposed == 2 and stopped.totals.accepted == 2
+    assert stopped.totals.proposed == 2
+    assert stopped.totals.accepted == 2
 
 
 @pytest.mark.parametrize("method, k", [("draft", 8), ("ngram", 5), ("plain", 1)])
@@ -63,7 +65,8 @@ def test_sampled_run_only_emits_tokens_inside_top_k(load):
     trace = generate(pair, PROMPT, RunSettings(k=4, max_new_tokens=60, sampling=SamplingSettings(1.5, top_k=3)))
     for r in trace.rounds:
         for pos in r.positions:
-            assert len(pos.p_top) <= 3 and len(pos.q_top) <= 3  # p and q both processed by the same top-k
+            assert len(pos.p_top) <= 3
+            assert len(pos.q_top) <= 3  # p and q both processed by the same top-k
         emitted = [(pos.token_id, pos.p, pos.p_top) for pos in r.positions if pos.accepted]
         if r.extra:  # a correction is drawn from norm(max(0, p - q)), a bonus from p: either way p(x) > 0
             drawn_from = r.residual_top if r.extra.kind == "correction" else r.bonus_top
@@ -71,7 +74,8 @@ def test_sampled_run_only_emits_tokens_inside_top_k(load):
             emitted.append((r.extra.token_id, r.extra.p, drawn_from))
         assert [token for token, _, _ in emitted] == list(r.committed)
         for token, p, top in emitted:  # every committed token is one of the 3 tokens the processed p allows
-            assert p > 0 and token in {t.token_id for t in top}
+            assert p > 0
+            assert token in {t.token_id for t in top}
 
 
 @pytest.mark.parametrize(

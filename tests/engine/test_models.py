@@ -138,8 +138,10 @@ def test_running_out_of_memory_while_loading_is_a_message(model_dirs, monkeypatc
 
 def test_precision_is_chosen_per_device_and_bad_choices_are_refused():
     cpu = torch.device("cpu")
-    assert choose_dtype("auto", cpu) == torch.float32 and choose_dtype(None, cpu) == torch.float32
-    assert choose_dtype("bfloat16", cpu) == torch.bfloat16 and choose_dtype(torch.float64, cpu) == torch.float64
+    assert choose_dtype("auto", cpu) == torch.float32
+    assert choose_dtype(None, cpu) == torch.float32
+    assert choose_dtype("bfloat16", cpu) == torch.bfloat16
+    assert choose_dtype(torch.float64, cpu) == torch.float64
     with pytest.raises(SettingsError, match="float16 is slow on CPU"):
         choose_dtype("float16", cpu)
     with pytest.raises(SettingsError, match="dtype must be one of"):

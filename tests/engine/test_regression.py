@@ -31,7 +31,8 @@ def test_same_settings_and_seed_give_the_recorded_trace(bundled, path):
     assert now.output_ids == recorded.output_ids
     assert len(now.rounds) == len(recorded.rounds)
     for new, old in zip(now.rounds, recorded.rounds):
-        assert new.committed == old.committed and new.stop == old.stop
+        assert new.committed == old.committed
+        assert new.stop == old.stop
         assert (new.target_cache, new.draft_cache) == (old.target_cache, old.draft_cache)
         assert [(p.token_id, p.verdict, p.u) for p in new.positions] == [
             (p.token_id, p.verdict, p.u) for p in old.positions
@@ -39,8 +40,8 @@ def test_same_settings_and_seed_give_the_recorded_trace(bundled, path):
         for a, b in zip(new.positions, old.positions):
             assert (a.q, a.p, a.ratio) == pytest.approx((b.q, b.p, b.ratio), rel=1e-4, abs=1e-6)
         assert new.path == old.path
-        assert [(n.parent, n.token_id, n.verdict, n.u) for n in new.nodes] == [
-            (n.parent, n.token_id, n.verdict, n.u) for n in old.nodes
+        assert [(n.id, n.parent, n.token_id, n.verdict, n.u) for n in new.nodes] == [
+            (n.id, n.parent, n.token_id, n.verdict, n.u) for n in old.nodes
         ]
         for a, b in zip(new.nodes, old.nodes):
             assert (a.q, a.p, a.ratio) == pytest.approx((b.q, b.p, b.ratio), rel=1e-4, abs=1e-6)

@@ -100,13 +100,15 @@ def test_tree_nodes_and_path_are_consistent(load):
     for r in trace.rounds:
         parent = -1
         for depth, node in enumerate(r.path):  # a chain of parent links from the root
-            assert r.nodes[node].parent == parent and r.nodes[node].depth == depth + 1
+            assert r.nodes[node].parent == parent
+            assert r.nodes[node].depth == depth + 1
             parent = node
         rejected = [n.id for n in r.nodes if n.verdict == REJECTED]
         shown = list(r.path) + ([max(rejected)] if r.residual_top else [])  # the path, then the last child rejected
         assert [pos.token_id for pos in r.positions] == [r.nodes[i].token_id for i in shown]
         if r.extra and r.extra.kind == "correction":  # a chain reader finds the rejection that led to it
-            assert r.positions[-1].verdict == REJECTED and r.positions[-1].index == len(r.path)
+            assert r.positions[-1].verdict == REJECTED
+            assert r.positions[-1].index == len(r.path)
         assert r.committed[: r.accepted] == tuple(r.nodes[i].token_id for i in r.path[: r.accepted])
         tried = [n for n in r.nodes if n.verdict in (ACCEPTED, REJECTED)]
         assert all(n.ratio == pytest.approx(min(1.0, n.p / n.q)) for n in tried)
@@ -126,14 +128,17 @@ def test_tree_trace_round_trips_through_json_and_chain_traces_stay_version_1(loa
     pair = load("llama-target", "llama-truncated")
     trace = generate(pair, PROMPTS[0], tree((2, 2), sampling=SamplingSettings(0.8, top_k=20), max_new_tokens=12))
     doc = json.loads(trace.to_json())
-    assert doc["version"] == 2 and doc["settings"]["tree"] == [2, 2] and doc["rounds"][0]["nodes"]
+    assert doc["version"] == 2
+    assert doc["settings"]["tree"] == [2, 2]
+    assert doc["rounds"][0]["nodes"]
     assert Trace.from_json(trace.to_json()) == trace
     frame = nodes_frame(trace)
-    assert len(frame) == sum(len(r.nodes) for r in trace.rounds) and frame["on_path"].sum() == sum(
-        len(r.path) for r in trace.rounds
-    )
+    assert len(frame) == sum(len(r.nodes) for r in trace.rounds)
+    assert frame["on_path"].sum() == sum(len(r.path) for r in trace.rounds)
     chain = json.loads(generate(pair, PROMPTS[0], RunSettings(k=2, max_new_tokens=6)).to_json())
-    assert chain["version"] == 1 and "tree" not in chain["settings"] and "nodes" not in chain["rounds"][0]
+    assert chain["version"] == 1
+    assert "tree" not in chain["settings"]
+    assert "nodes" not in chain["rounds"][0]
     assert Trace.from_dict(chain).settings.tree == ()
 
 
@@ -141,7 +146,8 @@ def test_tree_trace_round_trips_through_json_and_chain_traces_stay_version_1(loa
 def test_max_new_tokens_is_never_exceeded(load, max_new_tokens):
     pair = load("gpt2-target", "gpt2-target")
     trace = generate(pair, PROMPTS[0], tree((2, 1, 1), max_new_tokens=max_new_tokens, stop_at_eos=False))
-    assert len(trace.output_ids) == max_new_tokens and trace.rounds[-1].stop == "max_new_tokens"
+    assert len(trace.output_ids) == max_new_tokens
+    assert trace.rounds[-1].stop == "max_new_tokens"
 
 
 def test_eos_accepted_mid_path_ends_the_output_there(load):
@@ -151,7 +157,9 @@ def test_eos_accepted_mid_path_ends_the_output_there(load):
     stopped = generate(dataclasses.replace(pair, eos_ids=frozenset({eos})), PROMPTS[0], tree((2, 1, 1, 1)))
     assert stopped.output_ids == free.rounds[0].committed[:2]
     last = stopped.rounds[-1]
-    assert last.stop == "eos" and last.extra is None and last.accepted == 2
+    assert last.stop == "eos"
+    assert last.extra is None
+    assert last.accepted == 2
     assert [last.nodes[i].verdict for i in last.path] == ["accepted", "accepted", "after_stop", "after_stop"]
 
 

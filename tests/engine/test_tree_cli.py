@@ -27,7 +27,9 @@ def test_run_tree_prints_its_shape_and_a_version_2_trace(model_dirs, capsys):
     assert "tree 3,2,1 (15 nodes, depth 3), greedy: 12 tokens" in out
     code, out, err = run_cli(capsys, *argv, "--json")
     trace = Trace.from_json(out)
-    assert json.loads(out)["version"] == 2 and trace.settings.tree == (3, 2, 1) and trace.settings.k == 3
+    assert json.loads(out)["version"] == 2
+    assert trace.settings.tree == (3, 2, 1)
+    assert trace.settings.k == 3
     assert all(len(r.nodes) <= 15 for r in trace.rounds)
 
 
@@ -43,13 +45,16 @@ def test_run_tree_prints_its_shape_and_a_version_2_trace(model_dirs, capsys):
 )
 def test_run_bad_tree_is_one_clear_line(model_dirs, capsys, extra, message):
     code, _, err = run_cli(capsys, "run", "--prompt", "x", *models(model_dirs), *extra)
-    assert code == 2 and message in err and "Traceback" not in err
+    assert code == 2
+    assert message in err
+    assert "Traceback" not in err
 
 
 def test_run_tree_with_ngram_is_refused(model_dirs, capsys):
     target = str(model_dirs["llama-target"])
     code, _, err = run_cli(capsys, "run", "--prompt", "x", "--target", target, "--draft", "ngram", "--tree", "2,1")
-    assert code == 2 and "n-gram lookup proposes one continuation" in err
+    assert code == 2
+    assert "n-gram lookup proposes one continuation" in err
 
 
 def test_measure_runs_the_tree_against_plain(model_dirs, capsys, tmp_path):
@@ -69,7 +74,9 @@ def test_bench_has_a_row_per_tree_shape(load):
     doc = run_bench(pair, ["def add(a, b):"], [2], RunSettings(max_new_tokens=8), lanes=("plain", "draft"),
                     trees=[(2, 1), (1, 1)])  # fmt: skip
     trees = {r["tree"]: r for r in doc["results"] if r["method"] == "tree"}
-    assert set(trees) == {"2,1", "1,1"} and trees["2,1"]["nodes"] == 4 and trees["2,1"]["k"] == 2
+    assert set(trees) == {"2,1", "1,1"}
+    assert trees["2,1"]["nodes"] == 4
+    assert trees["2,1"]["k"] == 2
     assert all(r["identical_to_plain"] for r in doc["results"])  # greedy: every lane gives plain's tokens
     assert trees["2,1"]["predicted_speedup"] is None  # the chain cost model does not describe trees
     assert doc["settings"]["trees"] == [[2, 1], [1, 1]]

@@ -28,9 +28,16 @@ def doc(vocab=1024):
 
 def test_the_headline_is_the_best_k_with_its_costs_and_hugging_face_at_that_k():
     line = headline(doc())
-    assert line["CPU"] == "Some CPU (AVX2)" and line["precision"] == "float32" and line["draft vocabulary"] == "1024"
-    assert line["plain tokens/s"] == 100.0 and line["best K"] == 5 and line["speedup"] == 1.9
-    assert line["c"] == 0.15 and line["v(K)"] == 1.1 and line["HF assisted at that K"] == 1.3 and line["= plain"]
+    assert line["CPU"] == "Some CPU (AVX2)"
+    assert line["precision"] == "float32"
+    assert line["draft vocabulary"] == "1024"
+    assert line["plain tokens/s"] == 100.0
+    assert line["best K"] == 5
+    assert line["speedup"] == 1.9
+    assert line["c"] == 0.15
+    assert line["v(K)"] == 1.1
+    assert line["HF assisted at that K"] == 1.3
+    assert line["= plain"]
     assert headline(doc(vocab=0))["draft vocabulary"] == "all"
 
 

@@ -26,7 +26,8 @@ def test_a_bare_carriage_return_in_a_csv_field_is_one_problem_and_the_other_rows
 def test_an_unterminated_quote_is_reported_not_merged_into_one_prompt():
     workload = parse_workload('prompt,tag\na,b\n"never closed,x\nc,d\ne,f\n', "w.csv")
     assert [r.prompt for r in workload.rows] == ["a"]
-    assert len(workload.problems) == 1 and workload.problems[0].startswith("line 3: a quote")
+    assert len(workload.problems) == 1
+    assert workload.problems[0].startswith("line 3: a quote")
     assert "never closes" in workload.problems[0]
 
 

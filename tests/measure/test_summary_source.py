@@ -50,8 +50,10 @@ def test_rows_are_grouped_by_source_and_keep_their_keys():
     rows = summarize(results)
     assert [(r["tag"], r["source"]) for r in rows][:2] == [("all", "specviz"), ("all", "vllm")]  # overall first
     by = {(r["tag"], r["source"]): r for r in rows}
-    assert by["all", "specviz"]["alpha"] == 1.0 and by["all", "specviz"]["prompts"] == 2
-    assert by["all", "vllm"]["alpha"] == 0.0 and by["all", "vllm"]["prompts"] == 1  # not pooled with specviz's
+    assert by["all", "specviz"]["alpha"] == 1.0
+    assert by["all", "specviz"]["prompts"] == 2
+    assert by["all", "vllm"]["alpha"] == 0.0
+    assert by["all", "vllm"]["prompts"] == 1  # not pooled with specviz's
     assert {"tag", "method", "k", "prompts", "alpha", "tau", "speedup"} <= rows[0].keys()  # the existing keys stay
     assert by["code", "vllm"]["tau"] == pytest.approx(1.0)
 
@@ -59,6 +61,9 @@ def test_rows_are_grouped_by_source_and_keep_their_keys():
 def test_csv_names_the_source_and_a_mixed_workload_still_gets_advice():
     results = [PairedRun((run("vllm", (2, 3), f"p{i}"),)) for i in range(5)]
     rows = list(csv.DictReader(io.StringIO(results_csv(results))))
-    assert {r["source"] for r in rows} == {"vllm"} and rows[0]["speedup"] == ""
+    assert {r["source"] for r in rows} == {"vllm"}
+    assert rows[0]["speedup"] == ""
     advice = recommend(results + [PairedRun((run("specviz", (4,)),))], None, 0.0)
-    assert advice.go is None and advice.method == "draft" and advice.k == 4
+    assert advice.go is None
+    assert advice.method == "draft"
+    assert advice.k == 4

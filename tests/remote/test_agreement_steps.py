@@ -17,9 +17,13 @@ def test_prefill_offset_then_the_same_steps_then_the_limit():
     # vLLM: the prefill commits token 0, then steps start at 1, 6 (same as specviz's), then 11 (could reach past 13)
     served = record("vllm", (0, 4, 4, 4), (0, 4, 4, 4), (1, 5, 5, 2))
     rows = {r["starts at token"]: r for r in side_by_side(served, local, 13)}
-    assert rows[0]["vLLM drafted"] is None and rows[0]["why not"] == BEFORE_IN_LINE  # specviz's first round alone
-    assert rows[1]["same step"] and rows[6]["same step"] and rows[1]["why not"] == ""
-    assert rows[11]["why not"] == PAST_THE_LIMIT and not rows[11]["same step"]
+    assert rows[0]["vLLM drafted"] is None
+    assert rows[0]["why not"] == BEFORE_IN_LINE  # specviz's first round alone
+    assert rows[1]["same step"]
+    assert rows[6]["same step"]
+    assert rows[1]["why not"] == ""
+    assert rows[11]["why not"] == PAST_THE_LIMIT
+    assert not rows[11]["same step"]
     found = compare(served, local, 13)
     assert (found.steps, found.same, found.first_same, found.same_after_first) == (2, 2, 0, 2)
 
@@ -28,7 +32,8 @@ def test_a_different_step_after_lining_up_is_numerics():
     local = record("specviz", (4, 4, 4), (4, 1, 4), (5, 2, 5))
     served = record("vllm", (4, 4, 4), (4, 3, 4), (5, 4, 3))
     rows = {r["starts at token"]: r for r in side_by_side(served, local, 64)}
-    assert rows[0]["same step"] and rows[5]["why not"] == AFTER_IN_LINE
+    assert rows[0]["same step"]
+    assert rows[5]["why not"] == AFTER_IN_LINE
     assert (rows[5]["vLLM accepted"], rows[5]["specviz accepted"]) == (3, 1)
 
 
@@ -51,8 +56,11 @@ def test_compare_engines_warms_both_up_then_runs_each_prompt_on_both():
     runs = list(compare_engines(engine("specviz"), engine("vllm"), rows, RunSettings(max_new_tokens=13)))
     assert calls[:2] == [("specviz", "a", 8, "x"), ("vllm", "a", 8, "x")]  # the warm-up: short, both engines
     assert [c[:3] for c in calls[2:]] == [(s, p, 13) for p in "ab" for s in ("specviz", "vllm")]
-    assert [r.prompt for r in runs] == ["a", "b"] and all(r.found.text_equal for r in runs)
+    assert [r.prompt for r in runs] == ["a", "b"]
+    assert all(r.found.text_equal for r in runs)
     table = [agreement_row(r) for r in runs]
-    assert table[0]["agree from there"] == "2/2" and table[0]["_after"] == (2, 2)
+    assert table[0]["agree from there"] == "2/2"
+    assert table[0]["_after"] == (2, 2)
     agreed, sentence = agreement_verdict(table)
-    assert agreed and sentence.startswith("2/2 texts equal.")
+    assert agreed
+    assert sentence.startswith("2/2 texts equal.")

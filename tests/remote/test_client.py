@@ -95,7 +95,9 @@ def test_counters_delta_and_restart_detection():
     with fake_server(routes) as (url, _):
         endpoint = parse_url(url)
         before = read_counters(endpoint, "tiny")
-        assert before.k == 4 and before.engines == 2 and before.speculative
+        assert before.k == 4
+        assert before.engines == 2
+        assert before.speculative
         routes["/metrics"] = (
             200,
             metrics_text(
@@ -111,7 +113,8 @@ def test_counters_delta_and_restart_detection():
             {},
         )
         moved = delta(before, read_counters(endpoint, "tiny"), url)
-        assert moved.values["vllm:spec_decode_num_drafts_total"] == 2 and moved.accepted_per_pos == {
+        assert moved.values["vllm:spec_decode_num_drafts_total"] == 2
+        assert moved.accepted_per_pos == {
             0: 1,
             1: 1,
             2: 1,
@@ -130,8 +133,10 @@ def test_rounds_from_steps_prefill_round_and_a_cut_last_step():
     meta = {"warnings": []}
     # prefill 1 token; steps accept 4, 1, 4 of 4 -> 1 + 5 + 2 + 5 = 13 tokens, but max_tokens cut at 10
     rounds = rounds_from_steps([4, 4, 4], [4, 1, 4], n_tokens=10, engine_steps=4, meta=meta)
-    assert rounds["per_round_committed"] == (1, 5, 2, 2) and meta["last_round_cut"] == 3
-    assert rounds["per_round_drafted"] == (0, 4, 4, 4) and rounds["per_round_accepted"] == (0, 4, 1, 4)
+    assert rounds["per_round_committed"] == (1, 5, 2, 2)
+    assert meta["last_round_cut"] == 3
+    assert rounds["per_round_drafted"] == (0, 4, 4, 4)
+    assert rounds["per_round_accepted"] == (0, 4, 1, 4)
     assert rounds["per_round_judged"] == (0, 4, 2, 4)  # a step that accepts all drafts judged no rejected one
     assert not meta["warnings"]
 
@@ -140,7 +145,8 @@ def test_rounds_from_steps_counts_steps_without_drafts():
     meta = {"warnings": []}
     # an n-gram server: 2 verify steps (accept 1 of 2, 0 of 3) and 3 steps that found nothing to draft
     rounds = rounds_from_steps([2, 3], [1, 0], n_tokens=7, engine_steps=6, meta=meta)
-    assert rounds["per_round_committed"] == (1, 1, 1, 1, 2, 1) and meta["rounds_without_drafts"] == 3
+    assert rounds["per_round_committed"] == (1, 1, 1, 1, 2, 1)
+    assert meta["rounds_without_drafts"] == 3
     assert rounds["per_round_judged"] == (0, 0, 0, 0, 2, 1)
     # without the engine-step counter the token count tells the same when nothing was cut
     assert rounds_from_steps([2, 3], [1, 0], 7, None, {"warnings": []}) == rounds
@@ -168,13 +174,18 @@ def test_connect_and_run_per_request_path_keeps_the_key_secret(monkeypatch):
         assert any("assumed" in note for note in server.notes)
         record = server.run("def f():", server.settings(RunSettings(max_new_tokens=6)), "code")
         assert seen[-1]["headers"]["Authorization"] == f"Bearer {KEY}"
-    assert record.per_round_committed == (1, 3, 2) and record.committed == 6 and record.source == "vllm"
-    assert record.alpha == pytest.approx(3 / 5) and record.tau == pytest.approx(6 / 3)
-    assert record.meta["server"] == url and "tiny" == record.meta["model"]
+    assert record.per_round_committed == (1, 3, 2)
+    assert record.committed == 6
+    assert record.source == "vllm"
+    assert record.alpha == pytest.approx(3 / 5)
+    assert record.tau == pytest.approx(6 / 3)
+    assert record.meta["server"] == url
+    assert "tiny" == record.meta["model"]
     rows = [PairedRunLike(record)]
     exported = results_json(rows, server.settings(RunSettings()), server.describe()) + results_csv(rows)
     for text in (exported, repr(server), repr(server.endpoint), json.dumps(record.to_dict()), str(server.describe())):
-        assert KEY not in text and "user:" not in text
+        assert KEY not in text
+        assert "user:" not in text
 
 
 def PairedRunLike(record):
@@ -187,13 +198,18 @@ def test_a_workload_without_baseline_claims_no_speedup():
     with fake_server(vllm_like()) as (url, _):
         server = connect(url)
         results = list(measure(server, [PromptRow("a", "x"), PromptRow("b", "y")], RunSettings(max_new_tokens=6)))
-    assert len(results) == 2 and all(r.plains == () and r.speedup is None for r in results)
+    assert len(results) == 2
+    assert all(r.plains == () and r.speedup is None for r in results)
     overall = next(row for row in summarize(results) if row["tag"] == "all")
-    assert overall["speedup"] is None and overall["plain_tokens_per_s"] is None
+    assert overall["speedup"] is None
+    assert overall["plain_tokens_per_s"] is None
     assert all(math.isnan(v) for v in overall["speedup_ci"])
-    assert overall["alpha"] == pytest.approx(3 / 5) and overall["tokens_per_s"] > 0
+    assert overall["alpha"] == pytest.approx(3 / 5)
+    assert overall["tokens_per_s"] > 0
     doc = json.loads(results_json(results, RunSettings(), server.describe()))
-    assert doc["runs"][0]["source"] == "vllm" and doc["runs"][0]["server"] == url and doc["runs"][0]["speedup"] is None
+    assert doc["runs"][0]["source"] == "vllm"
+    assert doc["runs"][0]["server"] == url
+    assert doc["runs"][0]["speedup"] is None
     assert results_csv(results).splitlines()[1].endswith(",,")  # plain tokens/s and speedup left empty
 
 
@@ -202,7 +218,8 @@ def test_summary_level_metrics_give_totals():
     with fake_server(vllm_like(spec=summary, metrics=False)) as (url, _):
         server = connect(url)
         record = server.run("p", server.settings(RunSettings(max_new_tokens=6)))
-    assert record.per_round_accepted is None and record.meta["metrics"] == "per-request summary"
+    assert record.per_round_accepted is None
+    assert record.meta["metrics"] == "per-request summary"
     # 2 verify steps drafting 4 each, accepting 2 and 1: both rejected one draft; the prefill is a round of its own
     assert (record.proposed, record.accepted, record.judged, record.rounds, record.committed) == (8, 3, 5, 3, 6)
 
@@ -222,14 +239,17 @@ def test_counter_path_totals_and_other_clients():
         )
         routes["/metrics"] = lambda handler, body: (200, next(calls), {})
         record = server.run("p", server.settings(RunSettings(max_new_tokens=6)))
-        assert record.per_round_committed == () and record.per_round_accepted is None
+        assert record.per_round_committed == ()
+        assert record.per_round_accepted is None
         assert (record.proposed, record.accepted, record.judged, record.rounds, record.committed) == (8, 3, 5, 3, 6)
-        assert record.tau == pytest.approx(6 / 3) and record.alpha == pytest.approx(3 / 5)
+        assert record.tau == pytest.approx(6 / 3)
+        assert record.alpha == pytest.approx(3 / 5)
         assert "warnings" not in record.meta
         # another client's request finished during ours: 2 requests, 9 tokens generated
         calls = iter([metrics_text(), metrics_text(drafts=3, draft_tokens=12, generated=9, finished=2, steps=5)])
         record = server.run("p", server.settings(RunSettings(max_new_tokens=6)))
-        assert "other clients used the server" in record.meta["warnings"][0] and record.rounds is None
+        assert "other clients used the server" in record.meta["warnings"][0]
+        assert record.rounds is None
         with pytest.raises(ConcurrencyUnsupported, match="per-request metrics"):
             list(measure(server, [PromptRow("a")], RunSettings(), concurrency=2))
 
@@ -238,7 +258,8 @@ def test_concurrent_requests_with_per_request_metrics():
     with fake_server(vllm_like(metrics=False)) as (url, seen):
         server = connect(url)
         results = list(measure(server, [PromptRow(str(i)) for i in range(5)], RunSettings(max_new_tokens=6), 3))
-    assert sorted(r.prompt for r in results) == ["0", "1", "2", "3", "4"] and all(r.alpha == 0.6 for r in results)
+    assert sorted(r.prompt for r in results) == ["0", "1", "2", "3", "4"]
+    assert all(r.alpha == 0.6 for r in results)
     assert not any(s["path"] == "/metrics" for s in seen[-5:])  # counters are never read around concurrent requests
 
 
@@ -319,10 +340,12 @@ def test_timeouts_size_caps_and_unreachable_urls():
 # ------------------------------------------------------------------------------------------------------ public mode
 def test_public_mode_allows_only_listed_servers():
     allowed = ("gpu.example.org:8000", "http://127.0.0.1")
-    assert host_allowed("http://gpu.example.org:8000", allowed) and host_allowed("GPU.example.org:8000/v1", allowed)
+    assert host_allowed("http://gpu.example.org:8000", allowed)
+    assert host_allowed("GPU.example.org:8000/v1", allowed)
     assert not host_allowed("http://gpu.example.org:9000", allowed)  # the entry names a port
     assert host_allowed("http://127.0.0.1:8123", allowed)  # no port in the entry: any port
-    assert not host_allowed("http://127.0.0.1.evil.org", allowed) and not host_allowed("not a url::", allowed)
+    assert not host_allowed("http://127.0.0.1.evil.org", allowed)
+    assert not host_allowed("not a url::", allowed)
     public = Limits.from_env({"SPECVIZ_PUBLIC": "1", "SPECVIZ_SERVERS": "gpu.example.org:8000"})
     with pytest.raises(HostNotAllowed, match="SPECVIZ_SERVERS"):
         public.check_server("http://10.1.2.3:8000")

@@ -122,7 +122,8 @@ def test_a_server_dripping_its_answer_is_cut_off_at_the_timeout(drip_head):
         took = time.monotonic() - start
     assert took < 3.0, f"took {took:.1f} s with a 2 s timeout"
     message = str(caught.value)
-    assert f"{url}/v1/models did not answer within 2 s" in message and "raise the timeout" in message
+    assert f"{url}/v1/models did not answer within 2 s" in message
+    assert "raise the timeout" in message
 
 
 def test_the_deadline_covers_redirects_too():
@@ -171,7 +172,9 @@ def test_the_cli_refuses_timeout_nan_with_one_line(tmp_path, capsys):
     prompts.write_text('{"prompt": "def f():"}\n{"prompt": "x = 1"}\n')
     assert main(["measure", str(prompts), "--server", "http://127.0.0.1:9", "--timeout", "nan"]) != 0
     err = capsys.readouterr().err
-    assert "timeout" in err and "Traceback" not in err and "Invalid value" not in err
+    assert "timeout" in err
+    assert "Traceback" not in err
+    assert "Invalid value" not in err
 
 
 # ------------------------------------------------------------------------------------------- F18: echoed credentials
@@ -197,7 +200,8 @@ def test_a_basic_auth_url_echoed_back_is_redacted_in_every_form():
         encoded = base64.b64encode(pair.encode()).decode()
         for secret in (password, pair, encoded, encoded.rstrip("="), encoded[:-4]):
             assert secret not in message, (name, message)
-        assert "***" in message and "@" not in message, (name, message)
+        assert "***" in message, (name, message)
+        assert "@" not in message, (name, message)
 
 
 def test_an_echoed_bearer_key_is_redacted():
@@ -211,10 +215,12 @@ def test_an_echoed_bearer_key_is_redacted():
 def test_userinfo_is_never_in_the_endpoint_or_its_messages():
     endpoint = parse_url("http://alice:hunter2pass@127.0.0.1:9/v1")
     for text in (endpoint.url, repr(endpoint), str(endpoint.__dict__.get("host"))):
-        assert "alice" not in text and "hunter2pass" not in text
+        assert "alice" not in text
+        assert "hunter2pass" not in text
     with pytest.raises(Exception) as caught:  # nothing listens on port 9
         connect("http://alice:hunter2pass@127.0.0.1:9")
-    assert "alice" not in str(caught.value) and "hunter2pass" not in str(caught.value)
+    assert "alice" not in str(caught.value)
+    assert "hunter2pass" not in str(caught.value)
 
 
 # ----------------------------------------------------------------------------------------- F7: malformed answers
@@ -291,7 +297,9 @@ def test_a_malformed_completion_is_a_clear_error_not_a_traceback(doc, message):
     with pytest.raises(MalformedAnswer) as caught:
         _record_answer(doc)
     text = str(caught.value)
-    assert message in text and "/v1/completions sent" in text and "check that the URL is a vLLM server's" in text
+    assert message in text
+    assert "/v1/completions sent" in text
+    assert "check that the URL is a vLLM server's" in text
 
 
 @pytest.mark.parametrize(
@@ -362,7 +370,8 @@ def test_k_from_the_counters_up_to_the_cap_is_taken():
     per_pos = [0.0] * MAX_SERVER_K
     with fake_server(_served(spec=None, metrics=metrics_text(per_pos=per_pos))) as (url, _):
         server = connect(url)
-    assert server.k == MAX_SERVER_K == 64 and any("per-position counters" in note for note in server.notes)
+    assert server.k == MAX_SERVER_K == 64
+    assert any("per-position counters" in note for note in server.notes)
 
 
 def test_malformed_metrics_during_a_measurement_are_refused():
@@ -387,7 +396,8 @@ def test_a_token_count_above_max_tokens_is_refused_fast_in_small_memory(count):
         took, (_, peak) = time.monotonic() - start, tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert took < 5 and peak < 20_000_000, (took, peak)
+    assert took < 5, (took, peak)
+    assert peak < 20_000_000, (took, peak)
 
 
 def test_token_ids_beyond_max_tokens_are_refused():
@@ -404,13 +414,16 @@ def test_an_engine_step_counter_beyond_the_tokens_is_ignored_not_allocated():
         pages = iter([metrics_text(), metrics_text(generated=6, finished=1, steps=10**12)])
         routes["/metrics"] = lambda h, b: (200, next(pages), {})
         record = server.run("p", server.settings(RunSettings(max_new_tokens=6)))
-    assert record.per_round_committed == (1, 3, 2) and "rounds_without_drafts" not in record.meta
+    assert record.per_round_committed == (1, 3, 2)
+    assert "rounds_without_drafts" not in record.meta
     assert any("engine-step counter (1000000000000)" in w for w in record.meta["warnings"])
 
 
 def test_an_honest_answer_still_makes_its_record():
     record = _record_answer(GOOD)
-    assert record.per_round_committed == (1, 3, 2) and record.committed == 6 and record.alpha == 0.6
+    assert record.per_round_committed == (1, 3, 2)
+    assert record.committed == 6
+    assert record.alpha == 0.6
 
 
 # ---------------------------------------------------------------------------------- F21: the allowlist, read strictly
@@ -436,21 +449,25 @@ def test_a_malformed_allowlist_entry_is_named_and_allows_nothing(entry, why):
         with pytest.raises(BadAllowlist) as caught:
             limits.check_server(url)  # a HostNotAllowed (a SpecvizError), inside the page's try
         message = str(caught.value)
-        assert why in message and "Write each entry as host, host:port, [IPv6]:port" in message
-        assert "measures no server" in message and "hunter2pass" not in message
+        assert why in message
+        assert "Write each entry as host, host:port, [IPv6]:port" in message
+        assert "measures no server" in message
+        assert "hunter2pass" not in message
     Limits.from_env({"SPECVIZ_SERVERS": entry}).check_server("http://anything:1")  # private mode: any server
 
 
 def test_well_formed_entries_allow_exactly_their_servers():
     allowed = allowed_servers("[::1]:8000, HTTP://GPU.Example.org:8000/v1 10.0.0.5 https://h.example.org:443")
-    assert host_allowed("http://[::1]:8000", allowed) and not host_allowed("http://[::1]:8001", allowed)
+    assert host_allowed("http://[::1]:8000", allowed)
+    assert not host_allowed("http://[::1]:8001", allowed)
     assert host_allowed("http://[0:0:0:0:0:0:0:1]:8000", allowed)  # the same address spelt out
-    assert host_allowed("http://gpu.example.org:8000", allowed) and not host_allowed("gpu.example.org:80", allowed)
+    assert host_allowed("http://gpu.example.org:8000", allowed)
+    assert not host_allowed("gpu.example.org:80", allowed)
     assert host_allowed("http://10.0.0.5:1234", allowed)  # no port in the entry: any port
-    assert host_allowed("h.example.org:443", allowed) and not host_allowed("h.example.org:8443", allowed)
-    assert not host_allowed("http://10.0.0.50:1234", allowed) and not host_allowed(
-        "http://gpu.example.org.evil", allowed
-    )
+    assert host_allowed("h.example.org:443", allowed)
+    assert not host_allowed("h.example.org:8443", allowed)
+    assert not host_allowed("http://10.0.0.50:1234", allowed)
+    assert not host_allowed("http://gpu.example.org.evil", allowed)
     check_host("http://[::1]:8000", public=True, allowed=allowed)
     with pytest.raises(HostNotAllowed, match="not one of them"):
         check_host("http://[::1]:9", public=True, allowed=allowed)
@@ -518,11 +535,13 @@ def test_a_key_echoed_in_any_field_a_message_quotes_is_redacted():
         with fake_server(routes) as (url, _):
             with pytest.raises(error) as caught:
                 connect(url, model=model, api_key=key)
-        assert key not in str(caught.value) and "***" in str(caught.value), str(caught.value)
+        assert key not in str(caught.value), str(caught.value)
+        assert "***" in str(caught.value), str(caught.value)
     routes = _served()
     with fake_server(routes) as (url, _):
         server = connect(url, api_key=key)
         routes["POST /v1/completions"] = echo
         with pytest.raises(MalformedAnswer) as caught:
             server.run("p", server.settings(RunSettings(max_new_tokens=6)))
-    assert key not in str(caught.value) and "Bearer ***" in str(caught.value)
+    assert key not in str(caught.value)
+    assert "Bearer ***" in str(caught.value)

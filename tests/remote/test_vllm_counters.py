@@ -55,13 +55,16 @@ def test_counter_totals_are_consistent_and_the_text_is_the_targets(server):
     for row in PROMPTS:
         record = server.run(row.prompt, settings(server), row.tag)
         moved = record.meta["counters"]
-        assert record.per_round_committed == () and record.per_round_accepted is None  # totals only
+        assert record.per_round_committed == ()
+        assert record.per_round_accepted is None  # totals only
         assert (record.proposed, record.accepted) == (
             moved["spec_decode_num_draft_tokens_total"],
             moved["spec_decode_num_accepted_tokens_total"],
         )
-        assert record.rounds == moved["iteration_tokens_total_count"] and record.committed == 32
-        assert record.tau == pytest.approx(32 / record.rounds) and record.totals.drafting_rounds >= 1
+        assert record.rounds == moved["iteration_tokens_total_count"]
+        assert record.committed == 32
+        assert record.tau == pytest.approx(32 / record.rounds)
+        assert record.totals.drafting_rounds >= 1
         assert record.acceptance_rate == pytest.approx(record.accepted / record.proposed)
         # a greedy speculative run commits the target's own greedy text, whoever drafts
         assert record.text == run_method(pair, row.prompt, replace(settings(server), method="plain"), "plain").text
@@ -119,4 +122,5 @@ def test_concurrency_needs_per_request_metrics(server, vllm, capsys, tmp_path):
     prompts = tmp_path / "p.txt"
     prompts.write_text("def f():\n")
     code = main(["measure", str(prompts), "--server", vllm.url, "--method", "ngram", "--concurrency", "2"])
-    assert code == 2 and "cannot tell concurrent requests apart" in capsys.readouterr().err
+    assert code == 2
+    assert "cannot tell concurrent requests apart" in capsys.readouterr().err

@@ -2,7 +2,8 @@
 
 What specviz measures through it must be what specviz measures in process: the same text, the same verify steps
 (once the two engines' steps line up: see specviz/remote/agreement.py for why the first ones differ), and counts that
-agree with the server's own Prometheus counters. The last test kills the server: keep it last.
+agree with the server's own Prometheus counters. One test kills the server mid-workload: every test asks the shared
+fixture for the server, which starts a new one when the last was killed, so the tests run in any order.
 """
 
 from __future__ import annotations
@@ -33,12 +34,13 @@ TOKENS = 32
 KEY_ENV, KEY = "SPECVIZ_TEST_VLLM_KEY", "sk-never-shown-4242"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def vllm(vllm_draft_server):
-    return vllm_draft_server()  # shared with the workload page's tests (tests/conftest.py)
+    """The shared server (tests/conftest.py), alive: started again if a test killed it (a new port, so per test)."""
+    return vllm_draft_server()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def server(vllm):
     return connect(vllm.url)
 
@@ -54,7 +56,9 @@ def settings(server, tokens=TOKENS):
 
 def test_connect_describes_the_server(server, vllm):
     assert (server.k, server.method, server.per_request, server.counters) == (4, "draft", True, True)
-    assert server.version == "0.32.0" and server.model == BUNDLED_TARGET and server.url == vllm.url
+    assert server.version == "0.32.0"
+    assert server.model == BUNDLED_TARGET
+    assert server.url == vllm.url
     assert any("K from the per-request metrics" in note for note in server.notes)
 
 
@@ -62,12 +66,14 @@ def test_steps_and_text_agree_with_specviz(server, pair):
     for row in PROMPTS:
         local = run_method(pair, row.prompt, settings(server), "draft")
         served = server.run(row.prompt, settings(server), row.tag)
-        assert served.text == local.text and served.output_ids == local.output_ids
+        assert served.text == local.text
+        assert served.output_ids == local.output_ids
         assert served.committed == local.committed == TOKENS
         found = compare(served, local, TOKENS)
         # The first verify steps may differ (vLLM's prefill commits a token before it drafts, specviz's does not);
         # once one step starts where a specviz round starts, every later one is the same step.
-        assert found.first_same is not None and found.first_same <= 2, found
+        assert found.first_same is not None, found
+        assert found.first_same <= 2, found
         assert found.same_after_first == found.steps - found.first_same, found
 
 
@@ -85,7 +91,8 @@ def test_counts_agree_with_the_servers_counters(server):
         moved["spec_decode_num_accepted_tokens_total"] / moved["spec_decode_num_draft_tokens_total"]
     )
     assert record.tau == pytest.approx(TOKENS / moved["iteration_tokens_total_count"])
-    assert 0 < record.alpha <= 1 and "warnings" not in record.meta
+    assert 0 < record.alpha <= 1
+    assert "warnings" not in record.meta
 
 
 def test_concurrent_requests_give_the_same_records(server):
@@ -94,7 +101,8 @@ def test_concurrent_requests_give_the_same_records(server):
     for row in rows:
         alone = server.run(row.prompt, settings(server, 16))
         assert together[row.prompt].per_round_accepted == alone.per_round_accepted
-        assert together[row.prompt].text == alone.text and "counters" not in together[row.prompt].meta
+        assert together[row.prompt].text == alone.text
+        assert "counters" not in together[row.prompt].meta
 
 
 def test_the_servers_own_message_on_a_bad_request(server):
@@ -131,18 +139,22 @@ def test_cli_measures_through_the_server_without_showing_the_key(vllm, tmp_path,
     out, err = capsys.readouterr()
     assert code == 0, err
     doc = json.loads(out_json.read_text())
-    assert [r["source"] for r in doc["runs"]] == ["vllm", "vllm"] and doc["runs"][0]["server"] == vllm.url
+    assert [r["source"] for r in doc["runs"]] == ["vllm", "vllm"]
+    assert doc["runs"][0]["server"] == vllm.url
     assert all(r["speedup"] is None and r["plain_tokens_per_s"] is None for r in doc["runs"])
-    assert doc["settings"]["server"] == vllm.url and doc["settings"]["k"] == 4
+    assert doc["settings"]["server"] == vllm.url
+    assert doc["settings"]["k"] == 4
     assert "–x" in out  # the summary's speedup: not measured
     for text in (out, err, out_json.read_text(), out_csv.read_text()):
         assert KEY not in text
     code = main(["measure", str(prompts), "--server", vllm.url, "--k", "8"])
-    assert code == 2 and "drafts K=4 tokens per step" in capsys.readouterr().err
+    assert code == 2
+    assert "drafts K=4 tokens per step" in capsys.readouterr().err
 
 
-def test_killed_mid_workload_keeps_the_finished_prompts(vllm, tmp_path, capsys):
-    """Keep last: the server does not survive it."""
+@pytest.mark.slow
+def test_killed_mid_workload_keeps_the_finished_prompts(vllm, vllm_draft_server, tmp_path, capsys):
+    """The server does not survive it: the next test that asks the shared fixture gets a new one."""
     prompts = tmp_path / "p.jsonl"
     rows = read_workload(ASSETS / "workloads" / "code.jsonl").rows[:6]
     prompts.write_text("".join(json.dumps({"prompt": r.prompt, "tag": r.tag}) + "\n" for r in rows))
@@ -170,6 +182,11 @@ def test_killed_mid_workload_keeps_the_finished_prompts(vllm, tmp_path, capsys):
     code = main(["measure", str(prompts), "--server", vllm.url, "--max-new-tokens", "48", "--json", str(out_json)])
     killer.join()
     err = capsys.readouterr().err
-    assert code == 2 and "stopped: keeping the" in err and "error:" in err
+    assert code == 2
+    assert "stopped: keeping the" in err
+    assert "error:" in err
+    assert vllm.process.poll() is not None  # killed, as the test meant
+    assert vllm_draft_server().process.poll() is None  # and the shared fixture starts a live one in its place
     kept = json.loads(out_json.read_text())["runs"]
-    assert 2 <= len(kept) < len(rows) and all(r["committed"] == 48 for r in kept)
+    assert 2 <= len(kept) < len(rows)
+    assert all(r["committed"] == 48 for r in kept)

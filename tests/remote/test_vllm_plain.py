@@ -24,7 +24,8 @@ def vllm(tmp_path_factory):
 def test_a_server_without_speculation_is_refused_with_the_recipe(vllm, tmp_path, capsys):
     with pytest.raises(SpeculationOff, match="without speculation") as caught:
         connect(vllm.url)
-    assert "--speculative-config" in str(caught.value) and "--per-request-spec-decode-metrics" in str(caught.value)
+    assert "--speculative-config" in str(caught.value)
+    assert "--per-request-spec-decode-metrics" in str(caught.value)
     prompts = tmp_path / "p.txt"
     prompts.write_text("def f():\n")
     assert main(["measure", str(prompts), "--server", vllm.url]) == 2

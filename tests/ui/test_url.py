@@ -28,13 +28,15 @@ def test_a_tree_url_carries_its_shape_and_a_chain_url_none():
 def test_what_the_url_does_not_carry_comes_from_the_base():
     base = RunSettings(draft_vocab=1024, ngram_max=4)
     back = url.read_url(url.settings_params(CHAIN, "x")).run_settings(base)
-    assert back.draft_vocab == 1024 and back.ngram_max == 4  # not in the URL: the sidebar's own value stays
+    assert back.draft_vocab == 1024  # not in the URL: the sidebar's own value stays
+    assert back.ngram_max == 4
 
 
 def test_unreadable_numbers_are_dropped_and_the_rest_kept():
     opened = url.read_url({"k": "two", "t": "0.5", "seed": "", "lecture": "yes", "view": "wide"})
     assert opened.sidebar == {"temperature": 0.5}  # k and seed do not parse: the sidebar keeps its own
-    assert not opened.lecture and opened.focus is None  # only "1"/"true" and "focus"/"full" mean something
+    assert not opened.lecture  # only "1"/"true" and "focus"/"full" mean something
+    assert opened.focus is None
 
 
 def hand_trace(settings: RunSettings) -> Trace:
@@ -56,9 +58,13 @@ def test_the_page_address_names_the_moment_the_view_and_the_source():
     opened = url.read_url(live)
     assert opened.moment == {"round": "1", "phase": "judge", "pos": "2"}
     assert steps.cursor_from_params(trace, opened.moment) == cursor
-    assert opened.focus is True and opened.lecture is True and opened.run_settings(RunSettings()) == trace.settings
+    assert opened.focus is True
+    assert opened.lecture is True
+    assert opened.run_settings(RunSettings()) == trace.settings
     bundled = url.page_params(trace, cursor, url.BUNDLED + "low-q-accepted", focus=False, lecture=False)
-    assert bundled["trace"] == "low-q-accepted" and "method" not in bundled and "lecture" not in bundled
+    assert bundled["trace"] == "low-q-accepted"
+    assert "method" not in bundled
+    assert "lecture" not in bundled
     assert url.read_url(bundled).focus is False
     uploaded = url.page_params(trace, cursor, "upload", focus=False, lecture=False)
     assert set(uploaded) == {"round", "phase", "pos", "view"}  # an uploaded trace has no name to link to

@@ -15,16 +15,16 @@ def data_of(spec, layer=None):
 def test_flow_chart_stacks_accepted_and_correction_to_p():
     spec = charts.flow_chart(lab.two_token_flow(0.7, 0.9)).to_dict()
     bars, ticks = spec["layer"]
-    assert bars["mark"]["type"] == "bar" and ticks["mark"]["type"] == "tick"
-    assert bars["encoding"]["y"]["stack"] == "zero" and bars["encoding"]["tooltip"]
+    assert bars["mark"]["type"] == "bar"
+    assert ticks["mark"]["type"] == "tick"
+    assert bars["encoding"]["y"]["stack"] == "zero"
+    assert bars["encoding"]["tooltip"]
     assert bars["encoding"]["color"]["scale"]["range"] == [ORIGIN_COLORS["accepted"], ORIGIN_COLORS["correction"]]
     mass = {(r["token"], r["source"]): r["mass"] for r in data_of(spec, bars)}
-    assert mass[("A", "accepted draft")] == pytest.approx(0.7) and mass[
-        ("A", "correction (residual)")
-    ] == pytest.approx(0.0)
-    assert mass[("B", "accepted draft")] == pytest.approx(0.1) and mass[
-        ("B", "correction (residual)")
-    ] == pytest.approx(0.2)
+    assert mass[("A", "accepted draft")] == pytest.approx(0.7)
+    assert mass[("A", "correction (residual)")] == pytest.approx(0.0)
+    assert mass[("B", "accepted draft")] == pytest.approx(0.1)
+    assert mass[("B", "correction (residual)")] == pytest.approx(0.2)
     assert [r["p"] for r in data_of(spec, ticks)] == pytest.approx([0.7, 0.3])
 
 
@@ -32,7 +32,8 @@ def test_shop_chart_compares_exact_and_samples():
     p, q = lab.shop_models()
     exp = lab.shop_experiment(p, q, samples=2000, seed=1)
     spec = charts.shop_chart(exp, top=5).to_dict()
-    assert spec["mark"]["type"] == "bar" and spec["encoding"]["xOffset"]["field"] == "series"
+    assert spec["mark"]["type"] == "bar"
+    assert spec["encoding"]["xOffset"]["field"] == "series"
     data = data_of(spec)
     assert len(data) == 15
     top = [r for r in data if r["rank"] == 0 and r["series"] == "exact target p"][0]
@@ -45,18 +46,20 @@ def test_bug_chart_and_variant_chart():
     checks = lab.bug_checks(p, q, samples=3000)
     frame = charts.bug_frame(checks)
     spec = charts.bug_chart(frame).to_dict()
-    assert spec["mark"]["type"] == "bar" and spec["encoding"]["x"]["field"] == "tv"
+    assert spec["mark"]["type"] == "bar"
+    assert spec["encoding"]["x"]["field"] == "tv"
     verdicts = {r["key"]: r["verdict"] for r in data_of(spec)}
-    assert verdicts["exact"] == "exact" and all(v == "bias detected" for k, v in verdicts.items() if k != "exact")
+    assert verdicts["exact"] == "exact"
+    assert all(v == "bias detected" for k, v in verdicts.items() if k != "exact")
     target = lab.as_vector(lab.target_distribution(p, (), 3), 4, 3).tolist()
     greedy = next(c for c in checks if c.variant.key == "greedy_soft_q")
     vspec = charts.variant_chart(lab.sequence_labels(3), target, greedy.exact.tolist(), "greedy", top=4).to_dict()
     rows = data_of(vspec)
-    assert len(rows) == 8 and vspec["mark"]["type"] == "bar"
+    assert len(rows) == 8
+    assert vspec["mark"]["type"] == "bar"
     gaps = [abs(r["gap"]) for r in rows if r["series"] == "greedy"]
-    assert gaps == sorted(gaps, reverse=True) and gaps[0] == pytest.approx(
-        float((greedy.exact - torch_tensor(target)).abs().max())
-    )
+    assert gaps == sorted(gaps, reverse=True)
+    assert gaps[0] == pytest.approx(float((greedy.exact - torch_tensor(target)).abs().max()))
 
 
 def torch_tensor(values):
@@ -68,7 +71,8 @@ def torch_tensor(values):
 def test_real_pair_chart():
     rows = [{"tokens": "'ab'", "plain": 0.5, "speculative": 0.4}, {"tokens": "'cd'", "plain": 0.1, "speculative": 0.2}]
     spec = charts.real_pair_chart(rows, "title").to_dict()
-    assert spec["mark"]["type"] == "bar" and spec["title"] == "title"
+    assert spec["mark"]["type"] == "bar"
+    assert spec["title"] == "title"
     assert {(r["tokens"], r["series"], r["freq"]) for r in data_of(spec)} == {
         ("'ab'", "plain", 0.5),
         ("'ab'", "speculative", 0.4),

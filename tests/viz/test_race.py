@@ -47,7 +47,8 @@ def test_race_frames_and_charts():
     arrivals = race_charts.arrivals_frame([spec])
     assert list(arrivals["tokens"]) == [0, 1, 5]
     spec_dict = race_charts.arrivals_chart([plain, spec]).to_dict()
-    assert spec_dict["mark"]["interpolate"] == "step-after" and spec_dict["encoding"]["y"]["field"] == "tokens"
+    assert spec_dict["mark"]["interpolate"] == "step-after"
+    assert spec_dict["encoding"]["y"]["field"] == "tokens"
     assert race_charts.latency_chart([spec]).to_dict()["mark"]["type"] == "tick"
     sweep = race_charts.sweep_chart([{"k": 1, "kind": "measured", "speedup": 1.2}]).to_dict()
     assert sweep["encoding"]["x"]["field"] == "k"

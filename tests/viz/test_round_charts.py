@@ -36,11 +36,13 @@ def correction_round():
 def test_pq_chart_pairs_q_and_p_and_outlines_the_proposal():
     spec = charts.pq_chart(REJECTED).to_dict()
     assert spec["mark"]["type"] == "bar"
-    assert spec["encoding"]["xOffset"]["field"] == "dist" and spec["encoding"]["y"]["field"] == "prob"
+    assert spec["encoding"]["xOffset"]["field"] == "dist"
+    assert spec["encoding"]["y"]["field"] == "prob"
     rows = next(iter(spec["datasets"].values()))
     proposal = [r for r in rows if r["proposal"]]
     assert {(r["dist"], r["prob"]) for r in proposal} == {("q (draft)", 0.7), ("p (target)", 0.3)}
-    assert "title" in spec and spec["encoding"]["tooltip"]
+    assert "title" in spec
+    assert spec["encoding"]["tooltip"]
 
 
 def test_acceptance_chart_marks_u_on_the_ratio_bar():
@@ -81,7 +83,8 @@ def test_cache_timing_and_length_charts():
     }
     assert set(target[target["row"] == "target · before the pass"]["status"]) == {"cached before"}
     dropped = target[target["status"] == "cropped away"]
-    assert list(dropped["kv"]) == [8] and list(dropped["label"]) == ["✗"]
+    assert list(dropped["kv"]) == [8]
+    assert list(dropped["label"]) == ["✗"]
     assert " y ✗" in set(target["label"].str.replace("␣", " "))  # the rejected draft, marked besides its colour
     layers = charts.cache_chart(r, before=(7, 7)).to_dict()["layer"]
     assert [layer["mark"]["type"] for layer in layers] == ["rect", "text"]
@@ -93,7 +96,8 @@ def test_cache_timing_and_length_charts():
 
 
 def test_sentences_carry_the_numbers():
-    assert "u = 0.900" in judge_sentence(REJECTED) and "**Rejected**" in judge_sentence(REJECTED)
+    assert "u = 0.900" in judge_sentence(REJECTED)
+    assert "**Rejected**" in judge_sentence(REJECTED)
     assert "**Accepted**" in judge_sentence(ACCEPTED)
     r = correction_round()
     assert "residual probability 0.800" in resolve_sentence(r)

@@ -42,7 +42,8 @@ def test_cursor_moves_through_rounds_and_stops_at_the_end():
     while not steps.at_end(trace, cursor):
         seen.append((cursor.round, steps.current_step(trace, cursor).phase, steps.rounds_committed(trace, cursor)))
         cursor = steps.next_step(trace, cursor)
-    assert seen[4] == (0, "commit", 1) and seen[5] == (1, "draft", 1)
+    assert seen[4] == (0, "commit", 1)
+    assert seen[5] == (1, "draft", 1)
     assert steps.next_step(trace, cursor) == cursor
     assert steps.next_round(trace, steps.Cursor()) == steps.Cursor(1, 0)
     assert steps.next_round(trace, steps.Cursor(1, 0)) == steps.last_cursor(trace)
@@ -70,10 +71,12 @@ def test_previous_step_undoes_next_step_everywhere():
 def test_next_rejection_and_next_bonus():
     trace = lecture_trace()
     rejection = steps.next_event(trace, steps.Cursor(), "rejection")
-    assert rejection == steps.Cursor(0, 3) and steps.current_step(trace, rejection) == steps.Step("judge", 1)
+    assert rejection == steps.Cursor(0, 3)
+    assert steps.current_step(trace, rejection) == steps.Step("judge", 1)
     assert steps.next_event(trace, rejection, "rejection") is None
     bonus = steps.next_event(trace, steps.Cursor(), "bonus")
-    assert bonus == steps.Cursor(1, 4) and steps.current_step(trace, bonus).phase == "resolve"
+    assert bonus == steps.Cursor(1, 4)
+    assert steps.current_step(trace, bonus).phase == "resolve"
 
 
 def test_url_params_round_trip_every_moment_and_forgive_bad_ones():

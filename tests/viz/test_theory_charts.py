@@ -23,8 +23,10 @@ def test_speedup_vs_k_chart_lines_and_values():
     lines = layers(spec)[0]
     assert lines["mark"]["type"] == "line"
     assert lines["encoding"]["x"] == {**lines["encoding"]["x"], "field": "k", "type": "ordinal"}
-    assert lines["encoding"]["y"]["field"] == "speedup" and lines["encoding"]["y"]["type"] == "quantitative"
-    assert lines["encoding"]["tooltip"] and spec["title"] == "Speedup vs K"
+    assert lines["encoding"]["y"]["field"] == "speedup"
+    assert lines["encoding"]["y"]["type"] == "quantitative"
+    assert lines["encoding"]["tooltip"]
+    assert spec["title"] == "Speedup vs K"
     data = {(r["alpha"], r["k"]): r for r in rows(spec, lines)}
     assert {a for a, _ in data} == {0.5, 0.7, 0.8, 0.9}
     assert data[(0.8, 4)]["speedup"] == pytest.approx(speedup(0.8, 4, 0.05, 1.08))
@@ -37,8 +39,11 @@ def test_heatmap_marks_best_k_per_alpha_and_the_current_point():
     frame = charts.heatmap_frame(0.05)
     spec = charts.heatmap_chart(frame, alpha=0.8, k=4).to_dict()
     cells, best, here = layers(spec)
-    assert cells["mark"]["type"] == "rect" and best["mark"]["type"] == "point" and here["mark"]["type"] == "point"
-    assert cells["encoding"]["color"]["field"] == "speedup" and cells["encoding"]["x"]["field"] == "k"
+    assert cells["mark"]["type"] == "rect"
+    assert best["mark"]["type"] == "point"
+    assert here["mark"]["type"] == "point"
+    assert cells["encoding"]["color"]["field"] == "speedup"
+    assert cells["encoding"]["x"]["field"] == "k"
     data = rows(spec, cells)
     assert len(data) == len(charts.HEATMAP_ALPHAS) * 16
     best_cells = {r["alpha"]: r["k"] for r in data if r["best"]}
@@ -50,7 +55,8 @@ def test_heatmap_marks_best_k_per_alpha_and_the_current_point():
 def test_expected_tokens_chart_has_the_ceiling():
     spec = charts.expected_tokens_chart(0.8, 16, current_k=4).to_dict()
     lines = layers(spec)[0]
-    assert lines["mark"]["type"] == "line" and lines["encoding"]["y"]["field"] == "tokens"
+    assert lines["mark"]["type"] == "line"
+    assert lines["encoding"]["y"]["field"] == "tokens"
     data = rows(spec, lines)
     e4 = [r["tokens"] for r in data if r["k"] == 4 and r["series"].startswith("E")][0]
     assert e4 == pytest.approx(expected_tokens(0.8, 4))
@@ -61,7 +67,8 @@ def test_expected_tokens_chart_has_the_ceiling():
 def test_positional_chart():
     cmp = compare_positional([0.9, 0.8, 0.7])
     spec = charts.positional_chart(cmp).to_dict()
-    assert spec["mark"]["type"] == "bar" and spec["encoding"]["y"]["field"] == "passes"
+    assert spec["mark"]["type"] == "bar"
+    assert spec["encoding"]["y"]["field"] == "passes"
     data = [r for r in rows(spec, spec) if r["series"] == "per-position rates"]
     assert [round(r["passes"], 6) for r in data] == [0.9, 0.72, 0.504]
     assert f"{cmp.expected_tokens:.3f}" in spec["title"]
@@ -75,8 +82,10 @@ def test_load_chart():
     b = break_even_batch(s)
     spec = charts.load_chart(points, b, "A100 80GB").to_dict()
     lines, rule = layers(spec)
-    assert lines["mark"]["type"] == "line" and lines["encoding"]["x"]["scale"]["type"] == "log"
-    assert rule["mark"]["type"] == "rule" and rows(spec, rule) == [{"batch": b}]
+    assert lines["mark"]["type"] == "line"
+    assert lines["encoding"]["x"]["scale"]["type"] == "log"
+    assert rule["mark"]["type"] == "rule"
+    assert rows(spec, rule) == [{"batch": b}]
     data = rows(spec, lines)
     assert {r["series"] for r in data} == {"plain decoding", "speculative"}
     first = [r for r in data if r["batch"] == 1 and r["series"] == "speculative"][0]

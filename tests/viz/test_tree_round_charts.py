@@ -46,7 +46,9 @@ def test_statuses_follow_the_walk_and_commit_highlights_the_path():
 
     assert set(statuses(steps.Step(steps.DRAFT)).values()) == {"prefix", trees.DRAFTED}
     at_sibling = statuses(steps.Step(steps.JUDGE, 3))
-    assert at_sibling[2] == "rejected" and at_sibling[3] == "accepted" and at_sibling[7] == trees.DRAFTED
+    assert at_sibling[2] == "rejected"
+    assert at_sibling[3] == "accepted"
+    assert at_sibling[7] == trees.DRAFTED
     nodes, edges = trees.tree_frames(r, steps.Step(steps.COMMIT))
     assert dict(zip(nodes["id"], nodes["status"]))[14] == "correction"
     assert dict(zip(nodes["id"], nodes["status"]))[1] == trees.NOT_TRIED
@@ -84,8 +86,10 @@ def test_tree_words_and_the_cache_strip():
     assert "residual left after rejecting '␣is'" in tree_judge_sentence(r, r.nodes[3])
     assert "next sibling '␣==' is judged against it" in tree_judge_sentence(r, r.nodes[2])
     assert "No sibling is left" in tree_judge_sentence(r, r.nodes[11])
-    assert "Every child tried under" in resolve_sentence(r) and "the correction 'r'" in resolve_sentence(r)
+    assert "Every child tried under" in resolve_sentence(r)
+    assert "the correction 'r'" in resolve_sentence(r)
     assert "crops every tree node" in commit_sentence(r)
     frame = cache_frame(r, True, (r.target_cache[1] - 4, r.draft_cache[1] - 4), ("a", "b", "c", "d"))
     after = frame[frame["row"] == "target · after the rollback"]
-    assert (after["status"] == "new, kept").sum() == 4 and (after["status"] == "cropped away").sum() == 14
+    assert (after["status"] == "new, kept").sum() == 4
+    assert (after["status"] == "cropped away").sum() == 14

@@ -20,12 +20,16 @@ def test_strip_has_a_cell_per_verify_step_and_skips_passes_without_drafts():
     totals_only = RunRecord("vllm", "draft", 4, "x", "", (), (), None, None, None, (), 0.1)
     frame = charts.step_strip_frame([PairedRun((first,)), PairedRun((totals_only,))])
     assert list(frame["step"]) == [2, 3, 4]  # pass 1 (the prefill) drafted nothing: no cell
-    assert list(frame["accepted"]) == [4, 0, 2] and list(frame["share"]) == [1.0, 0.0, 0.5]
+    assert list(frame["accepted"]) == [4, 0, 2]
+    assert list(frame["share"]) == [1.0, 0.0, 0.5]
     assert set(frame["run"]) == {"1. def add(a, b):"}  # the totals-only run has no steps to show
     spec = charts.step_strip_chart([first]).to_dict()
-    assert spec["mark"]["type"] == "rect" and spec["title"].startswith("Accepted drafts at each verify step")
+    assert spec["mark"]["type"] == "rect"
+    assert spec["title"].startswith("Accepted drafts at each verify step")
     enc = spec["encoding"]
-    assert enc["x"]["field"] == "step" and enc["y"]["field"] == "run" and enc["color"]["field"] == "accepted"
+    assert enc["x"]["field"] == "step"
+    assert enc["y"]["field"] == "run"
+    assert enc["color"]["field"] == "accepted"
     assert enc["color"]["scale"]["domain"] == [0, 4]
     assert {t["field"] for t in enc["tooltip"]} >= {"accepted", "drafted", "share"}
 
@@ -33,9 +37,11 @@ def test_strip_has_a_cell_per_verify_step_and_skips_passes_without_drafts():
 def test_frames_without_a_baseline_drop_the_speedup_columns():
     results = [PairedRun((served(f"p{i}", (0, 4), (0, 3), (1, 4)),)) for i in range(2)]
     per_prompt = charts.per_prompt_frame(results, speedup=False)
-    assert "speedup" not in per_prompt and "plain_tokens_per_s" not in per_prompt
+    assert "speedup" not in per_prompt
+    assert "plain_tokens_per_s" not in per_prompt
     assert list(per_prompt["source"]) == ["vllm", "vllm"]
     summary = charts.summary_frame(summarize(results), speedup=False)
     assert not {"speedup", "speedup 95% CI", "predicted_speedup", "plain_tokens_per_s"} & set(summary.columns)
-    assert "source" in summary and "alpha 95% CI" in summary
+    assert "source" in summary
+    assert "alpha 95% CI" in summary
     assert "speedup" in charts.per_prompt_frame(results)  # kept by default (in-process runs)

