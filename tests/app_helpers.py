@@ -19,3 +19,11 @@ def open_page(name: str, timeout: float = 60):
 
     at = AppTest.from_file(page("app.py"), default_timeout=timeout).run()
     return at if name == "pages/home.py" else at.switch_page(name).run()
+
+
+def text(element) -> str:
+    """What an element shows a reader: the app writes user and server text as character references (viz.text.literal),
+    which the browser decodes; AppTest gives the source."""
+    import html
+
+    return html.unescape(element.value)

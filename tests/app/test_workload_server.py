@@ -5,7 +5,7 @@ vllm and no speedup, the API key goes nowhere but the request, and faults are me
 import json
 
 import pytest
-from app_helpers import click, open_page
+from app_helpers import click, open_page, text
 
 from specviz.engine.models import BUNDLED_TARGET
 from specviz.measure.summary import results_csv, results_json
@@ -34,7 +34,7 @@ def test_check_then_measure_through_the_server(vllm_draft_server):
     at = click(server_page(url, KEY), "Check connection")
     assert not at.exception
     assert not at.error
-    found = at.success[0].value
+    found = text(at.success[0])
     assert url in found
     assert BUNDLED_TARGET in found
     assert "vLLM 0.32.0" in found
@@ -59,9 +59,9 @@ def test_check_then_measure_through_the_server(vllm_draft_server):
         assert not {"speedup", "plain_tokens_per_s", "speedup 95% CI", "predicted_speedup"} & set(frame.columns)
     overall = summary[summary["tag"] == "all"].iloc[0]
     assert overall["alpha"] == sum(r.accepted for r in records) / sum(r.judged for r in records)
-    assert any("not measured through a server" in i.value for i in at.info)
+    assert any("not measured through a server" in text(i) for i in at.info)
     assert not at.success[1:]
-    assert not any(w.value.startswith(("GO", "NO-GO")) for w in at.warning)
+    assert not any(text(w).startswith(("GO", "NO-GO")) for w in at.warning)
     assert all("Token heatmap" not in h.value for h in at.subheader)  # served runs have no token texts
 
     # The API key: sent with each request, never kept in the session nor in what the page exports.
@@ -73,7 +73,7 @@ def test_check_then_measure_through_the_server(vllm_draft_server):
     exported = results_json(records, base, {"methods": methods_, "ks": ks, **meta}, costs, base.seed)
     assert KEY not in exported + results_csv(records)
     assert json.loads(exported)["settings"]["server"] == url
-    assert all(KEY not in e.value for e in [*at.markdown, *at.caption, *at.success, *at.info])
+    assert all(KEY not in text(e) for e in [*at.markdown, *at.caption, *at.success, *at.info])
 
 
 def test_same_pair_two_engines(vllm_draft_server):
@@ -85,7 +85,7 @@ def test_same_pair_two_engines(vllm_draft_server):
     at = click(at, "Compare with this app's engine")
     assert not at.exception
     assert not at.error
-    verdict = at.success[-1].value
+    verdict = text(at.success[-1])
     assert verdict.startswith("2/2 texts equal.")
     assert "steps are the same step" in verdict
     assert any("vLLM's prefill commits the first token" in c.value and "bfloat16" in c.value for c in at.caption)
@@ -102,17 +102,17 @@ def test_same_pair_two_engines(vllm_draft_server):
 def test_a_bad_url_and_a_refused_host_are_messages(monkeypatch):
     at = click(server_page("http://127.0.0.1:9"), "Check connection")
     assert not at.exception
-    assert "Nothing is listening at http://127.0.0.1:9" in at.error[0].value
+    assert "Nothing is listening at http://127.0.0.1:9" in text(at.error[0])
     monkeypatch.setenv("SPECVIZ_PUBLIC", "1")
     monkeypatch.setenv("SPECVIZ_SERVERS", "vllm.example.org:8000")
     at = click(server_page("http://127.0.0.1:9"), "Check connection")
     assert not at.exception
-    assert "measures only the servers its operator listed" in at.error[0].value
-    assert "vllm.example.org:8000" in at.error[0].value
-    assert "127.0.0.1" not in at.error[0].value
+    assert "measures only the servers its operator listed" in text(at.error[0])
+    assert "vllm.example.org:8000" in text(at.error[0])
+    assert "127.0.0.1" not in text(at.error[0])
     at = click(at, "▶ Measure")
     assert not at.exception
-    assert "measures only the servers its operator listed" in at.error[0].value
+    assert "measures only the servers its operator listed" in text(at.error[0])
 
 
 def test_a_server_that_fails_mid_workload_keeps_the_finished_prompts():
@@ -145,10 +145,10 @@ def test_a_server_that_fails_mid_workload_keeps_the_finished_prompts():
     with fake_server(routes) as (url, _):
         at = click(server_page(url), "▶ Measure")
     assert not at.exception
-    assert "engine died" in at.error[0].value
-    assert "The 2 prompt(s) finished before are kept below." in at.error[0].value
+    assert "engine died" in text(at.error[0])
+    assert "The 2 prompt(s) finished before are kept below." in text(at.error[0])
     assert [r.prompt for r in at.session_state["workload_records"]] == PROMPTS.split("\n---\n")[:2]
-    assert any(w.value.startswith("The server failed after 2 prompt(s)") for w in at.warning)
+    assert any(text(w).startswith("The server failed after 2 prompt(s)") for w in at.warning)
     assert at.dataframe[1].value.shape[0] == 2  # the per-prompt table holds the two finished prompts
 
 
@@ -172,8 +172,8 @@ def test_public_mode_shows_a_listed_servers_model_without_its_path(monkeypatch):
         at = click(server_page(url), "Check connection")
         assert not at.exception
         assert not at.error
-        assert "`my-target`" in at.success[0].value
-        assert "/srv/private" not in at.success[0].value
+        assert "'my-target'" in text(at.success[0])  # shown as text, quoted
+        assert "/srv/private" not in text(at.success[0])
         at = click(at, "▶ Measure")
     assert not at.exception
     assert not at.error

@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from specviz.core import lab
+from specviz.core import chisq, lab
 from specviz.core.sampling import uniforms
 from specviz.core.toy import MarkovModel, target_distribution, total_variation, tree_speculative_distribution
 from specviz.core.verify import (
@@ -155,7 +155,7 @@ def _sampled_first_tokens(p, q, shape, how, n, update_residual=True):
 
 def _chi2_p_value(counts, probs):
     """Pearson's χ² p-value of the counts against the exact probabilities (specviz's own test; rare cells pooled)."""
-    return lab.chi2_goodness_of_fit(counts, probs).p_value
+    return chisq.chi2_goodness_of_fit(counts, probs).p_value
 
 
 @pytest.mark.parametrize("how", TREE_SAMPLINGS)
