@@ -20,10 +20,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from browser_helpers import CHROMIUM, CHROMIUM_FLAGS, NEXT_PHASE, ROOT, served_app, settle, wait_shown
 
 DESKTOP, PROJECTOR = (1280, 800), (1920, 1080)
-WORKLOAD_UPLOAD = (
-    '{"prompt": "def add(a, b):", "tag": "code"}\n{"prompt": "class Counter:", "tag": "code"}\n'
-    'not json\n{"prompt": "for item in items:", "tag": "loop"}\n'
-)
 LECTURE_MOMENTS = {  # name -> the round page's URL query (the README's focus view in lecture mode)
     "lecture-judge-1920": "trace=low-q-accepted&round=1&phase=judge&pos=2",
     "lecture-residual-1920": "trace=early-rejection-residual&round=3&phase=resolve",
@@ -47,16 +43,6 @@ def charts_drawn(tab) -> None:
     tab.wait_for_timeout(800)  # the token chips fade in (0.35 s); a picture, not a test, so a pause is fine
 
 
-def home(tab, url: str) -> None:
-    open_app_page(tab, url)
-    wait_shown(tab, "Measured speedup vs plain")
-
-
-def exactness(tab, url: str) -> None:
-    open_app_page(tab, url, "exactness")
-    wait_shown(tab, "5. On the loaded model pair")
-
-
 def rounds(tab, url: str) -> None:
     """Round 1 clicked through to its last panel: the correction drawn from the residual, or the bonus."""
     open_app_page(tab, url, "rounds")
@@ -70,36 +56,14 @@ def rounds(tab, url: str) -> None:
     wait_shown(tab, "4 · Correction or bonus")
 
 
-def calculator(tab, url: str) -> None:
-    """The calculator with α moved from 0.80 to 0.60 (K 4, c 0.05)."""
-    open_app_page(tab, url, "calculator")
-    slider = tab.locator('[data-testid="stSlider"]').filter(has_text="α (per-token acceptance probability)")
-    thumb = slider.get_by_role("slider")
-    thumb.focus()
-    for _ in range(20):
-        thumb.press("ArrowLeft")
-    wait_shown(tab, "1.92×")
+def page_at_rest(path: str, ready: str):
+    """A page as a newcomer first sees it: its defaults, nothing clicked."""
 
+    def shoot(tab, url: str) -> None:
+        open_app_page(tab, url, path)
+        wait_shown(tab, ready)
 
-def workload(tab, url: str) -> None:
-    """Three uploaded prompts (and a bad line, reported) measured on the bundled pair."""
-    with tempfile.TemporaryDirectory() as folder:
-        upload = Path(folder) / "mine.jsonl"
-        upload.write_text(WORKLOAD_UPLOAD)
-        open_app_page(tab, url, "workload")
-        tab.get_by_text("an uploaded file").click()
-        settle(tab)
-        tab.locator('input[type="file"]').set_input_files(str(upload))
-        wait_shown(tab, "line 3: not valid JSON")
-        settle(tab)
-    tab.get_by_role("button", name="▶ Measure").click()
-    wait_shown(tab, "Per prompt")
-
-
-def race(tab, url: str) -> None:
-    open_app_page(tab, url, "race")
-    tab.get_by_role("button", name="Start the race").click()
-    wait_shown(tab, "Tokens delivered over time")
+    return shoot
 
 
 def lecture(query: str):
@@ -136,12 +100,12 @@ def workload_server(server_url: str):
 def shots(server_url: str | None) -> dict:
     """name -> (viewport, how to bring the page there)."""
     found = {
-        "home-desktop": (DESKTOP, home),
+        "home-desktop": (DESKTOP, page_at_rest("", "Measured speedup vs plain")),
         "rounds-desktop": (DESKTOP, rounds),
-        "calculator-desktop": (DESKTOP, calculator),
-        "exactness-desktop": (DESKTOP, exactness),
-        "workload-desktop": (DESKTOP, workload),
-        "race-desktop": (DESKTOP, race),
+        "calculator-desktop": (DESKTOP, page_at_rest("calculator", "Expected tokens per round")),
+        "exactness-desktop": (DESKTOP, page_at_rest("exactness", "5. On the loaded model pair")),
+        "workload-desktop": (DESKTOP, page_at_rest("workload", "Prompts from")),
+        "race-desktop": (DESKTOP, page_at_rest("race", "K sweep")),
         **{name: (PROJECTOR, lecture(query)) for name, query in LECTURE_MOMENTS.items()},
     }
     if server_url:
