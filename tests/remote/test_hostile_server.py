@@ -20,6 +20,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from fake_server import MODELS, fake_server, metrics_text  # noqa: E402
+from test_client import DETAILED  # the per-request metrics an honest server sends
 
 from specviz.core.settings import RunSettings
 from specviz.errors import SettingsError
@@ -36,16 +37,6 @@ from specviz.remote.errors import (
 from specviz.remote.http import parse_url, request
 from specviz.remote.vllm import connect
 from specviz.ui.limits import Limits
-
-DETAILED = {
-    "num_spec_steps": 2,
-    "num_accepted_draft_tokens": 3,
-    "num_draft_tokens": 8,
-    "num_spec_tokens": 4,
-    "acceptance_histogram": [0, 1, 1, 0, 0],
-    "per_step_accepted": [2, 1],
-    "per_step_drafted": [4, 4],
-}
 
 
 def _every_value(text: str, value: str) -> str:
