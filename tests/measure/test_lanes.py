@@ -20,13 +20,14 @@ def test_a_slow_display_does_not_slow_the_measured_decoding(load, method):
     """The race draws every arrival; a lane reporting many times must not pay for its drawing in its tokens/s."""
     pair = load("llama-target", "llama-truncated")
     settings = RunSettings(k=2, max_new_tokens=12, stop_at_eos=False)
-    run_method(pair, "def f(x):", settings, method)  # warm-up
-    quiet = min((run_method(pair, "def f(x):", settings, method) for _ in range(3)), key=lambda r: r.wall_s)
+    quiet = run_method(pair, "def f(x):", settings, method)
     calls = []
+    began = time.perf_counter()
     slow = run_method(pair, "def f(x):", settings, method, lambda *a: (calls.append(a), time.sleep(0.05)))
+    elapsed = time.perf_counter() - began
     assert slow.output_ids == quiet.output_ids
     assert len(calls) == slow.rounds >= 3
-    drawing = 0.05 * len(calls)
-    assert slow.wall_s < quiet.wall_s + drawing / 2  # the 50 ms per draw stayed out of the decoding time
+    drawing = 0.05 * len(calls)  # each draw sleeps at least this long, however busy the machine
+    assert slow.wall_s <= elapsed - drawing  # every draw's time stayed out of the decoding time
     assert slow.round_end_s[-1] <= slow.wall_s + 1e-9
     assert list(slow.round_end_s) == sorted(slow.round_end_s)
