@@ -18,6 +18,7 @@ from specviz.core.lab import (
     sequence_labels,
     verdict,
 )
+from specviz.viz.layout import CATEGORY_AXIS, UPRIGHT_ROOM, band_height
 from specviz.viz.palette import ORIGIN_COLORS, ORIGIN_LABELS
 
 SOURCE_COLORS = {
@@ -117,7 +118,7 @@ def shop_chart(exp: ShopExperiment, top: int = 16) -> alt.Chart:
         alt.Chart(frame, title=title)
         .mark_bar()
         .encode(
-            x=alt.X("sequence:N", sort=order, title="sequence", axis=alt.Axis(labelAngle=-40)),
+            x=alt.X("sequence:N", sort=order, title="sequence", axis=CATEGORY_AXIS),
             xOffset=alt.XOffset("series:N", sort=list(SERIES_COLORS)),
             y=alt.Y("prob:Q", title="probability / frequency"),
             color=alt.Color(
@@ -130,7 +131,7 @@ def shop_chart(exp: ShopExperiment, top: int = 16) -> alt.Chart:
                 alt.Tooltip("exact_spec:Q", title="exact speculative (enumeration)", format=".6f"),
             ],
         )
-        .properties(height=300)
+        .properties(height=300 + UPRIGHT_ROOM)
     )
 
 
@@ -190,7 +191,7 @@ def _tv_bars(frame: pd.DataFrame, title: str, legend: str, tooltip: list, label_
             ),
             tooltip=tooltip,
         )
-        .properties(height=32 * len(frame))
+        .properties(height=band_height(len(frame)))
     )
 
 
@@ -211,13 +212,13 @@ def real_pair_chart(rows: Sequence[dict], title: str) -> alt.Chart:
         alt.Chart(frame, title=title)
         .mark_bar()
         .encode(
-            x=alt.X("tokens:N", sort=order, title="next two tokens", axis=alt.Axis(labelAngle=-40)),
+            x=alt.X("tokens:N", sort=order, title="next two tokens", axis=CATEGORY_AXIS),
             xOffset=alt.XOffset("series:N"),
             y=alt.Y("freq:Q", title="frequency"),
             color=alt.Color("series:N", title=None, scale=alt.Scale(domain=list(colors), range=list(colors.values()))),
             tooltip=["tokens:N", "series:N", alt.Tooltip("freq:Q", format=".3f")],
         )
-        .properties(height=260)
+        .properties(height=260 + UPRIGHT_ROOM)
     )
 
 
@@ -260,7 +261,7 @@ def variant_chart(
         alt.Chart(frame, title=f"Exact output of '{variant_label}' vs p, where they differ most")
         .mark_bar()
         .encode(
-            x=alt.X("sequence:N", sort=order, title="sequence", axis=alt.Axis(labelAngle=-40)),
+            x=alt.X("sequence:N", sort=order, title="sequence", axis=CATEGORY_AXIS),
             xOffset=alt.XOffset("series:N", sort=["exact target p", variant_label]),
             y=alt.Y("prob:Q", title="exact probability"),
             color=alt.Color(
@@ -273,7 +274,7 @@ def variant_chart(
                 alt.Tooltip("gap:Q", title="variant − p", format="+.5f"),
             ],
         )
-        .properties(height=280)
+        .properties(height=280 + UPRIGHT_ROOM)
     )
 
 

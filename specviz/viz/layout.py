@@ -24,6 +24,18 @@ def chart_title(text: str | list[str], subtitle: str | list[str] = "", size: int
     return alt.TitleParams(**params)
 
 
+BAND_ROW = 30  # px per category of a horizontal bar chart: less, and Vega hides every other label as overlapping
+FRAME_ROOM = 110  # px of a chart's height that a three-line title and the x axis with its title take
+CATEGORY_AXIS = alt.Axis(labelAngle=-90, labelOverlap=False)  # many categories along x: upright, never thinned
+UPRIGHT_ROOM = 120  # px more height for upright category labels below the plot
+
+
+def band_height(rows: int) -> int:
+    """A horizontal bar chart's height: Streamlit keeps a chart's total height, so the plot gets what the title and
+    the axis leave; this leaves every category its row (and its label)."""
+    return rows * BAND_ROW + FRAME_ROOM
+
+
 def fitted(chart: alt.TopLevelMixin, size: int = TITLE_SIZE) -> alt.TopLevelMixin:
     """The chart with its title (a string or TitleParams) re-set by `chart_title` at this size, and padding for it."""
     title = chart.title

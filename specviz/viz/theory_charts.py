@@ -10,6 +10,7 @@ import pandas as pd
 from specviz.core.roofline import LoadPoint
 from specviz.core.theory import IDEAL, MAX_K, PositionalComparison, VerifyCost, best_k, expected_tokens, speedup
 from specviz.core.tree_theory import TreeComparison
+from specviz.viz.layout import band_height
 
 HEATMAP_ALPHAS = tuple(round(0.05 * i, 2) for i in range(2, 20)) + (0.97, 0.99)  # 0.10 .. 0.95, then 0.97, 0.99
 PLAIN_COLOR = "#424242"  # = ORIGIN_COLORS["target"]: plain decoding
@@ -299,7 +300,7 @@ def tree_chart(comparison: TreeComparison) -> alt.LayerChart:
         alt.Chart(frame)
         .mark_bar()
         .encode(
-            y=alt.Y("plan:N", title=None, sort=list(frame["plan"])),
+            y=alt.Y("plan:N", title=None, sort=list(frame["plan"]), axis=alt.Axis(labelLimit=260)),  # names whole
             x=alt.X("speedup:Q", title="predicted speedup over plain decoding (×)"),
             color=alt.Color(
                 "kind:N", title=None, scale=alt.Scale(domain=["tree", "chain"], range=[SPEC_COLOR, PLAIN_COLOR])
@@ -316,4 +317,5 @@ def tree_chart(comparison: TreeComparison) -> alt.LayerChart:
         )
     )
     rule = alt.Chart(pd.DataFrame({"x": [1.0]})).mark_rule(color=BREAK_EVEN_COLOR, strokeDash=[4, 3]).encode(x="x:Q")
-    return (bars + rule).properties(title="Tree vs chains: predicted speedup (dashed: break-even)", height=160)
+    title = "Tree vs chains: predicted speedup (dashed: break-even)"
+    return (bars + rule).properties(title=title, height=band_height(len(frame)))
