@@ -26,7 +26,7 @@ page_header(
     "Teaching point: acceptance depends on the text: measure it on your own prompts, per position and per kind of "
     "token, and trust the measured speedup next to the theory before deploying speculation.",
 )
-controls = sidebar_controls()
+controls = sidebar_controls("workload")
 apply_lecture_mode(controls.lecture)
 state = st.session_state
 SAMPLES = {path.stem: path for path in sorted((ASSETS / "workloads").glob("*.jsonl"))}
@@ -215,6 +215,9 @@ if not records:
     st.stop()
 
 base, meta, run_methods, run_ks, costs = state["workload_settings"]
+changed = drive.settings_changed(base, controls.settings)
+if changed:
+    st.info(f"These results were measured with {changed}: press ▶ Measure to measure with the sidebar's settings.")
 served = any(r.source == "vllm" for r in records)
 speedup_measured = any(r.speedup is not None for r in records)
 planned = state.get("workload_planned", len(records))

@@ -45,12 +45,15 @@ class Controls:
 PAGE_DEFAULTS = {  # each page starts where its lesson is clearest; a value the user set is kept across pages
     "rounds": {"temperature": 1.0, "top_p": 1.0, "k": 4},  # sampling: rejections, residuals and corrections happen
     "race": {"temperature": 0.0, "top_p": 1.0, "k": 4},  # greedy: every lane prints the same, readable text
+    "workload": {"temperature": 1.0, "top_p": 1.0, "k": 4},  # sampled, as served: the same whichever page came before
 }
 PAGE_DEFAULT_NOTES = {
     "rounds": "Starts sampling at temperature 1 (top-p off): drafts get rejected often enough to see the residual and "
     "the correction it draws. For greedy rounds pick a bundled trace or set the temperature to 0.",
     "race": "Starts greedy (temperature 0): every lane must print the same text, so the identical-text check means "
     "something and the text reads well; raise the temperature to see sampled lanes differ.",
+    "workload": "Starts sampling at temperature 1 (top-p off), as most deployments serve, whichever page you came "
+    "from; set the temperature to 0 to measure greedy decoding.",
 }
 
 

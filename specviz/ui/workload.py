@@ -139,3 +139,21 @@ def compare_with_server(server: Server, target: str, draft: str, base: RunSettin
     out = [agreement_row(run) for run in compare_engines(engine_source(pair), server.run, rows, settings, on_prompt)]
     bar.empty()
     return out
+
+
+def settings_changed(measured: RunSettings, now: RunSettings | None) -> str:
+    """How the sidebar's settings differ from those the results on screen were measured with ("" when they do not,
+    or when the sidebar holds none): results from earlier settings are never shown as if they were current."""
+    if now is None:
+        return ""
+    pairs = [
+        ("temperature", measured.sampling.temperature, now.sampling.temperature),
+        ("top-k", measured.sampling.top_k, now.sampling.top_k),
+        ("top-p", measured.sampling.top_p, now.sampling.top_p),
+        ("seed", measured.seed, now.seed),
+        ("max new tokens", measured.max_new_tokens, now.max_new_tokens),
+        ("draft vocabulary", measured.draft_vocab, now.draft_vocab),
+    ]
+    return ", ".join(
+        f"{name} {then:g} (the sidebar now says {current:g})" for name, then, current in pairs if then != current
+    )
