@@ -16,7 +16,8 @@ import streamlit as st
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings, parse_tree
 from specviz.core.trace import Trace
-from specviz.ui.controls import set_setting, set_tree_shape
+from specviz.engine.models import recorded_name
+from specviz.ui.controls import active_sources, set_setting, set_tree_shape
 from specviz.viz import steps
 
 URL_SETTINGS = {  # URL parameter -> (sidebar key, type)
@@ -27,6 +28,7 @@ URL_SETTINGS = {  # URL parameter -> (sidebar key, type)
     "top_p": ("top_p", float),
     "seed": ("seed", int),
     "n": ("max_new_tokens", int),
+    "dv": ("draft_vocab", int),
 }
 MOMENT_KEYS = ("round", "phase", "pos")
 BUNDLED = "bundled:"  # a trace source "bundled:<name>" replays the bundled trace of that name
@@ -43,6 +45,7 @@ def settings_params(settings: RunSettings, prompt: str) -> dict[str, str]:
         "top_p": f"{sampling.top_p:g}",
         "seed": str(settings.seed),
         "n": str(settings.max_new_tokens),
+        "dv": str(settings.draft_vocab),
         "prompt": prompt,
     }
     if settings.tree:
@@ -61,6 +64,7 @@ def page_params(trace: Trace, cursor: steps.Cursor, source: str, focus: bool, le
         params["trace"] = source.removeprefix(BUNDLED)
     elif source == "live":
         params |= settings_params(trace.settings, trace.prompt)
+        params |= {"pair": str(trace.meta.get("target", "")), "dtype": str(trace.meta.get("dtype", ""))}
     return params
 
 
@@ -74,6 +78,8 @@ class OpenedUrl:
     focus: bool | None = None  # the focus view (True), the full one (False), or as it was (None)
     prompt: str | None = None
     trace: str | None = None  # a bundled trace's name
+    pair: str | None = None  # the target the linked run used (as records name it) and its precision: a link cannot
+    dtype: str | None = None  # load a pair, so a different one in the sidebar is said
     moment: dict[str, str] = field(default_factory=dict)  # round, phase, pos as given
     unreadable: tuple[str, ...] = ()  # parameters whose text is not a value of their kind, e.g. "k='abc'"
 
@@ -92,6 +98,7 @@ class OpenedUrl:
             ),
             seed=values.get("seed", base.seed),
             max_new_tokens=values.get("max_new_tokens", base.max_new_tokens),
+            draft_vocab=values.get("draft_vocab", base.draft_vocab),
             tree=tree,
         )
 
@@ -113,6 +120,8 @@ def read_url(params: Mapping[str, str]) -> OpenedUrl:
         focus=view == "focus" if view in ("focus", "full") else None,
         prompt=params.get("prompt"),
         trace=params.get("trace"),
+        pair=params.get("pair"),
+        dtype=params.get("dtype"),
         moment={k: params[k] for k in MOMENT_KEYS if k in params},
         unreadable=tuple(unreadable),
     )
@@ -149,7 +158,20 @@ def apply_url(opened: OpenedUrl) -> list[str]:
         state["focus_view"] = opened.focus
     if opened.prompt is not None:
         state["prompt"] = state["_kept_prompt"] = opened.prompt
-    return notes
+    return notes + pair_note(opened, active_sources())
+
+
+def pair_note(opened: OpenedUrl, sources: tuple[str, str, str, str]) -> list[str]:
+    """What a link's run was made on, when the sidebar's pair or precision differs (then the run shown differs)."""
+    target, _, _, dtype = sources
+    same_pair = not opened.pair or opened.pair == recorded_name(target)
+    same_dtype = not opened.dtype or dtype == "auto" or opened.dtype == dtype
+    if same_pair and same_dtype:
+        return []
+    return [
+        f"The link's run used the target {opened.pair!r} in {opened.dtype or 'its default precision'}; this app's "
+        f"sidebar has {recorded_name(target)!r} in {dtype}: load that pair in the sidebar for the same run."
+    ]
 
 
 def write_url(params: dict[str, str]) -> None:

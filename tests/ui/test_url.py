@@ -28,8 +28,28 @@ def test_a_tree_url_carries_its_shape_and_a_chain_url_none():
 def test_what_the_url_does_not_carry_comes_from_the_base():
     base = RunSettings(draft_vocab=1024, ngram_max=4)
     back = url.read_url(url.settings_params(CHAIN, "x")).run_settings(base)
-    assert back.draft_vocab == 1024  # not in the URL: the sidebar's own value stays
-    assert back.ngram_max == 4
+    assert back.ngram_max == 4  # not in the URL: the sidebar's own value stays
+    assert back.draft_vocab == CHAIN.draft_vocab  # the draft vocabulary changes the run: the URL carries it
+
+
+def test_a_run_with_the_whole_draft_vocabulary_has_its_own_url():
+    """Issue 27, item 2: a run with draft vocabulary 0 had the same URL as the default (1024) run."""
+    whole, trimmed = RunSettings(draft_vocab=0), RunSettings(draft_vocab=1024)
+    assert url.settings_params(whole, "x") != url.settings_params(trimmed, "x")
+    for settings in (whole, trimmed):
+        assert url.read_url(url.settings_params(settings, "x")).run_settings(RunSettings(draft_vocab=7)) == settings
+
+
+def test_a_link_made_on_another_pair_says_so():
+    opened = url.read_url({"pair": "assets/models/pystdlib/target", "dtype": "bfloat16"})
+    from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET
+
+    assert url.pair_note(opened, (BUNDLED_TARGET, BUNDLED_DRAFT, "auto", "bfloat16")) == []
+    assert url.pair_note(opened, (BUNDLED_TARGET, BUNDLED_DRAFT, "auto", "auto")) == []
+    [note] = url.pair_note(opened, (BUNDLED_TARGET, BUNDLED_DRAFT, "auto", "float32"))
+    assert "bfloat16" in note
+    [note] = url.pair_note(opened, ("/elsewhere/target", "/elsewhere/draft", "auto", "bfloat16"))
+    assert "'assets/models/pystdlib/target'" in note
 
 
 def test_unreadable_numbers_are_dropped_and_the_rest_kept():
