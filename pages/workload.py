@@ -265,7 +265,9 @@ else:
     (st.success if advice.go else st.warning)(("GO: " if advice.go else "NO-GO: ") + advice.reason)
 if costs is not None and costs.implausible:
     st.warning(f"No predicted speedup is shown: {costs.implausible}")
-if not served:
+if not served and advice.go is False:
+    st.caption("No deployment settings are offered for a NO-GO: decoding plainly is the recommendation.")
+elif not served:
     left, right = st.columns(2)
     left.markdown("vLLM `--speculative-config`")
     left.code(json.dumps(advice.vllm_config), language="json")

@@ -19,6 +19,7 @@ from specviz.measure.workload import PairedRun
 
 MIN_PROMPTS = 5  # fewer prompts: no verdict (a bootstrap over 1-3 prompts under-covers badly)
 GO_SPEEDUP = 1.1  # the mean must reach this, and the interval's lower end must be above 1
+RULE = f"GO needs a mean speedup of at least {GO_SPEEDUP:.2f}x with the interval's lower end above 1.00x"
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,7 @@ def _verdict(method, k, prompts, candidates, measured, ci, alpha, prediction) ->
         else ""
     )
     if measured >= GO_SPEEDUP and ci[0] > 1.0:
-        return True, f"{setting} measured {figure} at {alpha_text}.{picked}"
+        return True, f"{setting} measured {figure} at {alpha_text} ({RULE}).{picked}"
     why = ""
     if prediction:
         why = (
@@ -88,7 +89,8 @@ def _verdict(method, k, prompts, candidates, measured, ci, alpha, prediction) ->
             f"{prediction.verify_cost:.2f} "
             f"steps here, so even without loop overhead the model passes allow only {prediction.speedup:.2f}x"
         )
+    short = "its interval reaches 1.00x or below" if measured >= GO_SPEEDUP else f"it is under {GO_SPEEDUP:.2f}x"
     return False, (
-        f"The best setting ({setting}) measured only {figure} at {alpha_text}{why}. Decode plainly, or try a cheaper "
-        f"or better-matched proposer.{picked}"
+        f"The best setting ({setting}) measured {figure} at {alpha_text}{why}. {RULE}, and {short}. Decode plainly, "
+        f"or try a cheaper or better-matched proposer.{picked}"
     )

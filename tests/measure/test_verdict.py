@@ -120,3 +120,20 @@ def test_hugging_face_lanes_are_predicted_with_the_whole_draft_when_specviz_trim
     assert ours.c == pytest.approx(0.15)
     assert theirs.c == pytest.approx(0.25)
     assert costs(c=0.2).untrimmed_c == pytest.approx(0.2)  # not trimmed: the same draft
+
+
+def test_every_verdict_states_its_threshold_and_a_no_go_says_which_part_failed():
+    """Issue 27, item 7: a NO-GO at 1.10x with its interval above 1 named no threshold."""
+    from specviz.measure.recommend import GO_SPEEDUP, RULE
+
+    fast = [paired([1.5, 1.6], prompt=f"p{i}") for i in range(MIN_PROMPTS)]
+    assert RULE in recommend(fast, "d", 0.0, costs()).reason
+    under = recommend([paired([1.02, 1.06], prompt=f"p{i}") for i in range(MIN_PROMPTS)], "d", 0.0, costs())
+    assert under.go is False
+    assert RULE in under.reason
+    assert f"under {GO_SPEEDUP:.2f}x" in under.reason
+    wide = [paired([0.7, 1.9], prompt=f"p{i}") for i in range(MIN_PROMPTS)]
+    noisy = recommend(wide, "d", 0.0, costs())
+    assert noisy.measured_speedup >= GO_SPEEDUP
+    assert noisy.go is False
+    assert "interval reaches 1.00x or below" in noisy.reason
