@@ -181,3 +181,35 @@ def test_public_mode_shows_a_listed_servers_model_without_its_path(monkeypatch):
     assert "my-target" in shown
     assert "/srv/private" not in shown
     assert at.session_state["workload_settings"][1]["model"] == "my-target"  # what the JSON export carries
+
+
+def test_a_servers_words_and_model_id_render_as_text(monkeypatch):
+    """Issue 28, F19: a Markdown image in a server's error message or model id was fetched from the host it named."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "remote"))
+    from fake_server import fake_server
+
+    bait = "![px](http://127.0.0.1:18778/pixel.png) [click](javascript:alert(1)) <img src=x>"
+    spec = {"num_spec_tokens": 4, "per_step_accepted": [2, 1], "per_step_drafted": [4, 4]}
+    choice = {"text": "abc", "finish_reason": "length", "token_ids": list(range(6))}
+    answer = {"choices": [choice], "usage": {"completion_tokens": 6}, "metrics": {"speculative_decoding": spec}}
+    routes = {
+        "/v1/models": (200, {"object": "list", "data": [{"id": f"model {bait}"}]}, {}),
+        "POST /v1/completions": (200, answer, {}),
+    }
+    with fake_server(routes) as (url, _):
+        at = click(server_page(url), "Check connection")
+    assert not at.exception
+    for element in [*at.success, *at.error]:
+        for opening in ("![", "](", "<img"):
+            assert opening not in element.value  # the source Streamlit renders holds no markup
+    assert any(bait in text(e) for e in [*at.success, *at.error])  # and the reader sees the words as sent
+    routes = {"/v1/models": (401, {"detail": f"bad key {bait}"}, {})}
+    with fake_server(routes) as (url, _):
+        at = click(server_page(url), "Check connection")
+    assert not at.exception
+    assert at.error
+    assert all("![" not in e.value for e in at.error)
+    assert any(bait in text(e) for e in at.error)
