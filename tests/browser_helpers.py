@@ -212,3 +212,20 @@ def assert_titles_fit(tab, label: str) -> int:
             assert box["right"] <= b["viewport"] + 0.5, f"{label}: title runs off the page: {t['text']!r}"
         assert b["chart"]["right"] <= b["viewport"] + 0.5, f"{label}: a chart runs off the page: {b}"
     return len(boxes)
+
+
+def workload_through_server(tab, url: str, server_url: str, prompts: int = 3) -> None:
+    """The workload page pointed at a vLLM server with the code sample's first prompts, its connection checked."""
+    open_app_page(tab, url, "workload")
+    tab.get_by_text("a vLLM server", exact=True).click()
+    settle(tab)
+    first_n = tab.get_by_label("Prompts to run (the first N of 20)")
+    first_n.fill(str(prompts))
+    first_n.press("Enter")
+    settle(tab)
+    box = tab.get_by_label("Server URL")
+    box.fill(server_url)
+    box.press("Enter")
+    settle(tab)
+    tab.get_by_role("button", name="Check connection").click()
+    wait_shown(tab, "per-request metrics", timeout_ms=60_000)

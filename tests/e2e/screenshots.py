@@ -17,7 +17,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from browser_helpers import CHROMIUM, CHROMIUM_FLAGS, NEXT_PHASE, ROOT, served_app, settle, wait_shown
+from browser_helpers import (
+    CHROMIUM,
+    CHROMIUM_FLAGS,
+    NEXT_PHASE,
+    ROOT,
+    served_app,
+    settle,
+    wait_shown,
+    workload_through_server,
+)
 
 DESKTOP, PROJECTOR = (1280, 800), (1920, 1080)
 LECTURE_MOMENTS = {  # name -> the round page's URL query (the README's focus view in lecture mode)
@@ -77,19 +86,7 @@ def lecture(query: str):
 def workload_server(server_url: str):
     def shoot(tab, url: str) -> None:
         """The code sample's first three prompts measured through the vLLM server, the whole page."""
-        open_app_page(tab, url, "workload")
-        tab.get_by_text("a vLLM server", exact=True).click()
-        settle(tab)
-        first_n = tab.get_by_label("Prompts to run (the first N of 20)")
-        first_n.fill("3")
-        first_n.press("Enter")
-        settle(tab)
-        box = tab.get_by_label("Server URL")
-        box.fill(server_url)
-        box.press("Enter")
-        settle(tab)
-        tab.get_by_role("button", name="Check connection").click()
-        wait_shown(tab, "per-request metrics")
+        workload_through_server(tab, url, server_url)
         settle(tab)
         tab.get_by_role("button", name="▶ Measure").click()
         wait_shown(tab, "Per tag and overall", timeout_ms=300_000)
