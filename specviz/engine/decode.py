@@ -153,7 +153,7 @@ def decode_rounds(
         p = logits_to_probs(logits, settings.sampling)  # (n+1, V)
 
         # 3. accept / reject (one host transfer for a chain; a tree is walked on the host)
-        judged = (judge_tree if proposal.is_tree else _judge_chain)(proposal, p, u, slots, pair, settings)
+        judged = (judge_tree if proposal.is_tree else _judge_chain)(proposal, p, u, slots, pair)
         verified = time.perf_counter()
         committed, stop = _apply_stops(judged.candidates, pair, settings, produced)
         produced += len(committed)
@@ -211,9 +211,7 @@ class _ChainJudgement:
         return _make_round(index, self.facts, committed, stop, self.u_accept, self.u_next, pair, settings, **timing)
 
 
-def _judge_chain(
-    proposal: Proposal, p: torch.Tensor, u: torch.Tensor, slots: int, pair: ModelPair, settings: RunSettings
-) -> _ChainJudgement:
+def _judge_chain(proposal: Proposal, p: torch.Tensor, u: torch.Tensor, slots: int, pair: ModelPair) -> _ChainJudgement:
     """Accept a prefix of the chain and draw the correction or bonus token (core/verify.py), read in one transfer."""
     k = proposal.tokens.numel()
     q = proposal.q if proposal.q is not None else one_hot(proposal.tokens, pair.vocab_size)  # (k, V)

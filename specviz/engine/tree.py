@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 import torch
 
-from specviz.core.settings import RunSettings
 from specviz.core.trace import (
     ACCEPTED,
     AFTER_STOP,
@@ -62,9 +61,7 @@ class TreeJudgement:
         return _make_round(index, self, committed, stop, pair, **timing)
 
 
-def judge_tree(
-    proposal: Proposal, p: torch.Tensor, u: torch.Tensor, slots: int, pair: ModelPair, settings: RunSettings
-) -> TreeJudgement:
+def judge_tree(proposal: Proposal, p: torch.Tensor, u: torch.Tensor, slots: int, pair: ModelPair) -> TreeJudgement:
     """Walk the tree from the root with u (2S+1,) float64: accept draws from slot S on, the next-token draw last."""
     n = proposal.tokens.numel()
     u_accept, u_next = u[slots : slots + n], u[2 * slots]
