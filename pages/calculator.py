@@ -2,7 +2,6 @@
 
 import json
 
-import pandas as pd
 import streamlit as st
 
 from specviz.core import stats, tree_theory
@@ -24,7 +23,7 @@ from specviz.core.theory import (
 from specviz.engine.models import ASSETS
 from specviz.errors import SpecvizError
 from specviz.ui.controls import model_sidebar, pair_or_error
-from specviz.ui.render import apply_lecture_mode, draw, page_header
+from specviz.ui.render import apply_lecture_mode, draw, page_header, show_table
 from specviz.viz import theory_charts as charts
 
 LESSON = json.loads((ASSETS / "lessons" / "calculator.json").read_text(encoding="utf-8"))
@@ -161,12 +160,12 @@ draw(st, charts.heatmap_chart(charts.heatmap_frame(c, verify), alpha, k))
 st.subheader("Reference tables")
 st.caption(LESSON["tables"])
 t_left, t_right = st.columns(2)
-t_left.dataframe(pd.DataFrame(leviathan_table()).round(2), hide_index=True, key="table1")
-t_right.dataframe(pd.DataFrame(best_k_table()).round(2), hide_index=True, key="best_k_table")
+show_table(t_left, leviathan_table(), key="table1")
+show_table(t_right, best_k_table(), key="best_k_table")
 st.caption(LESSON["seed_tables"])
 s_left, s_right = st.columns([1, 2])
-s_left.dataframe(pd.DataFrame(expected_tokens_table(4)).round(3), hide_index=True, key="k4_table")
-s_right.dataframe(pd.DataFrame(cost_examples_table()).round(2), hide_index=True, key="cost_table")
+show_table(s_left, expected_tokens_table(4), key="k4_table")
+show_table(s_right, cost_examples_table(), key="cost_table")
 
 # ---- non-uniform acceptance ------------------------------------------------------------------------------------------
 st.subheader("Non-uniform acceptance")
@@ -283,13 +282,8 @@ else:
     s_cols[3].metric(f"Speedup: best chain (K = {t.best_chain.nodes})", f"{t.best_chain.speedup:.2f}×")
     (st.success if t.pays else st.warning)(t.verdict())
     draw(st, charts.tree_chart(t))
-    st.dataframe(
-        pd.DataFrame(
-            tree_theory.shape_table(dict.fromkeys(tree_theory.COMPARE_SHAPES + (shape,)), rates, c, tree_verify)
-        ).round(3),
-        hide_index=True,
-        key="tree_shapes_table",
-    )
+    shapes = dict.fromkeys(tree_theory.COMPARE_SHAPES + (shape,))
+    show_table(st, tree_theory.shape_table(shapes, rates, c, tree_verify), key="tree_shapes_table")
     st.caption(
         "What the model assumes: a child's acceptance depends only on its place among its siblings (not on the depth "
         "or the parent's token); a draft forward over all the nodes of one depth costs one draft step c; the verify "

@@ -10,8 +10,9 @@ from specviz.engine.models import ASSETS
 from specviz.errors import SpecvizError
 from specviz.ui.controls import model_sidebar, pair_or_error
 from specviz.ui.limits import Limits
-from specviz.ui.render import apply_lecture_mode, draw, page_header
+from specviz.ui.render import apply_lecture_mode, draw, page_header, show_table
 from specviz.viz import lab_charts as charts
+from specviz.viz.tables import format_p
 
 LIMITS = Limits.from_env()
 
@@ -59,25 +60,11 @@ q_a = right.slider("q(A): draft", 0.0, 1.0, 0.9, 0.01, key="q_a")
 flow = lab.two_token_flow(p_a, q_a)
 chart_col, numbers_col = st.columns([3, 2])
 draw(chart_col, charts.flow_chart(flow))
-numbers_col.dataframe(
-    pd.DataFrame(
-        {
-            "p": flow.p,
-            "q": flow.q,
-            "accept min(1, p/q)": flow.accept_prob,
-            "emitted as accepted draft": flow.accepted,
-            "residual": flow.residual,
-            "emitted as correction": flow.corrected,
-            "final": flow.final,
-        },
-        index=list(flow.tokens),
-    ).T.round(4),
-    key="flow_table",
-)
+show_table(numbers_col, charts.flow_numbers(flow), key="flow_table")
 cols = st.columns(3)
-cols[0].metric("Final P(A)", f"{flow.final[0]:.4f}")
-cols[1].metric("Final P(B)", f"{flow.final[1]:.4f}")
-cols[2].metric("Rejected, corrected from the residual", f"{flow.rejected_mass:.4f}")
+cols[0].metric("Final P(A)", f"{flow.final[0]:.3f}")
+cols[1].metric("Final P(B)", f"{flow.final[1]:.3f}")
+cols[2].metric("Rejected, then corrected", f"{flow.rejected_mass:.3f}", help="the mass drawn again from the residual")
 
 # ---- the shop model --------------------------------------------------------------------------------------------------
 st.header("2. The shop model: Monte Carlo vs enumeration")
@@ -107,9 +94,9 @@ except (SpecvizError, ValueError) as exc:
 alphas = lab.chain_alpha(*(lab.chain_from_rows(r) for r in (target_rows, draft_rows)))
 st.caption("α = Σ min(p, q) after each event: " + " · ".join(f"{n} {a:.2f}" for n, a in zip(lab.ROWS, alphas)))
 cols = st.columns(3) + st.columns(2)
-cols[0].metric("Largest gap, plain vs speculative samples", f"{experiment.largest_gap:.4f}")
-cols[1].metric("Largest gap, exact (enumeration)", f"{experiment.largest_gap_exact:.1e}")
-cols[2].metric("χ² p-value, speculative samples vs exact p", f"{experiment.chi2_spec.p_value:.3f}")
+cols[0].metric("Largest gap, sampled", f"{experiment.largest_gap:.3f}", help="plain vs speculative samples")
+cols[1].metric("Largest gap, exact", f"{experiment.largest_gap_exact:.1e}", help="by enumeration")
+cols[2].metric("χ², speculative vs exact p", format_p(experiment.chi2_spec.p_value), help="the samples' χ² p-value")
 cols[3].metric("Verify passes per 64 events", f"{experiment.passes_per_64:.2f}", help="plain decoding: 64 target steps")
 cols[4].metric("Draft acceptance fraction", f"{experiment.acceptance_fraction:.1%}")
 draw(st, charts.shop_chart(experiment))
@@ -128,24 +115,14 @@ chosen = st.radio("Sampler", list(labels), horizontal=True, key="bug")
 frame, exact, target_vec = bugs(target_rows, bug_rows, k, samples, int(seed))
 row = frame.set_index("key").loc[labels[chosen]]
 cols = st.columns(4)
-cols[0].metric("TV distance from p (exact)", f"{row['tv']:.4f}")
-cols[1].metric(f"χ² p-value ({samples:,} samples)", f"{row['p_value']:.2e}")
+cols[0].metric("TV distance from p (exact)", f"{row['tv']:.3g}")
+cols[1].metric(f"χ² ({samples:,} samples)", format_p(row["p_value"]))
 cols[2].metric("Verdict", str(row["verdict"]))
 cols[3].metric("Acceptance fraction", f"{row['acceptance']:.1%}")
 st.caption(f"{chosen}: {row['what']}." + (f" Where: {row['seen in']}." if row["seen in"] else ""))
 draw(st, charts.variant_chart(lab.sequence_labels(k + 1), target_vec, exact[labels[chosen]], chosen))
 draw(st, charts.bug_chart(frame))
-st.dataframe(
-    frame.drop(columns=["key"]),
-    hide_index=True,
-    column_config={
-        "tv": st.column_config.NumberColumn("TV from p", format="%.4f"),
-        "p_value": st.column_config.NumberColumn("χ² p-value", format="%.2e"),
-        "chi2": st.column_config.NumberColumn("χ²", format="%.1f"),
-        "acceptance": st.column_config.NumberColumn("acceptance", format="%.3f"),
-    },
-    key="bug_table",
-)
+show_table(st, frame.drop(columns=["key"]), key="bug_table")
 
 # ---- trees -----------------------------------------------------------------------------------------------------------
 st.header("4. Trees: several children per node")
@@ -187,28 +164,17 @@ tree_table, tree_exact, tree_target = trees(target_rows, tree_rows, shape, tree_
 tree_row = tree_table.set_index("key").loc[variant.key]
 cols = st.columns(4)
 cols[0].metric("Tree: max |output − p| (exact)", f"{tree_row['max_abs_diff']:.1e}")
-cols[1].metric("Tree: TV from p (exact)", f"{tree_row['tv']:.4f}")
-cols[2].metric(f"Tree: χ² p-value ({tree_samples:,} samples)", f"{tree_row['p_value']:.2e}")
+cols[1].metric("Tree: TV from p (exact)", f"{tree_row['tv']:.3g}")
+cols[2].metric(f"Tree: χ² ({tree_samples:,} samples)", format_p(tree_row["p_value"]))
 cols[3].metric("Tree verdict", lab.pass_fail(tree_row["verdict"]))
 tree_why = f"{variant.label}: {variant.why}."
 if tree_row["verdict"] == lab.EXACT_VERDICT:
     st.success(f"Exact to 1e-9 over {len(shape) + 1}-event sequences. {tree_why}")
 else:
-    st.warning(f"Not exact: the output is {tree_row['tv']:.4f} in total variation away from p. {tree_why}")
+    st.warning(f"Not exact: the output is {tree_row['tv']:.3g} in total variation away from p. {tree_why}")
 draw(st, charts.variant_chart(lab.sequence_labels(len(shape) + 1), tree_target, tree_exact[variant.key], variant.label))
 draw(st, charts.tree_check_chart(tree_table))
-st.dataframe(
-    tree_table.drop(columns=["key"]),
-    hide_index=True,
-    column_config={
-        "max_abs_diff": st.column_config.NumberColumn("max |output − p|", format="%.1e"),
-        "tv": st.column_config.NumberColumn("TV from p", format="%.4f"),
-        "p_value": st.column_config.NumberColumn("χ² p-value", format="%.2e"),
-        "chi2": st.column_config.NumberColumn("χ²", format="%.1f"),
-        "passes_per_token": st.column_config.NumberColumn("target passes per event", format="%.3f"),
-    },
-    key="tree_table",
-)
+show_table(st, tree_table.drop(columns=["key"]), key="tree_table")
 
 # ---- the real pair ---------------------------------------------------------------------------------------------------
 st.header("5. On the loaded model pair")
@@ -251,6 +217,7 @@ if st.button("Sample the next two tokens, plain and speculative", key="real_run"
         else:
             st.session_state["real_result"] = {
                 "samples": result.samples,
+                "requested": result.requested,
                 "p_value": result.chi2.p_value,
                 "dof": result.chi2.dof,
                 "statistic": result.chi2.statistic,
@@ -263,17 +230,20 @@ if st.button("Sample the next two tokens, plain and speculative", key="real_run"
 
 real = st.session_state.get("real_result")
 if real:
-    if real["stopped_early"]:
-        st.warning(f"The time budget ran out after {real['samples']} samples each way.")
+    requested = real.get("requested", real["samples"])
+    power = charts.power_note(real["samples"], requested, real["dof"], real["stopped_early"])
+    (st.warning if real["stopped_early"] else st.caption)(power)
     if real["dof"] < 1:
         st.warning("Too few samples for a test: every outcome is rare. Raise the samples, or lower top-k.")
     cols = st.columns(3)
     cols[0].metric("Samples each way", f"{real['samples']}")
-    cols[1].metric("χ² p-value, plain vs speculative", f"{real['p_value']:.3f}")
+    cols[1].metric("χ², plain vs speculative", format_p(real["p_value"]), help="the two samples' χ² p-value")
     cols[2].metric("χ² statistic / dof", f"{real['statistic']:.1f} / {real['dof']}")
-    verdict = "consistent with the same distribution" if real["p_value"] > 1e-3 else "the two samples differ"
+    differ = real["p_value"] <= charts.REAL_PAIR_LEVEL
+    verdict = "the two samples differ" if differ else "no difference detected"
     st.write(
-        f"Verdict: **{verdict}** (p = {real['p_value']:.3g}; an exact sampler gives p < 0.001 one time in a thousand)."
+        f"Verdict: **{verdict}** ({format_p(real['p_value'])}; an exact sampler gives p < 0.001 one time in a "
+        "thousand)."
     )
     draw(st, charts.real_pair_chart(real["rows"], "Most frequent next-two-token outcomes"))
 

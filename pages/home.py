@@ -5,9 +5,12 @@ import streamlit as st
 from specviz import methods
 from specviz.core.settings import RunSettings
 from specviz.engine.catalogue import presets_for
+from specviz.engine.models import ASSETS
 from specviz.errors import SpecvizError
+from specviz.measure.bench import recorded_benches
+from specviz.measure.timing import DISAGREES, against_bench, agreement_words
 from specviz.ui.controls import active_sources, recommended_draft_vocab
-from specviz.ui.render import cached_versus_plain, page_header, show_text
+from specviz.ui.render import apply_lecture_mode, cached_versus_plain, lecture_on, page_header, show_text
 from specviz.viz.explain import ALPHA_HELP
 
 page_header(
@@ -15,6 +18,7 @@ page_header(
     "Teaching point: a cheap draft guesses, the big model checks all guesses in one pass, and a careful accept/reject "
     "rule makes the result exactly what the big model alone would have written.",
 )
+apply_lecture_mode(lecture_on())  # turned on on another page: the home page has no sidebar toggle of its own
 st.markdown(
     """
 Generating text one token at a time wastes the hardware: every step streams all of the target model's weights from
@@ -33,7 +37,7 @@ draft_vocab = recommended_draft_vocab(sources[1])
 vocab_note = f"the draft proposing from its {draft_vocab} most frequent tokens, " if draft_vocab else ""
 try:
     settings = RunSettings(method=methods.DRAFT, k=4, max_new_tokens=48, draft_vocab=draft_vocab)
-    result, measured_at = cached_versus_plain(sources, prompt, settings)
+    result, measured_at, env = cached_versus_plain(sources, prompt, settings)
 except SpecvizError as exc:
     st.error(str(exc))
 else:
@@ -43,20 +47,26 @@ else:
     cols[0].metric("α (accepted / judged)", f"{spec.totals.alpha:.2f}", help=ALPHA_HELP)
     cols[1].metric("τ (tokens per target pass)", f"{spec.totals.tau:.2f}")
     cols[2].metric("Target passes (plain)", f"{spec.totals.rounds} ({plain.totals.rounds})")
-    cols[3].metric("Measured speedup vs plain", f"{result.speedup:.2f}×")
+    cols[3].metric("Measured speedup vs plain", f"{result.speedup:.2f}×", help=result.timing.words())
     same = (
         "The two outputs are identical token for token (compared just now)."
         if result.first_divergence is None
         else f"The two outputs differ from token {result.first_divergence + 1} on: see the race page for why."
     )
-    st.caption(
-        f"Measured at {measured_at} on {spec.meta.get('device', '?')} ({spec.meta.get('dtype', '?')}), greedy, K = 4, "
-        f"{vocab_note}same prompt: after a warm-up, each was timed {result.timed_runs} times in alternating order "
-        f"(median {result.spec_tokens_per_s:.0f} vs {result.plain_tokens_per_s:.0f} tokens/s). This server keeps "
-        f"the result for every visitor until it restarts. {same} On a CPU with tiny models the draft is not much "
-        "cheaper than the target, so the measured speedup can be far below what τ suggests: the calculator page "
-        "explains the gap."
+    bench = against_bench(
+        result.speedup, result.timing.interval, env, 4, draft_vocab, 0.0, recorded_benches(ASSETS / "bench")
     )
+    bench_note = "" if bench.verdict == DISAGREES else agreement_words(bench)  # a disagreement is a warning below
+    st.caption(
+        f"Measured at {measured_at} on {spec.meta.get('device', '?')} ({spec.meta.get('dtype', '?')}; "
+        f"{env['cpu']}, load average {env['load_average']}), K = 4, {vocab_note}the code preset prompt. "
+        f"{result.timing.words()} (Median {result.spec_tokens_per_s:.0f} vs {result.plain_tokens_per_s:.0f} tokens/s.) "
+        f"{bench_note} This server keeps the result for every visitor until it restarts. {same} On a CPU "
+        "with tiny models the draft is not much cheaper than the target, so the measured speedup can be far below "
+        "what τ suggests: the calculator page explains the gap."
+    )
+    if bench.verdict == DISAGREES:
+        st.warning(agreement_words(bench))
 
 st.subheader("Explore")
 st.page_link(

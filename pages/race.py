@@ -3,15 +3,22 @@
 import time
 
 import streamlit as st
-import torch
 
 from specviz import methods
-from specviz.engine.models import ASSETS
+from specviz.engine.models import ASSETS, HEAD_KINDS, find_heads
 from specviz.errors import SpecvizError
-from specviz.measure.bench import headline, recorded_benches
-from specviz.measure.race import RACE_TREES, SWEEP_KS, k_sweep, race, tree_label
-from specviz.ui.controls import active_pair, prompt_box, sidebar_controls
-from specviz.ui.render import apply_lecture_mode, draw, page_header
+from specviz.measure.bench import environment, headline, recorded_benches
+from specviz.measure.race import RACE_TREES, SWEEP_KS, k_sweep, race, sweep_warnings, tree_label
+from specviz.measure.timing import (
+    DISAGREES,
+    REPEATS,
+    against_bench,
+    agreement_words,
+    implausible_lanes,
+    timing_words,
+)
+from specviz.ui.controls import active_pair, active_sources, prompt_box, sidebar_controls
+from specviz.ui.render import apply_lecture_mode, draw, page_header, show_table
 from specviz.viz import race_charts as charts
 from specviz.viz.explain import BF16_GREEDY_NOTE
 
@@ -24,7 +31,18 @@ controls = sidebar_controls("race")
 apply_lecture_mode(controls.lecture)
 state = st.session_state
 prompt = prompt_box(controls.target, key="race_prompt")
-lanes = st.multiselect("Lanes", list(methods.LANES), default=list(methods.LANES), format_func=methods.lane_label)
+heads = find_heads(active_sources()[0], None)  # a feature head's lane is offered only where its head is
+runnable = [lane for lane in methods.LANES if lane in heads or not methods.get(lane).loads_head]
+lanes = st.multiselect("Lanes", runnable, default=runnable, format_func=methods.lane_label)
+missing = [lane for lane in methods.LANES if methods.get(lane).loads_head and lane not in heads]
+if missing:
+    names = [methods.label(lane) for lane in missing]
+    listed = f"{', '.join(names[:-1])} or {names[-1]}" if len(names) > 1 else names[0]
+    stages = " | ".join(HEAD_KINDS[lane].stage for lane in missing)
+    st.caption(
+        f"No {listed} sit beside this target, so the lanes that draft with them are not offered "
+        f"(`python -m specviz train-tiny {stages}` trains them for the bundled target)."
+    )
 if methods.PLAIN not in lanes:
     st.caption("Plain decoding is always raced too: it is the baseline every speedup is measured against.")
     lanes = [methods.PLAIN, *lanes]
@@ -60,23 +78,43 @@ if st.button("Start the race", type="primary", disabled=controls.settings is Non
                 show_lane(lane, ids, seconds)
                 drawn[lane] = time.perf_counter()
 
-        with st.spinner("Warming up every lane (first calls are slower), then racing…"):
-            results = race(pair, prompt, settings, lanes, show, tree)
-        for lane, result in zip(lanes, results):
+        with st.spinner(f"Warming up every lane (first calls are slower), then racing {REPEATS} times…"):
+            raced = race(pair, prompt, settings, lanes, show, tree)
+        for lane, result in zip(lanes, raced.records):
             show_lane(lane, list(result.output_ids), result.wall_s)
-        state["race"] = (results, settings.sampling.greedy, pair.dtype)
+        state["race"] = (raced, settings, environment(pair))
     except SpecvizError as exc:
         st.error(str(exc))
 
 if "race" in state:
-    results, greedy, dtype = state["race"]
+    raced, raced_settings, env = state["race"]
+    results, greedy, dtype = raced.records, raced_settings.sampling.greedy, env["dtype"]
     plain = next(r for r in results if r.method == methods.PLAIN)
-    st.dataframe(charts.lanes_frame(results, plain.output_ids if greedy else None), hide_index=True)
+    reference = plain.output_ids if greedy else None
+    show_table(st, charts.lanes_frame(results, reference, raced.timings, raced.tokens_per_s))
     st.caption(
-        "Times are decoding times: each lane's clock stops while the page draws its text, so tokens/s here are the "
-        "bench's for the same lane and settings, not the browser's drawing speed."
+        timing_words(REPEATS, raced_settings.sampling.temperature, None, tokens=raced_settings.max_new_tokens)
+        + " Tokens/s is each lane's median over the repeats; speedup vs plain "
+        "is the median of its per-repeat speedups (each against plain in the same repeat), with their range. Times "
+        "are decoding times: each lane's clock stops while the page draws its text (the first repeat is drawn), so "
+        "tokens/s here are the bench's for the same lane and settings, not the browser's drawing speed."
     )
-    if greedy and dtype != torch.float32:
+    doubts = implausible_lanes(results, raced.timings)
+    if doubts:
+        st.warning("Some lanes' speedups are not to be trusted: " + "; ".join(doubts) + ".")
+    if methods.DRAFT in raced.timings:
+        draft = raced.timings[methods.DRAFT]
+        bench = against_bench(
+            draft.speedup,
+            draft.interval,
+            env,
+            raced_settings.k,
+            raced_settings.draft_vocab,
+            raced_settings.sampling.temperature,
+            recorded_benches(ASSETS / "bench"),
+        )
+        (st.warning if bench.verdict == DISAGREES else st.caption)(f"The draft-model lane: {agreement_words(bench)}")
+    if greedy and dtype != "float32":
         st.caption(f"In {str(dtype).removeprefix('torch.')}, {BF16_GREEDY_NOTE} (Precision is in the sidebar.)")
     if not greedy:
         st.caption(
@@ -102,12 +140,16 @@ if "sweep" in state:
     sweep = state["sweep"]
     if sweep.costs.implausible:
         st.warning(f"No prediction is drawn: {sweep.costs.implausible}")
+    doubts = sweep_warnings(sweep, state["race"][0] if "race" in state else None)
+    if doubts:
+        st.warning("Some sweep points are not to be trusted: " + "; ".join(doubts) + ".")
     draw(st, charts.sweep_chart(sweep.rows))
+    st.caption(sweep.words())
 
 st.subheader("Measured with the bench on this project's machines")
 recorded = recorded_benches(ASSETS / "bench")
 if recorded:
-    st.dataframe([headline(doc) for doc in recorded], hide_index=True)
+    show_table(st, [headline(doc) for doc in recorded])
     st.caption(
         "From `python -m specviz bench` (JSON in assets/bench, each with its environment; a file named prose ran the "
         "prose workload, the others the held-out code prompts): greedy, the specviz draft lane at its best K. A speed "

@@ -7,10 +7,12 @@ import streamlit as st
 from specviz import methods
 from specviz.engine.models import ASSETS, BUNDLED_DRAFT, BUNDLED_TARGET
 from specviz.errors import SpecvizError
+from specviz.measure.bench import recorded_benches
 from specviz.measure.predict import predict
-from specviz.measure.prompts import Workload, parse_workload
-from specviz.measure.recommend import recommend
+from specviz.measure.prompts import TAG_LINE, Workload, parse_workload, tags_found
+from specviz.measure.recommend import judge, verdict_document
 from specviz.measure.summary import results_csv, results_json, summarize
+from specviz.measure.timing import DISAGREES, against_bench, agreement_words, timing_words, workload_interval_kind
 from specviz.measure.workload import runnable_rows
 from specviz.ui import render
 from specviz.ui import workload as drive
@@ -43,13 +45,18 @@ try:
         workload = Workload(tuple(r for p in parts for r in p.rows), ()) if parts else None
     elif source == "pasted text":
         text = st.text_area(
-            "One prompt per block: separate prompts by a line holding only --- (or, if there is none, by blank lines).",
+            "One prompt per block: separate prompts by a line holding only --- (or, if there is none, by blank "
+            f"lines); a line `{TAG_LINE}` tags the prompts after it.",
             height=180,
+            placeholder="### tag: code\ndef add(a, b):\n---\nclass Counter:\n### tag: prose\nThe quick brown fox",
+            help="Each tag is measured and judged on its own as well as with all prompts. A tag line tags every "
+            "prompt after it until the next one; prompts before the first are untagged.",
         )
         workload = parse_workload(text, "pasted.txt", LIMITS.max_upload_bytes) if text.strip() else None
     else:
         upload = st.file_uploader(
-            '.txt (blocks), .jsonl ({"prompt", "tag"} per line) or .csv (prompt[,tag] columns)',
+            f'`.txt` (blocks, tagged by `{TAG_LINE}` lines), `.jsonl` (`{{"prompt", "tag"}}` per line) or '
+            "`.csv` (prompt[,tag] columns)",
             type=["txt", "jsonl", "csv"],
         )
         workload = parse_workload(upload.getvalue(), upload.name, LIMITS.max_upload_bytes) if upload else None
@@ -57,6 +64,8 @@ except SpecvizError as exc:
     st.error(literal(str(exc)))
 if workload and workload.problems:
     st.warning("Skipped rows (the others still run):\n\n" + "\n".join(f"- {literal(p)}" for p in workload.problems))
+if workload and workload.rows:
+    st.caption(literal(tags_found(workload.rows)))
 
 run_limit = MAX_PROMPTS_PER_RUN
 if workload and workload.rows:
@@ -206,9 +215,9 @@ if where == SERVER and found and found.get("local_pair") and found["asked"] == u
             "the API, and a server in bfloat16 or float16 (vLLM's default for half-precision checkpoints) can flip a "
             "near-tie, after which texts and steps differ. tokens/s: one run each, on a shared machine (noisy)."
         )
-        st.dataframe(charts.agreement_frame(compared), hide_index=True)
+        render.show_table(st, charts.agreement_frame(compared))
         pick = st.selectbox("Steps of prompt", range(len(compared)), format_func=lambda i: compared[i]["prompt"][:60])
-        st.dataframe(charts.agreement_steps_frame(compared[pick]), hide_index=True)
+        render.show_table(st, charts.agreement_steps_frame(compared[pick]))
 
 records = state["workload_records"]
 if not records:
@@ -251,7 +260,9 @@ if served and base.sampling.temperature > 0 and meta.get("method") == methods.DR
     )
 summary = summarize(records, costs, base.seed)
 st.subheader("Recommendation")
-advice = recommend(records, meta.get("draft"), base.sampling.temperature, costs)
+# all prompts, then each tag: their figures are the summary table's rows, the same seed's intervals
+verdicts = judge(records, meta.get("draft"), base.sampling.temperature, costs, base.seed, summary)
+advice, per_tag = verdicts[0], verdicts[1:]
 if not speedup_measured:
     st.info(
         "No go / no-go: speedup is not measured through a server. The server decodes only with its speculative "
@@ -263,22 +274,59 @@ elif advice.go is None:
     st.info("No verdict yet. " + advice.reason)
 else:
     (st.success if advice.go else st.warning)(("GO: " if advice.go else "NO-GO: ") + advice.reason)
+for verdict in per_tag if speedup_measured else ():  # each tag judged on its own, by the same rule
+    show, word = {True: (st.success, "GO"), False: (st.warning, "NO-GO"), None: (st.info, "No verdict yet")}[verdict.go]
+    show(f"{word} for prompts tagged **{literal(verdict.tag)}**: {verdict.reason}")
+if speedup_measured:
+    repeats_run = max(len(r.speedups) for r in records)
+    best = [r for r in records if (r.method, r.k) == (advice.method, advice.k)]
+    st.caption(
+        f"The speedup of {advice.method}, K = {advice.k}: "
+        + timing_words(
+            repeats_run,
+            base.sampling.temperature,
+            advice.speedup_ci,
+            prompts=len(best),
+            tokens=base.max_new_tokens,
+            interval_kind=workload_interval_kind(repeats_run),
+        )
+    )
+    env = state.get(drive.ENVIRONMENT)
+    if env and advice.method == methods.DRAFT and advice.measured_speedup is not None:
+        bench = against_bench(
+            advice.measured_speedup,
+            advice.speedup_ci,
+            env,
+            advice.k,
+            base.draft_vocab,
+            base.sampling.temperature,
+            recorded_benches(ASSETS / "bench"),
+        )
+        (st.warning if bench.verdict == DISAGREES else st.caption)(
+            agreement_words(bench) + " (A workload's prompts are its own; the bench ran its held-out prompts.)"
+        )
 if costs is not None and costs.implausible:
     st.warning(f"No predicted speedup is shown: {costs.implausible}")
+deployable = [advice] if advice.go is not False else [v for v in per_tag if v.go]  # a NO-GO offers nothing to copy
 if not served and advice.go is False:
-    st.caption("No deployment settings are offered for a NO-GO: decoding plainly is the recommendation.")
-elif not served:
+    st.caption(
+        "No deployment settings are offered for a NO-GO: decoding plainly is the recommendation"
+        + (", except for the tags that pass, below." if deployable else ".")
+    )
+for verdict in deployable if not served else ():
+    if verdict.tag != advice.tag:
+        st.markdown(f"For prompts tagged **{literal(verdict.tag)}** ({verdict.method}, K = {verdict.k}):")
     left, right = st.columns(2)
     left.markdown("vLLM `--speculative-config`")
-    left.code(json.dumps(advice.vllm_config), language="json")
+    left.code(json.dumps(verdict.vllm_config), language="json")
     right.markdown("Hugging Face `generate()`")
-    right.code(advice.hf_generate, language="python")
+    right.code(verdict.hf_generate, language="python")
 
 st.subheader("Per tag and overall")
-st.dataframe(charts.summary_frame(summary, speedup_measured), hide_index=True)
+render.show_table(st, charts.summary_frame(summary, speedup_measured))
 st.caption(ALPHA_HELP)
 st.subheader("Per prompt")
-st.dataframe(charts.per_prompt_frame(records, speedup_measured), hide_index=True)
+render.show_table(st, charts.per_prompt_frame(records, speedup_measured))
 left, right = st.columns(2)
 draw(left, charts.per_position_chart(records))
 draw(right, charts.acceptance_length_chart(records))
@@ -301,6 +349,7 @@ if speedup_measured:
     }
     draw(right, charts.speedup_chart(records, predictions))
     st.caption(
+        "The black bars on the measured speedups are the 95% interval the verdict quotes. "
         "Predicted speedup = τ / (drafts per round · c + v): this run's measured tokens per target pass τ, the draft's "
         "cost per step c and the verify pass cost v, both timed on this machine before the workload and relative to a "
         "plain target step. It is what the model passes alone allow; the measured bar also pays the loop's own "
@@ -319,12 +368,17 @@ if with_tokens:
     render.show_html(charts.heatmap_html(records[which]))
 
 left, right = st.columns(2)
+exported = {"methods": run_methods, "ks": run_ks, **shown_meta(meta, LIMITS)}
+verdict_doc = verdict_document(verdicts)
 left.download_button(
-    "Download CSV (one row per prompt × method × K)", results_csv(records), "specviz-workload.csv", "text/csv"
+    "Download CSV (one row per prompt × method × K)",
+    results_csv(records, verdict_doc, exported),
+    "specviz-workload.csv",
+    "text/csv",
 )
 right.download_button(
     "Download JSON (everything, with vLLM-shaped metrics)",
-    results_json(records, base, {"methods": run_methods, "ks": run_ks, **shown_meta(meta, LIMITS)}, costs, base.seed),
+    results_json(records, base, exported, costs, base.seed, verdict_doc),
     "specviz-workload.json",
     "application/json",
 )

@@ -24,11 +24,21 @@ SPECVIZ, HF = "specviz", "hf"  # which engine runs the method
 NO_DRAFTS = "none"  # plain decoding: nothing is drafted
 DRAFT_MODEL_STEP = "draft model step"  # a forward pass of the draft model per drafted token (c = its measured cost)
 HOST_LOOKUP = "host lookup"  # a search on the host over tokens already known (c = 0: next to nothing)
+FEATURE_HEAD_STEP = "feature head step"  # a pass of a small head over the target's own features per drafted token
+#                                          (c = its measured cost: one decoder layer and the target's LM head)
+MEDUSA_HEADS_PASS = "medusa heads pass"  # one pass of K Medusa heads over one feature drafts all K tokens
+#                                          (c = its measured time / K: a residual block and an LM head per token)
 
 PLAIN, DRAFT, NGRAM, TREE = "plain", "draft", "ngram", "tree"
+EAGLE = "eagle"
+EAGLE3 = "eagle3"
+MEDUSA = "medusa"
+SUFFIX = "suffix"  # suffix decoding (ArcticInference): core/suffix_tree.py, engine/proposers.py SuffixProposer
+VLLM_SUFFIX = "suffix"  # vLLM's method name for it (needs the arctic-inference package)
 HF_ASSISTED, HF_PROMPT_LOOKUP = "hf_assisted", "hf_prompt_lookup"
 HF_ASSISTANT_MODEL, HF_PROMPT_LOOKUP_TOKENS = "assistant_model", "prompt_lookup_num_tokens"  # generate() options
-VLLM_DRAFT_MODEL, VLLM_NGRAM = "draft_model", "ngram"  # vLLM's --speculative-config methods
+VLLM_DRAFT_MODEL, VLLM_NGRAM, VLLM_EAGLE = "draft_model", "ngram", "eagle"  # vLLM's --speculative-config methods
+VLLM_EAGLE3, VLLM_MEDUSA = "eagle3", "medusa"
 
 NEEDS_SHAPE = (
     "Tree speculation needs a tree shape: children per depth, e.g. 3,2,1,1 "
@@ -45,13 +55,22 @@ class Method:
     lane: str  # what the race and the bench show, naming the engine
     engine: str  # SPECVIZ (in-process loop) or HF (transformers generate)
     loads_draft: bool  # runs a second, smaller model (so the pair must load one)
-    draft_cost: str  # what drafting one token costs: NO_DRAFTS, DRAFT_MODEL_STEP or HOST_LOOKUP
+    draft_cost: str  # what drafting one token costs: NO_DRAFTS, DRAFT_MODEL_STEP, HOST_LOOKUP, FEATURE_HEAD_STEP or
+    #                  MEDUSA_HEADS_PASS
     mirrors: str | None = None  # for an HF lane: the specviz method it is the reference implementation of
     vllm_method: str | None = None  # vLLM's --speculative-config "method"
     hf_option: str | None = None  # the generate() argument that turns it on
     shaped: bool = False  # drafts a tree: runs only with a tree shape (RunSettings.tree, CLI --tree), so the pages'
     #                      method lists, which cannot give one yet, leave it out (PROPOSERS, LANES)
     refuses_tree: str = ""  # why this chain method cannot take a tree shape (the generic reason when empty)
+    remembers: bool = False  # learns from earlier runs (suffix decoding's global trie): runs take the caller's
+    #                          SuffixMemory (per app session, per measurement), so the server's run cache is bypassed
+    loads_head: bool = False  # drafts with a feature head that reads the target's hidden states (engine/heads.py,
+    #                           engine/eagle3.py, engine/medusa.py), found beside the target (DIR/../eagle,
+    #                           DIR/../eagle3, DIR/../medusa) or given by path (--head, its kind read from its
+    #                           config): no draft model
+    adaptive: bool = False  # K means a chain drafted token by token, so the K schedules apply (core/schedule.py)
+    refuses_schedule: str = ""  # why an adaptive K schedule does not apply (the generic reason when empty)
 
     @property
     def speculative(self) -> bool:
@@ -70,7 +89,7 @@ class Method:
             )
 
     def vllm_config(
-        self, k: int, draft_source: str | None = None, ngram_min: int = 1, ngram_max: int = 3
+        self, k: int, draft_source: str | None = None, ngram_min: int = 1, ngram_max: int = 3, suffix=None
     ) -> dict | None:
         """The matching vLLM `--speculative-config` (None when vLLM has no such method)."""
         if self.vllm_method is None:
@@ -78,8 +97,12 @@ class Method:
         config: dict = {"method": self.vllm_method, "num_speculative_tokens": k}
         if self.vllm_method == VLLM_NGRAM:
             config.update(prompt_lookup_max=ngram_max, prompt_lookup_min=ngram_min)
+        if self.name == SUFFIX and suffix is not None:  # suffix: a SuffixOptions (core/suffix_tree.py)
+            config.update(suffix.vllm_keys())
         if self.loads_draft:
             config["model"] = draft_source or "<draft model>"
+        if self.loads_head:
+            config["model"] = draft_source or "<head directory>"
         return config
 
     def hf_generate_call(self, k: int, temperature: float, ngram_max: int = 3) -> str | None:
@@ -111,6 +134,7 @@ REGISTRY: dict[str, Method] = {
             draft_cost=DRAFT_MODEL_STEP,
             vllm_method=VLLM_DRAFT_MODEL,
             hf_option=HF_ASSISTANT_MODEL,
+            adaptive=True,
         ),
         Method(
             NGRAM,
@@ -125,6 +149,68 @@ REGISTRY: dict[str, Method] = {
                 "n-gram lookup proposes one continuation, not a tree: tree speculation needs a draft model "
                 f"(method {TREE}), or drop the tree shape to use n-gram lookup."
             ),
+            refuses_schedule="proposes whatever continuation it finds, up to K, at next to no cost per token: it "
+            "has no confidence of its own to stop on",
+        ),
+        Method(
+            SUFFIX,
+            "Suffix decoding",
+            "specviz · suffix decoding",
+            SPECVIZ,
+            loads_draft=False,
+            draft_cost=HOST_LOOKUP,
+            vllm_method=VLLM_SUFFIX,
+            remembers=True,
+            refuses_schedule="already sizes each draft itself (its match length and path probability, capped at K), "
+            "at next to no cost per token: it has no confidence of its own to stop on",
+            refuses_tree=(
+                "Suffix decoding here proposes one path (the most frequent continuation), not a tree: drop the tree "
+                f"shape, or use method {TREE} with the draft model."
+            ),
+        ),
+        Method(
+            EAGLE,
+            "EAGLE-1 head",
+            "specviz · EAGLE-1 head",
+            SPECVIZ,
+            loads_draft=False,
+            draft_cost=FEATURE_HEAD_STEP,
+            vllm_method=VLLM_EAGLE,
+            loads_head=True,
+            adaptive=True,
+            refuses_tree=(
+                "The EAGLE-1 head drafts a chain here (trees of its top-k tokens, as EAGLE-2 grows them, are not "
+                f"built yet): drop the tree shape, or use method {TREE} with the draft model."
+            ),
+        ),
+        Method(
+            EAGLE3,
+            "EAGLE-3 head",
+            "specviz · EAGLE-3 head",
+            SPECVIZ,
+            loads_draft=False,
+            draft_cost=FEATURE_HEAD_STEP,
+            vllm_method=VLLM_EAGLE3,
+            loads_head=True,
+            adaptive=True,
+            refuses_tree=(
+                "The EAGLE-3 head drafts a chain here (trees of its top-k tokens are not built yet): drop the tree "
+                f"shape, or use method {TREE} with the draft model."
+            ),
+        ),
+        Method(
+            MEDUSA,
+            "Medusa heads",
+            "specviz · Medusa heads",
+            SPECVIZ,
+            loads_draft=False,
+            draft_cost=MEDUSA_HEADS_PASS,
+            vllm_method=VLLM_MEDUSA,
+            loads_head=True,
+            refuses_tree=(
+                "The Medusa heads draft a chain here (trees of each head's top-k, as the Medusa repository builds "
+                f"them, are not built yet): drop the tree shape, or use method {TREE} with the draft model."
+            ),
         ),
         Method(
             TREE,
@@ -134,6 +220,7 @@ REGISTRY: dict[str, Method] = {
             loads_draft=True,
             draft_cost=DRAFT_MODEL_STEP,
             shaped=True,
+            refuses_schedule="drafts a tree of a fixed shape, not a chain (its depth is set by the shape)",
         ),
         Method(
             HF_ASSISTED,
@@ -193,3 +280,8 @@ def parse_list(text: str, option: str, allowed: tuple[str, ...]) -> list[str]:
 def loads_draft(names) -> bool:
     """Whether any of these methods runs a draft model (so the pair must load one)."""
     return any(get(n).loads_draft for n in names)
+
+
+def loads_head(names) -> bool:
+    """Whether any of these methods drafts with a feature head (so the pair must find one)."""
+    return any(get(n).loads_head for n in names)

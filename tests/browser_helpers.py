@@ -81,12 +81,14 @@ def settle(tab, timeout_ms: int = 60_000) -> None:
 
     Streamlit's own run state (`data-test-script-state` on the app root, which its e2e tests read) says when a run is
     in progress; the status widget appears only after a delay, so on a busy machine it misses runs in their first
-    half second, and a page read then is cut off where the run had got to."""
+    half second, and a page read then is cut off where the run had got to. A session whose websocket is reconnecting
+    also reads 'notRunning' (its widgets are disabled then), so the connection must say CONNECTED too."""
     tab.wait_for_selector('[data-testid="stMain"]', timeout=timeout_ms)
     tab.wait_for_function(
         """() => {
             const app = document.querySelector('[data-testid="stApp"]');
-            const idle = app && app.getAttribute('data-test-script-state') === 'notRunning';
+            const idle = app && app.getAttribute('data-test-script-state') === 'notRunning'
+                && app.getAttribute('data-test-connection-state') === 'CONNECTED';
             const running = [...document.querySelectorAll('[data-testid="stStatusWidget"]')]
                 .some(s => /Running|Stop/.test(s.innerText));
             const stale = document.querySelector('[data-stale="true"]');
@@ -153,8 +155,22 @@ def changed(tab, act) -> str:
 
 
 def press(tab, key: str) -> str:
-    """Press a key with nothing focused (as a clicker does) and wait for the caption to change; returns it."""
-    return changed(tab, lambda: tab.keyboard.press(key))
+    """Press a key with nothing focused (as a clicker does) and wait for the caption to change; returns it.
+
+    If nothing has changed after 30 s and the app is idle, the key is pressed once more, as a lecturer would: in
+    .ci/run on a 2-core machine under full load one press in about a thousand started no run at all. A key that
+    never steps still fails the test."""
+    before = where(tab)
+    tab.keyboard.press(key)
+    try:
+        wait_caption_change(tab, before, timeout_ms=30_000)
+    except Exception:  # noqa: BLE001 - Playwright's TimeoutError: press again once the app is idle
+        settle(tab)
+        if where(tab) == before:
+            tab.keyboard.press(key)
+        wait_caption_change(tab, before)
+    settle(tab)
+    return where(tab)
 
 
 def click(tab, button: str | re.Pattern) -> str:
@@ -190,15 +206,17 @@ TITLE_BOXES = """els => els.map(el => {
 })"""
 
 
-def assert_titles_fit(tab, label: str) -> int:
+def assert_titles_fit(tab, label: str, at_least: int = 1) -> int:
     """Each chart's title box lies inside its chart's box (and the chart inside the page): nothing clipped or cut.
 
     Streamlit draws Altair charts as SVG, so the title's own box is known; Vega never shortens a title whose
     limit is 0 (every chart here sets it), so a title that fits its box is shown whole."""
     charts = tab.locator('[data-testid="stVegaLiteChart"]')
-    charts.first.wait_for()
-    tab.wait_for_function(
-        "() => [...document.querySelectorAll('[data-testid=stVegaLiteChart]')].every(e => e.querySelector('svg'))"
+    tab.wait_for_function(  # a page that draws its charts one after another has at_least of them once it is done
+        """n => { const all = [...document.querySelectorAll('[data-testid=stVegaLiteChart]')];
+                  return all.length >= n && all.every(e => e.querySelector('svg')); }""",
+        arg=at_least,
+        timeout=120_000,
     )
     tab.wait_for_timeout(400)
     boxes = charts.evaluate_all(TITLE_BOXES)
@@ -212,6 +230,29 @@ def assert_titles_fit(tab, label: str) -> int:
             assert box["right"] <= b["viewport"] + 0.5, f"{label}: title runs off the page: {t['text']!r}"
         assert b["chart"]["right"] <= b["viewport"] + 0.5, f"{label}: a chart runs off the page: {b}"
     return len(boxes)
+
+
+PAGE_TITLES = {  # path -> the page's title in the sidebar's navigation
+    "": "Home",
+    "rounds": "Round by round",
+    "calculator": "Speedup calculator",
+    "exactness": "Exactness lab",
+    "workload": "Your workload",
+    "race": "The race",
+}
+LECTURE_TOGGLE = "Lecture mode (large, high contrast)"
+
+
+def open_in_lecture_mode(tab, url: str, path: str, timeout_ms: int = 300_000) -> None:
+    """A page in lecture mode, as a lecturer gets there: the toggle turned on (on the calculator page, which loads no
+    model) and then the page picked in the sidebar's navigation, in the same session (the home page has no toggle)."""
+    open_app_page(tab, url, "calculator")
+    tab.get_by_text(LECTURE_TOGGLE).click()
+    settle(tab)
+    if path != "calculator":
+        tab.locator('[data-testid="stSidebarNavLink"]').filter(has_text=PAGE_TITLES[path]).first.click()
+        tab.wait_for_function("path => location.pathname.replace(/^\\//, '') === path", arg=path, timeout=30_000)
+        settle(tab, timeout_ms)
 
 
 def workload_through_server(tab, url: str, server_url: str, prompts: int = 3) -> None:

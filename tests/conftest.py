@@ -66,6 +66,21 @@ def model_dirs(tmp_path_factory) -> dict[str, Path]:
                 f"{arch}-random": root / f"{arch}-random",
             }
         )
+    # an EAGLE-1 head beside the targets (root/eagle), found by the pairs loaded from root: a random one, so its runs
+    # prove plumbing and exactness, not acceptance (tests/engine/test_eagle.py builds heads with known drafts)
+    from medusa_heads import random_medusa
+    from transformers import AutoModelForCausalLM
+
+    from specviz.engine.eagle3 import new_head3, save_head3
+    from specviz.engine.heads import new_head, save_head
+    from specviz.engine.medusa import save_medusa
+
+    tiny_target = AutoModelForCausalLM.from_pretrained(root / "llama-target")
+    save_head(new_head(tiny_target, seed=7), root / "eagle")
+    # and a random EAGLE-3 head (root/eagle3) over every other token id (tests/engine/test_eagle3.py builds others)
+    save_head3(new_head3(tiny_target, torch.arange(0, len(tokenizer), 2), seed=7), root / "eagle3", torch.float32)
+    # and random Medusa heads (root/medusa), for the same reason (tests/medusa_heads.py has known ones)
+    save_medusa(random_medusa(tiny_target, seed=7), root / "medusa")
     other = build_tokenizer(root / "other-tokenizer", vocab_size=280, corpus="completely different text " * 50)
     build_model(root / "other-vocab", other, "llama", layers=1, seed=3)
     dirs["other-vocab"] = root / "other-vocab"

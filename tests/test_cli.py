@@ -170,3 +170,52 @@ def test_measure_bad_options(model_dirs, capsys, tmp_path, argv, message):
     code, _, err = run_cli(capsys, "measure", str(prompts), "--target", str(model_dirs["llama-target"]), *argv)
     assert code == 2
     assert message in err
+
+
+TAGGED_TXT = (
+    "### tag: code\ndef add\n---\nclass A\n---\nimport os\n---\nx = 1\n---\nfor i in\n"
+    "### tag: prose\nThe fox\n---\nOnce upon\n---\nThis module\n---\nA list\n---\nThe result\n"
+)
+
+
+def test_measure_judges_each_tag_and_writes_the_verdict_and_settings(model_dirs, capsys, tmp_path):
+    """Issue 27, item 7: the command line printed no go / no-go, and its files carried none."""
+    import csv
+
+    from specviz.measure.recommend import RULE
+
+    prompts = tmp_path / "w.txt"
+    prompts.write_text(TAGGED_TXT)
+    target, draft = str(model_dirs["llama-target"]), str(model_dirs["llama-truncated"])
+    code, out, err = run_cli(
+        capsys,
+        *("measure", str(prompts), "--target", target, "--draft", draft, "--max-new-tokens", "3", "--seed", "4"),
+        *("--temperature", "0.5", "--json", str(tmp_path / "r.json"), "--csv", str(tmp_path / "r.csv")),
+    )
+    assert code == 0, err
+    assert "10 prompt(s) by tag: code (5), prose (5); each tag is judged on its own" in err  # before measuring
+    lines = [line for line in out.splitlines() if RULE in line]
+    assert [line.split(" for ")[1].split(":")[0] for line in lines] == [
+        "all prompts",
+        "prompts tagged 'code'",
+        "prompts tagged 'prose'",
+    ]
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert [g["tag"] for g in doc["verdict"]["groups"]] == ["all", "code", "prose"]
+    assert [line.split(" for ")[0] for line in lines] == [g["verdict"] for g in doc["verdict"]["groups"]]
+    rows = list(csv.DictReader((tmp_path / "r.csv").open()))
+    env = doc["settings"]
+    assert {(r["device"], r["dtype"], r["target"], r["draft"]) for r in rows} == {
+        (env["device"], env["dtype"], env["target"], env["draft"])
+    }
+    assert {(float(r["temperature"]), int(r["seed"]), int(r["max_new_tokens"])) for r in rows} == {(0.5, 4, 3)}
+    by_tag = {g["tag"]: g["verdict"] for g in doc["verdict"]["groups"]}
+    assert all(r["verdict"] == by_tag[r["tag"]] and r["overall_verdict"] == by_tag["all"] for r in rows)
+
+
+def test_measure_refuses_a_tag_line_written_wrong_naming_its_line(model_dirs, capsys, tmp_path):
+    prompts = tmp_path / "w.txt"
+    prompts.write_text("def add\n### tag code\nclass A\n")
+    code, _, err = run_cli(capsys, "measure", str(prompts), "--target", str(model_dirs["llama-target"]))
+    assert code == 2
+    assert "line 2: '### tag code' is not a tag line: write '### tag: NAME'" in err

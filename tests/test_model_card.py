@@ -99,6 +99,10 @@ def test_the_shipped_card_is_what_its_manifest_and_measurements_render_to():
     measured = json.loads((DEFAULT_OUT / "measurements.json").read_text())
     assert render(manifest, measured) == (DEFAULT_OUT / "README.md").read_text()
     assert measured["settings"]["prompts"] == 0
+    eagle3 = render(manifest, measured).split("## EAGLE-3 head (`eagle3/`)")[1].split("\n## ")[0]
+    assert f"Trained {manifest['eagle3']['steps']} steps" in eagle3 and "training-time test" in eagle3
+    held = manifest["eagle3"]["held_out_val_code_shipped"]["greedy_by_step"]
+    assert [f"draft step {k + 1} |" in eagle3 for k in range(4)] == [True] * 4 and f"{held[3]:.3f}" in eagle3
     assert measured["settings"]["dtypes"] == ["float32", "bfloat16"]
 
 

@@ -12,8 +12,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from specviz import methods
+from specviz.core import schedule
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import MAX_K, RunSettings
+from specviz.core.suffix_tree import SuffixOptions
 from specviz.errors import SpecvizError
 
 
@@ -44,7 +46,47 @@ def settings_from(args: argparse.Namespace, method: str) -> RunSettings:
         seed=args.seed,
         ngram_min=args.ngram_min,
         ngram_max=args.ngram_max,
+        suffix=suffix_options(args),
+        **schedule_of(args),
     )
+
+
+def suffix_options(args: argparse.Namespace) -> SuffixOptions:
+    """The suffix method's options from --suffix-* (the defaults where a command has none)."""
+    d = SuffixOptions()
+    return SuffixOptions(
+        max_tree_depth=getattr(args, "suffix_depth", d.max_tree_depth),
+        max_spec_factor=getattr(args, "suffix_factor", d.max_spec_factor),
+        max_spec_offset=getattr(args, "suffix_offset", d.max_spec_offset),
+        min_token_prob=getattr(args, "suffix_min_prob", d.min_token_prob),
+        max_cached_requests=getattr(args, "suffix_cached", d.max_cached_requests),
+    )
+
+
+def schedule_of(args: argparse.Namespace, name: str | None = None, threshold: str | None = None) -> dict:
+    """The RunSettings fields of --k-schedule and --confidence-threshold (one value each; bench passes each of its
+    own in turn). The threshold is read only for the confidence schedule."""
+    name = (name or getattr(args, "k_schedule", None) or schedule.CONSTANT).strip().lower()
+    if name not in schedule.SCHEDULES:
+        raise SpecvizError(f"--k-schedule takes {', '.join(schedule.SCHEDULES)}; got {name!r}.")
+    if name != schedule.CONFIDENCE:
+        return {"k_schedule": name}
+    value, fitted = schedule.parse_threshold(threshold or getattr(args, "confidence_threshold", None) or "0.4")
+    return {"k_schedule": name, "confidence_threshold": value, "fit_threshold": fitted}
+
+
+def schedule_variants(args: argparse.Namespace) -> list[dict]:
+    """bench's --k-schedule and --confidence-threshold lists: one variant per schedule, and per threshold for
+    confidence (e.g. constant,heuristic,confidence with 0.4,fitted: four)."""
+    names = [n.strip() for n in str(args.k_schedule or schedule.CONSTANT).split(",") if n.strip()]
+    thresholds = [t.strip() for t in str(args.confidence_threshold or "0.4").split(",") if t.strip()]
+    if not names:
+        raise SpecvizError(f"--k-schedule takes any of {', '.join(schedule.SCHEDULES)} (comma-separated).")
+    variants = []
+    for name in names:
+        for threshold in thresholds if name.strip().lower() == schedule.CONFIDENCE else [None]:
+            variants.append(schedule_of(args, name, threshold))
+    return variants
 
 
 def int_list(text: str, option: str) -> list[int]:

@@ -1,4 +1,4 @@
-"""Command line: python -m specviz run | measure | bench | theory | train-tiny.
+"""Command line: python -m specviz run | measure | bench | theory | serve | train-tiny.
 
 Errors a user can fix are printed as one message, never a traceback."""
 
@@ -12,10 +12,22 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from specviz import methods
-from specviz.cli.args import check_writable, int_list, one_tree, settings_from, summary_table, tree_shapes, write_all
+from specviz.cli.args import (
+    check_writable,
+    int_list,
+    one_tree,
+    schedule_variants,
+    settings_from,
+    summary_table,
+    tree_shapes,
+    write_all,
+)
 from specviz.cli.remote import add_server_arguments, check_server_options, cmd_measure_server, collect
+from specviz.cli.serve import add_serve_parser
 from specviz.cli.theory import add_theory_parser
+from specviz.core import schedule
 from specviz.core.settings import MAX_K, RunSettings, check_prompt
+from specviz.core.suffix_tree import SuffixMemory, SuffixOptions
 from specviz.core.trace import Trace
 from specviz.core.verify import tree_size
 from specviz.errors import SpecvizError
@@ -59,6 +71,14 @@ def build_parser() -> argparse.ArgumentParser:
     add_model_arguments(run)
     add_sampling_arguments(run)
     run.add_argument("--plain", action="store_true", help="run the target alone (the baseline), no drafts")
+    run.add_argument(
+        "--method",
+        default=None,
+        choices=methods.PROPOSERS,
+        help="who drafts (default: the draft model, or n-gram lookup with --draft ngram); "
+        f"{methods.EAGLE} / {methods.EAGLE3} / {methods.MEDUSA} = the EAGLE-1 / EAGLE-3 head or the Medusa heads "
+        "beside the target or given by --head",
+    )
     run.add_argument("--json", action="store_true", help="print the full trace as JSON (format specviz.trace v1)")
     run.set_defaults(handler=cmd_run)
     measure = commands.add_parser("measure", help="measure acceptance and speedup on a file of prompts")
@@ -79,10 +99,16 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--prompts", default=None, help="prompts file (default: assets/workloads/code.jsonl)")
     bench.add_argument("--limit", type=int, default=0, help="use only the first N prompts (0 = all)")
     bench.add_argument("--repeats", type=int, default=1)
-    bench.add_argument("--lanes", default=",".join(methods.LANES), help="comma-separated; plain is always one")
+    bench.add_argument(
+        "--lanes",
+        default=None,
+        help=f"comma-separated; plain is always one (default: {','.join(methods.LANES)}, without the feature-head "
+        "lanes when the target has no head beside it)",
+    )
     bench.add_argument("--json", dest="json_out", help="write the results JSON here")
     bench.set_defaults(handler=cmd_bench, k="1,2,4,8", max_new_tokens=128)
     add_theory_parser(commands)
+    add_serve_parser(commands)
     commands.add_parser("train-tiny", help="build the bundled model pair (see python -m specviz train-tiny --help)")
     return parser
 
@@ -95,6 +121,14 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         "--draft",
         default=BUNDLED_DRAFT,
         help="hub id or local directory of the draft model, or 'ngram' for prompt lookup",
+    )
+    parser.add_argument(
+        "--head",
+        default=None,
+        metavar="DIR",
+        help=f"a feature head directory: an EAGLE-1 or EAGLE-3 head for the {methods.EAGLE} or {methods.EAGLE3} "
+        f"method, Medusa heads for the {methods.MEDUSA} method, told apart by its config (default: the eagle/, "
+        "eagle3/ and medusa/ directories beside the target, as the bundled pair ships them)",
     )
     parser.add_argument("--device", default="auto", help="auto (cuda > mps > cpu), cpu, cuda or mps")
     parser.add_argument(
@@ -112,6 +146,7 @@ def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--ngram-min", type=int, default=1, help="shortest suffix n-gram lookup matches")
     parser.add_argument("--ngram-max", type=int, default=3, help="longest suffix n-gram lookup matches")
+    add_suffix_arguments(parser)
     parser.add_argument(
         "--tree",
         action="append",
@@ -120,11 +155,55 @@ def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
         help="draft a tree: children per depth, e.g. 3,2,1,1 (1,1,1,1 = the chain with K=4); bench takes several",
     )
     parser.add_argument(
+        "--k-schedule",
+        default=None,
+        metavar="NAME",
+        help="how K varies per round, for the draft model and the EAGLE-1 head: constant (K every round), heuristic "
+        "(transformers': start at K, +2 after a round with every draft accepted, else -1, at least 1), confidence "
+        "(K is the cap; stop after a draft whose own probability is below --confidence-threshold); bench takes a "
+        "comma-separated list to compare them (default constant)",
+    )
+    parser.add_argument(
+        "--confidence-threshold",
+        default=None,
+        metavar="X|fitted",
+        help="the confidence schedule's stop, a probability (default 0.4, transformers' default), or fitted: start "
+        "at 0.4 and refit after every round from the run's (confidence, accepted?) pairs, transformers' ROC rule; "
+        "bench takes a list, e.g. 0.4,fitted",
+    )
+    parser.add_argument(
         "--draft-vocab",
         default="auto",
         metavar="N",
         help="the draft proposes only from its N most frequent tokens (a smaller LM head, the same exact output); "
         "auto = what the draft's token_counts.json recommends (the bundled draft: 1024), 0 = every token",
+    )
+
+
+def add_suffix_arguments(parser: argparse.ArgumentParser) -> None:
+    """The suffix method's options (core/suffix_tree.py SuffixOptions), with vLLM's defaults."""
+    d = SuffixOptions()
+    parser.add_argument(
+        "--suffix-depth", type=int, default=d.max_tree_depth, help="suffix: longest match + draft the tries hold"
+    )
+    parser.add_argument(
+        "--suffix-factor",
+        type=float,
+        default=d.max_spec_factor,
+        help="suffix: a match of m tokens drafts at most m * factor + offset tokens",
+    )
+    parser.add_argument("--suffix-offset", type=float, default=d.max_spec_offset, help="suffix: see --suffix-factor")
+    parser.add_argument(
+        "--suffix-min-prob",
+        type=float,
+        default=d.min_token_prob,
+        help="suffix: stop drafting once the path's estimated probability falls below this",
+    )
+    parser.add_argument(
+        "--suffix-cached",
+        type=int,
+        default=d.max_cached_requests,
+        help="suffix: earlier outputs the global trie keeps within this command (0 = none)",
     )
 
 
@@ -144,7 +223,11 @@ def with_draft_vocab(settings: RunSettings, args: argparse.Namespace, pair: Mode
 
 def method_of(args: argparse.Namespace) -> str:
     if getattr(args, "plain", False):
+        if getattr(args, "method", None):
+            raise SpecvizError("--plain runs the target alone, with no drafts: drop --method, or drop --plain.")
         return methods.PLAIN
+    if getattr(args, "method", None):
+        return args.method
     return methods.NGRAM if args.draft.strip().lower() == methods.NGRAM else methods.DRAFT
 
 
@@ -153,7 +236,13 @@ def load_for(args: argparse.Namespace, method_names) -> ModelPair:
     from specviz.engine.models import load_pair
 
     draft = args.draft if methods.loads_draft(method_names) else None
-    return load_pair(args.target, draft, device=args.device, dtype=args.dtype, allow_pickle=args.allow_pickle)
+    pair = load_pair(
+        args.target, draft, device=args.device, dtype=args.dtype, allow_pickle=args.allow_pickle, head=args.head
+    )
+    for name in method_names:
+        if methods.get(name).loads_head:
+            pair.load_head_for(name)  # loads it now: a head that is missing or does not fit is refused before any run
+    return pair
 
 
 def read_prompt(args: argparse.Namespace) -> str:
@@ -173,6 +262,7 @@ def read_prompt(args: argparse.Namespace) -> str:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from specviz.engine.decode import generate
+    from specviz.engine.proposers import draft_cap_note
 
     if args.plain and args.tree:
         raise SpecvizError("--plain runs the target alone, with no drafts: drop --tree, or drop --plain.")
@@ -181,6 +271,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     settings = settings_from(args, method_of(args))  # validate before the slow model load
     prompt = check_prompt(read_prompt(args))
     pair = load_for(args, [settings.method])
+    note = draft_cap_note(pair, settings)
+    if note:
+        print(note, file=sys.stderr)
     trace = generate(pair, prompt, with_draft_vocab(settings, args, pair))
     if args.json:
         print(trace.to_json(indent=2))
@@ -208,6 +301,9 @@ def summary_line(trace: Trace) -> str:
     alpha = "n/a" if t.alpha is None else f"{t.alpha:.2f}"
     how = "greedy" if s.sampling.greedy else f"T={s.sampling.temperature:g}"
     what = methods.label(methods.PLAIN) if s.method == methods.PLAIN else f"{s.method}, K={s.k}"
+    if s.adaptive != schedule.CONSTANT:
+        drafted = t.proposed / t.rounds if t.rounds else 0.0
+        what += f" ({schedule.label(s)} schedule, {drafted:.2f} drafts per round)"
     if s.method == methods.TREE:
         what = f"tree {','.join(map(str, s.tree))} ({tree_size(s.tree)} nodes, depth {len(s.tree)})"
     return (
@@ -225,8 +321,10 @@ def check_ks(ks: list[int]) -> None:
 def cmd_measure(args: argparse.Namespace) -> int:
     from specviz.engine.costs import measure_costs
     from specviz.measure.lanes import run_method
-    from specviz.measure.prompts import read_workload
+    from specviz.measure.prompts import read_workload, tags_found
+    from specviz.measure.recommend import judge, verdict_document, verdict_line
     from specviz.measure.summary import results_csv, results_json, summarize
+    from specviz.measure.timing import timing_words, workload_interval_kind
     from specviz.measure.workload import run_workload, runnable_rows
 
     check_server_options(args)
@@ -253,22 +351,48 @@ def cmd_measure(args: argparse.Namespace) -> int:
     rows, skipped = runnable_rows(pair, workload.rows, [replace(base, method=name) for name in method_names])
     for problem in skipped:
         print(f"skipped {problem}", file=sys.stderr)
+    print(tags_found(rows), file=sys.stderr)
 
     def progress(p) -> None:
         eta = "" if p.done == 0 else f", about {p.eta_s:.0f} s left"
         print(f"\r[{p.done}/{p.total}] {p.elapsed_s:.0f} s{eta}   ", end="", file=sys.stderr, flush=True)
 
     print("measuring step costs", file=sys.stderr)
-    costs = measure_costs(pair, k_max=max(ks), repeats=5, draft_vocab=base.draft_vocab)
-    run = lambda prompt, settings, tag: run_method(pair, prompt, settings, settings.method, tag=tag)  # noqa: E731
+    costs = measure_costs(
+        pair,
+        k_max=max(ks),
+        repeats=5,
+        draft_vocab=base.draft_vocab,
+        head=methods.EAGLE in method_names,
+        head3=methods.EAGLE3 in method_names,
+        medusa=methods.MEDUSA in method_names,
+    )
+    memories: dict[tuple[str, int], SuffixMemory] = {}  # suffix decoding remembers earlier outputs per method x K
+
+    def run(prompt, settings, tag):
+        memory = memories.setdefault((settings.method, settings.k), SuffixMemory())
+        return run_method(pair, prompt, settings, settings.method, tag=tag, memory=memory)
+
     results, error = collect(run_workload(run, rows, method_names, ks, base, progress, args.repeats))
     print(file=sys.stderr)
-    print(summary_table(summarize(results, costs, args.seed)))
-    meta = {"methods": method_names, "ks": ks, **pair.describe()}
+    summary = summarize(results, costs, args.seed)
+    print(summary_table(summary))
+    if base.k_schedule != schedule.CONSTANT:
+        print(f"K schedule: {schedule.label(base)} (K = {', '.join(map(str, ks))} is its start or cap)")
+    print(
+        timing_words(args.repeats, base.sampling.temperature, None, len(rows), base.max_new_tokens)
+        + " Speedup CI: "
+        + workload_interval_kind(args.repeats)
+        + "."
+    )
+    verdicts = judge(results, pair.describe()["draft"], base.sampling.temperature, costs, args.seed, summary)
+    for verdict in verdicts:
+        print(verdict_line(verdict))
+    meta, verdict = {"methods": method_names, "ks": ks, **pair.describe()}, verdict_document(verdicts)
     written = write_all(
         [
-            (args.json_out, lambda: results_json(results, base, meta, costs, args.seed)),
-            (args.csv_out, lambda: results_csv(results)),
+            (args.json_out, lambda: results_json(results, base, meta, costs, args.seed, verdict)),
+            (args.csv_out, lambda: results_csv(results, verdict, meta)),
         ]
     )
     if error is not None:  # reported after the finished runs are written
@@ -285,8 +409,8 @@ def check_outputs(args: argparse.Namespace) -> None:
 def cmd_bench(args: argparse.Namespace) -> int:
     import json
 
-    from specviz.engine.models import ASSETS
-    from specviz.measure.bench import results_table, run_bench
+    from specviz.engine.models import ASSETS, find_heads
+    from specviz.measure.bench import results_table, run_bench, timing_note
     from specviz.measure.lanes import tree_settings
     from specviz.measure.prompts import read_workload
     from specviz.measure.workload import runnable_rows
@@ -294,7 +418,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     check_outputs(args)
     if args.limit < 0:
         raise SpecvizError(f"--limit is how many prompts to use (0 = all); got {args.limit}.")
-    lanes = tuple(methods.parse_list(args.lanes, "--lanes", methods.LANES))
+    lanes = tuple(methods.parse_list(args.lanes or ",".join(methods.LANES), "--lanes", methods.LANES))
     if methods.PLAIN not in lanes:
         raise SpecvizError(
             f"--lanes must include plain, the baseline every speedup is measured against; got {args.lanes!r}."
@@ -307,9 +431,21 @@ def cmd_bench(args: argparse.Namespace) -> int:
     for shape in trees:  # validate before the slow model load
         RunSettings(method=methods.TREE, tree=shape, k=min(len(shape), MAX_K))
     args.tree = None
+    plans = schedule_variants(args)
+    for plan in plans:  # validate before the slow model load
+        RunSettings(k=ks[0], **plan)
+    args.k_schedule = args.confidence_threshold = None
     base = settings_from(args, methods.PLAIN)
     rows = read_workload(args.prompts or ASSETS / "workloads" / "code.jsonl").rows
     rows = rows[: args.limit] if args.limit else rows
+    heads = find_heads(args.target, args.head)
+    headless = [lane for lane in lanes if methods.get(lane).loads_head and lane not in heads]
+    if args.lanes is None and headless:
+        lanes = tuple(lane for lane in lanes if lane not in headless)  # the default, for any target
+        for lane in headless:
+            print(
+                f"skipped the {lane} lane: no head for it beside the target (give one with --head DIR)", file=sys.stderr
+            )
     pair = load_for(args, lanes + ((methods.TREE,) if trees else ()))
     base = with_draft_vocab(base, args, pair)
     rows, skipped = runnable_rows(pair, rows, [base, *(tree_settings(base, shape) for shape in trees)])
@@ -317,6 +453,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(f"skipped {problem}", file=sys.stderr)
     prompts = [row.prompt for row in rows]
     say = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
-    doc = run_bench(pair, prompts, ks, base, args.repeats, lanes, say, trees=trees)
+    doc = run_bench(pair, prompts, ks, base, args.repeats, lanes, say, trees=trees, schedules=plans)
     print(results_table(doc))
+    print(timing_note(doc))
     return 0 if write_all([(args.json_out, lambda: json.dumps(doc, indent=2))]) else 2

@@ -12,22 +12,32 @@ import os
 import sys
 
 from specviz import methods
-from specviz.cli.args import int_list, settings_from, summary_table, write_file
+from specviz.cli.args import int_list, settings_from, summary_table, write_all, write_file
 from specviz.errors import SpecvizError
 
 
 def add_server_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("measuring through a vLLM server")
     group.add_argument(
-        "--server", help="URL of a running vLLM server (e.g. http://127.0.0.1:8000); no model loads here"
+        "--server",
+        action="append",
+        default=None,
+        help="URL of a running vLLM server (e.g. http://127.0.0.1:8000); no model loads here. With --baseline-server, "
+        "give it more than once to sweep several speculative servers",
+    )
+    group.add_argument(
+        "--baseline-server",
+        metavar="URL",
+        help="a plain vLLM server (no --speculative-config) on the same model: runs the load sweep, speculative "
+        "against plain at each --concurrency level (docs/vllm.md)",
     )
     group.add_argument("--model", help="which served model (needed when the server serves several)")
     group.add_argument("--api-key-env", metavar="VAR", help="name of the environment variable holding the API key")
     group.add_argument(
         "--concurrency",
-        type=int,
-        default=1,
-        help="requests in flight at once (above 1 needs the server's per-request metrics)",
+        default="1",
+        help="requests in flight at once (above 1 needs the server's per-request metrics); with --baseline-server a "
+        "list of levels, e.g. 1,2,4,8",
     )
     group.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for one request (default 300)")
 
@@ -46,14 +56,19 @@ def api_key_from(args: argparse.Namespace) -> str | None:
 def check_server_options(args: argparse.Namespace) -> None:
     """Options that only mean something with --server are refused without it."""
     given = [flag for flag, value in (("--model", args.model), ("--api-key-env", args.api_key_env)) if value]
-    if args.concurrency != 1:
+    if str(args.concurrency).strip() != "1":
         given.append("--concurrency")
+    if args.baseline_server:
+        given.append("--baseline-server")
     if given and not args.server:
-        raise SpecvizError(f"{', '.join(given)} only apply with --server URL.")
+        raise SpecvizError(f"{', '.join(given)} only apply with --server URL (the speculative server).")
+    if args.server and len(args.server) > 1 and not args.baseline_server:
+        raise SpecvizError("Several --server URLs are compared in a load sweep only: add --baseline-server PLAIN_URL.")
 
 
 def cmd_measure_server(args: argparse.Namespace) -> int:
-    from specviz.measure.prompts import read_workload
+    from specviz.measure.prompts import read_workload, tags_found
+    from specviz.measure.recommend import judge, verdict_document, verdict_line
     from specviz.measure.summary import results_csv, results_json, summarize
     from specviz.remote.vllm import connect, measure
 
@@ -63,6 +78,12 @@ def cmd_measure_server(args: argparse.Namespace) -> int:
         if len(names) > 1:
             raise SpecvizError("A server runs one method (the one it was started with): give at most one --method.")
         declared = names[0]
+    if args.baseline_server:
+        return cmd_load(args, declared)
+    concurrency = int_list(args.concurrency, "--concurrency")
+    if len(concurrency) > 1:
+        raise SpecvizError("A list of --concurrency levels is a load sweep: add --baseline-server PLAIN_URL.")
+    args.concurrency = concurrency[0]
     if args.concurrency < 1 or args.repeats < 1:
         raise SpecvizError("--concurrency and --repeats must be at least 1.")
     requested_k, args.k = args.k, args.k or "4"
@@ -70,7 +91,7 @@ def cmd_measure_server(args: argparse.Namespace) -> int:
     workload = read_workload(args.prompts_file)
     for problem in workload.problems:
         print(f"skipped {problem}", file=sys.stderr)
-    server = connect(args.server, args.model, api_key_from(args), args.timeout, declared)
+    server = connect(args.server[0], args.model, api_key_from(args), args.timeout, declared)
     if requested_k is not None and int_list(requested_k, "--k") != [server.k]:
         raise SpecvizError(
             f"The server drafts K={server.k} tokens per step; restart it with another "
@@ -83,6 +104,7 @@ def cmd_measure_server(args: argparse.Namespace) -> int:
     )
     for note in server.notes:
         print(f"  {note}", file=sys.stderr)
+    print(tags_found(workload.rows), file=sys.stderr)
 
     def progress(p) -> None:
         eta = "" if p.done == 0 else f", about {p.eta_s:.0f} s left"
@@ -96,12 +118,17 @@ def cmd_measure_server(args: argparse.Namespace) -> int:
             f"{warned} run(s) carry warnings (see meta.warnings in the JSON): other clients used the server?",
             file=sys.stderr,
         )
-    print(summary_table(summarize(results, None, args.seed)))
+    summary = summarize(results, None, args.seed)
+    print(summary_table(summary))
+    verdicts = judge(results, None, base.sampling.temperature, None, args.seed, summary)
+    for line in [verdict_line(v) for v in verdicts]:
+        print(line)  # no plain baseline on a server: each says there is no go / no-go
+    meta = {"methods": [server.method], "ks": [server.k], **server.describe(), "concurrency": args.concurrency}
+    verdict = verdict_document(verdicts)
     if args.json_out:
-        meta = {"methods": [server.method], "ks": [server.k], **server.describe(), "concurrency": args.concurrency}
-        write_file(args.json_out, results_json(results, server.settings(base), meta, None, args.seed))
+        write_file(args.json_out, results_json(results, server.settings(base), meta, None, args.seed, verdict))
     if args.csv_out:
-        write_file(args.csv_out, results_csv(results))
+        write_file(args.csv_out, results_csv(results, verdict, meta))
     if error is not None:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -121,3 +148,68 @@ def collect(results_iter) -> tuple[list, SpecvizError | None]:
         print(f"\nstopped: keeping the {len(results)} finished run(s)", file=sys.stderr)
         return results, exc
     return results, None
+
+
+def cmd_load(args: argparse.Namespace, declared: str | None) -> int:
+    """The load sweep: every --server and the --baseline-server at each --concurrency level (specviz.load JSON)."""
+    import time
+
+    from specviz.measure import load
+    from specviz.measure.prompts import read_workload
+    from specviz.remote.load import SweepFailed, connect_plain, parse_levels, sweep
+    from specviz.remote.vllm import connect
+
+    levels = parse_levels(args.concurrency)
+    if args.repeats < 1:
+        raise SpecvizError(f"--repeats must be at least 1; got {args.repeats}.")
+    if args.k is not None:
+        raise SpecvizError("The load sweep measures the servers as they run: drop --k (each server has its own K).")
+    args.k = "4"
+    base = settings_from(args, declared or methods.DRAFT)  # validates sampling and length before any request
+    workload = read_workload(args.prompts_file)
+    for problem in workload.problems:
+        print(f"skipped {problem}", file=sys.stderr)
+    key = api_key_from(args)
+    servers = [connect(url, args.model, key, args.timeout, declared) for url in args.server]
+    baseline = connect_plain(args.baseline_server, args.model or servers[0].model, key, args.timeout)
+    for server in servers:
+        print(
+            f"speculative: {server.url}: {server.model}, {methods.label(server.method)}, K={server.k}", file=sys.stderr
+        )
+    print(f"baseline:    {baseline.url}: {baseline.model}, plain decoding", file=sys.stderr)
+    prompts = [row.prompt for row in workload.rows]
+    started = time.perf_counter()
+    say = lambda url, level: print(f"  concurrency {level}: {url}", file=sys.stderr, flush=True)  # noqa: E731
+    finished, error = collect(sweep(servers, baseline, prompts, base, levels, say, rounds=args.repeats))
+    failure = None
+    if isinstance(error, SweepFailed):
+        failure = {"server": error.server, "concurrency": error.concurrency, "error": error.reason}
+    elif error is not None:
+        failure = {"server": None, "concurrency": None, "error": str(error)}
+    settings = {
+        "max_new_tokens": base.max_new_tokens,
+        "temperature": base.sampling.temperature,
+        "top_p": base.sampling.top_p,
+        "top_k": base.sampling.top_k,
+        "seed": base.seed,
+        "concurrency": levels,
+        "warmup_requests": "one per slot (N at concurrency N) before each server's first round, not counted",
+        "rounds": args.repeats,
+    }
+    rows = [{"tag": row.tag, "chars": len(row.prompt)} for row in workload.rows]
+    doc = load.document(
+        finished,
+        baseline.describe(),
+        [s.describe() for s in servers],
+        settings,
+        load.machine(),
+        rows,
+        failure,
+        time.perf_counter() - started,
+        args.seed,
+    )
+    print(load.table(doc))
+    written = write_all([(args.json_out, lambda: load.to_json(doc)), (args.csv_out, lambda: load.to_csv(doc))])
+    if error is not None:
+        print(f"error: {error}", file=sys.stderr)
+    return 0 if error is None and written else 2

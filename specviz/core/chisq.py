@@ -71,3 +71,43 @@ def chi2_homogeneity(a: torch.Tensor, b: torch.Tensor, min_expected: float = 5.0
     stat = float(((a - ea) ** 2 / ea).sum() + ((b - eb) ** 2 / eb).sum())
     dof = len(total) - 1
     return Chi2Result(stat, dof, chi2_p_value(stat, dof), pooled)
+
+
+def chi2_critical(dof: float, level: float) -> float:
+    """The statistic at which χ²(dof) has `level` left in its upper tail (the test's threshold), by bisection."""
+    low, high = 0.0, max(10.0, 10.0 * dof)
+    while chi2_p_value(high, dof) > level:
+        high *= 2
+    for _ in range(100):
+        mid = (low + high) / 2
+        low, high = (mid, high) if chi2_p_value(mid, dof) > level else (low, mid)
+    return high
+
+
+def chi2_power(noncentrality: float, dof: float, level: float) -> float:
+    """The chance that the χ² test at `level` rejects when its statistic is noncentral χ²(dof, λ): Patnaik's
+    approximation, c·χ²(ν) with c = (dof + 2λ)/(dof + λ) and ν = (dof + λ)²/(dof + 2λ) (within a few hundredths of
+    the exact value for the sizes here)."""
+    lam = max(0.0, noncentrality)
+    scale = (dof + 2 * lam) / (dof + lam)
+    nu = (dof + lam) ** 2 / (dof + 2 * lam)
+    return chi2_p_value(chi2_critical(dof, level) / scale, nu)
+
+
+def detectable_tv(samples_each: int, dof: int, level: float = 1e-3, power: float = 0.8) -> float:
+    """The smallest total-variation distance the two-sample χ² test (`samples_each` draws from each side, `dof`
+    degrees of freedom, rejecting at `level`) catches with probability `power`, whatever the two distributions.
+
+    With n draws a side the statistic is about noncentral χ²(dof, λ) with λ = (n/2)·Σ (p−q)²/π, π the pooled
+    distribution; by Cauchy-Schwarz Σ (p−q)²/π ≥ (Σ |p−q|)² = 4·TV², so λ ≥ 2n·TV², and the λ that gives `power`
+    bounds the TV that is caught: TV ≥ sqrt(λ / 2n). An approximation for counts that are not tiny; rare outcomes
+    pooled into one bucket make the real test a little weaker."""
+    if samples_each < 1 or dof < 1:
+        return 1.0
+    low, high = 0.0, 1.0
+    while chi2_power(high, dof, level) < power:
+        high *= 2
+    for _ in range(60):
+        mid = (low + high) / 2
+        low, high = (mid, high) if chi2_power(mid, dof, level) < power else (low, mid)
+    return min(1.0, math.sqrt(high / (2 * samples_each)))

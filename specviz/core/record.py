@@ -20,7 +20,8 @@ UNTAGGED = "untagged"
 
 # The one schema of a workload result row: a RunRecord's fields and statistics, plus the timings of a result paired
 # with its plain runs (measure/workload.py PairedRun: median tokens/s over the repeats, plain tokens/s, speedup). Every
-# export and table takes its columns from here, in this order, each view keeping the columns that name it.
+# export and table takes its columns from here, in this order, each view keeping the columns that name it (the CSV
+# then adds how each row was produced and its go / no-go: measure/summary.py SETTING_COLUMNS, VERDICT_COLUMNS).
 CSV, TABLE, JSON = "csv", "table", "json"  # the CSV download, the page's per-prompt table, the JSON's runs[]
 EVERY_VIEW = (CSV, TABLE, JSON)
 RESULT_COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (  # (name, views)
@@ -40,6 +41,8 @@ RESULT_COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (  # (name, views)
     ("tokens_per_s", EVERY_VIEW),  # a paired result's: the median over its timing repeats
     ("plain_tokens_per_s", EVERY_VIEW),  # a paired result's (None without a plain baseline)
     ("speedup", EVERY_VIEW),  # a paired result's (None without a plain baseline)
+    ("speedup_low", EVERY_VIEW),  # a paired result's lowest and highest speedup over its timing repeats
+    ("speedup_high", EVERY_VIEW),
     ("draft_ms", (JSON,)),
     ("verify_ms", (JSON,)),
     ("per_position", (JSON,)),

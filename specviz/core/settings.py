@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from specviz import methods
-from specviz.core import verify
+from specviz.core import schedule, verify
 from specviz.core.sampling import SamplingSettings
+from specviz.core.suffix_tree import SuffixOptions
 from specviz.errors import SettingsError
 
 MAX_K = 16
@@ -30,6 +31,10 @@ class RunSettings:
     #                              (plain ignores one: it is the baseline of a tree run's measurement)
     draft_vocab: int = 0  # the draft proposes only from this many most frequent tokens (engine/vocab.py); 0 = all
     #                       (methods without a draft model ignore it, as plain ignores a tree shape)
+    suffix: SuffixOptions = field(default_factory=SuffixOptions)  # the suffix method's options (others ignore them)
+    k_schedule: str = schedule.CONSTANT  # how K varies per round (core/schedule.py): constant, heuristic, confidence
+    confidence_threshold: float = schedule.DEFAULT_THRESHOLD  # the confidence schedule's stop (its start if fitted)
+    fit_threshold: bool = False  # the confidence schedule refits its threshold after every round
 
     def __post_init__(self) -> None:
         if self.method not in methods.ENGINE_METHODS:
@@ -43,6 +48,9 @@ class RunSettings:
         methods.get(self.method).check(self)
         check_tree_shape(self.tree)
         _require_int("draft vocabulary (0 = all tokens)", self.draft_vocab, 0, 10_000_000)
+        if isinstance(self.suffix, dict):  # JSON gives a dict
+            object.__setattr__(self, "suffix", SuffixOptions(**self.suffix))
+        check_schedule(self)
 
     @property
     def draft_length(self) -> int:
@@ -56,16 +64,31 @@ class RunSettings:
         """Draft tokens one round can hold: K for a chain, every node for a tree, 0 for plain decoding."""
         if self.tree and methods.get(self.method).shaped:
             return verify.tree_size(self.tree)
+        if self.adaptive == schedule.HEURISTIC:
+            return MAX_K  # the heuristic may grow K up to the ceiling
         return self.draft_length
+
+    @property
+    def adaptive(self) -> str:
+        """The draft-length schedule this run really follows: constant for plain decoding (which drafts nothing and
+        ignores one, as it ignores a tree shape: it is the baseline of an adaptive run's measurement)."""
+        return self.k_schedule if methods.get(self.method).speculative else schedule.CONSTANT
 
     def to_dict(self) -> dict:
         body = asdict(self)
         if not self.draft_vocab:
             del body["draft_vocab"]  # runs with the full vocabulary keep the settings JSON they always had
+        if self.suffix == SuffixOptions():
+            del body["suffix"]  # runs with the default suffix options keep the settings JSON they always had
         if not self.tree:
             del body["tree"]  # chain runs keep the settings JSON they always had
         else:
             body["tree"] = list(self.tree)
+        if self.k_schedule == schedule.CONSTANT:  # constant-K runs too
+            for key in ("k_schedule", "confidence_threshold", "fit_threshold"):
+                del body[key]
+        elif self.k_schedule != schedule.CONFIDENCE:
+            del body["confidence_threshold"], body["fit_threshold"]
         return body
 
     @classmethod
@@ -96,6 +119,36 @@ def check_tree_shape(tree: tuple[int, ...]) -> None:
         raise SettingsError(
             f"The tree {','.join(map(str, tree))} has {nodes} nodes; at most {MAX_TREE_NODES} fit in one verify pass. "
             "Use fewer children per depth or fewer levels."
+        )
+
+
+def for_method(settings: RunSettings, method: str, **changes) -> RunSettings:
+    """These settings for another method (a race or workload lane): a K schedule it cannot take (lookup, a tree) is
+    dropped for the constant one, so one sidebar's heuristic applies to the lanes where K means a chain of drafts."""
+    if not methods.get(method).adaptive:
+        changes.setdefault("k_schedule", schedule.CONSTANT)
+    return replace(settings, method=method, **changes)
+
+
+def check_schedule(settings: RunSettings) -> None:
+    """A known schedule, a threshold that is a probability, and a method whose K means a chain of drafts."""
+    name = settings.k_schedule
+    if name not in schedule.SCHEDULES:
+        raise SettingsError(f"The K schedule must be one of {', '.join(schedule.SCHEDULES)}; got {name!r}.")
+    t = settings.confidence_threshold
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t <= 1:
+        raise SettingsError(
+            f"The confidence threshold is a probability from 0 to 1 (e.g. 0.4) or {schedule.FITTED!r}; got {t!r}."
+        )
+    if not isinstance(settings.fit_threshold, bool):
+        raise SettingsError(f"fit_threshold must be true or false; got {settings.fit_threshold!r}.")
+    method = methods.get(settings.method)
+    if name != schedule.CONSTANT and method.speculative and not method.adaptive:
+        able = ", ".join(m.name for m in methods.REGISTRY.values() if m.adaptive)
+        raise SettingsError(
+            f"The {name} K schedule changes how many tokens a chain drafter drafts per round; {method.label} "
+            f"({method.name}) {method.refuses_schedule or 'does not draft such a chain'}. Use it with {able}, "
+            "or use the constant schedule."
         )
 
 

@@ -19,7 +19,7 @@ from there, and the per-position statistics, which need rounds, leave it out.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -267,5 +267,52 @@ def bootstrap_ci_nested(
     prompts = rng.integers(0, len(groups), size=(draws, len(groups)))  # (draws, prompts)
     repeats = (rng.random((draws, len(groups))) * sizes[prompts]).astype(int)  # one repeat of each picked prompt
     estimates = values[prompts, repeats].mean(axis=1)
+    tail = (1 - level) / 2
+    return float(np.quantile(estimates, tail)), float(np.quantile(estimates, 1 - tail))
+
+
+def spread(values: Sequence[float]) -> tuple[float, float]:
+    """(lowest, highest) of repeated measurements: an interval that holds every repeat by construction. With one
+    value it is that value twice; with none, (nan, nan)."""
+    known = [v for v in values if v is not None and not math.isnan(v)]
+    return (min(known), max(known)) if known else (math.nan, math.nan)
+
+
+def repeat_means(groups: Sequence[Sequence[float]]) -> list[float]:
+    """The whole workload's mean as each timing repeat alone measured it: repeat r's value of every prompt that has
+    an r-th repeat, averaged over those prompts. groups: per prompt, its repeats in the order they ran."""
+    width = max((len(g) for g in groups), default=0)
+    return [float(np.mean([g[r] for g in groups if len(g) > r])) for r in range(width)]
+
+
+def speedup_interval(
+    groups: Sequence[Sequence[float]], seed: int = 0, draws: int = 2000, level: float = 0.95
+) -> tuple[float, float]:
+    """The interval of a workload's mean speedup: the nested bootstrap over prompts and their repeats, widened where
+    needed to hold the mean of every single repeat. The bootstrap alone treats repeats as independent draws; on a
+    machine whose load drifts, a whole repeat runs faster or slower together, and the figure a second measurement
+    gives moves by that much: the interval must cover it. groups: per prompt, the speedup of each repeat."""
+    groups = [[v for v in g if v is not None and not math.isnan(v)] for g in groups]
+    groups = [g for g in groups if g]
+    low, high = bootstrap_ci_nested(groups, seed, draws, level)
+    if math.isnan(low):
+        return low, high
+    means = repeat_means(groups)
+    return min(low, *means), max(high, *means)
+
+
+def bootstrap_statistic(
+    n: int, statistic: Callable[[np.ndarray], float], seed: int = 0, draws: int = 2000, level: float = 0.95
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of any statistic of n items (prompts): each draw picks n item indices with
+    replacement and passes them to `statistic` (an array of indices -> a number; NaN draws are left out). For figures
+    that are not a mean, such as a ratio of two servers' medians over the same prompts."""
+    if n <= 0:
+        return (math.nan, math.nan)
+    picks = np.random.default_rng(seed).integers(0, n, size=(draws, n))  # (draws, items)
+    estimates = np.array([statistic(pick) for pick in picks], dtype=float)
+    estimates = estimates[~np.isnan(estimates)]
+    if estimates.size == 0:
+        return (math.nan, math.nan)
     tail = (1 - level) / 2
     return float(np.quantile(estimates, tail)), float(np.quantile(estimates, 1 - tail))

@@ -141,6 +141,17 @@ def target_distribution(p: LanguageModel, context: Context, length: int) -> dict
     return result
 
 
+def continued(p: LanguageModel, context: Context, outcomes: dict[Context, float], length: int) -> dict[Context, float]:
+    """One round's outcomes, each continued by the target alone to `length` tokens: for an exact round, the target's
+    own distribution over `length` tokens (a round whose q depends on where it began, as a feature head's does, is
+    checked this way)."""
+    result: dict[Context, float] = {}
+    for tokens, prob in outcomes.items():
+        for rest, rest_prob in target_distribution(p, context + tokens, length - len(tokens)).items():
+            result[tokens + rest] = result.get(tokens + rest, 0.0) + prob * rest_prob
+    return result
+
+
 def total_variation(a: dict[Context, float], b: dict[Context, float]) -> float:
     """Half the L1 distance between two distributions over sequences."""
     return 0.5 * sum(abs(a.get(key, 0.0) - b.get(key, 0.0)) for key in a.keys() | b.keys())
@@ -186,7 +197,7 @@ def tree_round_outcomes(
                 emit(accepted + (token,), prob * r_t)
             return
         for x, draw_prob, q_j in _child_draws(q_node, left, order, j, how, soft_q_for_top_b):
-            a = float(rule.acceptance(target[x], q_j[x])) if q_j[x] > 0 else 0.0
+            a = float(rule.accept(target, target[x], q_j[x])) if q_j[x] > 0 else 0.0
             if a > 0:
                 node(accepted + (x,), prob * draw_prob * a)
             if a < 1:

@@ -14,7 +14,8 @@ import json
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from typing import Any
 
-from specviz.core import stats
+from specviz.core import schedule, stats
+from specviz.core.schedule import ScheduleStep
 from specviz.core.settings import RunSettings
 from specviz.errors import SettingsError, TraceFormatError
 
@@ -108,6 +109,8 @@ class Round:
     nodes: tuple[Node, ...] = ()  # tree rounds only: every drafted node (positions = the accepted path's nodes, then
     #                               the last child rejected when the round ends in a correction)
     path: tuple[int, ...] = ()  # tree rounds only: ids of the accepted nodes from the root down
+    schedule: ScheduleStep | None = None  # adaptive-K runs only (core/schedule.py): the K this round allowed, why its
+    #                                       draft stopped, and the next round's K; None for constant-K runs
 
     @property
     def is_tree(self) -> bool:
@@ -214,6 +217,9 @@ class Trace:
         if not tree:
             for r in body["rounds"]:  # chain runs: exactly the version-1 document
                 del r["nodes"], r["path"]
+        for r in body["rounds"]:
+            if r["schedule"] is None:  # constant-K runs: the document they always had
+                del r["schedule"]
         return {"format": TRACE_FORMAT, "version": TREE_TRACE_VERSION if tree else TRACE_VERSION, **body}
 
     def to_json(self, indent: int | None = None) -> str:
@@ -435,6 +441,22 @@ def _optional_extra(value: Any, where: str) -> ExtraToken | None:
     return None if value is None else _build(ExtraToken, value, where, EXTRA)
 
 
+def _numbers(value: Any, where: str) -> tuple[float, ...]:
+    return tuple(_number(item, f"{where}[{i}]") for i, item in enumerate(_items(value, where)))
+
+
+SCHEDULE_STEP = {
+    **dict.fromkeys(("k", "next_k"), _int),
+    "stop": _one_of(schedule.STOPS),
+    "confidences": _numbers,
+    **dict.fromkeys(("threshold", "next_threshold"), _optional_number),
+}
+
+
+def _optional_schedule(value: Any, where: str) -> ScheduleStep | None:
+    return None if value is None else _build(ScheduleStep, value, where, SCHEDULE_STEP)
+
+
 ROUND = {
     "index": _int,
     "positions": _many(Position, POSITION),
@@ -445,6 +467,7 @@ ROUND = {
     **dict.fromkeys(("target_cache", "draft_cache"), _cache),
     "stop": _one_of((None, *STOPS)),
     "nodes": _many(Node, NODE),
+    "schedule": _optional_schedule,
 }
 
 

@@ -37,12 +37,35 @@ def residual(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     return torch.where(total > 0, owed / total.clamp(min=torch.finfo(p.dtype).tiny), p)
 
 
+def typical_threshold(p: torch.Tensor, epsilon: float = 0.09, delta: float = 0.3) -> torch.Tensor:
+    """Medusa's typical acceptance threshold min(ε, δ·exp(−H(p))) of each row: (..., V) -> (...). A draft passes when
+    its target probability is above it, whatever the draft's q and with no random draw (FasterDecoding/Medusa
+    `evaluate_posterior`, with its defaults posterior_threshold ε = 0.09 and posterior_alpha δ = 0.3). Not lossless:
+    the lab shows it as a lossy shortcut."""
+    entropy = -(p * (p + 1e-5).log()).sum(-1)  # (...) natural log, as Medusa computes it
+    return torch.minimum(torch.full_like(entropy, epsilon), delta * (-entropy).exp())
+
+
 @dataclass(frozen=True)
 class Rule:
-    """The two choices that make the sampler exact; the exactness lab swaps in buggy ones to show the bias."""
+    """The two choices that make the sampler exact; the exactness lab swaps in buggy ones to show the bias.
+
+    threshold, when set, replaces `acceptance`: a rule that reads the whole target row (Medusa's typical acceptance)
+    accepts a draft x with probability 1 if p(x) > threshold(p), else 0."""
 
     acceptance: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = acceptance_probability
     resample: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = residual
+    threshold: Callable[[torch.Tensor], torch.Tensor] | None = None
+
+    def accept(self, p: torch.Tensor, p_x: torch.Tensor, q_x: torch.Tensor) -> torch.Tensor:
+        """Acceptance probability of drafts with target probabilities p_x and draft probabilities q_x, read from the
+        target rows p: p (..., V) with p_x (...) one draft per row, or p_x (..., V) every token of each row."""
+        if self.threshold is None:
+            return self.acceptance(p_x, q_x)
+        bar = self.threshold(p)  # (...)
+        if p_x.shape == p.shape:
+            bar = bar.unsqueeze(-1)
+        return (p_x > bar).to(p_x.dtype)
 
 
 EXACT = Rule()
@@ -80,7 +103,7 @@ def verify(
     big_k = drafts.shape[-1]
     p_x = p[..., :big_k, :].gather(-1, drafts[..., None]).squeeze(-1)  # (..., K)
     q_x = q.gather(-1, drafts[..., None]).squeeze(-1)  # (..., K)
-    accept_prob = rule.acceptance(p_x, q_x)
+    accept_prob = rule.accept(p[..., :big_k, :], p_x, q_x)
     passed = u_accept.to(accept_prob.dtype) <= accept_prob  # (..., K)
     if k is not None:
         passed = passed & (torch.arange(big_k, device=drafts.device) < k[..., None])
@@ -102,7 +125,7 @@ def _row(dists: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
 
 def accepted_mass(p: torch.Tensor, q: torch.Tensor, rule: Rule = EXACT) -> torch.Tensor:
     """q(x) * a(x): the probability that x is drafted from q and then kept, for every x. (..., V) -> (..., V)"""
-    return q * rule.acceptance(p, q.clamp(min=torch.finfo(q.dtype).tiny)) * (q > 0)
+    return q * rule.accept(p, p, q.clamp(min=torch.finfo(q.dtype).tiny)) * (q > 0)
 
 
 def next_token_distribution(p: torch.Tensor, q: torch.Tensor, rule: Rule = EXACT) -> torch.Tensor:
@@ -247,7 +270,7 @@ def verify_tree(
         kept = None
         for child in children[node + 1]:
             x = tokens[child]
-            a = rule.acceptance(target[x], q[child, x])
+            a = rule.accept(target, target[x], q[child, x])
             target_x[child], q_x[child], accept_prob[child] = float(target[x]), float(q[child, x]), float(a)
             against[child] = target
             tried.append(child)

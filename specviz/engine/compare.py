@@ -13,8 +13,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
+from transformers.utils import is_sklearn_available
 
 from specviz import methods
+from specviz.core import schedule
 from specviz.core.settings import RunSettings
 from specviz.engine.models import ModelPair, quietly
 from specviz.errors import SettingsError
@@ -45,7 +47,7 @@ def hf_generate(pair: ModelPair, prompt_ids: list[int], settings: RunSettings, l
     if method.hf_option == methods.HF_ASSISTANT_MODEL:
         if pair.draft is None:
             raise SettingsError("Hugging Face assisted generation needs a draft model.")
-        kwargs.update(assistant_model=_assistant(pair.draft, settings.k))
+        kwargs.update(assistant_model=_assistant(pair.draft, settings))
     elif method.hf_option == methods.HF_PROMPT_LOOKUP_TOKENS:
         kwargs.update(prompt_lookup_num_tokens=settings.k, max_matching_ngram_size=settings.ngram_max)
     if streamer is not None:
@@ -74,18 +76,30 @@ def _own_global_rng(device: torch.device, seed: int):
         yield
 
 
-def _assistant(draft, k: int):
-    """The draft as generate()'s assistant, drafting exactly K tokens a round (constant schedule, no early exit).
+def _assistant(draft, settings: RunSettings):
+    """The draft as generate()'s assistant, with the run's K schedule (core/schedule.py): K tokens a round and no
+    confidence stop for the constant one; num_assistant_tokens_schedule="heuristic" starting at K; or K as the cap
+    with assistant_confidence_threshold for the confidence one (a fitted threshold only where transformers can fit
+    it, with scikit-learn installed).
 
     transformers reads these settings from the assistant's own generation_config, not from generate()'s arguments,
     and the heuristic schedule writes back into it: so the shared, cached draft is never handed over itself, but a
     shallow copy (same weights) with a config of its own.
     """
+    config = copy.deepcopy(draft.generation_config)
+    config.num_assistant_tokens = settings.k
+    heuristic = settings.k_schedule == schedule.HEURISTIC
+    config.num_assistant_tokens_schedule = schedule.HEURISTIC if heuristic else schedule.CONSTANT
+    config.assistant_confidence_threshold = 0.0
+    if settings.k_schedule == schedule.CONFIDENCE:
+        if settings.fit_threshold and not is_sklearn_available():
+            raise SettingsError(
+                "transformers refits its confidence threshold only with scikit-learn installed, and it is not here: "
+                "give the Hugging Face lane a fixed --confidence-threshold."
+            )
+        config.assistant_confidence_threshold = settings.confidence_threshold
     assistant = copy.copy(draft)
-    assistant.generation_config = copy.deepcopy(draft.generation_config)
-    assistant.generation_config.num_assistant_tokens = k
-    assistant.generation_config.num_assistant_tokens_schedule = "constant"
-    assistant.generation_config.assistant_confidence_threshold = 0.0
+    assistant.generation_config = config
     return assistant
 
 

@@ -46,11 +46,33 @@ class MeasuredCosts:
     draft_vocab: int = 0  # the draft vocabulary draft_step_s was timed with (0 = every token)
     untrimmed_draft_step_s: float | None = None  # the whole draft, when draft_step_s is a trimmed one: what Hugging
     #                                              Face's assisted generation pays per draft step
+    head_step_s: float | None = None  # one EAGLE-1 head step (its layer + the target's LM head), when timed
+    head3_step_s: float | None = None  # one EAGLE-3 head step (its layer + its draft-vocabulary LM head), when timed
+    medusa_pass_s: float | None = None  # one pass of every Medusa head over one feature (all its drafts), when timed
+    medusa_heads: int = 0  # the drafts that pass makes
 
     @property
     def c(self) -> float | None:
         """Draft step cost as a fraction of a target step (None without a draft model)."""
         return None if self.draft_step_s is None else self.draft_step_s / self.target_step_s
+
+    @property
+    def head_c(self) -> float | None:
+        """An EAGLE-1 head step as a fraction of a target step (None when no head was timed)."""
+        return None if self.head_step_s is None else self.head_step_s / self.target_step_s
+
+    @property
+    def head3_c(self) -> float | None:
+        """An EAGLE-3 head step as a fraction of a target step (None when no head was timed)."""
+        return None if self.head3_step_s is None else self.head3_step_s / self.target_step_s
+
+    @property
+    def medusa_c(self) -> float | None:
+        """A Medusa pass per draft it makes (one head: a residual block and an LM head), as a fraction of a target
+        step (None when no Medusa heads were timed)."""
+        if self.medusa_pass_s is None or not self.medusa_heads:
+            return None
+        return self.medusa_pass_s / self.medusa_heads / self.target_step_s
 
     @property
     def untrimmed_c(self) -> float | None:
@@ -108,6 +130,13 @@ class MeasuredCosts:
             "c": self.c,
             "draft_vocab": self.draft_vocab,
             "untrimmed_c": self.untrimmed_c,
+            "head_step_ms": None if self.head_step_s is None else self.head_step_s * 1e3,
+            "head_c": self.head_c,
+            "head3_step_ms": None if self.head3_step_s is None else self.head3_step_s * 1e3,
+            "head3_c": self.head3_c,
+            "medusa_pass_ms": None if self.medusa_pass_s is None else self.medusa_pass_s * 1e3,
+            "medusa_heads": self.medusa_heads,
+            "medusa_c": self.medusa_c,
             "verify_relative": list(self.verify_relative),
             "implausible": self.implausible,  # why no prediction is built on these timings, or None
         }
@@ -121,9 +150,13 @@ def measure_costs(
     prompt: str = DEFAULT_PROMPT,
     on_progress: Progress | None = None,
     draft_vocab: int = 0,
+    head: bool = False,
+    head3: bool = False,
+    medusa: bool = False,
 ) -> MeasuredCosts:
     """Time a draft step (when the pair has a draft; with the run's draft vocabulary, 0 = all tokens), a target step
-    and verify passes for K = 1..k_max (median of `repeats`, after a warm-up)."""
+    and verify passes for K = 1..k_max (median of `repeats`, after a warm-up); with head=True also a step of the
+    pair's EAGLE-1 head, with head3=True one of its EAGLE-3 head, with medusa=True a pass of its Medusa heads."""
     if not isinstance(k_max, int) or not 1 <= k_max <= MAX_K:
         raise SettingsError(f"the largest K to measure must be from 1 to {MAX_K}; got {k_max!r}.")
     if not isinstance(repeats, int) or not 1 <= repeats <= 50:
@@ -143,6 +176,13 @@ def measure_costs(
     if draft is not None and draft_vocab:
         whole = _ready(pair.draft, pair.vocab_size, ids)
         calls["untrimmed"] = (whole, lambda: whole.forward(logits_to_keep=1))
+    for name, wanted, proposer in (("head", head, "EagleProposer"), ("head3", head3, "Eagle3Proposer")):
+        if wanted:
+            step = _HeadStep(pair, ids, proposer)
+            calls[name] = (step, step.forward)
+    if medusa:
+        timed_pass = _MedusaPass(pair, ids)
+        calls["medusa"] = (timed_pass, timed_pass.forward)
     for k in range(1, k_max + 1):
         calls[k] = (target, lambda k=k: target.forward(drafts[:k], logits_to_keep=k + 1))
     times: dict = {name: [] for name in calls}
@@ -169,6 +209,10 @@ def measure_costs(
         verify_s=tuple(verify),
         draft_vocab=draft_vocab,
         untrimmed_draft_step_s=median.get("untrimmed"),
+        head_step_s=median.get("head"),
+        head3_step_s=median.get("head3"),
+        medusa_pass_s=median.get("medusa"),
+        medusa_heads=pair.medusa_heads.num_heads if medusa else 0,
     )
 
 
@@ -190,6 +234,54 @@ class _Restorable:
         if self.state.length > self.length:
             self.state.cache.crop(self.length - self.state.length)  # negative: tokens to remove from the end
         self.state.pending, self.state.fed_extra = list(self.pending), 0
+
+
+class _HeadStep:
+    """The pair's feature head (EAGLE-1 or EAGLE-3) after reading the prompt's pairs, as a drafter holds it: one
+    timed step reads one drafted pair (its own state back, the next token) and draws its logits; restore crops it."""
+
+    def __init__(self, pair: ModelPair, ids: list[int], proposer: str):
+        from specviz.core.settings import RunSettings
+        from specviz.engine import proposers
+
+        cls = getattr(proposers, proposer)
+        made = cls.for_run(pair, RunSettings(method=cls.method))
+        target = CachedModel(pair.target, pair.vocab_size, ids + ids[-1:], hidden_layers=made.hidden_layers)
+        target.prefill()  # features of every prompt token
+        self.drafter = made.start(ids + ids[-1:], target.hidden)
+        self.token = torch.tensor(ids[-1:], device=pair.device)
+
+    def forward(self) -> torch.Tensor:
+        d = self.drafter
+        state = d.proposer.step(self.token, d.last, d.cache)
+        d.fed_extra += 1
+        return d.proposer.logits(state)
+
+    def restore(self) -> None:
+        self.drafter.cache.crop(-self.drafter.fed_extra)
+        self.drafter.fed_extra = 0
+
+
+class _MedusaPass:
+    """The pair's Medusa heads over the target's feature of the prompt's last row, as a drafter holds it: one timed
+    pass is every head's block and LM head (the drafter's whole proposal); the heads keep no state to restore."""
+
+    def __init__(self, pair: ModelPair, ids: list[int]):
+        from specviz.core.settings import RunSettings
+        from specviz.engine.proposers import MedusaProposer
+
+        target = CachedModel(pair.target, pair.vocab_size, ids + ids[-1:], hidden_layers=MedusaProposer.hidden_layers)
+        target.prefill()
+        proposer = MedusaProposer.for_run(pair, RunSettings(method=MedusaProposer.method))
+        self.drafter = proposer.start(ids + ids[-1:], target.hidden)
+        self.k = pair.medusa_heads.num_heads
+        self.u = torch.ones(self.k, device=pair.device)
+
+    def forward(self):
+        return self.drafter.propose(self.k, self.u)
+
+    def restore(self) -> None:
+        pass
 
 
 def _ready(model, vocab_size: int, ids: list[int], kept: torch.Tensor | None = None) -> _Restorable:

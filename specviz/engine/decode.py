@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
 from specviz import __version__, methods
 from specviz.core.sampling import logits_to_probs, one_hot, uniforms
-from specviz.core.settings import RunSettings, check_prompt
+from specviz.core.schedule import CONSTANT, ScheduleState
+from specviz.core.settings import MAX_K, RunSettings, check_prompt
+from specviz.core.suffix_tree import SuffixMemory
 from specviz.core.trace import (
     ACCEPTED,
     AFTER_STOP,
@@ -35,17 +37,18 @@ from specviz.core.trace import (
 )
 from specviz.core.verify import Verdict, overlap, tree_depths, verify
 from specviz.engine.kv import CachedModel
-from specviz.engine.models import ModelPair, synchronize
+from specviz.engine.models import ModelPair, recorded_name, synchronize
 from specviz.engine.proposers import Proposal, Proposer, ancestor_matrix, empty_chain, proposer_class
 from specviz.engine.tree import judge_tree
 from specviz.errors import SettingsError
 
 
-def generate(pair: ModelPair, prompt: str, settings: RunSettings) -> Trace:
-    """Run speculative (or plain) decoding on a prompt and return the full trace."""
+def generate(pair: ModelPair, prompt: str, settings: RunSettings, memory: SuffixMemory | None = None) -> Trace:
+    """Run speculative (or plain) decoding on a prompt and return the full trace. memory: what the suffix method
+    remembers of earlier runs (the caller's, per session or measurement; None: a fresh one)."""
     prompt_ids = encode_prompt(pair, prompt)
     start = time.perf_counter()
-    rounds = tuple(decode_rounds(pair, prompt_ids, settings))
+    rounds = tuple(decode_rounds(pair, prompt_ids, settings, memory=memory))
     return build_trace(pair, prompt, prompt_ids, settings, rounds, time.perf_counter() - start)
 
 
@@ -75,18 +78,28 @@ def build_trace(
         rounds=rounds,
         text=pair.tokenizer.decode(output, skip_special_tokens=True),
         totals=Totals.of(rounds, wall_s),
-        meta={**pair.describe(), "specviz": __version__},
+        meta={**pair.describe(), **_head_named(pair, settings), "specviz": __version__},
     )
 
 
-def make_proposer(pair: ModelPair, settings: RunSettings) -> Proposer | None:
-    """The proposer that implements settings.method; None for plain decoding."""
+def _head_named(pair: ModelPair, settings: RunSettings) -> dict:
+    """The feature head a run drafted with, named in its trace like the pair (nothing for other methods)."""
+    return (
+        {"head": recorded_name(pair.head_dir_for(settings.method))} if methods.get(settings.method).loads_head else {}
+    )
+
+
+def make_proposer(pair: ModelPair, settings: RunSettings, memory: SuffixMemory | None = None) -> Proposer | None:
+    """The proposer that implements settings.method; None for plain decoding. A proposer that remembers earlier runs
+    (suffix decoding) is given the caller's memory."""
     method = methods.get(settings.method)
     cls = proposer_class(method.name)
     if cls is None:
         return None
     if method.loads_draft and pair.draft is None:
         raise SettingsError(f"The {method.label} method needs a draft model: load a pair with a draft, or use n-gram.")
+    if method.remembers:
+        return cls.for_run(pair, settings, memory)
     return cls.for_run(pair, settings)
 
 
@@ -119,6 +132,7 @@ def decode_rounds(
     prompt_ids: list[int],
     settings: RunSettings,
     on_target_logits: Callable[[torch.Tensor], None] | None = None,
+    memory: SuffixMemory | None = None,
 ) -> Iterator[Round]:
     """Yield one Round per target pass until EOS or max_new_tokens. Same settings and seed -> same rounds.
 
@@ -126,21 +140,24 @@ def decode_rounds(
     judged by walking the tree (engine/tree.py). on_target_logits, if given, sees each pass's raw logits (n+1, V) (the
     exactness lab reads near-ties from them)."""
     check_fits(pair, prompt_ids, settings)
-    proposer = make_proposer(pair, settings)
+    proposer = make_proposer(pair, settings, memory)
     generator = torch.Generator().manual_seed(settings.seed)
     layers = proposer.hidden_layers if proposer else ()  # the target features the drafter reads (most read none)
     target = CachedModel(pair.target, pair.vocab_size, prompt_ids, hidden_layers=layers)
     target.prefill()
     drafter = proposer.start(prompt_ids, target.hidden) if proposer else None
     slots, produced = settings.draft_slots, 0
+    plan = start_schedule(settings)  # the K schedule (core/schedule.py): only K varies, never the verdicts
     for index in range(settings.max_new_tokens):
         # Same number of draws every round, so shortening the last round does not shift the random stream.
         u = uniforms(generator, 2 * slots + 1)  # (2S+1,) float64: draft draws | accept draws | next-token draw
-        depth = min(settings.draft_length, settings.max_new_tokens - produced - 1)  # never draft past the limit
+        depth = min(plan.k, settings.max_new_tokens - produced - 1)  # never draft past the limit
 
-        # 1. fetch candidates
+        # 1. fetch candidates (the confidence schedule may stop the drafter before depth)
         start = time.perf_counter()
-        proposal = drafter.propose(depth, u[:slots].float().to(pair.device)) if drafter else empty_chain(pair.device)
+        stop_below = {"stop_below": plan.stop_below} if plan.stop_below is not None else {}
+        u_draft = u[:slots].float().to(pair.device)
+        proposal = drafter.propose(depth, u_draft, **stop_below) if drafter else empty_chain(pair.device)
         synchronize(pair.device)  # so the draft time is the draft's
         drafted = time.perf_counter()
         draft_cache = drafter.cache_length if drafter else 0
@@ -165,7 +182,11 @@ def decode_rounds(
             target.advance(committed, judged.kept)
             if drafter:
                 drafter.advance(committed, judged.kept, features)
-        yield judged.round(
+        step = None
+        if plan.name != CONSTANT:
+            step = plan.after(depth, proposal.tokens.numel(), judged.kept, proposal.confidence)
+            plan = plan.next_state(proposal.tokens.numel(), judged.kept, proposal.confidence)
+        rnd = judged.round(
             index,
             committed,
             stop,
@@ -176,8 +197,18 @@ def decode_rounds(
             target_cache=(target_cache, target.length),
             draft_cache=(draft_cache, drafter.cache_length if drafter else 0),
         )
+        yield replace(rnd, schedule=step) if step else rnd
         if stop:
+            if hasattr(drafter, "finish"):  # a drafter that remembers runs learns the last round too
+                drafter.finish(committed)
             return
+
+
+def start_schedule(settings: RunSettings) -> ScheduleState:
+    """The run's K schedule before its first round: K drafts, the heuristic's ceiling a round's slots."""
+    return ScheduleState.start(
+        settings.adaptive, settings.draft_length, MAX_K, settings.confidence_threshold, settings.fit_threshold
+    )
 
 
 def _score(target: CachedModel, proposal: Proposal) -> torch.Tensor:

@@ -9,7 +9,9 @@ from __future__ import annotations
 import os
 import re
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -17,6 +19,10 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache, PreTrainedModel, PreTrainedTokenizerBase
 from transformers.utils import logging as hf_logging
 
+from specviz import methods
+from specviz.engine.eagle3 import is_eagle3_head, load_head3
+from specviz.engine.heads import is_eagle_head, load_head
+from specviz.engine.medusa import is_medusa_head, load_medusa
 from specviz.engine.vocab import COUNTS_FILE, TokenCounts, check_trimmable, load_counts
 from specviz.errors import IncompatiblePairError, ModelLoadError, SettingsError
 
@@ -24,6 +30,9 @@ ASSETS = Path(__file__).resolve().parents[2] / "assets"
 BUNDLED_PAIR = ASSETS / "models" / "pystdlib"
 BUNDLED_TARGET = str(BUNDLED_PAIR / "target")
 BUNDLED_DRAFT = str(BUNDLED_PAIR / "draft")
+HEAD_BESIDE = "eagle"  # where a pair's EAGLE-1 head is found: beside the target directory (the bundled pair's eagle/)
+HEAD3_BESIDE = "eagle3"  # and its EAGLE-3 head (the bundled pair's eagle3/)
+MEDUSA_BESIDE = "medusa"  # and its Medusa heads (the bundled pair's medusa/)
 DEVICES = ("auto", "cpu", "cuda", "mps")
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
@@ -46,6 +55,51 @@ class ModelPair:
     eos_ids: frozenset[int]
     token_texts: tuple[str, ...]  # decoded text of every token id, for the trace
     draft_counts: TokenCounts | None = None  # token frequencies shipped beside the draft, for a trimmed vocabulary
+    head_dir: str | None = None  # an EAGLE-1 head for this target (given, or found beside it), loaded when first used
+    head3_dir: str | None = None  # an EAGLE-3 head for this target (given, or found beside it), loaded when first used
+    medusa_dir: str | None = None  # Medusa heads for this target (given, or found beside it), loaded when first used
+
+    @cached_property
+    def eagle_head(self):
+        """The EAGLE-1 head (engine/heads.py), loaded once on first use, read-only like the models; a clear error
+        when there is none or it does not fit this target."""
+        return self._load_head(methods.EAGLE)
+
+    @cached_property
+    def eagle3_head(self):
+        """The EAGLE-3 head (engine/eagle3.py), loaded once on first use, read-only; a clear error when there is none
+        or it does not fit this target."""
+        return self._load_head(methods.EAGLE3)
+
+    @cached_property
+    def medusa_heads(self):
+        """The Medusa heads (engine/medusa.py), loaded once on first use, read-only; a clear error when there are
+        none or they do not fit this target."""
+        return self._load_head(methods.MEDUSA)
+
+    def head_dir_for(self, method: str) -> str | None:
+        """The head directory a feature-head method drafts with (None: the method reads none, or none was found)."""
+        return {methods.EAGLE: self.head_dir, methods.EAGLE3: self.head3_dir, methods.MEDUSA: self.medusa_dir}.get(
+            method
+        )
+
+    def load_head_for(self, method: str):
+        """Load (once) the head a feature-head method drafts with: refused now when missing or misfit; None for a
+        method that reads no head."""
+        loaded = {methods.EAGLE: "eagle_head", methods.EAGLE3: "eagle3_head", methods.MEDUSA: "medusa_heads"}
+        return getattr(self, loaded[method]) if method in loaded else None
+
+    def _load_head(self, method: str):
+        kind = HEAD_KINDS[method]
+        directory = self.head_dir_for(method)
+        if directory is None:
+            raise SettingsError(
+                f"The {kind.name} method needs {kind.needs} trained for this target, and none was found beside "
+                f"{recorded_name(self.target_name)} (a {kind.beside}/ directory next to it) or given: give "
+                f"{kind.one} with --head DIR, or train {kind.one} for the bundled target with "
+                f"`python -m specviz train-tiny {kind.stage}`."
+            )
+        return kind.load(directory, self.target, recorded_name(self.target_name))
 
     def draft_kept(self, n: int) -> torch.Tensor | None:
         """(n,) the draft vocabulary of a run (its n most frequent tokens), or None for the full vocabulary (n = 0)."""
@@ -140,13 +194,17 @@ def load_pair(
     dtype: str | torch.dtype | None = None,
     allow_pickle: bool = False,
     trust_remote_code: bool = False,
+    head: str | None = None,
 ) -> ModelPair:
-    """Load target (and draft, unless None) onto one device, check they share a tokenizer, and freeze them for reuse."""
+    """Load target (and draft, unless None) onto one device, check they share a tokenizer, and freeze them for reuse.
+    head: a feature head directory (EAGLE-1, EAGLE-3 or Medusa, told apart by its config) for its own method; the
+    other kinds are looked for beside the target (each loaded only when a run uses it)."""
     if not Path(BUNDLED_TARGET).is_dir() and BUNDLED_TARGET in (target, draft):
         raise ModelLoadError(
             f"The bundled model pair is missing from {BUNDLED_PAIR}: build it with `python -m specviz train-tiny`, "
             "or give a target and draft by hub id or path."
         )
+    heads = find_heads(target, head)  # a --head that is no head is refused before any model loads
     dev = choose_device(device)
     dtype = choose_dtype(dtype, dev)
     tokenizer = load_tokenizer(target, trust_remote_code)
@@ -171,7 +229,95 @@ def load_pair(
         eos_ids=_eos_ids(target_model, tokenizer),
         token_texts=tuple(tokenizer.batch_decode([[i] for i in range(vocab_size)])),
         draft_counts=load_counts(draft) if draft is not None and Path(draft).is_dir() else None,
+        head_dir=heads.get(methods.EAGLE),
+        head3_dir=heads.get(methods.EAGLE3),
+        medusa_dir=heads.get(methods.MEDUSA),
     )
+
+
+@dataclass(frozen=True)
+class HeadKind:
+    """A kind of feature head: the method that drafts with it, the directory beside a target where a pair's copy sits,
+    how its directory is recognised and loaded (engine/heads.py, eagle3.py, medusa.py), and the words for messages."""
+
+    method: str
+    name: str  # "EAGLE-1": the method in messages
+    beside: str  # its directory beside the target
+    needs: str  # "a head": what the method needs
+    one: str  # "one": the pronoun for it
+    stage: str  # the train-tiny stage that writes one for the bundled target
+    holds: str  # what its directory holds, for the refusal of a directory that is none of the kinds
+    recognises: Callable[[str | Path], bool]  # whether a directory holds this kind (read from its files)
+    load: Callable[..., torch.nn.Module]  # (directory, target, target_name) -> the head, refusing misfits
+
+
+HEAD_KINDS = {
+    kind.method: kind
+    for kind in (
+        HeadKind(
+            methods.EAGLE,
+            "EAGLE-1",
+            HEAD_BESIDE,
+            "a head",
+            "one",
+            "eagle",
+            "an EAGLE-1 head (fc.weight and layers.0.*, vLLM's EAGLE-1 format)",
+            is_eagle_head,
+            load_head,
+        ),
+        HeadKind(
+            methods.EAGLE3,
+            "EAGLE-3",
+            HEAD3_BESIDE,
+            "an EAGLE-3 head",
+            "one",
+            "eagle3",
+            'an EAGLE-3 head (a config naming "LlamaForCausalLMEagle3"; fc, midlayer.*, norm, lm_head and d2t)',
+            is_eagle3_head,
+            load_head3,
+        ),
+        HeadKind(
+            methods.MEDUSA,
+            "Medusa",
+            MEDUSA_BESIDE,
+            "heads",
+            "them",
+            "medusa",
+            'Medusa heads (a config naming "MedusaModel"; blocks.* and lm_heads.*)',
+            is_medusa_head,
+            load_medusa,
+        ),
+    )
+}
+
+
+def find_heads(target: str, head: str | None) -> dict[str, str]:
+    """Method -> the feature head directory it drafts with: the head given (an EAGLE-1, EAGLE-3 or Medusa head, told
+    apart by its config) for its own method, and for each other kind the one beside a local target."""
+    found = {}
+    if head is not None:
+        path = Path(str(head).strip()).expanduser()
+        kind = next((kind for kind in HEAD_KINDS.values() if kind.recognises(path)), None)
+        if kind is None:
+            raise ModelLoadError(
+                f"{str(path)!r} is not a feature head directory: it needs config.json and model.safetensors, as "
+                + "; ".join(
+                    f"{k.holds} (`python -m specviz train-tiny {k.stage}` writes one)" for k in HEAD_KINDS.values()
+                )
+                + "."
+            )
+        found[kind.method] = str(path)
+    if Path(str(target)).expanduser().is_dir():
+        for kind in HEAD_KINDS.values():
+            directory = Path(str(target)).expanduser().parent / kind.beside
+            if kind.method not in found and kind.recognises(directory):
+                found[kind.method] = str(directory)
+    return found
+
+
+def head_beside(target: str, method: str) -> str | None:
+    """The head a feature-head method would find beside this target (None: none there)."""
+    return find_heads(target, None).get(method)
 
 
 def load_tokenizer(source: str, trust_remote_code: bool = False) -> PreTrainedTokenizerBase:

@@ -17,10 +17,14 @@ from transformers import PreTrainedModel
 from specviz import methods
 from specviz.core.sampling import SamplingSettings, logits_to_probs, sample
 from specviz.core.settings import RunSettings
+from specviz.core.suffix_tree import SuffixCache, SuffixDraft, SuffixMemory, SuffixOptions
 from specviz.core.verify import TOP_B, WITHOUT_REPLACEMENT, draw_children, tree_depths, tree_parents
 from specviz.engine.kv import CachedModel
 
 if TYPE_CHECKING:
+    from specviz.engine.eagle3 import Eagle3Head
+    from specviz.engine.heads import EagleHead
+    from specviz.engine.medusa import MedusaHeads
     from specviz.engine.models import ModelPair
 
 
@@ -32,6 +36,8 @@ class Proposal:
     q: torch.Tensor | None  # (n, V) what each was drawn from (given its elder siblings, in a tree); None: one-hot
     parents: tuple[int, ...] | None = None  # a tree: each node's parent, -1 = the root, breadth-first
     #                                         (core/verify.py tree_parents); None: a chain, each token after the last
+    confidence: tuple[float, ...] = ()  # chains under the confidence K schedule: the draft's own probability of each
+    #                                     token it drafted (core/schedule.py); empty otherwise
 
     @property
     def is_tree(self) -> bool:
@@ -43,7 +49,9 @@ class Drafter(Protocol):
 
     def propose(self, depth: int, u: torch.Tensor) -> Proposal:
         """Propose at most `depth` tokens deep after the committed sequence (0: an empty proposal); u holds one
-        uniform per draft slot of the round (RunSettings.draft_slots), for sampling them."""
+        uniform per draft slot of the round (RunSettings.draft_slots), for sampling them. The drafter of a method
+        that takes adaptive K schedules (methods.Method.adaptive) also takes `stop_below=threshold`: stop after the
+        first draft whose own probability is below it, and report each draft's in Proposal.confidence."""
 
     def advance(self, committed: list[int], n_accepted: int, features: torch.Tensor | None = None) -> None:
         """Learn what the round committed (its first n_accepted tokens are accepted drafts) and roll back.
@@ -58,7 +66,8 @@ class Proposer(Protocol):
     """Shared, read-only; `method` is the registry name (specviz.methods) it implements.
 
     A proposer that reads the target's features names the layers in `hidden_layers` (indices into transformers'
-    `hidden_states`: 0 = the embeddings, L = the last layer's output); the loop then hands its drafter the target's
+    `hidden_states`: 0 = the embeddings, L = the last layer's output, after the final norm; a field instead of a
+    class attribute where the head's config names them, as EAGLE-3's does); the loop then hands its drafter the target's
     hidden states for the committed tokens the target's cache holds, in order: the prompt's at `start`, then each
     round's at `advance`. This is transformers' `CandidateGenerator.requires_model_outputs`, made explicit.
     """
@@ -100,19 +109,25 @@ class DraftModelDrafter:
         self.sampling = sampling
         state.prefill()
 
-    def propose(self, k: int, u: torch.Tensor) -> Proposal:
+    def propose(self, k: int, u: torch.Tensor, stop_below: float | None = None) -> Proposal:
+        """Draft k tokens; with stop_below (the confidence K schedule), stop after the first whose own draft
+        probability is below it (core/schedule.py)."""
         if k < 1:
             return empty_chain(self.state.device)
         logits = self.state.forward()[-1]  # (V,) reads the committed tokens this cache has not seen
-        tokens, dists = [], []
+        tokens, dists, confidence = [], [], []
         for i in range(k):
             q_i = logits_to_probs(logits, self.sampling)  # (V,) exactly what x_i is drawn from
             x_i = sample(q_i, u[i])
             tokens.append(x_i)
             dists.append(q_i)
+            if stop_below is not None:
+                confidence.append(draft_confidence(logits, q_i, x_i, self.sampling))
+                if confidence[-1] < stop_below:
+                    break
             if i < k - 1:
                 logits = self.state.step(x_i)
-        return Proposal(torch.stack(tokens), torch.stack(dists))  # (k,), (k, V)
+        return Proposal(torch.stack(tokens), torch.stack(dists), confidence=tuple(confidence))  # (n,), (n, V)
 
     def advance(self, committed: list[int], n_accepted: int, features: torch.Tensor | None = None) -> None:
         self.state.advance(committed, n_accepted)
@@ -247,6 +262,280 @@ class TreeDrafter:
         return self.state.length
 
 
+@dataclass(frozen=True)
+class EagleProposer:
+    """EAGLE-1: a one-layer head drafts from the target's own features (engine/heads.py). The first draft of a round
+    reads the target's real feature of the last committed row; each later one the head's own predicted feature.
+    q = the head's processed distribution (temperature, top-k, top-p as the target's): one-hot of its argmax when
+    greedy, what the draft is sampled from otherwise (vLLM's "probabilistic" draft sampling)."""
+
+    method: ClassVar[str] = methods.EAGLE
+    hidden_layers: ClassVar[tuple[int, ...]] = (-1,)  # the target's last hidden state, after its final norm: f_t
+    head: EagleHead
+    embed: torch.nn.Module  # the target's embedding and LM head, shared
+    lm_head: torch.nn.Module
+    vocab_size: int
+    sampling: SamplingSettings
+
+    @classmethod
+    def for_run(cls, pair: ModelPair, settings: RunSettings) -> EagleProposer:
+        target = pair.target
+        head = pair.eagle_head
+        return cls(
+            head, target.get_input_embeddings(), target.get_output_embeddings(), pair.vocab_size, settings.sampling
+        )
+
+    def start(self, prompt_ids: list[int], features: torch.Tensor | None = None) -> EagleDrafter:
+        return EagleDrafter(self, prompt_ids, features)
+
+    # What EagleDrafter asks of a feature-head proposer: read committed pairs, draft logits, one step on its own state.
+
+    def read(self, following: torch.Tensor, features: torch.Tensor, cache) -> torch.Tensor:
+        """Pairs (f_t, x_{t+1}) of newly committed rows, following (n,) and features (layers, n, H) -> the state
+        after the last: g (H,), the predicted next feature."""
+        return self.head(self.embed(following)[None], features[:1], cache)[0, -1]
+
+    def logits(self, g: torch.Tensor) -> torch.Tensor:
+        """(V,) the target's LM head on the head's feature."""
+        return self.lm_head(g)[: self.vocab_size]
+
+    def step(self, token: torch.Tensor, g: torch.Tensor, cache) -> torch.Tensor:
+        """The pair (g, x) predicts the next feature: the head reads its own output."""
+        return self.head(self.embed(token.view(1, 1)), g.view(1, 1, -1), cache)[0, -1]  # (H,)
+
+
+class EagleDrafter:
+    """One run's feature-head state (EAGLE-1 or EAGLE-3): the head's own KV cache over the pairs (state_t, x_{t+1}).
+
+    Invariant after start and after each advance: the cache holds one pair per target feature row (rows 0..n-1 for
+    the committed x_0..x_n), and `last` is the head's state after the last of them (EAGLE-1: its predicted feature
+    g_n; EAGLE-3: its normed and pre-norm outputs), whose logits give the first draft. Drafted pairs are appended
+    during `propose` and cropped at `advance`, which then reads the newly committed rows with the target's real
+    features (as EAGLE and vLLM do). The proposer says how to read, step and draw logits (EagleProposer.read)."""
+
+    def __init__(self, proposer, prompt_ids: list[int], features: torch.Tensor | None):
+        self.proposer = proposer
+        self.cache = proposer.head.new_cache()
+        self.tokens = list(prompt_ids)  # the committed sequence
+        self.last = None  # the head's state after the last committed pair; None before any feature
+        self.fed_extra = 0  # drafted pairs in the cache, dropped at advance
+        self._read(features)
+
+    def _read(self, features: torch.Tensor | None) -> None:
+        """Read the pairs of newly committed feature rows; features (layers, rows, H)."""
+        n, start = 0 if features is None else features.shape[1], self.cache.get_seq_length()
+        if n == 0:
+            return
+        following = torch.tensor(self.tokens[start + 1 : start + 1 + n], device=features.device)  # (n,) x_{t+1}
+        self.last = self.proposer.read(following, features, self.cache)
+
+    def propose(self, k: int, u: torch.Tensor, stop_below: float | None = None) -> Proposal:
+        """Draft k tokens; with stop_below (the confidence K schedule), stop after the first whose own draft
+        probability is below it (core/schedule.py)."""
+        if k < 1 or self.last is None:  # a one-token prompt: no feature yet, the target decodes one token
+            return empty_chain(u.device)
+        p = self.proposer
+        state, tokens, dists, confidence = self.last, [], [], []
+        for i in range(k):
+            logits = p.logits(state)  # (V,) the head's logits over the target's vocabulary
+            q_i = logits_to_probs(logits, p.sampling)  # (V,) exactly what x_i is drawn from (one-hot when greedy)
+            x_i = sample(q_i, u[i])
+            tokens.append(x_i)
+            dists.append(q_i)
+            if stop_below is not None:
+                confidence.append(draft_confidence(logits, q_i, x_i, p.sampling))
+                if confidence[-1] < stop_below:
+                    break
+            if i < k - 1:  # the head reads its own output with the drafted token
+                state = p.step(x_i, state, self.cache)
+                self.fed_extra += 1
+        return Proposal(torch.stack(tokens), torch.stack(dists), confidence=tuple(confidence))  # (n,), (n, V)
+
+    def advance(self, committed: list[int], n_accepted: int, features: torch.Tensor | None = None) -> None:
+        if self.fed_extra:
+            self.cache.crop(-self.fed_extra)  # drop every drafted pair: accepted rows are re-read with real features
+        self.fed_extra = 0
+        self.tokens.extend(committed)
+        self._read(features)
+
+    @property
+    def cache_length(self) -> int:
+        return self.cache.get_seq_length()
+
+
+@dataclass(frozen=True)
+class Eagle3Proposer:
+    """EAGLE-3: a one-layer head drafts from the target's hidden states at three depths (engine/eagle3.py), with its
+    own LM head over a draft vocabulary. The first draft of a round reads fc of the target's real states of the last
+    committed row; each later one the head's own pre-norm output, with no fc (as vLLM's proposer). q = the head's
+    processed distribution over the target's vocabulary: its draft-vocabulary logits placed through d2t, -inf
+    elsewhere, so q = 0 off the draft vocabulary (one-hot of its argmax when greedy). A token with q = 0 is never
+    drafted, so min(1, p/q) and the residual keep the output exact (as for a trimmed draft vocabulary)."""
+
+    method: ClassVar[str] = methods.EAGLE3
+    head: Eagle3Head
+    embed: torch.nn.Module  # the target's embedding, shared
+    vocab_size: int
+    sampling: SamplingSettings
+    hidden_layers: tuple[int, ...] = (2, 5, 7)  # the head's layers read (its config): vLLM's default for 10 layers
+
+    @classmethod
+    def for_run(cls, pair: ModelPair, settings: RunSettings) -> Eagle3Proposer:
+        head = pair.eagle3_head
+        return cls(head, pair.target.get_input_embeddings(), pair.vocab_size, settings.sampling, head.layers_read)
+
+    def start(self, prompt_ids: list[int], features: torch.Tensor | None = None) -> EagleDrafter:
+        return EagleDrafter(self, prompt_ids, features)
+
+    def read(self, following: torch.Tensor, features: torch.Tensor, cache) -> tuple[torch.Tensor, torch.Tensor]:
+        """features (layers, n, H) -> fc over them side by side (1, n, layers H); the state (normed, s) after the
+        last pair, each (H,)."""
+        fused = features.transpose(0, 1).reshape(1, features.shape[1], -1)  # (1, n, layers * H) in the layers' order
+        normed, s = self.head(self.embed(following)[None], self.head.fuse(fused), cache)
+        return normed[0, -1], s[0, -1]
+
+    def logits(self, state: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        """(V,) the head's draft logits at their target ids, -inf elsewhere."""
+        return self.head.target_logits(state[0], self.head.config.vocab_size)[: self.vocab_size]
+
+    def step(self, token: torch.Tensor, state, cache) -> tuple[torch.Tensor, torch.Tensor]:
+        """The head reads its own pre-norm output s back with the drafted token (no fc)."""
+        normed, s = self.head(self.embed(token.view(1, 1)), state[1].view(1, 1, -1), cache)
+        return normed[0, -1], s[0, -1]
+
+
+@dataclass(frozen=True)
+class MedusaProposer:
+    """Medusa: K independent heads guess the next K tokens from one feature, the target's post-norm hidden state of
+    the row that predicted the last committed token (engine/medusa.py; as vLLM feeds its MedusaProposer). Head i
+    drafts x_{n+1+i} after the committed x_0..x_n: no head sees another's draft, so one pass drafts the whole chain.
+
+    Greedy: each head's argmax, a one-hot q (accepted with probability p(x): exact). Sampled (temperature > 0): each
+    draft is drawn from its head's processed distribution q_i and judged by min(1, p/q_i), exact as any draft. Here
+    specviz departs from vLLM, whose Medusa drafts every head's argmax at any temperature and judges it one-hot (its
+    draft_sample_method does not reach Medusa): both are lossless; their acceptance rates differ at temperature > 0.
+    K below the number of heads uses the first K (what vLLM builds for num_speculative_tokens = K); above it, the
+    drafter proposes one token per head and no more, as a lookup proposes fewer than K when it finds fewer (vLLM
+    would build the extra heads without weights: its K must not exceed the checkpoint's)."""
+
+    method: ClassVar[str] = methods.MEDUSA
+    hidden_layers: ClassVar[tuple[int, ...]] = (-1,)  # the target's last hidden state, after its final norm: h_t
+    heads: MedusaHeads
+    vocab_size: int
+    sampling: SamplingSettings
+
+    @classmethod
+    def for_run(cls, pair: ModelPair, settings: RunSettings) -> MedusaProposer:
+        return cls(pair.medusa_heads, pair.vocab_size, settings.sampling)
+
+    def start(self, prompt_ids: list[int], features: torch.Tensor | None = None) -> MedusaDrafter:
+        return MedusaDrafter(self, features)
+
+
+class MedusaDrafter:
+    """One run's state: only the feature of the last committed row (the heads keep no cache)."""
+
+    def __init__(self, proposer: MedusaProposer, features: torch.Tensor | None):
+        self.proposer = proposer
+        self.last: torch.Tensor | None = None  # (H,) None before any feature (a one-token prompt)
+        self._read(features)
+
+    def _read(self, features: torch.Tensor | None) -> None:
+        if features is not None and features.shape[1]:
+            self.last = features[0, -1]  # (H,) the row whose logits gave the last committed token
+
+    def propose(self, k: int, u: torch.Tensor) -> Proposal:
+        if k < 1 or self.last is None:  # a one-token prompt: no feature yet, the target decodes one token
+            return empty_chain(u.device)
+        p = self.proposer
+        k = min(k, p.heads.num_heads)  # one draft per head at most
+        logits = p.heads(self.last, k)[:, : p.vocab_size]  # (k, V) head i's guess at x_{n+1+i}
+        q = logits_to_probs(logits, p.sampling)  # (k, V) exactly what each draft is drawn from (one-hot when greedy)
+        tokens = sample(q, u[:k])  # (k,) draft i from q_i with u_i, as a chain of separate draws would
+        return Proposal(tokens, q)
+
+    def advance(self, committed: list[int], n_accepted: int, features: torch.Tensor | None = None) -> None:
+        self._read(features)
+
+    @property
+    def cache_length(self) -> int:
+        return 0
+
+
+@dataclass(frozen=True)
+class SuffixProposer:
+    """Suffix decoding (ArcticInference; core/suffix_tree.py): the most frequent continuation of the longest useful
+    match, in a trie over this prompt + output and in a global one over earlier outputs; one-hot q, K varies per round.
+
+    The global trie lives in a SuffixMemory that the caller keeps (an app session, one measurement): runs with the
+    same memory learn from each other's outputs; without one, each run starts with an empty global trie."""
+
+    method: ClassVar[str] = methods.SUFFIX
+    hidden_layers: ClassVar[tuple[int, ...]] = ()  # reads none of the target's features
+    device: torch.device
+    options: SuffixOptions
+    cache: SuffixCache
+
+    @classmethod
+    def for_run(cls, pair: ModelPair, settings: RunSettings, memory: SuffixMemory | None = None) -> SuffixProposer:
+        cache = (memory or SuffixMemory()).cache_for(settings.suffix)
+        return cls(pair.device, settings.suffix, cache)
+
+    def start(self, prompt_ids: list[int], features: torch.Tensor | None = None) -> SuffixDrafter:
+        return SuffixDrafter(self, list(prompt_ids))
+
+
+class SuffixDrafter:
+    """One request in the cache: its prompt + output trie, and its output growing in the global trie as it commits."""
+
+    def __init__(self, proposer: SuffixProposer, prompt_ids: list[int]):
+        self.proposer = proposer
+        self.history = prompt_ids
+        self.request = proposer.cache.start(prompt_ids)
+        self.last: SuffixDraft = SuffixDraft()  # what the last propose drafted, and from which trie
+
+    def propose(self, k: int, u: torch.Tensor) -> Proposal:
+        if k < 1:
+            return empty_chain(self.proposer.device)
+        o = self.proposer.options
+        self.last = self.proposer.cache.speculate(
+            self.request, self.history, k, o.max_spec_factor, o.max_spec_offset, o.min_token_prob
+        )
+        return Proposal(torch.tensor(self.last.tokens, dtype=torch.long, device=self.proposer.device), None)
+
+    def advance(self, committed: list[int], n_accepted: int, features: torch.Tensor | None = None) -> None:
+        self.history.extend(committed)
+        self.proposer.cache.add(self.request, committed)
+
+    def finish(self, committed: list[int]) -> None:
+        """The run's last round: its tokens join the global trie, the prompt's trie is dropped."""
+        self.proposer.cache.add(self.request, committed)
+        self.proposer.cache.stop(self.request)
+
+    @property
+    def cache_length(self) -> int:
+        return 0
+
+
+def draft_cap_note(pair: ModelPair, settings: RunSettings) -> str | None:
+    """Why a run drafts fewer than K tokens a round whatever the text (Medusa: one per head); None when it does not."""
+    if settings.method != methods.MEDUSA or settings.draft_length <= pair.medusa_heads.num_heads:
+        return None
+    n = pair.medusa_heads.num_heads
+    return (
+        f"The Medusa heads are {n}, one draft each: K = {settings.draft_length} drafts {n} tokens a round (vLLM's "
+        f"num_speculative_tokens must not exceed the heads either: it would build heads without weights)."
+    )
+
+
+def draft_confidence(logits: torch.Tensor, q: torch.Tensor, x: torch.Tensor, sampling: SamplingSettings) -> float:
+    """The draft's own probability of the token x it drafted, what the confidence schedule stops on (as
+    transformers' ConfidenceCriteria reads it): the softmax of the raw logits (V,) when greedy, where q is one-hot,
+    so this is the draft's top probability; q(x) when sampling. One host read per draft token."""
+    probs = logits.float().softmax(-1) if sampling.greedy else q
+    return float(probs[x])
+
+
 def ancestor_matrix(parents: tuple[int, ...]) -> torch.Tensor:
     """(N, N) bool: entry (i, j) is True when node j is node i or one of its ancestors."""
     n = len(parents)
@@ -266,7 +555,15 @@ def empty_tree(device: torch.device, vocab_size: int) -> Proposal:
     return Proposal(torch.empty(0, dtype=torch.long, device=device), torch.empty(0, vocab_size, device=device), ())
 
 
-PROPOSER_CLASSES = (DraftModelProposer, NgramProposer, TreeProposer)
+PROPOSER_CLASSES = (
+    DraftModelProposer,
+    NgramProposer,
+    TreeProposer,
+    EagleProposer,
+    Eagle3Proposer,
+    MedusaProposer,
+    SuffixProposer,
+)
 
 
 def proposer_class(method: str) -> type[Proposer] | None:

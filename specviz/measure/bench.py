@@ -18,11 +18,13 @@ from pathlib import Path
 
 import torch
 import transformers
+from transformers.utils import is_sklearn_available
 
 from specviz import __version__, methods
-from specviz.core import stats
+from specviz.core import schedule, stats
 from specviz.core.record import RunRecord
-from specviz.core.settings import RunSettings
+from specviz.core.settings import MAX_K, RunSettings
+from specviz.core.suffix_tree import SuffixMemory
 from specviz.core.verify import tree_size
 from specviz.engine.costs import measure_costs
 from specviz.engine.models import ModelPair, recorded_name
@@ -30,8 +32,8 @@ from specviz.measure.lanes import run_method, tree_settings
 from specviz.measure.predict import predict
 
 
-def environment(pair: ModelPair) -> dict:
-    """Where the numbers were measured."""
+def environment(pair: ModelPair, lanes: tuple[str, ...] = ()) -> dict:
+    """Where the numbers were measured (and with which feature head, when a lane drafts with one)."""
     env = {
         "device": str(pair.device),
         "dtype": str(pair.dtype).removeprefix("torch."),
@@ -47,6 +49,12 @@ def environment(pair: ModelPair) -> dict:
         "target": recorded_name(pair.target_name),
         "draft": recorded_name(pair.draft_name),
     }
+    if methods.EAGLE in lanes:
+        env["head"] = recorded_name(pair.head_dir)
+    if methods.EAGLE3 in lanes:
+        env["head3"] = recorded_name(pair.head3_dir)
+    if methods.MEDUSA in lanes:
+        env["medusa_head"] = recorded_name(pair.medusa_dir)
     if pair.device.type == "cuda":
         env["gpu"] = torch.cuda.get_device_name(pair.device)
     return env
@@ -73,38 +81,55 @@ def run_bench(
     lanes: tuple[str, ...] = methods.LANES,
     on_progress: Callable[[str], None] | None = None,
     trees: list[tuple[int, ...]] | None = None,
+    schedules: list[dict] | None = None,
 ) -> dict:
     """Measure every lane x K, and every tree shape, on every prompt `repeats` times; plain runs once per prompt and
-    repeat. A tree lane's K is its depth; its result row names the shape."""
+    repeat. A tree lane's K is its depth; its result row names the shape. schedules: the K schedules to compare
+    (RunSettings fields, core/schedule.py; default the constant one), each run by every lane it applies to."""
     say = on_progress or (lambda _: None)
-    env = environment(pair)  # taken before the runs: the load average then is the one they met
+    env = environment(pair, lanes)  # taken before the runs: the load average then is the one they met
     base = replace(base, stop_at_eos=False)  # every run makes max_new_tokens: speeds timed over the same length
     spec_lanes = [lane for lane in lanes if lane != methods.PLAIN]
     say("measuring step costs")
-    costs = measure_costs(pair, k_max=max(ks), repeats=15, draft_vocab=base.draft_vocab)  # v(K) noisy at 5: busy CPU
+    costs = measure_costs(  # v(K) is noisy at 5 repeats on a busy CPU
+        pair,
+        k_max=_k_max(ks, schedules),
+        repeats=15,
+        draft_vocab=base.draft_vocab,
+        head=methods.EAGLE in lanes,
+        head3=methods.EAGLE3 in lanes,
+        medusa=methods.MEDUSA in lanes,
+    )
     say("warming up")
     trees = list(trees or [])
     shaped = {shape: tree_settings(base, shape) for shape in trees}
+    variants = [(lane, plan) for plan in (schedules or [CONSTANT_PLAN]) for lane in spec_lanes if takes(lane, plan)]
     for lane in lanes:
         run_method(pair, prompts[0], replace(base, k=ks[0], max_new_tokens=min(16, base.max_new_tokens)), lane)
     for settings in shaped.values():
         run_method(pair, prompts[0], replace(settings, max_new_tokens=min(16, base.max_new_tokens)), methods.TREE)
     runs: dict[tuple, list[tuple[RunRecord, RunRecord]]] = {}  # (method, K) or (tree, shape) -> (run, plain run)
     for rep in range(repeats):
+        # suffix decoding's earlier outputs: this pass's earlier prompts, per lane x K x schedule (a repeat starts
+        # afresh, not reading its own output)
+        memories = {(lane, k, _plan_key(plan)): SuffixMemory() for lane, plan in variants for k in ks}
         for i, prompt in enumerate(prompts):
             say(f"repeat {rep + 1}/{repeats}, prompt {i + 1}/{len(prompts)}")
             plain = run_method(pair, prompt, base, methods.PLAIN)
-            runs.setdefault((methods.PLAIN, 0), []).append((plain, plain))
+            runs.setdefault((methods.PLAIN, 0, ()), []).append((plain, plain))
             for k in ks:
-                for lane in spec_lanes:
-                    runs.setdefault((lane, k), []).append((run_method(pair, prompt, replace(base, k=k), lane), plain))
+                for lane, plan in variants:
+                    run = run_method(
+                        pair, prompt, replace(base, k=k, **plan), lane, memory=memories[lane, k, _plan_key(plan)]
+                    )
+                    runs.setdefault((lane, k, _plan_key(plan)), []).append((run, plain))
             for shape, settings in shaped.items():
-                runs.setdefault((methods.TREE, shape), []).append(
+                runs.setdefault((methods.TREE, shape, ()), []).append(
                     (run_method(pair, prompt, settings, methods.TREE), plain)
                 )
     results = [
         _summarise(lane, k, pairs, costs) if lane != methods.TREE else _summarise_tree(k, pairs)
-        for (lane, k), pairs in runs.items()
+        for (lane, k, _), pairs in runs.items()
     ]
     return {
         "environment": env,
@@ -115,6 +140,7 @@ def run_bench(
             "prompts": len(prompts),
             "lanes": list(lanes),
             "trees": [list(shape) for shape in trees],
+            **({"k_schedules": list(schedules)} if schedules and schedules != [CONSTANT_PLAN] else {}),
         },
         "costs": costs.to_dict() if costs else None,
         "results": results,
@@ -126,13 +152,18 @@ def _summarise(lane: str, k: int, pairs: list[tuple[RunRecord, RunRecord]], cost
     Figures a lane does not report (Hugging Face's alpha) are None."""
     records = [run for run, _ in pairs]
     counts = stats.tally(records)
-    measured = statistics.median(run.tokens_per_s / plain.tokens_per_s for run, plain in pairs)
+    ratios = [run.tokens_per_s / plain.tokens_per_s for run, plain in pairs]
+    measured = statistics.median(ratios)
     prediction = predict(records, costs)
+    plan = RunSettings.from_dict(records[0].settings)
     return {
         "method": lane,
         "k": k,
+        **({"k_schedule": schedule.label(plan)} if plan.adaptive != schedule.CONSTANT else {}),
+        "drafts_per_round": counts.drafts_per_round,
         "tokens_per_s": statistics.median(r.tokens_per_s for r in records),
         "speedup_vs_plain": measured,
+        "speedup_range": list(stats.spread(ratios)),  # over prompts and repeats: where one prompt's figure may fall
         "alpha": counts.alpha,
         "acceptance_rate": counts.acceptance_rate,
         "tau": counts.tau,
@@ -145,6 +176,33 @@ def _summarise(lane: str, k: int, pairs: list[tuple[RunRecord, RunRecord]], cost
     }
 
 
+CONSTANT_PLAN = {"k_schedule": schedule.CONSTANT}
+
+
+def _k_max(ks: list[int], schedules: list[dict] | None) -> int:
+    """The largest K whose verify pass is timed: the heuristic may draft up to MAX_K in a round."""
+    return MAX_K if any(p.get("k_schedule") == schedule.HEURISTIC for p in schedules or []) else max(ks)
+
+
+def takes(lane: str, plan: dict) -> bool:
+    """Whether a bench lane runs under this K schedule: every lane under the constant one; the adaptive ones (and
+    Hugging Face's assisted lane, whose generate() has the same schedules, but fits a threshold only with
+    scikit-learn) under the others."""
+    if plan.get("k_schedule", schedule.CONSTANT) == schedule.CONSTANT:
+        return True
+    method = methods.get(lane)
+    if method.engine == methods.HF:
+        mirrored = methods.get(method.mirrors) if method.mirrors else None
+        return bool(mirrored and mirrored.adaptive and method.hf_option == methods.HF_ASSISTANT_MODEL) and not (
+            plan.get("fit_threshold") and not is_sklearn_available()
+        )
+    return method.adaptive
+
+
+def _plan_key(plan: dict) -> tuple:
+    return tuple(sorted(plan.items())) if plan.get("k_schedule", schedule.CONSTANT) != schedule.CONSTANT else ()
+
+
 def _summarise_tree(shape: tuple[int, ...], pairs: list[tuple[RunRecord, RunRecord]]) -> dict:
     """A tree lane's row: measured figures only. The cost model (drafts per round x c + v(K)) describes a chain; a
     tree drafts one pass per depth but verifies every node, so no prediction is made for it."""
@@ -152,16 +210,38 @@ def _summarise_tree(shape: tuple[int, ...], pairs: list[tuple[RunRecord, RunReco
     return {**row, "tree": ",".join(map(str, shape)), "nodes": tree_size(shape)}
 
 
+def timing_note(doc: dict) -> str:
+    """How the bench timed its speedups, in words (printed under its table)."""
+    settings = doc["settings"]
+    sampling = settings.get("sampling", {}).get("temperature", 0.0)
+    how = "greedy" if not sampling else f"sampled at temperature {sampling:g}"
+    return (
+        f"Timed on {settings['prompts']} prompts, {settings['max_new_tokens']} new tokens per run, {how}: after a "
+        f"warm-up of every lane, {settings['repeats']} repeat(s) of each prompt's plain run then every lane; speedup "
+        "vs plain is the median over prompts and repeats of each run's speed over the plain run of its prompt and "
+        "repeat (the JSON's speedup_range holds their lowest and highest)."
+    )
+
+
 def results_table(doc: dict) -> str:
-    """The results as a Markdown table (what docs/speed.md quotes)."""
-    head = "| method | K | tokens/s | speedup vs plain | α | τ | c | v(K) | predicted | efficiency | = plain |\n"
-    head += "|---|---|---|---|---|---|---|---|---|---|---|\n"
+    """The results as a Markdown table (what docs/speed.md quotes); a bench that compared K schedules adds the
+    drafts per round each lane made (its mean K)."""
+    adaptive = "k_schedules" in doc["settings"]
+    extra = " drafts/round |" if adaptive else ""
+    head = (
+        f"| method | K | tokens/s | speedup vs plain | α | τ |{extra} c | v(K) | predicted | efficiency | = plain |\n"
+    )
+    head += "|---|---|---|---|---|---|" + ("---|" if adaptive else "") + "---|---|---|---|---|\n"
     fmt = lambda v, f: "–" if v is None else format(v, f)  # noqa: E731
     order = methods.LANES + methods.SHAPED
-    rows = sorted(doc["results"], key=lambda r: (order.index(r["method"]), r["k"], r.get("tree", "")))
+    rows = sorted(
+        doc["results"], key=lambda r: (order.index(r["method"]), r["k"], r.get("tree", ""), r.get("k_schedule", ""))
+    )
     cells = lambda r: [  # noqa: E731
         _lane_name(r), r["k"] or "–", f"{r['tokens_per_s']:.1f}", f"{r['speedup_vs_plain']:.2f}x",
-        fmt(r["alpha"], ".2f"), fmt(r["tau"], ".2f"), fmt(r["c"], ".3f"), fmt(r["verify_cost"], ".2f"),
+        fmt(r["alpha"], ".2f"), fmt(r["tau"], ".2f"),
+        *([fmt(r.get("drafts_per_round"), ".2f")] if adaptive else []),
+        fmt(r["c"], ".3f"), fmt(r["verify_cost"], ".2f"),
         fmt(r["predicted_speedup"], ".2f"), fmt(r["efficiency"], ".2f"), "yes" if r["identical_to_plain"] else "NO",
     ]  # fmt: skip
     return head + "\n".join("| " + " | ".join(map(str, cells(r))) + " |" for r in rows)
@@ -203,4 +283,6 @@ def headline(doc: dict) -> dict:
 
 
 def _lane_name(row: dict) -> str:
-    return f"tree {row['tree']} ({row['nodes']} nodes)" if row.get("tree") else row["method"]
+    if row.get("tree"):
+        return f"tree {row['tree']} ({row['nodes']} nodes)"
+    return f"{row['method']} · {row['k_schedule']}" if row.get("k_schedule") else row["method"]

@@ -16,7 +16,8 @@ from transformers.generation.streamers import BaseStreamer
 
 from specviz import methods
 from specviz.core.record import HF, RunRecord
-from specviz.core.settings import MAX_K, RunSettings
+from specviz.core.settings import MAX_K, RunSettings, for_method
+from specviz.core.suffix_tree import SuffixMemory
 from specviz.engine.compare import hf_generate
 from specviz.engine.decode import build_trace, decode_rounds, encode_prompt
 from specviz.engine.models import ModelPair
@@ -55,17 +56,18 @@ def run_method(
     method: str,
     on_tokens: OnTokens | None = None,
     tag: str = "untagged",
+    memory: SuffixMemory | None = None,
 ) -> RunRecord:
     """Generate with `method` (any registry name), reporting tokens as each target pass commits them. The record's
-    times leave out the time on_tokens takes."""
+    times leave out the time on_tokens takes. memory: what suffix decoding remembers of earlier runs (None: fresh)."""
     report = on_tokens or (lambda *_: None)
     if methods.get(method).engine == methods.HF:
         return _hf_record(pair, prompt, settings, method, lambda ids, t: report(method, ids, t), tag)
-    settings = replace(settings, method=method)
+    settings = for_method(settings, method)  # a lookup lane runs a sidebar's adaptive K schedule as constant
     prompt_ids = encode_prompt(pair, prompt)
     rounds, ids, ends = [], [], []
     clock = DecodingClock()
-    for r in decode_rounds(pair, prompt_ids, settings):
+    for r in decode_rounds(pair, prompt_ids, settings, memory=memory):
         ends.append(clock.now())
         rounds.append(r)
         ids += r.committed

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from specviz.core.settings import RunSettings
+from specviz.core.suffix_tree import SuffixMemory
 from specviz.engine.costs import MeasuredCosts, measure_costs
 from specviz.engine.models import ModelPair
 from specviz.measure.lanes import run_method
@@ -21,6 +22,8 @@ def step_costs(pair: ModelPair, ks: Sequence[int], base: RunSettings) -> Measure
     return measure_costs(pair, k_max=max(ks), repeats=COST_REPEATS, draft_vocab=base.draft_vocab)
 
 
-def engine_source(pair: ModelPair) -> RunSource:
-    """Runs on this process's engine, as run_workload takes them: (prompt, settings, tag) -> the run's record."""
-    return lambda prompt, settings, tag: run_method(pair, prompt, settings, settings.method, tag=tag)
+def engine_source(pair: ModelPair, memory: SuffixMemory | None = None) -> RunSource:
+    """Runs on this process's engine, as run_workload takes them: (prompt, settings, tag) -> the run's record.
+    memory: what suffix decoding remembers across the runs (the caller's: an app session's, one measurement's)."""
+    memory = memory or SuffixMemory()
+    return lambda prompt, settings, tag: run_method(pair, prompt, settings, settings.method, tag=tag, memory=memory)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from specviz import methods
 from specviz.core import stats
 from specviz.core.record import RunRecord
+from specviz.core.schedule import CONSTANT
 from specviz.engine.costs import MeasuredCosts
 
 
@@ -24,10 +25,15 @@ class Prediction:
 
 
 def draft_step_cost(method: methods.Method, costs: MeasuredCosts) -> float | None:
-    """c for this method: a draft model's measured step (the whole head for transformers' lanes, which keep it), or 0
-    for a lookup on the host; None when drafting is not measured."""
+    """c for this method: a draft model's measured step (the whole head for transformers' lanes, which keep it), a
+    feature head's measured step, a Medusa pass per draft it makes, or 0 for a lookup on the host; None when drafting
+    is not measured."""
     if method.draft_cost == methods.DRAFT_MODEL_STEP:
         return costs.untrimmed_c if method.engine == methods.HF else costs.c
+    if method.draft_cost == methods.FEATURE_HEAD_STEP:
+        return costs.head3_c if method.name == methods.EAGLE3 else costs.head_c
+    if method.draft_cost == methods.MEDUSA_HEADS_PASS:
+        return costs.medusa_c
     return 0.0 if method.draft_cost == methods.HOST_LOOKUP else None
 
 
@@ -38,7 +44,8 @@ def predict(records: Sequence[RunRecord], costs: MeasuredCosts | None) -> Predic
     method = methods.get(records[0].method)
     counts = stats.tally(records)
     drafts = counts.drafts_per_round
-    if drafts is None and method.engine == methods.HF and method.hf_option == methods.HF_ASSISTANT_MODEL:
+    constant = records[0].settings.get("k_schedule", CONSTANT) == CONSTANT  # adaptive: not K a round, not known
+    if drafts is None and constant and method.engine == methods.HF and method.hf_option == methods.HF_ASSISTANT_MODEL:
         drafts = float(records[0].k)  # assisted generation with the constant schedule drafts K tokens a round
     c = draft_step_cost(method, costs)
     if not method.speculative or drafts is None or c is None or counts.tau is None:

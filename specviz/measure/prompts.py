@@ -1,6 +1,11 @@
 """Prompts to measure on: read from .jsonl, .csv or text, strict about what it reports and lenient about what it keeps.
 
-Unreadable rows are listed by line number and the valid rows still run.
+Unreadable rows are listed by line number and the valid rows still run. Every format can tag its prompts (a tag is a
+kind of prompt the workload measures, and judges, on its own): a "tag" field in .jsonl, a tag column in .csv, and in
+text (the workload page's paste box, a .txt file) a line `### tag: NAME`, which tags every prompt after it until the
+next such line (prompts before the first are untagged). A `###` line that starts with "tag" but is not written so is
+refused with its line number: read as a prompt it would leave the prompts after it with the wrong tag. `### ` lines
+that do not start with "tag" (a Markdown heading) are prompt text.
 """
 
 from __future__ import annotations
@@ -8,6 +13,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +24,11 @@ from specviz.errors import SpecvizError
 
 MAX_PROMPTS = 500
 MAX_FILE_BYTES = 2_000_000
+MAX_TAG_CHARS = 40
+RESERVED_TAG = "all"  # the whole workload's group in the summary and the verdicts (measure/summary.py ALL)
+TAG_LINE = "### tag: NAME"
+_TAG_LINE = re.compile(r"\s*###\s*tag\b(?P<rest>.*)", re.IGNORECASE)  # meant as a tag line
+_TAG_NAME = re.compile(r"\s*:\s*(?P<name>\S.*?)\s*")  # what must follow "### tag"
 
 
 class WorkloadError(SpecvizError):
@@ -39,7 +52,7 @@ def parse_workload(
     data: bytes | str, filename: str = "pasted.txt", max_bytes: int = MAX_FILE_BYTES, max_prompts: int = MAX_PROMPTS
 ) -> Workload:
     """Prompts from .jsonl ({"prompt", "tag"}), .csv (prompt[, tag] columns) or text (blocks split by --- or blank
-    lines)."""
+    lines, tagged by `### tag: NAME` lines)."""
     text = _as_text(data, filename, max_bytes)
     suffix = Path(filename).suffix.lower()
     parse = {".jsonl": _parse_jsonl, ".json": _parse_jsonl, ".csv": _parse_csv}.get(suffix, _parse_text)
@@ -137,18 +150,60 @@ def _csv_problem(exc: csv.Error) -> str:
 
 
 def _parse_text(text: str) -> tuple[list[PromptRow], list[str]]:
-    """Blocks separated by a line holding only --- or, when there is none, by blank lines."""
+    """Blocks separated by a line holding only --- or, when there is none, by blank lines; a `### tag: NAME` line ends
+    the block before it and tags the blocks after it."""
     lines = text.splitlines()
     dashed = any(line.strip() == "---" for line in lines)
-    rows, block, start = [], [], 1
+    rows, block, start, tag = [], [], 1, UNTAGGED
     for number, line in enumerate([*lines, None], start=1):  # None ends the last block
-        if line is None or (line.strip() == "---" if dashed else not line.strip()):
+        named = None if line is None else _tag_of_line(line, number)
+        if line is None or named is not None or (line.strip() == "---" if dashed else not line.strip()):
             if "".join(block).strip():
-                rows.append(PromptRow("\n".join(block).strip("\n"), UNTAGGED, start))
-            block, start = [], number + 1
+                rows.append(PromptRow("\n".join(block).strip("\n"), tag, start))
+            block, start, tag = [], number + 1, named or tag
         else:
             block.append(line)
     return rows, []
+
+
+def _tag_of_line(line: str, number: int) -> str | None:
+    """The tag a `### tag: NAME` line names; None for any other line; WorkloadError for a tag line written wrong."""
+    meant = _TAG_LINE.fullmatch(line)
+    if meant is None:
+        return None
+    written = _TAG_NAME.fullmatch(meant["rest"])
+    if written is None:
+        raise WorkloadError(
+            f"line {number}: {line.strip()[:60]!r} is not a tag line: write {TAG_LINE!r} (a colon, then the tag)."
+        )
+    problem = tag_problem(written["name"])
+    if problem:
+        raise WorkloadError(f"line {number}: {problem}.")
+    return written["name"]
+
+
+def tag_problem(tag: str) -> str | None:
+    """Why a tag cannot be used (None when it can): too long to show, or the name of the whole workload's group."""
+    if tag.lower() == RESERVED_TAG:
+        return f'the tag "{RESERVED_TAG}" is reserved for the whole workload: give these prompts another tag'
+    if len(tag) > MAX_TAG_CHARS:
+        return f"a tag is at most {MAX_TAG_CHARS} characters; this one has {len(tag)}"
+    return None
+
+
+def tag_counts(rows: Sequence[PromptRow]) -> dict[str, int]:
+    """Prompts per tag, in the order the tags first appear."""
+    return dict(Counter(row.tag for row in rows))
+
+
+def tags_found(rows: Sequence[PromptRow]) -> str:
+    """The tags of a workload in one line, as the page and the command line show them before measuring."""
+    counts = tag_counts(rows)
+    listed = ", ".join(f"{tag} ({n})" for tag, n in counts.items())
+    if set(counts) == {UNTAGGED}:
+        return f"{len(rows)} prompt(s), none tagged: the verdict judges them all together."
+    judged = "; each tag is judged on its own as well as all together" if len(counts) > 1 else ""
+    return f"{len(rows)} prompt(s) by tag: {listed}{judged}."
 
 
 def _row(record: dict, number: int) -> PromptRow | str:
@@ -161,7 +216,7 @@ def _row(record: dict, number: int) -> PromptRow | str:
             value.encode("utf-8")
         except UnicodeEncodeError as exc:  # JSON's "\ud800": a lone surrogate decodes, but is not text
             return f"the {name} holds {_bad_char(exc)}, which is not text (a lone surrogate): remove it"
-    return PromptRow(prompt, tag, number)
+    return tag_problem(tag) or PromptRow(prompt, tag, number)
 
 
 def _bad_char(exc: UnicodeEncodeError) -> str:

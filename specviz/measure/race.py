@@ -1,7 +1,9 @@
 """The race: one prompt through several methods (plain, specviz's, Hugging Face's), each timed as its tokens arrive;
 and the K sweep, measured speedup next to the prediction from measured costs.
 
-Lanes run one after another, never concurrently, so no lane steals another's cores, after a short warm-up of each.
+Lanes run one after another, never concurrently, so no lane steals another's cores, after a short warm-up of each,
+and every speedup is timed by measure/timing.py's protocol: repeats in alternating order, each paired with the plain
+run of its repeat, the median with the repeats' range.
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ from specviz.engine.models import ModelPair
 from specviz.errors import SettingsError
 from specviz.measure.lanes import OnTokens, run_method, tree_settings
 from specviz.measure.predict import predict
+from specviz.measure.timing import REPEATS, Timing, alternate, implausible_points, overlap, paired_ratios, timing_words
 
 SWEEP_KS = (1, 2, 4, 8)
+MEASURED = "measured"
 
 
 def warm_up(
@@ -35,6 +39,17 @@ def warm_up(
         run_method(pair, prompt, _lane_settings(short, lane, tree), lane)
 
 
+@dataclass(frozen=True)
+class Race:
+    """Every lane's first run (drawn live; its arrivals feed the charts) and each lane's timing over the repeats."""
+
+    records: list[RunRecord]  # the first repeat, in the lanes' order
+    tokens_per_s: dict[str, float]  # lane -> median over the repeats
+    timings: dict[str, Timing]  # lane -> its speedup over plain, repeat by repeat (plain's own is 1.00 throughout)
+    prompt: str = ""
+    settings: RunSettings | None = None
+
+
 def race(
     pair: ModelPair,
     prompt: str,
@@ -42,10 +57,31 @@ def race(
     lanes: Sequence[str],
     on_tokens: OnTokens | None = None,
     tree: tuple[int, ...] = (),
-) -> list[RunRecord]:
-    """Every lane on the prompt, one after another (warm-up first); a "tree" lane drafts a tree of this shape."""
+    repeats: int = REPEATS,
+) -> Race:
+    """Every lane on the prompt, one after another (warm-up first), `repeats` times in alternating order; the first
+    repeat reports its tokens as they arrive. A "tree" lane drafts a tree of this shape."""
     warm_up(pair, prompt, settings, lanes, tree)
-    return [run_method(pair, prompt, _lane_settings(settings, lane, tree), lane, on_tokens) for lane in lanes]
+    lanes = list(lanes) if methods.PLAIN in lanes else [methods.PLAIN, *lanes]  # every speedup needs its plain run
+    first: dict[str, RunRecord] = {}
+
+    def runner(lane: str):
+        def go() -> RunRecord:
+            shown = on_tokens if lane not in first else None
+            record = run_method(pair, prompt, _lane_settings(settings, lane, tree), lane, shown)
+            first.setdefault(lane, record)
+            return record
+
+        return go
+
+    runs = alternate([runner(lane) for lane in lanes], repeats)  # runs[repeat][lane]
+    plain = [row[lanes.index(methods.PLAIN)].tokens_per_s for row in runs]
+    timings, speeds = {}, {}
+    for i, lane in enumerate(lanes):
+        speed = [row[i].tokens_per_s for row in runs]
+        speeds[lane] = statistics.median(speed)
+        timings[lane] = Timing(paired_ratios(speed, plain), settings.sampling.temperature, settings.max_new_tokens)
+    return Race([first[lane] for lane in lanes], speeds, timings, prompt, settings)
 
 
 def _lane_settings(settings: RunSettings, lane: str, tree: tuple[int, ...]) -> RunSettings:
@@ -58,47 +94,62 @@ def _lane_settings(settings: RunSettings, lane: str, tree: tuple[int, ...]) -> R
 
 @dataclass(frozen=True)
 class VersusPlain:
-    """A speculative run against plain decoding of the same prompt, timed fairly, and whether their outputs agree."""
+    """A speculative run against plain decoding of the same prompt, timed by the protocol (measure/timing.py), and
+    whether their outputs agree."""
 
     spec: Trace
     plain: Trace
     spec_tokens_per_s: float  # median over the timed runs
     plain_tokens_per_s: float
-    timed_runs: int  # of each
+    timing: Timing  # the paired per-repeat speedups
     first_divergence: int | None  # None when the outputs are identical token for token
 
     @property
+    def timed_runs(self) -> int:
+        return self.timing.repeats
+
+    @property
     def speedup(self) -> float:
-        return self.spec_tokens_per_s / self.plain_tokens_per_s
+        """The median of the per-repeat speedups (each against the plain run of its repeat)."""
+        return self.timing.speedup
 
 
-def versus_plain(pair: ModelPair, prompt: str, settings: RunSettings, repeats: int = 2) -> VersusPlain:
+def versus_plain(pair: ModelPair, prompt: str, settings: RunSettings, repeats: int = REPEATS) -> VersusPlain:
     """Warm both up, then time them `repeats` times each in alternating order (plain first, then speculative
     first, ...), so neither always runs on a cold or a warm machine; compare the outputs token by token."""
     plain_settings = replace(settings, method=methods.PLAIN)
     for s in (plain_settings, settings):
         generate(pair, prompt, replace(s, max_new_tokens=min(8, s.max_new_tokens)))
-    times: dict[str, list[float]] = {"plain": [], "spec": []}
-    runs: dict[str, Trace] = {}
-    for i in range(repeats):
-        order = (("plain", plain_settings), ("spec", settings))
-        for name, s in order if i % 2 == 0 else order[::-1]:
-            runs[name] = generate(pair, prompt, s)
-            times[name].append(runs[name].totals.tokens_per_s)
+    runners = [lambda: generate(pair, prompt, plain_settings), lambda: generate(pair, prompt, settings)]
+    runs = alternate(runners, repeats)
+    plain = [row[0].totals.tokens_per_s for row in runs]
+    spec = [row[1].totals.tokens_per_s for row in runs]
+    last_plain, last_spec = runs[-1]
     return VersusPlain(
-        runs["spec"],
-        runs["plain"],
-        statistics.median(times["spec"]),
-        statistics.median(times["plain"]),
-        repeats,
-        stats.first_divergence(runs["plain"].output_ids, runs["spec"].output_ids),
+        last_spec,
+        last_plain,
+        statistics.median(spec),
+        statistics.median(plain),
+        Timing(paired_ratios(spec, plain), settings.sampling.temperature, settings.max_new_tokens),
+        stats.first_divergence(last_plain.output_ids, last_spec.output_ids),
     )
 
 
 @dataclass(frozen=True)
 class Sweep:
-    rows: list[dict]  # per K: a "measured" row and, when the costs allow one, a "predicted from ..." row
+    rows: list[dict]  # per K: a "measured" row (with low, high: its repeats' range) and maybe a "predicted" row
     costs: MeasuredCosts
+    repeats: int = REPEATS
+    temperature: float = 0.0
+    tokens: int = 0
+    prompt: str = ""
+    settings: RunSettings | None = None
+
+    def words(self) -> str:
+        return (
+            timing_words(self.repeats, self.temperature, None, tokens=self.tokens, interval_kind=None)
+            + " Each point is the median of its repeats; the bars are their range."
+        )
 
 
 def k_sweep(
@@ -107,16 +158,33 @@ def k_sweep(
     settings: RunSettings,
     ks: Sequence[int] = SWEEP_KS,
     on_progress: Callable[[float], None] | None = None,
+    repeats: int = REPEATS,
 ) -> Sweep:
-    """Draft-model speedup over plain at each K, measured, and predicted from measured tau and costs (no prediction
-    when the costs cannot be true: see MeasuredCosts.implausible)."""
+    """Draft-model speedup over plain at each K, measured by the protocol (each K paired with its own plain runs,
+    `repeats` times in alternating order: one plain run timed once, shared by every K, made one slow or fast moment
+    scale every point), and predicted from measured tau and costs (no prediction when the costs cannot be true: see
+    MeasuredCosts.implausible)."""
     costs = measure_costs(pair, k_max=max(ks), repeats=5, draft_vocab=settings.draft_vocab)
-    warm_up(pair, prompt, replace(settings, k=ks[0]), [methods.PLAIN, methods.DRAFT])
-    plain = run_method(pair, prompt, settings, methods.PLAIN)
+    warm_up(pair, prompt, settings, [methods.PLAIN, methods.DRAFT])
+    for k in ks:  # every K once: a K's first run must not be its timed one
+        run_method(pair, prompt, replace(settings, k=k, max_new_tokens=min(8, settings.max_new_tokens)), methods.DRAFT)
     rows = []
     for i, k in enumerate(ks):
-        lane = run_method(pair, prompt, replace(settings, k=k), methods.DRAFT)
-        rows.append({"k": k, "kind": "measured", "speedup": lane.tokens_per_s / plain.tokens_per_s})
+        runs = alternate(
+            [
+                lambda: run_method(pair, prompt, settings, methods.PLAIN),
+                lambda k=k: run_method(pair, prompt, replace(settings, k=k), methods.DRAFT),
+            ],
+            repeats,
+        )
+        lane = runs[0][1]
+        timing = Timing(
+            paired_ratios([row[1].tokens_per_s for row in runs], [row[0].tokens_per_s for row in runs]),
+            settings.sampling.temperature,
+            settings.max_new_tokens,
+        )
+        low, high = timing.interval or (None, None)
+        rows.append({"k": k, "kind": MEASURED, "speedup": timing.speedup, "low": low, "high": high, "tau": lane.tau})
         prediction = predict([lane], costs)
         if prediction:
             rows.append({
@@ -125,7 +193,28 @@ def k_sweep(
             })  # fmt: skip
         if on_progress:
             on_progress((i + 1) / len(ks))
-    return Sweep(rows, costs)
+    return Sweep(rows, costs, repeats, settings.sampling.temperature, settings.max_new_tokens, prompt, settings)
+
+
+def sweep_warnings(sweep: Sweep, lanes: Race | None = None) -> list[str]:
+    """What the page must say about a sweep: points that cannot be true, and, when the race ran the same prompt and
+    settings, a K whose figure disagrees with the race's draft-model lane at that K (their ranges do not meet)."""
+    measured = [row for row in sweep.rows if row["kind"] == MEASURED]
+    out = implausible_points(measured)
+    if lanes is None or lanes.settings is None or sweep.settings is None or lanes.prompt != sweep.prompt:
+        return out
+    if replace(lanes.settings, k=1, method=methods.DRAFT) != replace(sweep.settings, k=1, method=methods.DRAFT):
+        return out
+    timing, k = lanes.timings.get(methods.DRAFT), lanes.settings.k
+    point = next((row for row in measured if row["k"] == k), None)
+    if timing and point and timing.interval and point["low"] is not None:
+        if not overlap(timing.interval, (point["low"], point["high"])):
+            out.append(
+                f"K = {k}: the sweep measured {point['speedup']:.2f}× ({point['low']:.2f}–{point['high']:.2f}), the "
+                f"race's draft-model lane {timing.cell()}; the two ranges do not meet, so the machine's speed changed "
+                "between them (other work on it): time again when it is quiet"
+            )
+    return out
 
 
 RACE_TREES = ((2, 2, 1, 1), (3, 2, 1, 1))  # the tree lanes the race offers beside the chain

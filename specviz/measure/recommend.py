@@ -3,6 +3,10 @@
 A verdict needs enough prompts (MIN_PROMPTS): its interval resamples prompts and, within each, the timing repeats,
 so both the prompt-to-prompt spread and the clock noise widen it. The best of several settings, picked on the same
 prompts it is judged on, is an optimistic figure: the verdict says so whenever it picked among several.
+
+The whole workload is judged ("all"), and so is each tag when the prompts carry two or more: code can pay where prose
+does not. Every figure a verdict states is read from the summary rows (measure/summary.py summarize), the same rows the
+page's table, the command line's table and the JSON's summary show, so the prose and the tables cannot disagree.
 """
 
 from __future__ import annotations
@@ -11,15 +15,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from specviz import methods
-from specviz.core import stats
+from specviz.core.record import ENGINE
 from specviz.engine.costs import MeasuredCosts
 from specviz.measure.predict import predict
-from specviz.measure.summary import groups, mean_of
+from specviz.measure.summary import ALL, groups, summarize
 from specviz.measure.workload import PairedRun
 
 MIN_PROMPTS = 5  # fewer prompts: no verdict (a bootstrap over 1-3 prompts under-covers badly)
 GO_SPEEDUP = 1.1  # the mean must reach this, and the interval's lower end must be above 1
 RULE = f"GO needs a mean speedup of at least {GO_SPEEDUP:.2f}x with the interval's lower end above 1.00x"
+MEAN, INTERVAL = "mean", "interval"  # the parts of the rule a NO-GO can fail
+GO, NO_GO, NO_VERDICT = "GO", "NO-GO", "no verdict"
 
 
 @dataclass(frozen=True)
@@ -33,55 +39,133 @@ class Recommendation:
     predicted_speedup: float | None
     vllm_config: dict | None
     hf_generate: str | None
+    tag: str = ALL  # the prompts judged: ALL, or one tag's
+    source: str = ENGINE
+    prompts: int = 0
+    alpha: float | None = None
+    failed: tuple[str, ...] = ()  # a NO-GO's failed parts of the rule: MEAN, INTERVAL or both
+
+    @property
+    def verdict(self) -> str:
+        return NO_VERDICT if self.go is None else GO if self.go else NO_GO
+
+    @property
+    def scope(self) -> str:
+        """Which prompts the verdict is about, in words (a tag is the user's text: a page shows it through literal)."""
+        return "all prompts" if self.tag == ALL else f"prompts tagged {self.tag!r}"
+
+    def to_dict(self) -> dict:
+        """One entry of the JSON's verdict.groups; deployment settings only for a GO (a NO-GO offers none)."""
+        return {
+            "tag": self.tag,
+            "verdict": self.verdict,
+            "go": self.go,
+            "failed": list(self.failed),
+            "source": self.source,
+            "method": self.method,
+            "k": self.k,
+            "prompts": self.prompts,
+            "speedup": self.measured_speedup,
+            "speedup_ci": list(self.speedup_ci),
+            "predicted_speedup": self.predicted_speedup,
+            "alpha": self.alpha,
+            "reason": self.reason,
+            "vllm_config": self.vllm_config if self.go else None,
+            "hf_generate": self.hf_generate if self.go else None,
+        }
+
+
+def judge(
+    results: Sequence[PairedRun],
+    draft_source: str | None,
+    temperature: float,
+    costs: MeasuredCosts | None = None,
+    seed: int = 0,
+    summary: list[dict] | None = None,
+) -> list[Recommendation]:
+    """The verdict on all prompts, then one per tag when the prompts carry two or more tags (in the summary's order).
+
+    summary: summarize(results, costs, seed), when the caller has it (the page shows it): the verdicts read their
+    figures from it."""
+    summary = summarize(results, costs, seed) if summary is None else summary
+    tags = list(dict.fromkeys(row["tag"] for row in summary))  # ALL first
+    by_group = groups(results)
+    return [
+        _judge(tag, [row for row in summary if row["tag"] == tag], by_group, draft_source, temperature, costs)
+        for tag in (tags if len(tags) > 2 else tags[:1])  # one tag besides ALL: its verdict is ALL's
+    ]
 
 
 def recommend(
-    results: Sequence[PairedRun], draft_source: str | None, temperature: float, costs: MeasuredCosts | None = None
+    results: Sequence[PairedRun],
+    draft_source: str | None,
+    temperature: float,
+    costs: MeasuredCosts | None = None,
+    seed: int = 0,
 ) -> Recommendation | None:
-    """The best measured setting, with its interval and the prediction from measured costs beside it."""
-    settings_measured = {key[1:]: group for key, group in groups(results, by_tag=False).items()}  # (source, method, K)
-    if not settings_measured:
-        return None
-    (_, method, k), best = max(settings_measured.items(), key=lambda item: mean_of([r.speedup for r in item[1]]) or 0.0)
-    runs = [r.run for r in best]
-    measured = mean_of([r.speedup for r in best])
-    low, high = stats.bootstrap_ci_nested([r.speedups for r in best])
-    prediction = predict(runs, costs)
-    alpha = stats.alpha(runs)
-    go, reason = _verdict(method, k, len(best), len(settings_measured), measured, (low, high), alpha, prediction)
-    entry, settings = methods.get(method), runs[0].settings
+    """The verdict on all prompts: the best measured setting, with its interval and the prediction beside it."""
+    verdicts = judge(results, draft_source, temperature, costs, seed)
+    return verdicts[0] if verdicts else None
+
+
+def verdict_document(verdicts: Sequence[Recommendation]) -> dict:
+    """The go / no-go as the workload JSON and CSV carry it: the rule, then one entry per group judged."""
+    return {
+        "rule": RULE,
+        "go_speedup": GO_SPEEDUP,
+        "min_prompts": MIN_PROMPTS,
+        "groups": [v.to_dict() for v in verdicts],
+    }
+
+
+def verdict_line(v: Recommendation) -> str:
+    """One verdict as the command line prints it."""
+    return f"{v.verdict} for {v.scope}: {v.reason}"
+
+
+def _judge(tag, rows, by_group, draft_source, temperature, costs) -> Recommendation:
+    best = max(rows, key=lambda row: row["speedup"] or 0.0)  # the first of equals, in the summary's order
+    runs = [r.run for r in by_group[(tag, best["source"], best["method"], best["k"])]]
+    go, failed, reason = _verdict(best, len(rows), predict(runs, costs))
+    entry, settings = methods.get(best["method"]), runs[0].settings
     return Recommendation(
         go,
         reason,
-        method,
-        k,
-        measured,
-        (low, high),
-        prediction.speedup if prediction else None,
-        entry.vllm_config(k, draft_source, settings.get("ngram_min", 1), settings.get("ngram_max", 3)),
-        entry.hf_generate_call(k, temperature, settings.get("ngram_max", 3)),
+        best["method"],
+        best["k"],
+        best["speedup"],
+        tuple(best["speedup_ci"]),
+        best["predicted_speedup"],
+        entry.vllm_config(best["k"], draft_source, settings.get("ngram_min", 1), settings.get("ngram_max", 3)),
+        entry.hf_generate_call(best["k"], temperature, settings.get("ngram_max", 3)),
+        tag,
+        best["source"],
+        best["prompts"],
+        best["alpha"],
+        failed,
     )
 
 
-def _verdict(method, k, prompts, candidates, measured, ci, alpha, prediction) -> tuple[bool | None, str]:
+def _verdict(row: dict, candidates: int, prediction) -> tuple[bool | None, tuple[str, ...], str]:
+    """(go, the failed parts, the sentence) for the best summary row of a group, among `candidates` settings."""
+    measured, ci, prompts, alpha = row["speedup"], row["speedup_ci"], row["prompts"], row["alpha"]
     if measured is None:
-        return None, "No speedup was measured (no plain run to compare with), so there is no go / no-go."
-    setting = f"{method}, K = {k}"
+        return None, (), "No speedup was measured (no plain run to compare with), so there is no go / no-go."
+    setting = f"{row['method']}, K = {row['k']}"
     alpha_text = "α not reported" if alpha is None else f"α {alpha:.2f}"
     figure = f"{measured:.2f}x (95% CI {ci[0]:.2f}x–{ci[1]:.2f}x over {prompts} prompts and their timing repeats)"
     if prompts < MIN_PROMPTS:
-        return None, (
-            f"{setting} measured {figure} at {alpha_text}; a go / no-go needs at least {MIN_PROMPTS} prompts, "
-            "so there is no verdict yet: measure more prompts."
-        )
+        few = f"a go / no-go needs at least {MIN_PROMPTS} prompts, so there is no verdict yet: measure more prompts"
+        return None, (), f"{setting} measured {figure} at {alpha_text}; {few}."
     picked = (
         f" It is the best of {candidates} settings measured on these same prompts, so this figure is optimistic: "
         "confirm it on prompts it was not picked on."
         if candidates > 1
         else ""
     )
-    if measured >= GO_SPEEDUP and ci[0] > 1.0:
-        return True, f"{setting} measured {figure} at {alpha_text} ({RULE}).{picked}"
+    failed = tuple(part for part, bad in ((MEAN, measured < GO_SPEEDUP), (INTERVAL, not ci[0] > 1.0)) if bad)
+    if not failed:
+        return True, (), f"{setting} measured {figure} at {alpha_text} ({RULE}).{picked}"
     why = ""
     if prediction:
         why = (
@@ -89,8 +173,7 @@ def _verdict(method, k, prompts, candidates, measured, ci, alpha, prediction) ->
             f"{prediction.verify_cost:.2f} "
             f"steps here, so even without loop overhead the model passes allow only {prediction.speedup:.2f}x"
         )
-    short = "its interval reaches 1.00x or below" if measured >= GO_SPEEDUP else f"it is under {GO_SPEEDUP:.2f}x"
-    return False, (
-        f"The best setting ({setting}) measured {figure} at {alpha_text}{why}. {RULE}, and {short}. Decode plainly, "
-        f"or try a cheaper or better-matched proposer.{picked}"
-    )
+    parts = {MEAN: f"it is under {GO_SPEEDUP:.2f}x", INTERVAL: "its interval reaches 1.00x or below"}
+    short = f"{RULE}: {', and '.join(parts[part] for part in failed)}"
+    advice = f"Decode plainly, or try a cheaper or better-matched proposer.{picked}"
+    return False, failed, f"The best setting ({setting}) measured {figure} at {alpha_text}{why}. {short}. {advice}"

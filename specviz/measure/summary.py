@@ -1,6 +1,8 @@
 """A measured workload summarised: pooled statistics per tag, method and K, with bootstrap intervals; CSV and JSON.
 
-Every figure comes from core/stats.py; the prediction from measure/predict.py.
+Every figure comes from core/stats.py; the prediction from measure/predict.py. The go / no-go (measure/recommend.py,
+which reads these summary rows) goes into both files as the document verdict_document() makes: the JSON's "verdict",
+and on every CSV row the verdict of that row's prompts (its tag's when tags were judged apart, else all prompts').
 """
 
 from __future__ import annotations
@@ -8,7 +10,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -21,6 +25,35 @@ from specviz.measure.workload import PairedRun
 
 ALL = "all"
 CSV_COLUMNS = result_columns(CSV)  # one row per prompt x method x K: the scalar fields
+# How each row was produced, so a CSV alone says so: the run's own sampling, seed, length and draft vocabulary (0 =
+# every token), and the pair, device and precision the JSON's settings name (a server's: its model; no device).
+SETTING_COLUMNS = (
+    "temperature",
+    "top_k",
+    "top_p",
+    "seed",
+    "max_new_tokens",
+    "draft_vocab",
+    "target",
+    "draft",
+    "device",
+    "dtype",
+)
+# The go / no-go of the row's prompts: its verdict (GO, NO-GO, no verdict), the group judged (a tag, or all), the
+# setting judged (the group's best), its mean speedup and interval, the failed parts of the rule (mean, interval), the
+# verdict on all prompts, and the rule.
+VERDICT_COLUMNS = (
+    "verdict",
+    "verdict_group",
+    "verdict_method",
+    "verdict_k",
+    "verdict_speedup",
+    "verdict_ci_low",
+    "verdict_ci_high",
+    "verdict_failed",
+    "overall_verdict",
+    "rule",
+)
 
 
 def groups(results: Sequence[PairedRun], by_tag: bool = True) -> dict[tuple[str, str, str, int], list[PairedRun]]:
@@ -60,7 +93,7 @@ def summarize(results: Sequence[PairedRun], costs: MeasuredCosts | None = None, 
                 "tokens_per_s": float(np.mean([r.tokens_per_s for r in runs])),
                 "plain_tokens_per_s": mean_of([res.plain_tokens_per_s for res in group]),
                 "speedup": mean_of([res.speedup for res in group]),
-                "speedup_ci": stats.bootstrap_ci_nested([res.speedups for res in group], seed=seed),
+                "speedup_ci": stats.speedup_interval([res.speedups for res in group], seed=seed),
                 "predicted_speedup": prediction.speedup if prediction else None,
             }
         )
@@ -73,26 +106,73 @@ def mean_of(values: Sequence[float | None]) -> float | None:
     return float(np.mean(known)) if known else None
 
 
-def results_csv(results: Sequence[PairedRun]) -> str:
-    """One row per prompt x method x K (the scalar fields)."""
+def results_csv(results: Sequence[PairedRun], verdict: dict | None = None, environment: dict | None = None) -> str:
+    """One row per prompt x method x K: the scalar fields, the settings and pair that produced it (environment: the
+    JSON's settings meta, e.g. the pair's describe()), and the go / no-go of its prompts (verdict: the document
+    recommend.verdict_document makes). Cells not known are empty."""
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, extrasaction="ignore", lineterminator="\n")
+    columns = (*CSV_COLUMNS, *SETTING_COLUMNS, *VERDICT_COLUMNS)
+    writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
     for res in results:
-        writer.writerow(res.to_dict())
+        writer.writerow({**res.to_dict(), **_setting_cells(res, environment or {}), **_verdict_cells(res, verdict)})
     return buffer.getvalue()
 
 
+def _setting_cells(res: PairedRun, environment: dict) -> dict:
+    settings = res.run.settings
+    sampling = settings.get("sampling", {})
+    return {
+        "temperature": sampling.get("temperature"),
+        "top_k": sampling.get("top_k"),
+        "top_p": sampling.get("top_p"),
+        "seed": settings.get("seed"),
+        "max_new_tokens": settings.get("max_new_tokens"),
+        "draft_vocab": settings.get("draft_vocab", 0),  # absent: the whole vocabulary (RunSettings.to_dict)
+        "target": environment.get("target", environment.get("model")),
+        "draft": environment.get("draft"),
+        "device": environment.get("device"),
+        "dtype": environment.get("dtype"),
+    }
+
+
+def _verdict_cells(res: PairedRun, verdict: dict | None) -> dict:
+    if not verdict or not verdict.get("groups"):
+        return {}
+    by_tag = {group["tag"]: group for group in verdict["groups"]}
+    group, overall = by_tag.get(res.tag, by_tag.get(ALL)), by_tag.get(ALL)
+    low, high = (v if v is not None and math.isfinite(v) else None for v in group["speedup_ci"])  # none measured: empty
+    return {
+        "verdict": group["verdict"],
+        "verdict_group": group["tag"],
+        "verdict_method": group["method"],
+        "verdict_k": group["k"],
+        "verdict_speedup": group["speedup"],
+        "verdict_ci_low": low,
+        "verdict_ci_high": high,
+        "verdict_failed": " and ".join(group["failed"]),
+        "overall_verdict": overall["verdict"] if overall else None,
+        "rule": verdict["rule"],
+    }
+
+
 def results_json(
-    results: Sequence[PairedRun], settings: RunSettings, meta: dict, costs: MeasuredCosts | None = None, seed: int = 0
+    results: Sequence[PairedRun],
+    settings: RunSettings,
+    meta: dict,
+    costs: MeasuredCosts | None = None,
+    seed: int = 0,
+    verdict: dict | None = None,
 ) -> str:
-    """Everything: settings, one entry per run (with vLLM-shaped metrics), the measured costs and the summary."""
+    """Everything: settings, one entry per run (with vLLM-shaped metrics), the measured costs, the summary and the go
+    / no-go (verdict: the document recommend.verdict_document makes; version 2 added it)."""
     doc = {
         "format": "specviz.workload",
-        "version": 1,
-        "settings": {**settings.to_dict(), **meta},
+        "version": 2,
+        "settings": {**replace(settings, stop_at_eos=False).to_dict(), **meta},  # every workload run ignores EOS
         "runs": [res.to_dict() for res in results],
         "costs": costs.to_dict() if costs else None,
         "summary": summarize(results, costs, seed),
+        "verdict": verdict,
     }
     return json.dumps(doc, indent=2, ensure_ascii=False)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from specviz import methods
 from specviz.core import stats
 from specviz.core.record import JSON, RunRecord, result_columns
-from specviz.core.settings import RunSettings
+from specviz.core.settings import RunSettings, for_method
 from specviz.errors import SettingsError, SpecvizError
 from specviz.measure.prompts import PromptRow
 
@@ -64,12 +64,23 @@ class PairedRun:
     def speedup(self) -> float | None:
         return statistics.mean(self.speedups) if self.speedups else None
 
+    @property
+    def speedup_low(self) -> float | None:
+        """The lowest of the repeats' speedups (with speedup_high, the spread of this prompt's figure)."""
+        return min(self.speedups) if self.speedups else None
+
+    @property
+    def speedup_high(self) -> float | None:
+        return max(self.speedups) if self.speedups else None
+
     def to_dict(self) -> dict:
         """One entry of the workload JSON's runs[] (its keys are stable; new ones may be added)."""
         paired = {
             "tokens_per_s": self.tokens_per_s,
             "plain_tokens_per_s": self.plain_tokens_per_s,
             "speedup": self.speedup,
+            "speedup_low": self.speedup_low,
+            "speedup_high": self.speedup_high,
         }
         full = {**self.run.to_dict(), **paired}
         return {
@@ -102,7 +113,8 @@ def run_workload(
     repeats: int = 1,
     baseline: bool = True,
 ) -> Iterator[PairedRun]:
-    """For each prompt, `repeats` times: one plain run (unless baseline is False), then every method x K; yields each
+    """For each prompt, `repeats` times: one plain run (unless baseline is False) and every method x K, in alternating
+    order (plain first on even repeats, last on odd ones: measure/timing.py's protocol); yields each
     prompt's results when its repeats are done. Every run makes exactly base.max_new_tokens tokens (EOS ignored, as
     vLLM's and Spec-Bench's benchmarks do), so every speed is timed over the same length and a run that stops after
     two tokens cannot masquerade as a speed. An empty workload is refused here, before any run."""
@@ -116,19 +128,20 @@ def _paired_runs(run, rows, method_names, ks, base, on_progress, repeats, baseli
     """run_workload's loop: a warm-up per method, then every prompt x method x K, `repeats` times."""
     base = replace(base, stop_at_eos=False)
     for method in [methods.PLAIN, *method_names][0 if baseline else 1 :]:  # warm-up: first calls pay for allocation
-        run(rows[0].prompt, replace(base, method=method, k=ks[0], max_new_tokens=min(8, base.max_new_tokens)), "")
+        run(rows[0].prompt, for_method(base, method, k=ks[0], max_new_tokens=min(8, base.max_new_tokens)), "")
     total, done, start = len(rows) * len(method_names) * len(ks) * repeats, 0, time.perf_counter()
     for row in rows:
         plains, runs = [], {}
-        for _ in range(repeats):
-            if baseline:
+        for rep in range(repeats):  # alternating order (timing.alternate): plain first, then last, then first...
+            if baseline and rep % 2 == 0:
                 plains.append(run(row.prompt, replace(base, method=methods.PLAIN), row.tag))
-            for method in method_names:
-                for k in ks:
-                    if on_progress:
-                        on_progress(Progress(done, total, row.prompt, time.perf_counter() - start))
-                    runs.setdefault((method, k), []).append(run(row.prompt, replace(base, method=method, k=k), row.tag))
-                    done += 1
+            for method, k in [(m, k) for m in method_names for k in ks][:: 1 if rep % 2 == 0 else -1]:
+                if on_progress:
+                    on_progress(Progress(done, total, row.prompt, time.perf_counter() - start))
+                runs.setdefault((method, k), []).append(run(row.prompt, for_method(base, method, k=k), row.tag))
+                done += 1
+            if baseline and rep % 2 == 1:
+                plains.append(run(row.prompt, replace(base, method=methods.PLAIN), row.tag))
         for timed in runs.values():
             yield PairedRun(tuple(timed), tuple(plains))
     if on_progress:

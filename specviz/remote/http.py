@@ -18,6 +18,7 @@ import math
 import socket
 import ssl
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urljoin, urlsplit
 
@@ -281,30 +282,92 @@ def _exchange(
                 "Ask for fewer tokens or check that this is the right server."
             )
         return resp.status, resp.getheader("Location"), resp.getheader("Content-Type", ""), data
-    except TimeoutError:
-        raise ServerTimeout(
-            f"{where} did not answer within {timeout:g} s (the whole answer, not just its first byte). The server "
-            "may be overloaded or still loading, or sending slowly; wait and retry, ask for fewer new tokens, or "
-            "raise the timeout."
-        ) from None
-    except ssl.SSLError as exc:
-        raise ServerUnreachable(f"TLS with {endpoint.url} failed ({exc.reason or exc}); check https vs http.") from None
-    except socket.gaierror:
-        raise ServerUnreachable(f"The host {endpoint.host!r} is unknown; check the server URL.") from None
-    except ConnectionRefusedError:
-        raise ServerUnreachable(
-            f"Nothing is listening at {endpoint.url} (connection refused). Start the server (docs/vllm.md shows "
-            "how) or check the host and port."
-        ) from None
-    except (http.client.HTTPException, OSError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-        raise ServerUnreachable(
-            f"Talking to {endpoint.url} failed ({reason}): the server may have stopped or restarted. "
-            "Check that it runs."
-        ) from None
+    except (http.client.HTTPException, OSError) as exc:  # timeouts, TLS, DNS, refusals are OSErrors
+        raise _failure(endpoint, where, timeout, exc) from None
     finally:
         if conn is not None:
             conn.close()
+
+
+def _failure(endpoint: Endpoint, where: str, timeout: float, exc: BaseException) -> ServerError:
+    """The ServerError for a transport failure: a timeout, TLS, an unknown host, nothing listening, a dropped line."""
+    if isinstance(exc, TimeoutError):
+        return ServerTimeout(
+            f"{where} did not answer within {timeout:g} s (the whole answer, not just its first byte). The server "
+            "may be overloaded or still loading, or sending slowly; wait and retry, ask for fewer new tokens, or "
+            "raise the timeout."
+        )
+    if isinstance(exc, ssl.SSLError):
+        return ServerUnreachable(f"TLS with {endpoint.url} failed ({exc.reason or exc}); check https vs http.")
+    if isinstance(exc, socket.gaierror):
+        return ServerUnreachable(f"The host {endpoint.host!r} is unknown; check the server URL.")
+    if isinstance(exc, ConnectionRefusedError):
+        return ServerUnreachable(
+            f"Nothing is listening at {endpoint.url} (connection refused). Start the server (docs/vllm.md shows "
+            "how) or check the host and port."
+        )
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+    return ServerUnreachable(
+        f"Talking to {endpoint.url} failed ({reason}): the server may have stopped or restarted. Check that it runs."
+    )
+
+
+def stream(endpoint: Endpoint, path: str, body: dict, timeout_s: float | None = None) -> Iterator[tuple[float, dict]]:
+    """POST `body` with "stream": true and yield (time.perf_counter() on arrival, event) for each server-sent event's
+    JSON, until `data: [DONE]`. The same care as request(): one deadline for all of it (a stream that stalls is cut
+    off there), at most max_bytes read, the server's HTTP errors with its own message (redacted); no redirects (a
+    stream is not replayed). A stream that ends before [DONE] (the server stopped) is ServerUnreachable; an error
+    event vLLM sends mid-stream is ServerError with its message."""
+    timeout = check_timeout(endpoint.timeout_s if timeout_s is None else timeout_s)
+    deadline = time.monotonic() + timeout
+    headers = {**endpoint.headers(), "Content-Type": "application/json", "Accept": "text/event-stream"}
+    where, conn, read = f"{endpoint.url}{path}", None, 0
+    try:
+        conn = _connection(endpoint, deadline)
+        conn.connect()
+        conn.sock.settimeout(_left(deadline))
+        conn.request("POST", path, body=json.dumps(body).encode(), headers=headers)
+        resp = conn.getresponse()
+        if resp.status >= 300:
+            data = resp.read(endpoint.max_bytes)
+            if resp.status < 400:
+                raise ServerError(f"{where} redirects (HTTP {resp.status}); give the server's own URL.")
+            raise ServerHTTPError(_error_message(endpoint, "POST", path, resp.status, data), resp.status)
+        while True:
+            line = resp.readline(endpoint.max_bytes + 1)
+            read += len(line)
+            if read > endpoint.max_bytes:
+                raise ServerError(f"{where} streamed more than {endpoint.max_bytes // 1_000_000} MB; specviz stops.")
+            if not line:
+                raise ServerUnreachable(
+                    f"{where} ended its stream before [DONE]: the server may have stopped or restarted. Check that "
+                    "it runs."
+                )
+            line = line.strip()
+            if not line.startswith(b"data:"):
+                continue  # blank lines between events, comments, event: and id: fields
+            data = line[5:].strip()
+            if data == b"[DONE]":
+                return
+            arrived = time.perf_counter()
+            try:
+                event = json.loads(data)
+            except ValueError:
+                raise NotOpenAIServer(f"{where} streamed an event that is not JSON; is this a vLLM server?") from None
+            if isinstance(event, dict) and event.get("error") is not None:
+                raise ServerError(f"{where} stopped the stream with an error: {_event_error(endpoint, event)}.")
+            yield arrived, event
+    except (http.client.HTTPException, OSError) as exc:  # timeouts, TLS, DNS, refusals are OSErrors
+        raise _failure(endpoint, where, timeout, exc) from None
+    finally:
+        if conn is not None:
+            conn.close()
+
+
+def _event_error(endpoint: Endpoint, event: dict) -> str:
+    error = event["error"]
+    message = error.get("message") if isinstance(error, dict) else error
+    return " ".join(endpoint.redact(str(message)).split())[:500] or "(no message)"
 
 
 def _error_message(endpoint: Endpoint, method: str, path: str, status: int, data: bytes) -> str:

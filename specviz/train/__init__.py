@@ -9,6 +9,12 @@ Stages (each resumable; `all` runs them in order, skipping finished ones):
              (--draft-tune-minutes M: then distil it M minutes more on continuations the target writes after code
              prefixes, generated once into <work>/data/{train,val}_gen.bin -> <work>/draft_gen/...)
   export     bf16 safetensors + tokenizer -> assets/models/pystdlib/{target,draft}, manifest.json; then the card
+  eagle      (not part of `all`) an EAGLE-1 head on the exported target's features (specviz/train/eagle.py),
+             resumable, --eagle-minutes of training -> <work>/eagle/..., exported to assets/models/pystdlib/eagle
+  eagle3     (not part of `all`) an EAGLE-3 head trained with training-time test (specviz/train/eagle3.py), on the
+             eagle stage's tokens, resumable, --eagle3-minutes -> <work>/eagle3/..., exported to .../pystdlib/eagle3
+  medusa     (not part of `all`) K = 4 Medusa heads on the exported target's features (specviz/train/medusa.py),
+             resumable, --medusa-minutes of training -> <work>/medusa/..., exported to assets/models/pystdlib/medusa
   vocab      (not part of `all`: export writes it) count the training split's tokens -> draft/token_counts.json, the
              frequency order of the draft's trimmed vocabulary (specviz/engine/vocab.py)
   card       (not part of `all`: export ends with it) measure the exported pair with `python -m specviz run |
@@ -56,7 +62,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="python -m specviz train-tiny", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("stage", nargs="?", default="all", choices=STAGES + ("vocab", "card", "all", "check-workloads"))
+    extra = ("vocab", "card", "eagle", "eagle3", "medusa", "all", "check-workloads")
+    p.add_argument("stage", nargs="?", default="all", choices=STAGES + extra)
     p.add_argument("--work-dir", type=Path, default=Path(os.path.expanduser("~/.cache/specviz/train-tiny")))
     p.add_argument("--out-dir", type=Path, default=DEFAULT_OUT, help="export destination")
     p.add_argument(
@@ -113,6 +120,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--gen-tokens", type=int, default=600_000, help="tokens of target continuations to generate for --draft-tune-*"
     )
+    p.add_argument("--eagle-minutes", type=float, default=25.0, help="training budget of the EAGLE-1 head")
+    p.add_argument("--eagle-steps", type=int, default=None, help="fix the EAGLE-1 head's step count instead")
+    p.add_argument("--eagle-lr", type=float, default=1e-3, help="peak learning rate of the EAGLE-1 head")
+    p.add_argument("--eagle3-minutes", type=float, default=28.0, help="training budget of the EAGLE-3 head")
+    p.add_argument("--eagle3-steps", type=int, default=None, help="fix the EAGLE-3 head's step count instead")
+    p.add_argument("--eagle3-lr", type=float, default=1e-3, help="peak learning rate of the EAGLE-3 head")
+    p.add_argument("--eagle3-vocab", type=int, default=2048, help="the EAGLE-3 head's draft vocabulary size")
+    p.add_argument("--medusa-minutes", type=float, default=25.0, help="training budget of the Medusa heads")
+    p.add_argument("--medusa-steps", type=int, default=None, help="fix the Medusa heads' step count instead")
+    p.add_argument("--medusa-lr", type=float, default=1e-3, help="peak learning rate of the Medusa heads")
     p.add_argument("--no-baseline", action="store_true", help="skip the CE-only draft control run")
     card = p.add_argument_group("model card (export and card stages; the defaults are what the shipped card quotes)")
     card.add_argument(

@@ -103,6 +103,9 @@ def render(m: dict, ms: dict) -> str:
             _tokenizer_and_corpus(m),
             _training(m),
             _distillation(m),
+            *([_eagle(m)] if m.get("eagle") else []),
+            *([_eagle3(m)] if m.get("eagle3") else []),
+            *([_medusa(m)] if m.get("medusa") else []),
             _acceptance(m, ms),
             _speed(ms),
             _samples(ms),
@@ -277,6 +280,118 @@ held-out windows; CE in nats/token.
 Target CE on the same windows: code {_fmt(sh.get("val_code", {}).get("teacher_ce"))}, prose
 {_fmt(sh.get("val_prose", {}).get("teacher_ce"))}.
 """
+
+
+def _head_section(title: str, about: str, windows: str, rows: list[tuple[str, float, float]], after: str) -> str:
+    """A feature head's section (EAGLE-1, EAGLE-3, Medusa): what it is and how it was trained, its held-out
+    teacher-forced table (name, overlap, greedy), and a line after it (its curve while training)."""
+    table = "\n".join(f"| {name} | {_fmt(overlap)} | {_fmt(greedy)} |" for name, overlap, greedy in rows)
+    return f"""## {title}
+{about}
+
+| held-out code windows ({windows}) | overlap | greedy |
+|---|---|---|
+{table}
+
+{_wrap(after)}
+"""
+
+
+def _trained(e: dict) -> str:
+    """How a head was trained, from its manifest section."""
+    return (
+        f"Trained {e['steps']} steps ({e['train_minutes']:g} min of a {e['budget_minutes']:g} min budget, "
+        f"{e['tokens_seen']:,} tokens, {_n(e['threads'], 'thread')} on {e['device']}) on the {e['data']}; loss "
+        f"{e['loss']}"
+    )
+
+
+def _shipped_draft(m: dict) -> dict:
+    """The shipped draft's held-out numbers on code windows, beside which each head's are shown."""
+    return m["held_out"]["shipped"].get("val_code", {})
+
+
+def _eagle(m: dict) -> str:
+    """The EAGLE-1 head beside the pair (train-tiny eagle): its training and held-out teacher-forced acceptance, next
+    to the shipped draft's on the same kind of windows."""
+    e, draft = m["eagle"], _shipped_draft(m)
+    held = e["held_out_val_code_shipped"]
+    curve = ", ".join(f"{_fmt(point['greedy_agreement'], 2)} at {point['minutes']:g} min" for point in e["curve"])
+    about = _wrap(
+        f"A {e['parameters'] / 1e6:.2f} M-parameter EAGLE-1 head for the target, in vLLM's EAGLE-1 format (`python -m "
+        f"specviz run --method {methods.EAGLE}`): fc([emb(x); f]) → one decoder layer without input norm → the "
+        f"predicted next post-norm feature, read by the target's own LM head. {_trained(e)}; input noise "
+        f"{e['input_noise']}."
+    )
+    rows = [
+        ("EAGLE-1 head, as shipped", held["overlap"], held["greedy_agreement"]),
+        ("draft model, as shipped", draft.get("overlap"), draft.get("greedy_agreement")),
+    ]
+    return _head_section(
+        "EAGLE-1 head (`eagle/`)",
+        about,
+        "teacher-forced, first draft only",
+        rows,
+        f"Greedy agreement while training: {curve}.",
+    )
+
+
+def _eagle3(m: dict) -> str:
+    """The EAGLE-3 head beside the pair (train-tiny eagle3): its training-time test and held-out teacher-forced
+    acceptance per draft step (steps after the first read the head's own output), next to EAGLE-1's first step."""
+    e = m["eagle3"]
+    held, first = e["held_out_val_code_shipped"], m.get("eagle", {}).get("held_out_val_code_shipped", {})
+    curve = ", ".join(f"{_fmt(point['greedy_agreement'], 2)} at {point['minutes']:g} min" for point in e["curve"])
+    about = _wrap(
+        f"A {e['parameters'] / 1e6:.2f} M-parameter EAGLE-3 head for the target, in vLLM's EAGLE-3 format "
+        f"(`LlamaForCausalLMEagle3`; `python -m specviz run --method {methods.EAGLE3}`): fc over the target's hidden "
+        f"states {', '.join(map(str, e['layers_read']))} (pre-norm) → one decoder layer over [norm(emb); norm(h)] → "
+        f"its own LM head over a {e['draft_vocab_size']}-token draft vocabulary (d2t to the target's ids); later "
+        f"draft steps read the head's own pre-norm output. {_trained(e)}."
+    )
+    rows = [
+        (f"EAGLE-3 head, draft step {k + 1}", overlap, greedy)
+        for k, (overlap, greedy) in enumerate(zip(held["overlap_by_step"], held["greedy_by_step"]))
+    ]
+    rows += [("EAGLE-1 head, draft step 1", first.get("overlap"), first.get("greedy_agreement"))]
+    return _head_section(
+        "EAGLE-3 head (`eagle3/`)",
+        about,
+        "teacher-forced tokens",
+        rows,
+        f"Greedy agreement (draft step 1) while training: {curve}.",
+    )
+
+
+def _medusa(m: dict) -> str:
+    """The Medusa heads beside the pair (train-tiny medusa): their training and held-out teacher-forced agreement per
+    head, next to the shipped draft's first-draft agreement on the same kind of windows."""
+    e, draft = m["medusa"], _shipped_draft(m)
+    held = e["held_out_val_code_shipped"]
+    curve = ", ".join(
+        f"{' / '.join(_fmt(v, 2) for v in point['greedy_agreement'])} at {point['minutes']:g} min"
+        for point in e["curve"]
+    )
+    about = _wrap(
+        f"{e['heads']} Medusa heads for the target ({e['parameters'] / 1e6:.2f} M trained parameters), in vLLM's "
+        f"Medusa format (`python -m specviz run --method {methods.MEDUSA}`): head i reads the target's post-norm "
+        "feature h_t through its own residual block (x + SiLU(Wx + b)) and guesses x_(t+2+i), without seeing the "
+        f"other heads' guesses; the LM head: {e['lm_head']}. {_trained(e)}."
+    )
+    rows = [
+        (f"head {i} (guesses x_(t+{i + 2}))", overlap, greedy)
+        for i, (overlap, greedy) in enumerate(zip(held["overlap"], held["greedy_agreement"], strict=True))
+    ]
+    rows += [("draft model, as shipped (its first draft)", draft.get("overlap"), draft.get("greedy_agreement"))]
+    heads = " / ".join(str(i) for i in range(e["heads"]))
+    return _head_section(
+        "Medusa heads (`medusa/`)",
+        about,
+        "teacher-forced, each head alone",
+        rows,
+        f"Greedy agreement of heads {heads} while training: {curve}. A head's draft counts only when every head "
+        "before it was accepted, so a chain's acceptance is below these.",
+    )
 
 
 def _tuning(comparison: dict, before: dict | None, after: dict, context: int) -> str:

@@ -8,10 +8,13 @@ from pathlib import Path
 
 from .card import make_card
 from .corpus import build_corpus, check_workloads, read_jsonl
+from .eagle import train_eagle
+from .eagle3 import train_eagle3
 from .export import export, write_token_counts
 from .generate import target_continuations
 from .loop import RunConfig, eval_windows, evaluate, train
 from .measurements import CardSettings
+from .medusa import train_medusa
 from .models import build, n_params
 from .paths import WORKLOADS
 from .runs import archs, fresh_draft, load_target, tokenizer_ids
@@ -244,6 +247,24 @@ def stage_vocab(args, work: Path, device, log) -> None:
     """Only the draft's token counts (export writes them too): for a pair exported before they existed."""
     stage_corpus(args, work, device, log)
     write_token_counts(work / "corpus", args.out_dir / "draft", log)
+
+
+def stage_eagle(args, work: Path, device, log) -> None:
+    """An EAGLE-1 head for the exported target (train/eagle.py), over the corpus this stage gathers if needed."""
+    stage_corpus(args, work, device, log)
+    train_eagle(args, work, device, log)
+
+
+def stage_eagle3(args, work: Path, device, log) -> None:
+    """An EAGLE-3 head for the exported target (train/eagle3.py), trained with training-time test."""
+    stage_corpus(args, work, device, log)
+    train_eagle3(args, work, device, log)
+
+
+def stage_medusa(args, work: Path, device, log) -> None:
+    """K = 4 Medusa heads for the exported target (train/medusa.py), over the corpus this stage gathers if needed."""
+    stage_corpus(args, work, device, log)
+    train_medusa(args, work, device, log)
 
 
 def stage_card(args, work: Path, device, log) -> None:

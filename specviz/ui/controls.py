@@ -12,6 +12,7 @@ from pathlib import Path
 import streamlit as st
 
 from specviz import methods
+from specviz.core import schedule
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import MAX_K, RunSettings, parse_tree
 from specviz.core.verify import tree_size
@@ -272,6 +273,7 @@ def sidebar_controls(page: str = "") -> Controls:
         disabled=method in methods.SHAPED,
         help="A tree's K is its depth (the longest run it can accept)." if method in methods.SHAPED else None,
     )
+    plan = schedule_controls(method)
     temperature = st.sidebar.slider(
         "Temperature (0 = greedy)",
         *ranges["temperature"],
@@ -330,10 +332,45 @@ def sidebar_controls(page: str = "") -> Controls:
                 seed=int(seed),
                 tree=tree,
                 draft_vocab=int(draft_vocab),
+                **plan,
             )
     except SpecvizError as exc:
         st.sidebar.error(str(exc))
     return Controls(*active_sources(), settings, lecture)
+
+
+SCHEDULE_HELP = (
+    "How many tokens each round drafts. constant: K every round. heuristic (transformers' "
+    "num_assistant_tokens_schedule): start at K, 2 more after a round whose drafts were all accepted, 1 fewer after "
+    "any other, at least 1. confidence (transformers' assistant_confidence_threshold): K is the cap, and the draft "
+    "stops after a token it gave less than the threshold. Only K changes, so the output is exactly as lossless."
+)
+THRESHOLD_HELP = (
+    "fixed: stop below the threshold set here. fitted: start at it and refit after every round from the run's "
+    "(confidence, accepted?) pairs, the point of the ROC curve with the least FPR + 3·FNR (transformers' rule)."
+)
+
+
+def schedule_controls(method: str) -> dict:
+    """The K schedule picker, for the methods whose K is a chain of drafts (the draft model, the EAGLE-1 head):
+    RunSettings fields; {} (constant) for the others, whose K means something else."""
+    if not methods.get(method).adaptive:
+        return {}
+    name = st.sidebar.selectbox(
+        "K schedule", list(schedule.SCHEDULES), key=keep("k_schedule", schedule.CONSTANT), on_change=remember,
+        args=("k_schedule",), help=SCHEDULE_HELP,
+    )  # fmt: skip
+    if name != schedule.CONFIDENCE:
+        return {"k_schedule": name}
+    threshold = st.sidebar.slider(
+        "Confidence threshold", 0.0, 1.0, step=0.05, key=keep("confidence_threshold", schedule.DEFAULT_THRESHOLD),
+        on_change=remember, args=("confidence_threshold",),
+    )  # fmt: skip
+    fitted = st.sidebar.toggle(
+        "Refit the threshold every round", key=keep("fit_threshold", False), on_change=remember,
+        args=("fit_threshold",), help=THRESHOLD_HELP,
+    )  # fmt: skip
+    return {"k_schedule": name, "confidence_threshold": float(threshold), "fit_threshold": bool(fitted)}
 
 
 DRAFT_VOCAB_HELP = (

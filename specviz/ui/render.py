@@ -6,29 +6,39 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pandas as pd
 import streamlit as st
 
+from specviz import methods
 from specviz.core.settings import RunSettings
+from specviz.core.suffix_tree import SuffixMemory
 from specviz.core.trace import Trace
 from specviz.engine.decode import generate
+from specviz.measure.bench import environment
 from specviz.measure.race import VersusPlain, versus_plain
 from specviz.ui.loaders import cached_pair
-from specviz.viz.layout import fitted
+from specviz.viz import tables
+from specviz.viz.layout import lectured, readable
 from specviz.viz.text import legend_html, trace_html
 
 TRACES_DIR = Path(__file__).resolve().parents[2] / "assets" / "traces"
 
-# Projector styling: large type, dark text on white (projectors wash out dark backgrounds), the palette's own
-# colours with thicker underlines, and the focus view's current phase larger still.
+# Projector styling: large type (a metric's value twice its label's size, as Streamlit draws it outside lecture
+# mode), dark text on white (projectors wash out dark backgrounds), the palette's own colours with thicker underlines,
+# and the focus view's current phase larger still.
 LECTURE_CSS = """<style>
-.stMarkdown p, .stMarkdown li, .stCaption p, [data-testid="stMetricValue"], [data-testid="stMetricLabel"] p,
-.stButton p, [data-testid="stWidgetLabel"] p {font-size: 1.3rem !important;}
+.stMarkdown p, .stMarkdown li, .stCaption p, [data-testid="stMetricLabel"] p, [data-testid="stMarkdownContainer"] p,
+[data-testid="stMarkdownContainer"] li, .stButton p, [data-testid="stWidgetLabel"] p, [data-baseweb="select"] div,
+[data-testid="stSliderThumbValue"], [data-testid="stTab"] p {font-size: 1.3rem !important;}
+.stCode code {font-size: 1.15rem !important;}
+[data-testid="stMetricValue"], [data-testid="stMetricValue"] p {font-size: 2.6rem !important; line-height: 1.2;}
 h1 {font-size: 2.6rem !important;} h2, h3 {font-size: 2rem !important;}
 .specviz-text {font-size: 1.6rem !important; background: #fff; color: #111; padding: .6rem .8rem;
   border: 2px solid #333; border-radius: .4rem;}
 .specviz-text .tok {text-decoration-thickness: 4px !important; text-underline-offset: 6px !important;
   font-weight: 600;}
 .chip {font-size: 1.6rem !important; border-width: 3px !important;}
+.flow-step {font-size: 1.4rem !important;} .flow-key {font-size: 1.15rem !important;}
 .phase-strip .phase {font-size: 1.3rem !important;}
 .st-key-focus_panel p, .st-key-focus_panel li {font-size: 1.5rem !important; line-height: 1.5 !important;}
 </style>"""
@@ -56,18 +66,42 @@ def apply_lecture_mode(on: bool) -> None:
         show_html(LECTURE_CSS)
 
 
-LECTURE_HEIGHT = 1.6  # charts this much taller in lecture mode, so a projector shows the bars, not just the labels
+def lecture_on() -> bool:
+    """Whether the session's lecture mode is on (the sidebar's toggle, kept across pages, even those without it)."""
+    state = st.session_state
+    return bool(state["lecture"] if "lecture" in state else state.get("_kept_lecture", False))
 
 
-def draw(where, chart, lecture: bool = False) -> None:
+def draw(where, chart, lecture: bool | None = None) -> None:
     """Every chart of the app: titles wrapped to fit (never clipped), full width, projector-sized text in lecture mode
-    (set here, so the chart builders stay composable)."""
-    chart = fitted(chart)
+    (viz.layout.lectured, applied here so the chart builders stay composable); `lecture` None: the session's mode."""
+    if lecture is None:
+        lecture = lecture_on()
     if lecture:
-        if isinstance(chart.height, int):  # the 16 px labels take room from the plot: give it back, and more
-            chart = chart.properties(height=int(chart.height * LECTURE_HEIGHT))
-        chart = chart.configure_axis(labelFontSize=16, titleFontSize=16).configure_legend(labelFontSize=16)
+        chart = lectured(chart)
+    else:
+        chart = readable(chart)
     where.altair_chart(chart, width="stretch")
+
+
+def show_table(where, frame, key: str | None = None) -> None:
+    """Every table of the app: human headers, readable number formats, the key columns first and wide enough to
+    read (viz.tables says which; this turns it into Streamlit's column_config)."""
+    frame = pd.DataFrame(frame)
+    frame.columns = [str(c) for c in frame.columns]
+    numeric = {c: frame[c].tolist() for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c])}
+    config = {}
+    for name, spec in tables.column_specs(list(frame.columns), numeric).items():
+        common = {"label": spec.header, "width": spec.width, "help": spec.help}
+        if spec.format == tables.P_VALUE:
+            frame[name] = frame[name].map(tables.format_p)
+            config[name] = st.column_config.TextColumn(**common)
+        elif name in numeric and not pd.api.types.is_bool_dtype(frame[name]) and spec.format:
+            config[name] = st.column_config.NumberColumn(format=spec.format, **common)
+        else:
+            config[name] = st.column_config.Column(**common)
+    order = tables.column_order(list(frame.columns))
+    where.dataframe(frame, hide_index=True, column_config=config, column_order=order, key=key)
 
 
 def show_html(markup: str, where=st) -> None:
@@ -84,11 +118,14 @@ def show_text(trace: Trace, n_rounds: int | None = None) -> None:
 @st.cache_data(show_spinner="Warming up, then timing plain and speculative decoding in turn…", max_entries=8)
 def cached_versus_plain(
     sources: tuple[str, str, str, str], prompt: str, settings: RunSettings
-) -> tuple[VersusPlain, str]:
-    """The home page's measurement and the time it was taken ("HH:MM UTC"): cached for the whole server, so every
-    session sees the same run and the page says when it was measured."""
+) -> tuple[VersusPlain, str, dict]:
+    """The home page's measurement, the time it was taken ("HH:MM UTC") and where (measure.bench.environment, with
+    the load average the runs met): cached for the whole server, so every session sees the same run and the page
+    says when and where it was measured."""
     measured_at = datetime.now(UTC).strftime("%H:%M UTC on %d %b")
-    return versus_plain(cached_pair(*sources), prompt, settings), measured_at
+    pair = cached_pair(*sources)
+    env = environment(pair)
+    return versus_plain(pair, prompt, settings), measured_at, env
 
 
 @st.cache_data(show_spinner="Running the models…", max_entries=64)
@@ -97,6 +134,22 @@ def cached_run(sources: tuple[str, str, str, str], prompt: str, settings: RunSet
 
     sources = (target, draft, device, dtype), as `active_sources()` gives them."""
     return generate(cached_pair(*sources), prompt, settings)
+
+
+SUFFIX_MEMORY = "suffix_memory"  # session_state: what suffix decoding remembers of this session's runs
+
+
+def session_memory() -> SuffixMemory:
+    """What suffix decoding remembers of this browser session's earlier runs (its global trie), never another's."""
+    return st.session_state.setdefault(SUFFIX_MEMORY, SuffixMemory())
+
+
+def page_run(sources: tuple[str, str, str, str], prompt: str, settings: RunSettings) -> Trace:
+    """A run for a page: from the server's run cache, except for a method that learns from this session's earlier
+    runs (suffix decoding), which runs afresh with the session's memory (a cached run would be another session's)."""
+    if methods.get(settings.method).remembers:
+        return generate(cached_pair(*sources), prompt, settings, memory=session_memory())
+    return cached_run(sources, prompt, settings)
 
 
 @st.cache_data

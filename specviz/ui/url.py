@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from urllib.parse import quote, urlencode
 
 import streamlit as st
 
@@ -31,6 +32,7 @@ URL_SETTINGS = {  # URL parameter -> (sidebar key, type)
     "dv": ("draft_vocab", int),
 }
 MOMENT_KEYS = ("round", "phase", "pos")
+PRESENT = "present"  # present=1: open as a presenter wants it (OpenedUrl.present); never written back
 BUNDLED = "bundled:"  # a trace source "bundled:<name>" replays the bundled trace of that name
 
 
@@ -51,6 +53,16 @@ def settings_params(settings: RunSettings, prompt: str) -> dict[str, str]:
     if settings.tree:
         params["tree"] = ",".join(map(str, settings.tree))
     return params
+
+
+def presenter_params(params: dict[str, str]) -> dict[str, str]:
+    """A view's address as a presenter's link: the same moment, opened full screen on the phase (present=1)."""
+    return {**params, PRESENT: "1"}
+
+
+def query_string(params: dict[str, str]) -> str:
+    """Parameters as the address bar writes them (a prompt's spaces and newlines percent-encoded)."""
+    return urlencode(params, quote_via=quote)
 
 
 def page_params(trace: Trace, cursor: steps.Cursor, source: str, focus: bool, lecture: bool) -> dict[str, str]:
@@ -75,6 +87,7 @@ class OpenedUrl:
     sidebar: dict[str, object] = field(default_factory=dict)  # sidebar key -> value (URL_SETTINGS)
     tree: str | None = None  # the tree shape as typed, e.g. "2,2,1,1"
     lecture: bool = False  # only ever turns lecture mode on
+    present: bool = False  # a presenter's link (present=1): lecture mode, the focus view, the sidebar collapsed
     focus: bool | None = None  # the focus view (True), the full one (False), or as it was (None)
     prompt: str | None = None
     trace: str | None = None  # a bundled trace's name
@@ -113,11 +126,13 @@ def read_url(params: Mapping[str, str]) -> OpenedUrl:
             except ValueError:
                 unreadable.append(f"{name}={params[name]!r}")
     view = params.get("view")
+    present = params.get(PRESENT) in ("1", "true")
     return OpenedUrl(
         sidebar=sidebar,
         tree=params.get("tree"),
-        lecture=params.get("lecture") in ("1", "true"),
-        focus=view == "focus" if view in ("focus", "full") else None,
+        lecture=params.get("lecture") in ("1", "true") or present,
+        present=present,
+        focus=True if present else view == "focus" if view in ("focus", "full") else None,
         prompt=params.get("prompt"),
         trace=params.get("trace"),
         pair=params.get("pair"),
@@ -181,8 +196,69 @@ def write_url(params: dict[str, str]) -> None:
     st.session_state[WRITTEN] = params
 
 
-def keep_url(trace: Trace, cursor: steps.Cursor) -> None:
-    """The address of the moment shown, from the session's source, view and lecture mode, in the address bar."""
+def shown_params(trace: Trace, cursor: steps.Cursor) -> dict[str, str]:
+    """The address of the moment shown, from the session's source, view and lecture mode."""
     state = st.session_state
     source = state.get("rounds_source", "live")
-    write_url(page_params(trace, cursor, source, bool(state.get("focus_view")), bool(state.get("lecture"))))
+    return page_params(trace, cursor, source, bool(state.get("focus_view")), bool(state.get("lecture")))
+
+
+def keep_url(trace: Trace, cursor: steps.Cursor) -> None:
+    """The address of the moment shown in the address bar."""
+    write_url(shown_params(trace, cursor))
+
+
+# A button that copies a link with the browser's clipboard (Streamlit has none in Python): the page's own address
+# (origin and path, as the browser has them) with the query the page wrote, so it works behind any host name or path
+# prefix. navigator.clipboard needs a secure context (https or localhost); elsewhere the old copy command is used.
+COPY_JS = """<div class="copy-links" style="display:flex;gap:.5rem;align-items:center;flex-wrap:wrap">%s
+<span class="copy-done" role="status" style="color:#333"></span></div>
+<script>
+(() => {
+  for (const b of document.querySelectorAll("button.copy-link:not([data-bound])")) {
+    b.dataset.bound = "1";
+    b.addEventListener("click", async () => {
+      const link = location.origin + location.pathname + "?" + b.dataset.query;
+      let ok = false;
+      try { await navigator.clipboard.writeText(link); ok = true; } catch (e) {
+        const area = document.createElement("textarea");
+        area.value = link; document.body.appendChild(area); area.select();
+        try { ok = document.execCommand("copy"); } catch (e2) { ok = false; }
+        area.remove();
+      }
+      const done = b.parentElement.querySelector(".copy-done");
+      if (done) done.textContent = ok ? "Copied " + b.dataset.what + "."
+        : "The browser refused to copy: copy the address bar instead.";
+      b.blur();
+    });
+  }
+})();
+</script>"""
+COPY_BUTTON = (
+    '<button type="button" class="copy-link" data-what="%s" data-query="%s" title="%s" style="padding:.3rem .75rem;'
+    'border:1px solid rgba(49,51,63,.3);border-radius:.5rem;background:#fff;cursor:pointer;font:inherit">%s</button>'
+)
+
+
+def copy_link_html(params: dict[str, str]) -> str:
+    """Two copy buttons for the moment shown: its link, and a presenter's link (present=1) to the same moment."""
+    from html import escape
+
+    def button(query: str, what: str, tip: str, label: str) -> str:
+        return COPY_BUTTON % (escape(what), escape(query), escape(tip), escape(label))
+
+    return COPY_JS % (
+        button(query_string(params), "a link to this moment", "This view, this moment", "Copy link to this moment")
+        + button(
+            query_string(presenter_params(params)),
+            "a presenter's link to this moment",
+            "Opens full screen on the phase: lecture mode, focus view, sidebar closed",
+            "Copy presenter link",
+        )
+    )
+
+
+def copy_link_buttons(params: dict[str, str]) -> None:
+    """The copy buttons, on the page (st.html runs their script in the page, where the clipboard and address are)."""
+    if params:
+        st.html(copy_link_html(params), unsafe_allow_javascript=True)

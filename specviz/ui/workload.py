@@ -17,6 +17,7 @@ from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
 from specviz.engine.models import ModelPair
 from specviz.errors import SpecvizError
+from specviz.measure.bench import environment
 from specviz.measure.identity import local_pair_for
 from specviz.measure.local import engine_source, step_costs
 from specviz.measure.prompts import PromptRow
@@ -25,10 +26,12 @@ from specviz.remote.agreement import compare_engines
 from specviz.remote.vllm import Server, connect, measure
 from specviz.ui.limits import Limits, display_source
 from specviz.ui.loaders import cached_pair
+from specviz.ui.render import session_memory
 from specviz.viz.text import literal
 from specviz.viz.workload_charts import agreement_row
 
 RECORDS, PLANNED, SETTINGS, STOPPED = "workload_records", "workload_planned", "workload_settings", "workload_stopped"
+ENVIRONMENT = "workload_environment"
 
 
 def too_many_note(available: int, cap: int) -> str | None:
@@ -89,8 +92,11 @@ def run_here(
     bar.progress(0.0, text="Measuring step costs…")
     costs = step_costs(pair, ks, base)
     st.session_state[SETTINGS] = (base, pair.describe(), method_names, sorted(ks), costs)
+    st.session_state[ENVIRONMENT] = environment(pair)  # where the speedups are timed: for the bench comparison
     bar.progress(0.0, text="Warming up…")
-    for record in run_workload(engine_source(pair), rows, method_names, sorted(ks), base, progress, repeats):
+    for record in run_workload(
+        engine_source(pair, session_memory()), rows, method_names, sorted(ks), base, progress, repeats
+    ):
         st.session_state[RECORDS].append(record)  # kept even if the run is stopped here
     bar.empty()
 
@@ -107,6 +113,7 @@ def run_on_server(
     shown, and the prompts finished before it are kept."""
     state = st.session_state
     clear_results()
+    state.pop(ENVIRONMENT, None)  # a server's speeds are timed there, not here
     try:
         server = open_it()
         if note:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from specviz import methods
+from specviz.core import schedule
 from specviz.core.trace import ACCEPTED, AFTER_STOP, Node, Position, Round, Trace
-from specviz.viz.text import literal, visible
+from specviz.core.verify import tree_size
+from specviz.viz.feature_flow import FLOWS
+from specviz.viz.text import literal, prob, visible
 
 DRAFT_BOX = "border:1px solid #333333;padding:.2rem .45rem;margin:0 .1rem;font-family:monospace"
 
@@ -13,16 +16,18 @@ def _tok(text: str) -> str:
     return f"'{literal(visible(text))}'"
 
 
-def verify_html(r: Round, committed: int = 0) -> str:
+def verify_html(r: Round, committed: int = 0, timing: str = "") -> str:
     """The K drafts plus the pending token go through the target together: one pass, K+1 distributions. A tree
-    round: every node at once, under the tree attention mask (committed = the committed text's length)."""
+    round: every node at once, under the tree attention mask (committed = the committed text's length). timing: what
+    the pass's measured time is, beside it ("recorded on another machine", "includes first-call warm-up")."""
+    said = f" ({literal(timing)})" if timing else ""
     if r.is_tree:
         depth = max(node.depth for node in r.nodes)
         first = "The tokens committed last round are read first; then every" if r.index else "Every"
         return (
             f'<div style="border:3px solid #333333;border-radius:.5rem;padding:.5rem">'
             f'<div style="font-weight:bold;color:#333333">ONE target forward pass over all {len(r.nodes)} tree nodes · '
-            f"{r.verify_ms:.1f} ms</div>"
+            f"{r.verify_ms:.1f} ms{said}</div>"
             f'<div style="margin:.4rem 0">{first} node, with the tree attention mask below: each node sees the '
             f"committed text ({committed} tokens) and its own ancestors only, never another branch, and its position "
             f"id is {committed} − 1 + its depth, so siblings "
@@ -33,15 +38,35 @@ def verify_html(r: Round, committed: int = 0) -> str:
     boxes = "".join(f'<span style="{DRAFT_BOX}">{literal(visible(p.text))}</span>' for p in r.positions)
     return (
         f'<div style="border:3px solid #333333;border-radius:.5rem;padding:.5rem;display:inline-block">'
-        f'<div style="font-weight:bold;color:#333333">ONE target forward pass · {r.verify_ms:.1f} ms</div>'
+        f'<div style="font-weight:bold;color:#333333">ONE target forward pass · {r.verify_ms:.1f} ms{said}</div>'
         f'<div style="margin:.4rem 0">[last committed token] {boxes}</div>'
         f"<div>→ p<sub>1</sub> … p<sub>{r.proposed + 1}</sub>: the target's distribution at each of the "
         f"{r.proposed + 1} positions, all at once (drafting took {r.draft_ms:.1f} ms).</div></div>"
     )
 
 
+def suffix_sentence(trace: Trace, r: Round) -> str:
+    """Suffix decoding's round: how many tokens the tries' counts supported, or why none."""
+    o = trace.settings.suffix
+    if not r.proposed:
+        return (
+            "Suffix decoding found no continuation of the last tokens likely enough (its estimated probability, the "
+            f"counts' ratio along the path, stays below {o.min_token_prob:g}) in this prompt + output or in the "
+            f"session's earlier outputs, so it proposes nothing and the target decodes one token this round "
+            f"({r.draft_ms:.1f} ms, no model run)."
+        )
+    return (
+        f"Suffix decoding walks the most frequent continuation of the best-matching end of the text, in a trie over "
+        f"this prompt + output or over the session's earlier outputs, for as long as its estimated probability stays "
+        f"at least {o.min_token_prob:g} (and at most K, and the match's length x {o.max_spec_factor:g}): "
+        f"{r.proposed} token(s), no model run ({r.draft_ms:.1f} ms):"
+    )
+
+
 def draft_sentence(trace: Trace, r: Round) -> str:
     """What drafting cost this round: forward passes of the draft model, or a lookup that runs no model at all."""
+    if trace.settings.method == methods.SUFFIX:
+        return suffix_sentence(trace, r)
     if methods.get(trace.settings.method).draft_cost == methods.HOST_LOOKUP:
         if not r.proposed:
             return (
@@ -61,23 +86,92 @@ def draft_sentence(trace: Trace, r: Round) -> str:
             "for the next sibling)"
         )
         depth = max(node.depth for node in r.nodes)
+        full = tree_size(trace.settings.tree)
+        left = trace.settings.max_new_tokens - committed_before(trace, r)
+        size = f"{r.proposed} nodes"
+        if r.proposed < full:
+            size = f"{r.proposed} of its {full} nodes: trimmed to the token budget, {left} new token(s) left"
         return (
-            f"The draft model drafts a tree of shape {shape} ({r.proposed} nodes): one draft forward pass per depth "
+            f"The draft model drafts a tree of shape {shape} ({size}): one draft forward pass per depth "
             f"over every node at that depth ({depth} passes, {r.draft_ms:.1f} ms in all). Each node's children are "
             f"{how}; beside each token, q is its probability in the distribution it was drawn from."
         )
-    return f"The draft model proposes {r.proposed} token(s), one forward pass each ({r.draft_ms:.1f} ms in all):"
+    left = trace.settings.max_new_tokens - committed_before(trace, r)
+    trimmed = (
+        f" (K = {trace.settings.k}, trimmed to the token budget: {left} new token(s) left, one of them for the "
+        "correction or bonus)"
+        if left - 1 < trace.settings.draft_length and r.proposed < trace.settings.draft_length and not r.schedule
+        else ""
+    )
+    end = f". {stop_sentence(trace, r)} The drafts:" if r.schedule else ":"  # adaptive K: why it stopped there
+    if flow := FLOWS.get(trace.settings.method):  # a head: features, not tokens, carry the draft forward
+        short = (
+            flow.short_of_k.format(k=trace.settings.k)
+            if flow.short_of_k and r.proposed < min(trace.settings.draft_length, left - 1)
+            else ""
+        )
+        said = f"The {flow.head} {flow.proposes} {r.proposed} token(s){trimmed or short}, {flow.sentence}"
+        return f"{said} ({r.draft_ms:.1f} ms in all){end}"
+    return (
+        f"The draft model proposes {r.proposed} token(s){trimmed}, one forward pass each ({r.draft_ms:.1f} ms in all)"
+        f"{end}"
+    )
+
+
+def stop_sentence(trace: Trace, r: Round) -> str:
+    """Why an adaptive round's draft stopped at its last token, and what the schedule does next (core/schedule.py);
+    "" for a constant-K round."""
+    step = r.schedule
+    if step is None:
+        return ""
+    name = trace.settings.k_schedule
+    if step.stop == schedule.STOP_CONFIDENCE:
+        last = r.positions[-1]
+        why = (
+            f"It stopped after {_tok(last.text)}: the draft gave it {step.confidences[-1]:.2f} < the threshold "
+            f"{step.threshold:.2f}, so drafting on would likely waste passes (K = {step.k} is only the cap)."
+        )
+    elif step.stop == schedule.STOP_BUDGET:
+        left = trace.settings.max_new_tokens - committed_before(trace, r)
+        why = (
+            f"It stopped at the token budget: {left} new token(s) left, one of them for the correction or bonus, "
+            f"fewer than this round's K = {step.k}."
+        )
+    elif step.stop == schedule.STOP_NONE:
+        why = "It drafted nothing this round, so the target decodes one token."
+    else:
+        reached = "every draft was confident enough" if name == schedule.CONFIDENCE else "the schedule's K"
+        why = f"It stopped at cap K = {step.k}: {reached}."
+    if name == schedule.HEURISTIC:
+        if step.next_k > step.k:
+            after = "after a full accept (+2)"
+        elif step.next_k < step.k:
+            after = "after a rejection (−1)"
+        else:
+            after = "(at its floor of 1 after a rejection)" if step.k == 1 else "(at its ceiling after a full accept)"
+        why += f" Heuristic: K {step.k} → {step.next_k} {after}."
+    elif trace.settings.fit_threshold and step.next_threshold is not None and step.next_threshold != step.threshold:
+        why += (
+            f" The threshold is refit from this run's (confidence, accepted?) pairs: {step.threshold:.2f} → "
+            f"{step.next_threshold:.2f} for the next round."
+        )
+    return why
+
+
+def committed_before(trace: Trace, r: Round) -> int:
+    """New tokens the run had committed before this round."""
+    return sum(len(earlier.committed) for earlier in trace.rounds[: r.index])
 
 
 def judge_sentence(pos: Position) -> str:
     if pos.u <= pos.ratio:
         return (
-            f"**Accepted** {_tok(pos.text)}: p = {pos.p:.3f}, q = {pos.q:.3f}, so it is kept with probability "
-            f"min(1, p/q) = {pos.ratio:.3f}; the draw u = {pos.u:.3f} falls inside."
+            f"**Accepted** {_tok(pos.text)}: p = {prob(pos.p)}, q = {prob(pos.q)}, so it is kept with probability "
+            f"min(1, p/q) = {prob(pos.ratio)}; the draw u = {pos.u:.3f} falls inside."
         )
     return (
-        f"**Rejected** {_tok(pos.text)}: the draft was more confident than the target (q = {pos.q:.3f} > p = "
-        f"{pos.p:.3f}), so it is kept only with probability {pos.ratio:.3f}, and u = {pos.u:.3f} is above that. "
+        f"**Rejected** {_tok(pos.text)}: the draft was more confident than the target (q = {prob(pos.q)} > p = "
+        f"{prob(pos.p)}), so it is kept only with probability {prob(pos.ratio)}, and u = {pos.u:.3f} is above that. "
         "Every later draft is discarded."
     )
 
@@ -96,8 +190,8 @@ def tree_judge_sentence(r: Round, node: Node) -> str:
     )
     head = (
         f"Child {len(elders) + 1} of {len(siblings)} {parent}, depth {node.depth}: {_tok(node.text)} is judged "
-        f"against {against}. p = {node.p:.3f}, q = {node.q:.3f}, so it is kept with probability min(1, p/q) = "
-        f"{node.ratio:.3f}"
+        f"against {against}. p = {prob(node.p)}, q = {prob(node.q)}, so it is kept with probability min(1, p/q) = "
+        f"{prob(node.ratio)}"
     )
     if node.verdict in (ACCEPTED, AFTER_STOP):
         below = r.children(node.id)
@@ -125,13 +219,13 @@ def resolve_sentence(r: Round) -> str:
         return (
             f"Every child tried under {at} was rejected, so the correction {_tok(extra.text)} is drawn from the "
             f"residual left after the last one, which only holds what the target still owes: its residual "
-            f"probability is {extra.prob:.3f} (p = {extra.p:.3f}, u = {extra.u:.3f}). This keeps the output exactly "
-            "p's, however many siblings were tried."
+            f"probability is {prob(extra.prob)} (p = {prob(extra.p)}, u = {extra.u:.3f}). This keeps the output "
+            "exactly p's, however many siblings were tried."
         )
     if r.is_tree and extra.kind == "bonus":
         return (
             f"The walk accepted {len(r.path)} node(s) down to a leaf, and the verify pass already holds p after that "
-            f"leaf: the bonus token {_tok(extra.text)} is drawn from it (p = {extra.p:.3f}, u = {extra.u:.3f}) for "
+            f"leaf: the bonus token {_tok(extra.text)} is drawn from it (p = {prob(extra.p)}, u = {extra.u:.3f}) for "
             "free."
         )
     if extra.kind == "correction":
@@ -139,15 +233,15 @@ def resolve_sentence(r: Round) -> str:
         return (
             f"The correction {_tok(extra.text)} is drawn from the residual norm(max(0, p − q)) at position "
             f"{rejected.index + 1}, which only holds tokens the target likes more than the draft did: its p is "
-            f"{extra.p:.3f} and its residual probability {extra.prob:.3f} (u = {extra.u:.3f}). This is what makes "
+            f"{prob(extra.p)} and its residual probability {prob(extra.prob)} (u = {extra.u:.3f}). This is what makes "
             "the output follow p exactly."
         )
     if extra.kind == "bonus":
         return (
             f"All {r.proposed} drafts passed, so the target's pass already holds p at position {r.proposed + 1}: the "
-            f"bonus token {_tok(extra.text)} is drawn from it (p = {extra.p:.3f}, u = {extra.u:.3f}) for free."
+            f"bonus token {_tok(extra.text)} is drawn from it (p = {prob(extra.p)}, u = {extra.u:.3f}) for free."
         )
-    return f"Plain decoding: the target draws {_tok(extra.text)} from p (p = {extra.p:.3f}, u = {extra.u:.3f})."
+    return f"Plain decoding: the target draws {_tok(extra.text)} from p (p = {prob(extra.p)}, u = {extra.u:.3f})."
 
 
 def commit_sentence(r: Round) -> str:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import altair as alt
 import pandas as pd
 
+from specviz.core.chisq import detectable_tv
 from specviz.core.lab import (
     DETECTED_VERDICT,
     EXACT_VERDICT,
@@ -135,6 +136,41 @@ def shop_chart(exp: ShopExperiment, top: int = 16) -> alt.Chart:
     )
 
 
+def flow_numbers(flow: TwoTokenFlow) -> pd.DataFrame:
+    """The two-token example's numbers, one row per quantity and a column per token (lab.two_token_flow's result)."""
+    rows = {
+        "p (target)": flow.p,
+        "q (draft)": flow.q,
+        "accept min(1, p/q)": flow.accept_prob,
+        "emitted as accepted draft": flow.accepted,
+        "residual": flow.residual,
+        "emitted as correction": flow.corrected,
+        "final": flow.final,
+    }
+    return pd.DataFrame([{"quantity": name, **dict(zip(flow.tokens, map(float, v)))} for name, v in rows.items()])
+
+
+REAL_PAIR_LEVEL = 1e-3  # the loaded pair's test rejects below this p-value: an exact sampler fails it 1 time in 1000
+REAL_PAIR_POWER = 0.8
+
+
+def power_note(samples: int, requested: int, dof: int, stopped_early: bool) -> str:
+    """What the loaded pair's χ² test could have seen at the sample size it ran: the smallest total-variation
+    distance between plain and speculative it catches 4 times in 5 (core.chisq.detectable_tv)."""
+    head = (
+        f"The time budget ran out after {samples} of {requested} samples each way"
+        if stopped_early
+        else f"{samples} samples each way"
+    )
+    if dof < 1:
+        return f"{head}: too few for any test."
+    tv = detectable_tv(samples, dof, REAL_PAIR_LEVEL, REAL_PAIR_POWER)
+    return (
+        f"{head}: at this size the test detects only TV ≥ {tv:.2f} (4 times in 5), so a smaller bias would pass "
+        "unseen; more samples or a longer time budget make it sharper. The exact checks above see any bias."
+    )
+
+
 def bug_frame(checks: Sequence[BugCheck]) -> pd.DataFrame:
     return pd.DataFrame(
         [
@@ -162,7 +198,9 @@ VERDICT_COLORS = {
 }
 
 
-P_VALUE_TIP = alt.Tooltip("p_value:Q", title="χ² p-value", format=".2e")
+P_VALUE_TIP = alt.Tooltip("p_text:N", title="χ² test")
+# The p-value as viz.tables.format_p writes it everywhere on the page ("p = 0.43", "p = 0.012", "p < 0.001").
+P_TEXT = "datum.p_value < 0.001 ? 'p < 0.001' : 'p = ' + format(datum.p_value, datum.p_value >= 0.1 ? '.2f' : '.2g')"
 
 
 def bug_chart(frame: pd.DataFrame) -> alt.Chart:
@@ -170,7 +208,7 @@ def bug_chart(frame: pd.DataFrame) -> alt.Chart:
 
     `frame` comes from `bug_frame(checks)` (a plain frame, so a page can cache it).
     """
-    tooltip = ["variant:N", "what:N", alt.Tooltip("tv:Q", format=".4f"), P_VALUE_TIP]
+    tooltip = ["variant:N", "what:N", alt.Tooltip("tv:Q", format=".3g"), P_VALUE_TIP]
     tooltip.append(alt.Tooltip("acceptance:Q", title="acceptance fraction", format=".3f"))
     title = "How far each sampler's exact output is from the target (total variation)"
     return _tv_bars(frame, title, "χ² test on samples", tooltip, label_limit=260)
@@ -181,6 +219,7 @@ def _tv_bars(frame: pd.DataFrame, title: str, legend: str, tooltip: list, label_
     return (
         alt.Chart(frame, title=title)
         .mark_bar()
+        .transform_calculate(p_text=P_TEXT)
         .encode(
             y=alt.Y("variant:N", sort=list(frame["variant"]), title=None, axis=alt.Axis(labelLimit=label_limit)),
             x=alt.X("tv:Q", title="TV distance from p (exact, by enumeration)"),
@@ -302,6 +341,6 @@ def tree_check_frame(checks: Sequence[TreeCheck]) -> pd.DataFrame:
 def tree_check_chart(frame: pd.DataFrame) -> alt.Chart:
     """Total-variation distance of each tree sampler's exact output from p, coloured by the verdict."""
     tooltip = ["variant:N", "why:N", alt.Tooltip("max_abs_diff:Q", title="max |output − p|", format=".2e")]
-    tooltip += [alt.Tooltip("tv:Q", format=".4f"), P_VALUE_TIP]
+    tooltip += [alt.Tooltip("tv:Q", format=".3g"), P_VALUE_TIP]
     title = "Tree samplers: how far each exact output is from p (total variation)"
     return _tv_bars(frame, title, "verdict", tooltip, label_limit=300)

@@ -12,9 +12,20 @@ from specviz.core.record import RunRecord
 NOT_REPORTED = "not reported"
 
 
-def lanes_frame(results: list[RunRecord], reference: tuple[int, ...] | None = None) -> pd.DataFrame:
+def lanes_frame(
+    results: list[RunRecord],
+    reference: tuple[int, ...] | None = None,
+    timings: dict | None = None,
+    tokens_per_s: dict[str, float] | None = None,
+) -> pd.DataFrame:
+    """One row per lane. With the race's timings (lane -> measure.timing.Timing) and median speeds over its repeats,
+    tokens/s is that median and a "speedup vs plain" column gives each lane's median paired speedup with its range
+    over the repeats; without them, the first run's tokens/s alone."""
     rows = []
     for r in results:
+        timing = (timings or {}).get(r.method)
+        speed = (tokens_per_s or {}).get(r.method, r.tokens_per_s)
+        speedup = {} if timing is None else {"speedup vs plain": timing.cell(), "repeats": timing.repeats}
         gaps = stats.inter_token_latencies_ms(r.arrivals())
         same = "n/a (sampling)"
         if reference is not None:
@@ -25,7 +36,8 @@ def lanes_frame(results: list[RunRecord], reference: tuple[int, ...] | None = No
                 "lane": methods.lane_label(r.method),
                 "tokens": len(r.output_ids),
                 "time to first token (ms)": r.ttft_s * 1e3,
-                "tokens/s": r.tokens_per_s,
+                "tokens/s": speed,
+                **speedup,
                 "median gap (ms)": float(pd.Series(gaps).median()) if gaps else 0.0,
                 "max gap (ms)": max(gaps, default=0.0),
                 "α": _alpha_text(r),
@@ -93,17 +105,27 @@ def latency_chart(results: list[RunRecord]) -> alt.Chart:
     )
 
 
-def sweep_chart(rows: list[dict]) -> alt.Chart:
-    """Measured speedup vs K next to the prediction from measured tau and costs on this machine."""
-    frame = pd.DataFrame(rows, columns=["k", "kind", "speedup"])
-    return (
-        alt.Chart(frame, title="K sweep: measured speedup vs the prediction from measured costs")
-        .mark_line(point=True)
-        .encode(
-            x=alt.X("k:O", title="K (draft tokens per round)"),
-            y=alt.Y("speedup:Q", title="speedup over plain (×)"),
-            color=alt.Color("kind:N", title=None),
-            tooltip=["k:O", "kind:N", alt.Tooltip("speedup:Q", format=".2f")],
-        )
-        .properties(height=260)
+def sweep_chart(rows: list[dict]) -> alt.LayerChart:
+    """Measured speedup vs K (the median of its repeats, with their range as bars) next to the prediction from
+    measured tau and costs on this machine."""
+    frame = pd.DataFrame(rows, columns=["k", "kind", "speedup", "low", "high"])
+    title = "K sweep: measured speedup (range over repeats) vs the prediction from measured costs"
+    base = alt.Chart(frame, title=title)
+    lines = base.mark_line(point=True).encode(
+        x=alt.X("k:O", title="K (draft tokens per round)"),
+        y=alt.Y("speedup:Q", title="speedup over plain (×)"),
+        color=alt.Color("kind:N", title=None),
+        tooltip=[
+            "k:O",
+            "kind:N",
+            alt.Tooltip("speedup:Q", format=".2f"),
+            alt.Tooltip("low:Q", format=".2f", title="lowest repeat"),
+            alt.Tooltip("high:Q", format=".2f", title="highest repeat"),
+        ],
     )
+    bars = (
+        base.transform_filter("isValid(datum.low)")
+        .mark_errorbar(ticks=True)
+        .encode(x="k:O", y=alt.Y("low:Q", title="speedup over plain (×)"), y2="high:Q", color=alt.Color("kind:N"))
+    )
+    return (lines + bars).properties(height=260)

@@ -8,7 +8,7 @@ import pandas as pd
 from specviz.core.trace import Node, Position, Round, TokenProb
 from specviz.viz.layout import PADDING, TITLE_CHARS, chart_title  # noqa: F401 - TITLE_CHARS: part of this API
 from specviz.viz.palette import ORIGIN_COLORS, ORIGIN_MARKS, P_COLOR, Q_COLOR
-from specviz.viz.text import visible
+from specviz.viz.text import prob, visible
 
 DIST_COLORS = {"q (draft)": Q_COLOR, "p (target)": P_COLOR}
 VERDICT_COLORS = {"accepted": ORIGIN_COLORS["accepted"], "rejected": ORIGIN_COLORS["rejected"]}
@@ -86,8 +86,8 @@ def acceptance_chart(pos: Position | Node) -> alt.LayerChart:
     bar = base.mark_bar(color=VERDICT_COLORS[verdict], size=34).encode(
         x=alt.X("value:Q", scale=x_scale, title="acceptance probability min(1, p/q), and the uniform draw u"),
         tooltip=[
-            alt.Tooltip("p:Q", format=".4f"),
-            alt.Tooltip("q:Q", format=".4f"),
+            alt.Tooltip("p:Q", format=".4~g"),
+            alt.Tooltip("q:Q", format=".4~g"),
             alt.Tooltip("value:Q", title="min(1,p/q)", format=".4f"),
             alt.Tooltip("u:Q", format=".4f"),
             "verdict:N",
@@ -103,7 +103,7 @@ def acceptance_chart(pos: Position | Node) -> alt.LayerChart:
     mark = ORIGIN_MARKS[verdict]
     title = chart_title(
         f"{mark} {verdict.upper()}: u {sign} min(1, p/q)",
-        f"u = {pos.u:.3f} {sign} min(1, {pos.p:.3f} / {pos.q:.3f}) = {pos.ratio:.3f}",
+        f"u = {pos.u:.3f} {sign} min(1, {prob(pos.p)} / {prob(pos.q)}) = {prob(pos.ratio)}",
     )
     return (track + bar + u_mark + label).properties(title=title, height=130, padding=PADDING)
 

@@ -17,6 +17,14 @@ def literal(text: str) -> str:
     return str(text).translate(_INERT)
 
 
+def prob(x: float) -> str:
+    """A probability as printed: three decimals, or two significant digits in scientific notation below 0.0005, so a
+    token that was sampled never reads "0.000" (q = 3.2e-05); an exact zero reads 0."""
+    if x == 0:
+        return "0"
+    return f"{x:.3f}" if abs(x) >= 0.0005 else f"{x:.1e}"
+
+
 def token_tooltips(trace: Trace, n_rounds: int | None = None) -> list[str]:
     """Per output token: p(x), q(x), min(1, p/q) and u for accepted drafts; how it was drawn for the others."""
     tips = []
@@ -24,13 +32,14 @@ def token_tooltips(trace: Trace, n_rounds: int | None = None) -> list[str]:
         for pos in r.positions:
             if pos.accepted:
                 tips.append(
-                    f"accepted draft · p(x)={pos.p:.3f} · q(x)={pos.q:.3f} · min(1,p/q)={pos.ratio:.3f} · u={pos.u:.3f}"
+                    f"accepted draft · p(x)={prob(pos.p)} · q(x)={prob(pos.q)} · min(1,p/q)={prob(pos.ratio)} · "
+                    f"u={pos.u:.3f}"
                 )
         if r.extra:
             source = {"correction": "residual", "bonus": "p at position K+1", "target": "p"}[r.extra.kind]
             tips.append(
-                f"{r.extra.kind} · drawn from the {source}: prob {r.extra.prob:.3f} · "
-                f"p(x)={r.extra.p:.3f} · u={r.extra.u:.3f}"
+                f"{r.extra.kind} · drawn from the {source}: prob {prob(r.extra.prob)} · "
+                f"p(x)={prob(r.extra.p)} · u={r.extra.u:.3f}"
             )
     return tips
 
@@ -69,8 +78,8 @@ def proposals_html(r: Round) -> str:
     for pos in r.positions:
         delay = 0.25 * pos.index
         chips.append(
-            f'<span class="chip" style="animation-delay:{delay:.2f}s" title="q(x) = {pos.q:.4f}">'
-            f"<b>{literal(visible(pos.text))}</b><br><small>q = {pos.q:.3f}</small></span>"
+            f'<span class="chip" style="animation-delay:{delay:.2f}s" title="q(x) = {pos.q:.4g}">'
+            f"<b>{literal(visible(pos.text))}</b><br><small>q = {prob(pos.q)}</small></span>"
         )
     return CHIP_CSS + '<div class="chips">' + "".join(chips) + "</div>"
 
@@ -98,13 +107,20 @@ text-align:center;opacity:0;animation:chipin .35s ease forwards}
 
 
 def phase_strip_html(current: str, titles: dict[str, str]) -> str:
-    """The five phases of a round in a row, the current one filled: where in the round the lecture is."""
+    """The five phases of a round in a row, the current one marked: where in the round the lecture is. It reads as a
+    route, not as buttons (no boxes, arrows between, the default cursor): the keys and buttons below move along it."""
     cells = []
     for phase, title in titles.items():
         on = phase == current
-        style = "flex:1;text-align:center;padding:.3rem .2rem;border:2px solid #333;border-radius:.35rem;" + (
-            "background:#333;color:#fff;font-weight:bold;" if on else "background:#fff;color:#333;"
+        style = "padding:.15rem .1rem;cursor:default;" + (
+            "color:#111;font-weight:bold;border-bottom:4px solid #111;" if on else "color:#666;"
         )
         label = title.split(" (")[0]
-        cells.append(f'<div class="phase{" phase-on" if on else ""}" style="{style}">{"▶ " if on else ""}{label}</div>')
-    return '<div class="phase-strip" style="display:flex;gap:.3rem;margin:.4rem 0 .6rem">' + "".join(cells) + "</div>"
+        cells.append(
+            f'<span class="phase{" phase-on" if on else ""}" style="{style}">{"▶ " if on else ""}{label}</span>'
+        )
+    arrow = '<span class="phase-sep" aria-hidden="true" style="color:#999;padding:0 .5rem">→</span>'
+    return (
+        '<div class="phase-strip" style="display:flex;flex-wrap:wrap;'
+        'align-items:baseline;margin:.4rem 0 .6rem;user-select:none">' + arrow.join(cells) + "</div>"
+    )

@@ -6,6 +6,7 @@ import altair as alt
 import pandas as pd
 
 from specviz.core.trace import ACCEPTED, AFTER_STOP, REJECTED, Node, Round
+from specviz.core.verify import tree_size
 from specviz.viz import steps
 from specviz.viz.palette import ORIGIN_COLORS, ORIGIN_MARKS, P_COLOR, Q_COLOR
 from specviz.viz.round_charts import PADDING, chart_title, drawn_chart
@@ -110,6 +111,15 @@ def _q(q: float) -> str:
     return f"q={q:.2f}" if q >= 0.005 else "q<0.01"
 
 
+def nodes_said(r: Round, shape: tuple[int, ...]) -> str:
+    """How many nodes the round drafted: 'N nodes', or near the end of a run, where the tree is cut to the tokens
+    left, 'trimmed to the token budget (N of M nodes)'."""
+    full = tree_size(shape)
+    if len(r.nodes) < full:
+        return f"trimmed to the token budget ({len(r.nodes)} of {full} nodes)"
+    return f"{len(r.nodes)} nodes"
+
+
 def _node_row(node_id: int, at: tuple[int, float], status: str, label: str, tip: str, current: bool = False) -> dict:
     return {"id": node_id, "depth": at[0], "row": at[1], "status": status, "label": label, "tip": tip, "now": current}
 
@@ -172,7 +182,7 @@ def tree_chart(r: Round, step: steps.Step, shape: tuple[int, ...], pending: str 
         )
     )
     title = chart_title(
-        f"The draft tree {','.join(map(str, shape))}: {len(r.nodes)} nodes", SUBTITLES.get(step.phase, "")
+        f"The draft tree {','.join(map(str, shape))}: {nodes_said(r, shape)}", SUBTITLES.get(step.phase, "")
     )
     return (lines + points + labels).properties(title=title, height=rows * ROW_PX + FRAME_PX, padding=PADDING)
 

@@ -11,6 +11,7 @@ from typing import Protocol
 import altair as alt
 import pandas as pd
 
+from specviz import methods
 from specviz.core import stats
 from specviz.core.record import TABLE, RunRecord, result_columns
 from specviz.viz.text import literal
@@ -22,6 +23,7 @@ class Paired(Protocol):
     run: RunRecord
     plain_tokens_per_s: float
     speedup: float
+    speedups: tuple[float, ...]  # per timing repeat
 
 
 def _label(rec: Paired | RunRecord) -> str:
@@ -36,7 +38,14 @@ def setting_groups(records: Sequence[Paired]) -> dict[str, list[Paired]]:
     return groups
 
 
-SPEEDUP_COLUMNS = ("plain_tokens_per_s", "speedup", "speedup 95% CI", "predicted_speedup")
+SPEEDUP_COLUMNS = (
+    "plain_tokens_per_s",
+    "speedup",
+    "speedup_low",
+    "speedup_high",
+    "speedup 95% CI",
+    "predicted_speedup",
+)
 
 
 def _without_speedup(frame: pd.DataFrame, speedup: bool) -> pd.DataFrame:
@@ -62,15 +71,29 @@ def summary_frame(summary: list[dict], speedup: bool = True) -> pd.DataFrame:
     return _without_speedup(pd.DataFrame(rows), speedup)
 
 
+STRIP_PROMPT_CHARS = 28  # of a prompt in its strip's label, which also names the method and K
+
+
+def strip_label(number: int, rec: Paired | RunRecord) -> str:
+    """A strip's label: the prompt's number and start, and the method and K that ran it (one strip per both)."""
+    text = " ".join(rec.prompt.split())
+    text = text if len(text) <= STRIP_PROMPT_CHARS else text[: STRIP_PROMPT_CHARS - 1] + "…"
+    return f"{number}. {text} · {methods.label(rec.method)} K={rec.k}"
+
+
 def step_strip_frame(records: Sequence[Paired | RunRecord]) -> pd.DataFrame:
-    """One row per verify step of each run that reports its steps: which run (in order), the step's number among the
-    run's target passes (1 = the first pass), drafted and accepted counts. Passes that drafted nothing (vLLM's prefill,
-    an n-gram miss) are left out; runs with totals only (a server's counters) have no rows."""
+    """One row per verify step of each run that reports its steps: which run (its prompt, numbered in first-seen
+    order, with the method and K: one strip per prompt per setting, a prompt's strips together), the step's number
+    among the run's target passes (1 = the first pass), drafted and accepted counts. Passes that drafted nothing
+    (vLLM's prefill, an n-gram miss) are left out; runs with totals only (a server's counters) have no rows."""
+    numbers = {prompt: i for i, prompt in enumerate(dict.fromkeys(rec.prompt for rec in records), 1)}
+    settings = {label: i for i, label in enumerate(dict.fromkeys(_label(rec) for rec in records))}
+    ordered = sorted(records, key=lambda rec: (numbers[rec.prompt], settings[_label(rec)]))
     rows = []
-    for i, rec in enumerate(records, 1):
+    for rec in ordered:
         if rec.per_round_drafted is None or rec.per_round_accepted is None:
             continue
-        label = f"{i}. {rec.prompt[:40]}"
+        label = strip_label(numbers[rec.prompt], rec)
         for step, (drafted, accepted) in enumerate(zip(rec.per_round_drafted, rec.per_round_accepted), 1):
             if drafted:
                 rows.append(
@@ -92,11 +115,11 @@ def step_strip_chart(records: Sequence[Paired | RunRecord]) -> alt.Chart:
     frame = step_strip_frame(records)
     k_max = int(frame["drafted"].max()) if len(frame) else 1
     return (
-        alt.Chart(frame, title="Accepted drafts at each verify step, one strip per prompt")
+        alt.Chart(frame, title="Accepted drafts at each verify step, one strip per prompt and method")
         .mark_rect(stroke="white", strokeWidth=0.5)
         .encode(
             x=alt.X("step:O", title="target pass (step)", axis=alt.Axis(labelAngle=0, labelOverlap=True)),
-            y=alt.Y("run:N", title=None, sort=None, axis=alt.Axis(labelOverlap=False, labelLimit=220)),
+            y=alt.Y("run:N", title=None, sort=None, axis=alt.Axis(labelOverlap=False, labelLimit=0)),
             color=alt.Color(
                 "accepted:Q",
                 title="drafts accepted",
@@ -193,46 +216,53 @@ def class_chart(records: Sequence[Paired]) -> alt.Chart:
     )
 
 
-def speedup_frame(records: Sequence[Paired], predictions: dict) -> pd.DataFrame:
-    """Measured mean speedup per setting next to its prediction (setting label -> Prediction or None)."""
+def speedup_frame(records: Sequence[Paired], predictions: dict, seed: int = 0) -> pd.DataFrame:
+    """Measured mean speedup per setting, with the interval the verdict quotes (stats.speedup_interval over its
+    prompts and repeats, same seed), next to its prediction (setting label -> Prediction or None)."""
     rows = []
     for label, group in setting_groups(records).items():
         measured = sum(r.speedup for r in group) / len(group)
+        low, high = stats.speedup_interval([r.speedups for r in group], seed=seed)
         prediction = predictions.get(label)
         costs = (
             {"c": prediction.c, "verify_cost": prediction.verify_cost}
             if prediction
             else {"c": None, "verify_cost": None}
         )
-        rows.append({"setting": label, "kind": "measured", "speedup": measured, **costs})
+        rows.append({"setting": label, "kind": "measured", "speedup": measured, "low": low, "high": high, **costs})
         if prediction:
             rows.append(
                 {"setting": label, "kind": "predicted from measured τ, c, v", "speedup": prediction.speedup, **costs}
             )
-    return pd.DataFrame(rows, columns=["setting", "kind", "speedup", "c", "verify_cost"])
+    return pd.DataFrame(rows, columns=["setting", "kind", "speedup", "low", "high", "c", "verify_cost"])
 
 
-def speedup_chart(records: Sequence[Paired], predictions: dict) -> alt.LayerChart:
-    frame = speedup_frame(records, predictions)
-    bars = (
-        alt.Chart(frame, title="Speedup over plain decoding: measured vs predicted")
-        .mark_bar()
-        .encode(
-            x=alt.X("setting:N", title="method"),
-            y=alt.Y("speedup:Q", title="speedup (×)"),
-            color=alt.Color("kind:N", title=None),
-            xOffset="kind:N",
-            tooltip=[
-                "setting:N",
-                "kind:N",
-                alt.Tooltip("speedup:Q", format=".2f"),
-                alt.Tooltip("c:Q", format=".3f"),
-                alt.Tooltip("verify_cost:Q", format=".2f"),
-            ],
-        )
+def speedup_chart(records: Sequence[Paired], predictions: dict, seed: int = 0) -> alt.LayerChart:
+    """Bars of the measured and predicted speedups; on each measured bar, the 95% interval the verdict quotes."""
+    frame = speedup_frame(records, predictions, seed)
+    base = alt.Chart(frame, title="Speedup over plain: measured (95% CI) vs predicted")
+    bars = base.mark_bar().encode(
+        x=alt.X("setting:N", title="method"),
+        y=alt.Y("speedup:Q", title="speedup (×)"),
+        color=alt.Color("kind:N", title=None),
+        xOffset="kind:N",
+        tooltip=[
+            "setting:N",
+            "kind:N",
+            alt.Tooltip("speedup:Q", format=".2f"),
+            alt.Tooltip("low:Q", format=".2f", title="95% interval from"),
+            alt.Tooltip("high:Q", format=".2f", title="95% interval to"),
+            alt.Tooltip("c:Q", format=".3f"),
+            alt.Tooltip("verify_cost:Q", format=".2f"),
+        ],
+    )
+    intervals = (
+        base.transform_filter("isValid(datum.low)")
+        .mark_errorbar(ticks=True, color="black")
+        .encode(x="setting:N", xOffset="kind:N", y=alt.Y("low:Q", title="speedup (×)"), y2="high:Q")
     )
     even = alt.Chart(pd.DataFrame({"y": [1.0]})).mark_rule(strokeDash=[4, 4], color="black").encode(y="y:Q")
-    return (bars + even).properties(height=260)
+    return (bars + intervals + even).properties(height=260)
 
 
 def heatmap_html(rec: Paired | RunRecord) -> str:

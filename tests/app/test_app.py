@@ -22,6 +22,10 @@ def test_home_shows_a_live_run_with_alpha_tau_and_speedup(tiny_default):
     assert metrics["α (accepted / judged)"] == f"{expected.totals.alpha:.2f}"
     assert metrics["τ (tokens per target pass)"] == f"{expected.totals.tau:.2f}"
     assert metrics["Measured speedup vs plain"].endswith("×")
+    caption = " ".join(c.value for c in at.caption)  # how it was timed, next to the figure
+    assert "greedy: after a warm-up of each, each timed 3 times in alternating order" in caption
+    assert "median of the 3 repeats; the interval is their range" in caption
+    assert "with a recorded bench" in caption  # agrees, disagrees, or not comparable (the tiny pair: another pair)
     html = "".join(m.value for m in at.markdown)
     assert "tok-accepted" in html or "tok-correction" in html
 

@@ -61,17 +61,22 @@ def test_linear_verify_cost(page):
     assert result.speedup < result.speedup_ideal
 
 
+def rounded(column, digits: int = 2) -> list[float]:
+    """A table's column as shown: the page formats the numbers (two decimals), the frame keeps them whole."""
+    return [round(float(x), digits) for x in column]
+
+
 def test_reference_tables_are_shown(page):
     table1 = page.dataframe[0].value
-    assert list(table1["ops"]) == [1.53, 1.58, 1.23, 1.63, 1.11, 1.60]
-    assert list(table1["speedup"]) == [1.96, 2.53, 2.44, 3.69, 2.71, 6.86]
+    assert rounded(table1["ops"]) == [1.53, 1.58, 1.23, 1.63, 1.11, 1.60]
+    assert rounded(table1["speedup"]) == [1.96, 2.53, 2.44, 3.69, 2.71, 6.86]
     best = page.dataframe[1].value
     assert list(best["best_k"]) == [8, 4, 2, 1]
-    assert list(best["speedup"]) == [3.09, 1.98, 1.40, 1.00]
-    assert list(page.dataframe[2].value["expected_tokens"])[:5] == [1.938, 2.306, 2.773, 3.362, 4.095]
+    assert rounded(best["speedup"]) == [3.09, 1.98, 1.40, 1.00]
+    assert rounded(page.dataframe[2].value["expected_tokens"], 3)[:5] == [1.938, 2.306, 2.773, 3.362, 4.095]
     costs = page.dataframe[3].value
     assert costs["speedup"].iloc[0] > 2
-    assert costs["speedup"].iloc[1] == 1.21
+    assert round(costs["speedup"].iloc[1], 2) == 1.21
 
 
 def test_per_position_rates(page):

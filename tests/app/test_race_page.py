@@ -4,11 +4,10 @@ K sweep puts each measured speedup next to τ / (drafts per round · c + v) from
 import math
 
 import pytest
-import torch
 from app_helpers import click, open_page
 
 from specviz.core import stats
-from specviz.methods import LANES
+from specviz.methods import EAGLE, EAGLE3, HF, LANES, MEDUSA, SPECVIZ, get, lane_label
 
 
 def test_race_with_short_outputs(tiny_default):
@@ -19,26 +18,38 @@ def test_race_with_short_outputs(tiny_default):
     at = click(at, "Start the race")
     assert not at.exception
     assert not at.error
-    results, greedy, dtype = at.session_state["race"]
-    assert greedy
-    assert dtype == torch.float32
+    raced, settings, env = at.session_state["race"]
+    results = raced.records
+    assert settings.sampling.greedy
+    assert env["dtype"] == "float32"
     assert [r.method for r in results] == list(LANES)
     plain = results[0]
     assert len(plain.output_ids) == 10  # this prompt meets no EOS within 10 tokens: every lane stops at the limit
     assert all(r.output_ids == plain.output_ids for r in results)  # greedy in float32: token for token the same
     table = at.dataframe[0].value.set_index("lane")
-    assert len(table) == 5
-    assert list(table["same text as plain"]) == ["✓"] * 5
-    assert list(table["tokens"]) == [10] * 5
+    assert len(table) == len(LANES)
+    assert list(table["same text as plain"]) == ["✓"] * len(LANES)
+    assert list(table["tokens"]) == [10] * len(LANES)
     assert (table["tokens/s"] > 0).all()
     assert (table["time to first token (ms)"] > 0).all()
-    plain_row, draft_row, ngram_row = table.iloc[0], table.iloc[1], table.iloc[2]
+    assert list(table["repeats"]) == [3] * len(LANES)  # each lane timed 3 times, paired with plain
+    assert table["speedup vs plain"].iloc[0] == "1.00× (1.00–1.00)"
+    for lane in LANES[1:]:
+        timed = raced.timings[lane]
+        assert len(timed.ratios) == 3
+        assert min(timed.ratios) <= timed.speedup <= max(timed.ratios)
+    assert list(table["speedup vs plain"]) == [raced.timings[lane].cell() for lane in LANES]
+    caption = " ".join(c.value for c in at.caption)
+    assert "greedy: after a warm-up of each, each timed 3 times in alternating order" in caption
+    assert "The draft-model lane: Not comparable with a recorded bench" in caption  # a tiny test pair, not the bench's
+    plain_row = table.iloc[0]
     assert plain_row["α"] == "–"
     assert plain_row["τ"] == 1.0  # nothing judged; one token per target pass
-    for row in (draft_row, ngram_row):  # specviz's lanes: K drafts per round, at most K + 1 tokens per round
+    ours = [lane_label(m) for m in LANES[1:] if get(m).engine == SPECVIZ]  # draft, n-gram, EAGLE-1 head
+    for row in (table.loc[lane] for lane in ours):  # specviz's lanes: K drafts per round, at most K + 1 per round
         assert 0 <= float(row["α"]) <= 1
         assert 1 <= row["τ"] <= k + 1
-    hf = table.iloc[3:]
+    hf = table.loc[[lane_label(m) for m in LANES if get(m).engine == HF]]
     assert (hf["α"] == "not reported").all()  # generate() does not report its acceptances
     assert ((hf["τ"] >= 1) & (hf["τ"] <= k + 1)).all()  # but its target passes are counted
 
@@ -53,7 +64,7 @@ def test_a_tree_lane_races_beside_the_chain_and_writes_the_same_greedy_text(tiny
     at = click(at, "Start the race")
     assert not at.exception
     assert not at.error
-    results, _, _ = at.session_state["race"]
+    results = at.session_state["race"][0].records
     assert [r.method for r in results] == ["plain", "draft", "tree"]
     assert results[2].output_ids == results[0].output_ids  # greedy tree speculation writes plain decoding's text
     table = at.dataframe[0].value.set_index("lane")
@@ -82,6 +93,9 @@ def test_k_sweep_shows_measured_and_predicted(tiny_default, monkeypatch):
     sweep = at.session_state["sweep"]
     assert sweep.costs is costs
     rows = sweep.rows
+    assert "each timed 3 times in alternating order" in " ".join(c.value for c in at.caption)
+    for row in rows[:: 1 if costs.implausible else 2]:  # every measured point: the median of 3 paired repeats
+        assert row["low"] <= row["speedup"] <= row["high"]
     if costs.implausible:  # timed on a swamped machine: no prediction is drawn, and the page says why
         assert [(r["k"], r["kind"]) for r in rows] == [(k, "measured") for k in (1, 2, 4, 8)]
         assert any("No prediction is drawn" in w.value for w in at.warning)
@@ -97,3 +111,26 @@ def test_k_sweep_shows_measured_and_predicted(tiny_default, monkeypatch):
         assert predicted["tau"] == pytest.approx(drafts + 1)  # every draft plus a bonus
         round_cost = drafts * costs.c + stats.verify_cost_at(costs.verify_relative, drafts)
         assert predicted["speedup"] == pytest.approx(predicted["tau"] / round_cost)
+
+
+def test_a_target_with_no_head_beside_it_is_not_offered_the_head_lane(tiny_default, monkeypatch):
+    at = open_page("pages/race.py")
+    head_lanes = [m for m in LANES if get(m).loads_head]
+    assert head_lanes and set(head_lanes) <= set(at.multiselect[0].value)  # the tiny targets have a head beside them
+    monkeypatch.setattr("specviz.engine.models.find_heads", lambda target, head: {})
+    at = open_page("pages/race.py")
+    assert not at.exception
+    assert not set(head_lanes) & set(at.multiselect[0].value)
+    assert not {lane_label(m) for m in head_lanes} & set(at.multiselect[0].options)
+    assert "No EAGLE-1 head, EAGLE-3 head or Medusa heads sit beside this target" in " ".join(
+        c.value for c in at.caption
+    )
+
+
+def test_a_target_with_only_an_eagle_head_is_offered_its_lane_and_not_the_others(tiny_default, monkeypatch):
+    monkeypatch.setattr("specviz.engine.models.find_heads", lambda target, head: {EAGLE: "beside"})
+    at = open_page("pages/race.py")
+    assert not at.exception
+    assert lane_label(EAGLE) in at.multiselect[0].options and lane_label(MEDUSA) not in at.multiselect[0].options
+    assert lane_label(EAGLE3) not in at.multiselect[0].options
+    assert "No EAGLE-3 head or Medusa heads sit beside this target" in " ".join(c.value for c in at.caption)

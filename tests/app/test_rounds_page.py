@@ -59,7 +59,7 @@ def test_next_round_run_to_end_and_reset(tiny_default):
     at = open_page("pages/rounds.py")
     at = click(at, "Next round")
     assert where(at).startswith(f"Round 2 of {len(trace.rounds)}")
-    at = click(at, "Run to the end")
+    at = click(at, "To the end")
     assert {m.label: m.value for m in at.metric}["Rounds committed"] == str(len(trace.rounds))
     at = click(at, "Reset")
     assert where(at).startswith("Round 1 of")

@@ -28,6 +28,14 @@ def test_three_prompt_workload_fills_the_tables(tiny_default):
     # three prompts are too few for a go / no-go: the page says so instead of a verdict
     assert not at.success
     assert any(i.value.startswith("No verdict yet") and "at least 5 prompts" in i.value for i in at.info)
+    # the speedup says how it was timed: the page's default 2 repeats, sampled at the page's temperature 1
+    words = next(c.value for c in at.caption if c.value.startswith("The speedup of draft, K = 4: Timed on 3 prompts"))
+    assert "sampled at temperature 1" in words and "each timed 2 times in alternating order" in words
+    assert "widened to hold every repeat's own figure and the mean of each of the 2 repeats alone" in words
+    assert "Not comparable with a recorded bench" in " ".join(c.value for c in at.caption)  # a tiny test pair
+    assert all(len(r.speedups) == 2 for r in records)
+    assert {"speedup_low", "speedup_high"} <= set(per_prompt.columns)
+    assert any("The black bars on the measured speedups are the 95% interval" in c.value for c in at.caption)
     # results survive a rerun (another widget changed)
     at.sidebar.slider(key="k").set_value(2).run()
     assert len(at.session_state["workload_records"]) == 3

@@ -205,4 +205,4 @@ def test_every_bug_switch_cites_a_public_report_or_says_it_is_a_classic_mistake(
     for variant in lab.VARIANTS[1:]:
         assert variant.seen_in == lab.CLASSIC or "https://github.com/" in variant.seen_in, variant.key
     cited = {v.key for v in lab.VARIANTS if v.seen_in != lab.CLASSIC and v.key != "exact"}
-    assert cited == {"skip_residual", "greedy_soft_q", "q_before_top_k"}
+    assert cited == {"skip_residual", "greedy_soft_q", "q_before_top_k", lab.TYPICAL}

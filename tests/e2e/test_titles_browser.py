@@ -15,6 +15,6 @@ def test_no_chart_title_is_clipped_on_the_theory_pages(app_url, browser, size, p
     tab = context.new_page()
     try:
         open_app_page(tab, app_url, path)
-        assert assert_titles_fit(tab, f"{path} at {size}") >= at_least
+        assert assert_titles_fit(tab, f"{path} at {size}", at_least) >= at_least
     finally:
         context.close()

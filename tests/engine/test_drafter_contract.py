@@ -9,6 +9,7 @@ from typing import ClassVar
 import pytest
 import torch
 
+from specviz import methods
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
 from specviz.engine import proposers
@@ -88,7 +89,9 @@ def test_a_feature_reading_drafter_gets_the_targets_hidden_states_of_the_committ
 
 def test_drafters_that_read_no_features_are_handed_none(load):
     pair = load("llama-target", "llama-truncated")
-    for cls in proposers.PROPOSER_CLASSES:
-        assert cls.hidden_layers == ()
+    readers = [cls for cls in proposers.PROPOSER_CLASSES if cls.hidden_layers]
+    assert [cls.method for cls in readers] == [methods.EAGLE, methods.EAGLE3, methods.MEDUSA]  # the feature heads
+    assert proposers.EagleProposer.hidden_layers == (-1,)  # the target's last hidden state, after its final norm
+    assert proposers.Eagle3Proposer.hidden_layers == (2, 5, 7)  # a 10-layer target's states 2, 5, 7 (pre-norm)
     trace = generate(pair, PROMPT, RunSettings(k=2, max_new_tokens=6))
     assert len(trace.output_ids) == 6

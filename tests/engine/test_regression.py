@@ -1,7 +1,8 @@
 """Behaviour pinned across refactors: traces recorded from main before the measurement-layer change (commit 4994c97;
 the tree traces before the one decoding loop, b8947b7) must come out the same: same text, same drafts, same
 uniforms, same accept / reject decisions, same probabilities (to float tolerance: kernels may round differently on
-another CPU)."""
+another CPU). The EAGLE-3 and Medusa traces were recorded when their branches were merged, with the EAGLE-1
+traces' prompt and settings."""
 
 from __future__ import annotations
 

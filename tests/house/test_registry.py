@@ -29,12 +29,29 @@ def test_every_speculative_engine_method_has_exactly_one_class_and_every_class_a
 def test_lanes_mirror_registered_methods_and_costs_are_separate_from_loading():
     for method in methods.REGISTRY.values():
         assert method.mirrors is None or methods.get(method.mirrors).engine == methods.SPECVIZ
-        assert method.draft_cost in (methods.NO_DRAFTS, methods.DRAFT_MODEL_STEP, methods.HOST_LOOKUP)
+        assert method.draft_cost in (
+            methods.NO_DRAFTS,
+            methods.DRAFT_MODEL_STEP,
+            methods.HOST_LOOKUP,
+            methods.FEATURE_HEAD_STEP,
+            methods.MEDUSA_HEADS_PASS,
+        )
+        assert not (method.loads_draft and method.loads_head)  # a head drafts instead of a second model
         if method.loads_draft:
             assert method.draft_cost == methods.DRAFT_MODEL_STEP  # today every second model drafts step by step
     assert not methods.get(methods.NGRAM).loads_draft
     assert methods.get(methods.NGRAM).speculative  # it drafts, and drafting there costs a host lookup
-    assert methods.FROM_VLLM == {"draft_model": methods.DRAFT, "ngram": methods.NGRAM}
+    assert methods.get(methods.EAGLE).draft_cost == methods.FEATURE_HEAD_STEP
+    assert methods.get(methods.EAGLE3).draft_cost == methods.FEATURE_HEAD_STEP
+    assert methods.get(methods.MEDUSA).draft_cost == methods.MEDUSA_HEADS_PASS
+    assert methods.FROM_VLLM == {
+        "draft_model": methods.DRAFT,
+        "ngram": methods.NGRAM,
+        "eagle": methods.EAGLE,
+        "eagle3": methods.EAGLE3,
+        "medusa": methods.MEDUSA,
+        "suffix": methods.SUFFIX,
+    }
 
 
 @pytest.mark.parametrize(
@@ -43,6 +60,8 @@ def test_lanes_mirror_registered_methods_and_costs_are_separate_from_loading():
         (methods.TREE, (), "needs a tree shape"),
         (methods.NGRAM, (2, 1), "n-gram lookup proposes one continuation"),
         (methods.DRAFT, (2, 1), "only used by the tree method"),
+        (methods.EAGLE, (2, 1), "EAGLE-1 head drafts a chain"),
+        (methods.MEDUSA, (2, 1), "Medusa heads draft a chain"),
     ],
 )
 def test_each_method_refuses_the_options_it_cannot_run(method, tree, message):

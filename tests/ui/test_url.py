@@ -88,3 +88,17 @@ def test_the_page_address_names_the_moment_the_view_and_the_source():
     assert url.read_url(bundled).focus is False
     uploaded = url.page_params(trace, cursor, "upload", focus=False, lecture=False)
     assert set(uploaded) == {"round", "phase", "pos", "view"}  # an uploaded trace has no name to link to
+
+
+def test_a_presenters_link_reads_as_lecture_mode_in_the_focus_view_and_copies_percent_encoded():
+    opened = url.read_url({"trace": "low-q-accepted", "view": "full", "present": "1"})
+    assert (opened.present, opened.lecture, opened.focus) == (True, True, True)  # present=1 wins over view=full
+    plain = url.read_url({"trace": "low-q-accepted", "view": "full"})
+    assert (plain.present, plain.lecture, plain.focus) == (False, False, False)
+    params = {"round": "2", "phase": "judge", "pos": "1", "prompt": "def f(x):\n  return"}
+    assert url.presenter_params(params) == {**params, "present": "1"}
+    assert url.query_string(params) == "round=2&phase=judge&pos=1&prompt=def%20f%28x%29%3A%0A%20%20return"
+    html = url.copy_link_html(params)
+    assert html.count('<button type="button" class="copy-link"') == 2
+    assert 'data-query="round=2&amp;phase=judge&amp;pos=1&amp;prompt=def%20f%28x%29%3A%0A%20%20return"' in html
+    assert "present=1" in html

@@ -79,3 +79,27 @@ def test_real_pair_chart():
         ("'cd'", "plain", 0.1),
         ("'cd'", "speculative", 0.2),
     }
+
+
+def test_the_loaded_pairs_test_says_what_it_could_see():
+    from specviz.core.chisq import detectable_tv
+
+    cut = charts.power_note(70, 300, 10, stopped_early=True)
+    tv = detectable_tv(70, 10, charts.REAL_PAIR_LEVEL, charts.REAL_PAIR_POWER)
+    assert cut.startswith(
+        f"The time budget ran out after 70 of 300 samples each way: at this size the test detects only TV ≥ {tv:.2f}"
+    )
+    full = charts.power_note(1000, 1000, 10, stopped_early=False)
+    assert full.startswith("1000 samples each way: at this size the test detects only TV ≥ ")
+    assert float(full.split("≥ ")[1].split(" ")[0]) < tv  # more samples, a sharper test
+    assert "too few" in charts.power_note(5, 300, 0, stopped_early=True)
+
+
+def test_the_sampler_charts_tooltips_write_p_values_as_the_page_does():
+    p, q = lab.shop_models(lab.POOR_DRAFT)
+    frame = charts.bug_frame(lab.bug_checks(p, q, k=2, samples=500, length=3, seed=0))
+    spec = charts.bug_chart(frame).to_dict()
+    assert {"calculate": charts.P_TEXT, "as": "p_text"} in spec["transform"]
+    assert {"field": "p_text", "type": "nominal", "title": "χ² test"} in spec["encoding"]["tooltip"]
+    assert not [t for t in spec["encoding"]["tooltip"] if isinstance(t, dict) and t.get("field") == "p_value"]
+    assert "'p < 0.001'" in charts.P_TEXT and "0.1 ? '.2f' : '.2g'" in charts.P_TEXT  # format_p's two ranges

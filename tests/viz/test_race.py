@@ -51,4 +51,29 @@ def test_race_frames_and_charts():
     assert spec_dict["encoding"]["y"]["field"] == "tokens"
     assert race_charts.latency_chart([spec]).to_dict()["mark"]["type"] == "tick"
     sweep = race_charts.sweep_chart([{"k": 1, "kind": "measured", "speedup": 1.2}]).to_dict()
-    assert sweep["encoding"]["x"]["field"] == "k"
+    assert sweep["layer"][0]["encoding"]["x"]["field"] == "k"
+
+
+def test_lanes_table_has_a_speedup_column_with_the_repeats_range():
+    from specviz.measure.timing import Timing
+
+    plain, spec = lane("plain", [(0.1, 5)]), lane("draft", [(0.05, 5)])
+    timings = {"plain": Timing((1.0, 1.0, 1.0), 0.0, 5), "draft": Timing((1.6, 1.2, 1.4), 0.0, 5)}
+    table = race_charts.lanes_frame([plain, spec], plain.output_ids, timings, {"plain": 50.0, "draft": 70.0})
+    assert list(table["speedup vs plain"]) == ["1.00× (1.00–1.00)", "1.40× (1.20–1.60)"]  # median, range of repeats
+    assert list(table["tokens/s"]) == [50.0, 70.0]  # the median over repeats, not the first run's 50 and 100
+    assert list(table["repeats"]) == [3, 3]
+    assert "speedup vs plain" not in race_charts.lanes_frame([plain, spec]).columns  # no timings: no column
+
+
+def test_sweep_chart_draws_the_repeats_range_as_bars():
+    rows = [
+        {"k": 1, "kind": "measured", "speedup": 1.2, "low": 1.1, "high": 1.3},
+        {"k": 1, "kind": "predicted from measured τ and costs", "speedup": 1.5},
+    ]
+    chart = race_charts.sweep_chart(rows).to_dict()
+    bars = chart["layer"][1]
+    assert bars["mark"]["type"] == "errorbar"
+    assert (bars["encoding"]["y"]["field"], bars["encoding"]["y2"]["field"]) == ("low", "high")
+    data = next(iter(chart["datasets"].values()))
+    assert [(d["low"], d["high"]) for d in data if d["kind"] == "measured"] == [(1.1, 1.3)]

@@ -59,6 +59,7 @@ from specviz.core.lab.two_token import TwoTokenFlow, two_token_flow
 from specviz.core.lab.variants import (
     CLASSIC,
     EXACT_VARIANT,
+    TYPICAL,
     VARIANTS,
     VARIANTS_BY_KEY,
     Variant,
@@ -92,6 +93,7 @@ __all__ = [
     "TreeCheck",
     "TreeVariant",
     "TwoTokenFlow",
+    "TYPICAL",
     "UNSEEN_VERDICT",
     "VARIANTS",
     "VARIANTS_BY_KEY",

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import torch
 
 from specviz.core.toy import Context, LanguageModel, speculative_distribution
-from specviz.core.verify import EXACT, Rule
+from specviz.core.verify import EXACT, Rule, typical_threshold
 from specviz.errors import SettingsError
 
 Dist = Callable[[torch.Tensor], torch.Tensor]  # (..., V) q -> (..., V) a distribution derived from it
@@ -40,6 +40,7 @@ def top_k_proposal(k: int) -> Dist:
 
 
 CLASSIC = "a classic mistake (no public report cited)"
+TYPICAL = "typical_acceptance"  # Medusa's lossy shortcut, a variant the lab shows failing on purpose
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,18 @@ VARIANTS = (
         seen_in="reported in huggingface/transformers issue #47932: candidate generators returned a q they did not "
         "sample from (https://github.com/huggingface/transformers/issues/47932)",
     ),
+    Variant(
+        TYPICAL,
+        "Medusa's typical acceptance",
+        "keep a draft whenever p(x) > min(ε, δ·e^(−H(p))) (ε = 0.09, δ = 0.3), with no random draw and no q, and on "
+        "a rejection draw the next token from p itself. Not lossless by design: it trades the exact distribution for "
+        "longer accepted runs, so every draft the target finds typical enough passes and the tokens the draft "
+        "proposes often gain probability, while the rest lose it",
+        rule=Rule(resample=lambda p, q: p, threshold=typical_threshold),
+        seen_in="the default sampling of FasterDecoding/Medusa, offered by its paper (arXiv 2401.10774, section "
+        "2.3.1) as a lossy alternative to rejection sampling "
+        "(https://github.com/FasterDecoding/Medusa/blob/main/medusa/model/utils.py, evaluate_posterior)",
+    ),
 )
 VARIANTS_BY_KEY = {v.key: v for v in VARIANTS}
 
@@ -116,7 +129,7 @@ def first_token_distribution(p: torch.Tensor, q: torch.Tensor, variant: Variant 
 def _position(p: torch.Tensor, q: torch.Tensor, variant: Variant) -> tuple[torch.Tensor, float, torch.Tensor]:
     """Mass emitted as each accepted draft, total rejected mass, and the correction distribution."""
     proposal, told = variant.propose(q), variant.ratio_q(q)  # (V,), (V,)
-    accept = variant.rule.acceptance(p, told.clamp(min=_TINY))  # (V,)
+    accept = variant.rule.accept(p, p, told.clamp(min=_TINY))  # (V,)
     kept = proposal * accept * (proposal > 0)
     return kept, 1.0 - float(kept.sum()), variant.rule.resample(p, told)
 

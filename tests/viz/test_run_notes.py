@@ -1,0 +1,64 @@
+"""What the round page says about the run it shows: differences from the sidebar, a recording's settings and
+machine, round 1's warm-up, and probabilities that never print as 0.000 when they are not 0."""
+
+from specviz import methods
+from specviz.core.sampling import SamplingSettings
+from specviz.core.settings import RunSettings
+from specviz.viz import run_notes
+from specviz.viz.text import prob
+
+CHAIN = RunSettings(method=methods.DRAFT, k=4, sampling=SamplingSettings(1.0), max_new_tokens=32)
+TREE = RunSettings(method=methods.TREE, k=2, tree=(2, 1), sampling=SamplingSettings(1.0), max_new_tokens=32)
+NGRAM = RunSettings(method=methods.NGRAM, k=6, sampling=SamplingSettings(0.0), max_new_tokens=32)
+
+
+def test_the_same_settings_give_no_cue_and_each_change_is_named_with_both_values():
+    assert run_notes.stale_run_note(CHAIN, CHAIN) == ""
+    assert run_notes.stale_run_note(CHAIN, None) == ""  # a sidebar with a bad value holds no settings
+    assert run_notes.settings_differences(
+        CHAIN, RunSettings(k=3, sampling=SamplingSettings(1.0), max_new_tokens=32)
+    ) == ["K 4 (the sidebar: 3)"]
+    assert run_notes.settings_differences(CHAIN, TREE) == [
+        f"method {methods.label(methods.DRAFT)} (the sidebar: {methods.label(methods.TREE)})",
+        "tree shape none (a chain) (the sidebar: 2,1)",
+        "K 4 (the sidebar: 2)",
+    ]
+    changed = run_notes.settings_differences(CHAIN, NGRAM)
+    assert "temperature 1 (the sidebar: 0)" in changed
+    assert "draft vocabulary all (the sidebar: all)" not in changed  # equal values are not listed
+    note = run_notes.stale_run_note(CHAIN, NGRAM, ["the prompt as it was before the prompt box was edited"])
+    assert note.startswith("The run shown used method ")
+    assert note.endswith(f"Press **{run_notes.NEW_RUN}** to run the sidebar's settings and prompt.")
+    assert "the prompt as it was" in note
+
+
+def test_a_pair_or_prompt_changed_since_the_run_is_named():
+    meta = {"target": "t1", "draft": "d1"}
+    assert run_notes.source_differences(meta, "x", ("t1", "d1", "x")) == []
+    assert run_notes.source_differences(meta, "x", ("t2", "d1", "y")) == [
+        "the pair t1 ← d1 (the sidebar: t2 ← d1)",
+        "the prompt as it was before the prompt box was edited",
+    ]
+
+
+def test_a_recording_names_its_settings_and_machine():
+    assert run_notes.machine_name({}) == "another machine"
+    assert run_notes.machine_name({"device": "cpu", "dtype": "float32"}) == "another machine (cpu, float32)"
+    assert run_notes.machine_name({"machine": "an H100 box", "device": "cuda"}) == "an H100 box (cuda)"
+    note = run_notes.recorded_note(TREE, {"device": "cpu"}, bundled=True)
+    assert note.startswith(f"This bundled trace was recorded with {methods.label(methods.TREE)}, tree 2,1, T = 1, ")
+    assert "another machine (cpu)" in note
+    assert run_notes.recorded_note(CHAIN, {}, bundled=False).startswith("This uploaded trace")
+
+
+def test_only_round_one_of_a_live_run_carries_the_warm_up_note():
+    assert run_notes.verify_time_note(0, live=True) == run_notes.FIRST_ROUND_NOTE
+    assert run_notes.verify_time_note(1, live=True) == ""
+    assert run_notes.verify_time_note(0, live=False) == ""
+
+
+def test_small_probabilities_keep_their_digits():
+    assert prob(3.2e-05) == "3.2e-05"
+    assert prob(0.0004) == "4.0e-04"
+    assert prob(0.146) == "0.146"
+    assert prob(0.0) == "0"  # an exact zero (a token top-k or top-p removed from p) is said as one
