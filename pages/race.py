@@ -8,6 +8,7 @@ from specviz import methods
 from specviz.engine.models import ASSETS, HEAD_KINDS, find_heads
 from specviz.errors import SpecvizError
 from specviz.measure.bench import environment, headline, recorded_benches
+from specviz.measure.lanes import refusal
 from specviz.measure.race import RACE_TREES, SWEEP_KS, k_sweep, race, sweep_warnings, tree_label
 from specviz.measure.timing import (
     DISAGREES,
@@ -43,6 +44,11 @@ if missing:
         f"No {listed} sit beside this target, so the lanes that draft with them are not offered "
         f"(`python -m specviz train-tiny {stages}` trains them for the bundled target)."
     )
+refused = {lane: refusal(lane, controls.settings) for lane in lanes if controls.settings}
+for lane, why in refused.items():
+    if why:
+        st.caption(f"{methods.lane_label(lane)} is left out of this race. {why}")
+lanes = [lane for lane in lanes if not refused.get(lane)]
 if methods.PLAIN not in lanes:
     st.caption("Plain decoding is always raced too: it is the baseline every speedup is measured against.")
     lanes = [methods.PLAIN, *lanes]

@@ -76,6 +76,17 @@ def _own_global_rng(device: torch.device, seed: int):
         yield
 
 
+def assisted_refusal(settings: RunSettings) -> str:
+    """Why Hugging Face's assisted generate() cannot run these settings here ('' when it can): transformers refits a
+    confidence threshold only with scikit-learn, which specviz does not install."""
+    if settings.k_schedule == schedule.CONFIDENCE and settings.fit_threshold and not is_sklearn_available():
+        return (
+            "Hugging Face's assisted generate() refits its confidence threshold only with scikit-learn installed, and "
+            "it is not here: give that lane a fixed confidence threshold (turn off the refit), or leave the lane out."
+        )
+    return ""
+
+
 def _assistant(draft, settings: RunSettings):
     """The draft as generate()'s assistant, with the run's K schedule (core/schedule.py): K tokens a round and no
     confidence stop for the constant one; num_assistant_tokens_schedule="heuristic" starting at K; or K as the cap
@@ -91,12 +102,9 @@ def _assistant(draft, settings: RunSettings):
     heuristic = settings.k_schedule == schedule.HEURISTIC
     config.num_assistant_tokens_schedule = schedule.HEURISTIC if heuristic else schedule.CONSTANT
     config.assistant_confidence_threshold = 0.0
+    if assisted_refusal(settings):
+        raise SettingsError(assisted_refusal(settings))
     if settings.k_schedule == schedule.CONFIDENCE:
-        if settings.fit_threshold and not is_sklearn_available():
-            raise SettingsError(
-                "transformers refits its confidence threshold only with scikit-learn installed, and it is not here: "
-                "give the Hugging Face lane a fixed --confidence-threshold."
-            )
         config.assistant_confidence_threshold = settings.confidence_threshold
     assistant = copy.copy(draft)
     assistant.generation_config = config

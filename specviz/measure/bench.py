@@ -18,7 +18,6 @@ from pathlib import Path
 
 import torch
 import transformers
-from transformers.utils import is_sklearn_available
 
 from specviz import __version__, methods
 from specviz.core import schedule, stats
@@ -28,7 +27,7 @@ from specviz.core.suffix_tree import SuffixMemory
 from specviz.core.verify import tree_size
 from specviz.engine.costs import measure_costs
 from specviz.engine.models import ModelPair, recorded_name
-from specviz.measure.lanes import run_method, tree_settings
+from specviz.measure.lanes import refusal, run_method, tree_settings
 from specviz.measure.predict import predict
 
 
@@ -103,7 +102,12 @@ def run_bench(
     say("warming up")
     trees = list(trees or [])
     shaped = {shape: tree_settings(base, shape) for shape in trees}
-    variants = [(lane, plan) for plan in (schedules or [CONSTANT_PLAN]) for lane in spec_lanes if takes(lane, plan)]
+    variants = [
+        (lane, plan)
+        for plan in (schedules or [CONSTANT_PLAN])
+        for lane in spec_lanes
+        if takes(lane, replace(base, **plan))
+    ]
     for lane in lanes:
         run_method(pair, prompts[0], replace(base, k=ks[0], max_new_tokens=min(16, base.max_new_tokens)), lane)
     for settings in shaped.values():
@@ -184,18 +188,17 @@ def _k_max(ks: list[int], schedules: list[dict] | None) -> int:
     return MAX_K if any(p.get("k_schedule") == schedule.HEURISTIC for p in schedules or []) else max(ks)
 
 
-def takes(lane: str, plan: dict) -> bool:
-    """Whether a bench lane runs under this K schedule: every lane under the constant one; the adaptive ones (and
-    Hugging Face's assisted lane, whose generate() has the same schedules, but fits a threshold only with
-    scikit-learn) under the others."""
-    if plan.get("k_schedule", schedule.CONSTANT) == schedule.CONSTANT:
+def takes(lane: str, settings: RunSettings) -> bool:
+    """Whether a bench lane runs under these settings' K schedule: every lane under the constant one; the adaptive
+    ones (and Hugging Face's assisted lane, whose generate() has the same schedules) under the others, unless the lane
+    refuses them here (lanes.refusal)."""
+    if settings.k_schedule == schedule.CONSTANT:
         return True
     method = methods.get(lane)
     if method.engine == methods.HF:
         mirrored = methods.get(method.mirrors) if method.mirrors else None
-        return bool(mirrored and mirrored.adaptive and method.hf_option == methods.HF_ASSISTANT_MODEL) and not (
-            plan.get("fit_threshold") and not is_sklearn_available()
-        )
+        adaptive = bool(mirrored and mirrored.adaptive and method.hf_option == methods.HF_ASSISTANT_MODEL)
+        return adaptive and not refusal(lane, settings)
     return method.adaptive
 
 

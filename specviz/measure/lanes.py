@@ -18,7 +18,7 @@ from specviz import methods
 from specviz.core.record import HF, RunRecord
 from specviz.core.settings import MAX_K, RunSettings, for_method
 from specviz.core.suffix_tree import SuffixMemory
-from specviz.engine.compare import hf_generate
+from specviz.engine.compare import assisted_refusal, hf_generate
 from specviz.engine.decode import build_trace, decode_rounds, encode_prompt
 from specviz.engine.models import ModelPair
 
@@ -47,6 +47,15 @@ class DecodingClock:
 def tree_settings(base: RunSettings, shape: tuple[int, ...]) -> RunSettings:
     """The settings of a tree lane of this shape: the draft tree method, K = the tree's depth."""
     return replace(base, method=methods.TREE, tree=shape, k=min(len(shape), MAX_K))
+
+
+def refusal(lane: str, settings: RunSettings) -> str:
+    """Why this lane cannot run these settings here ('' when it can), for pages and the bench to leave it out with a
+    reason instead of failing the whole comparison."""
+    method = methods.get(lane)
+    if method.engine == methods.HF and method.hf_option == methods.HF_ASSISTANT_MODEL:
+        return assisted_refusal(settings)
+    return ""
 
 
 def run_method(

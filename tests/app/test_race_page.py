@@ -7,7 +7,7 @@ import pytest
 from app_helpers import click, open_page
 
 from specviz.core import stats
-from specviz.methods import EAGLE, EAGLE3, HF, LANES, MEDUSA, SPECVIZ, get, lane_label
+from specviz.methods import DRAFT, EAGLE, EAGLE3, HF, HF_ASSISTED, LANES, MEDUSA, PLAIN, SPECVIZ, get, lane_label
 
 
 def test_race_with_short_outputs(tiny_default):
@@ -134,3 +134,22 @@ def test_a_target_with_only_an_eagle_head_is_offered_its_lane_and_not_the_others
     assert lane_label(EAGLE) in at.multiselect[0].options and lane_label(MEDUSA) not in at.multiselect[0].options
     assert lane_label(EAGLE3) not in at.multiselect[0].options
     assert "No EAGLE-3 head or Medusa heads sit beside this target" in " ".join(c.value for c in at.caption)
+
+
+def test_a_fitted_threshold_leaves_the_hugging_face_assisted_lane_out_and_races_the_rest(tiny_default, monkeypatch):
+    """transformers refits a confidence threshold only with scikit-learn, which specviz does not install: the race
+    leaves that one lane out and says why, instead of failing every lane."""
+    monkeypatch.setattr("specviz.engine.compare.is_sklearn_available", lambda: False)
+    at = open_page("pages/race.py")
+    at.sidebar.slider(key="temperature").set_value(0.0).run()
+    at.sidebar.slider(key="max_new_tokens").set_value(8).run()
+    at.sidebar.selectbox(key="k_schedule").set_value("confidence").run()
+    at.sidebar.toggle(key="fit_threshold").set_value(True).run()
+    at.multiselect[0].set_value([PLAIN, DRAFT, HF_ASSISTED]).run()
+    left_out = [c.value for c in at.caption if "is left out of this race" in c.value]
+    assert len(left_out) == 1  # that lane alone
+    assert left_out[0].startswith(f"{lane_label(HF_ASSISTED)} is left out") and "scikit-learn" in left_out[0]
+    at = click(at, "Start the race")
+    assert not at.exception
+    assert not at.error
+    assert [r.method for r in at.session_state["race"][0].records] == [PLAIN, DRAFT]
