@@ -18,6 +18,7 @@ from specviz.ui import render
 from specviz.ui import workload as drive
 from specviz.ui.controls import active_pair, active_sources, sidebar_controls
 from specviz.ui.limits import Limits, display_source, shown_meta
+from specviz.ui.load_view import load_section
 from specviz.ui.render import apply_lecture_mode, draw, page_header
 from specviz.viz import workload_charts as charts
 from specviz.viz.explain import ALPHA_HELP
@@ -218,6 +219,10 @@ if where == SERVER and found and found.get("local_pair") and found["asked"] == u
         render.show_table(st, charts.agreement_frame(compared))
         pick = st.selectbox("Steps of prompt", range(len(compared)), format_func=lambda i: compared[i]["prompt"][:60])
         render.show_table(st, charts.agreement_steps_frame(compared[pick]))
+
+if where == SERVER:
+    rows = list(workload.rows[:run_limit]) if workload else []
+    load_section(rows, controls.settings, url, served_model, api_key, declared, found, LIMITS)
 
 records = state["workload_records"]
 if not records:

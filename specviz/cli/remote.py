@@ -152,11 +152,9 @@ def collect(results_iter) -> tuple[list, SpecvizError | None]:
 
 def cmd_load(args: argparse.Namespace, declared: str | None) -> int:
     """The load sweep: every --server and the --baseline-server at each --concurrency level (specviz.load JSON)."""
-    import time
-
     from specviz.measure import load
     from specviz.measure.prompts import read_workload
-    from specviz.remote.load import SweepFailed, connect_plain, parse_levels, sweep
+    from specviz.remote.load import connect_plain, parse_levels, sweep_documents
     from specviz.remote.vllm import connect
 
     levels = parse_levels(args.concurrency)
@@ -177,39 +175,14 @@ def cmd_load(args: argparse.Namespace, declared: str | None) -> int:
             f"speculative: {server.url}: {server.model}, {methods.label(server.method)}, K={server.k}", file=sys.stderr
         )
     print(f"baseline:    {baseline.url}: {baseline.model}, plain decoding", file=sys.stderr)
-    prompts = [row.prompt for row in workload.rows]
-    started = time.perf_counter()
     say = lambda url, level: print(f"  concurrency {level}: {url}", file=sys.stderr, flush=True)  # noqa: E731
-    finished, error = collect(sweep(servers, baseline, prompts, base, levels, say, rounds=args.repeats))
-    failure = None
-    if isinstance(error, SweepFailed):
-        failure = {"server": error.server, "concurrency": error.concurrency, "error": error.reason}
-    elif error is not None:
-        failure = {"server": None, "concurrency": None, "error": str(error)}
-    settings = {
-        "max_new_tokens": base.max_new_tokens,
-        "temperature": base.sampling.temperature,
-        "top_p": base.sampling.top_p,
-        "top_k": base.sampling.top_k,
-        "seed": base.seed,
-        "concurrency": levels,
-        "warmup_requests": "one per slot (N at concurrency N) before each server's first round, not counted",
-        "rounds": args.repeats,
-    }
-    rows = [{"tag": row.tag, "chars": len(row.prompt)} for row in workload.rows]
-    doc = load.document(
-        finished,
-        baseline.describe(),
-        [s.describe() for s in servers],
-        settings,
-        load.machine(),
-        rows,
-        failure,
-        time.perf_counter() - started,
-        args.seed,
-    )
+    docs, _ = collect(sweep_documents(servers, baseline, workload.rows, base, levels, args.repeats, say))
+    if not docs:  # stopped (Ctrl-C) before the first level finished
+        print("stopped before any level finished: nothing to write", file=sys.stderr)
+        return 2
+    doc = docs[-1]
     print(load.table(doc))
     written = write_all([(args.json_out, lambda: load.to_json(doc)), (args.csv_out, lambda: load.to_csv(doc))])
-    if error is not None:
-        print(f"error: {error}", file=sys.stderr)
-    return 0 if error is None and written else 2
+    if doc["failure"]:
+        print(f"error: {load.failure_words(doc['failure'])}", file=sys.stderr)
+    return 0 if doc["failure"] is None and written else 2

@@ -242,6 +242,16 @@ def document(
     }
 
 
+def failure_words(failure: dict) -> str:
+    """A document's failure as a sentence: which server failed at which level, and that the levels before are kept."""
+    if failure.get("server") is None:
+        return failure["error"]
+    return (
+        f"{failure['server']} failed at concurrency {failure['concurrency']}: {failure['error']} The levels finished "
+        "before are kept."
+    )
+
+
 def _num(value, spec: str = ".2f") -> str:
     return "–" if value is None else format(value, spec)
 

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from specviz import methods
 from specviz.core.settings import RunSettings
 from specviz.errors import SettingsError, SpecvizError
-from specviz.measure.load import LevelRun, RequestTiming
+from specviz.measure.load import LevelRun, RequestTiming, failure_words, machine
+from specviz.measure.load import document as document_of
 from specviz.remote import answers, vllm
 from specviz.remote.answers import bad, whole
 from specviz.remote.errors import ServerError, SpeculationOff
@@ -96,22 +97,21 @@ def check_same_model(spec: Server, baseline: Baseline) -> None:
         )
 
 
-def parse_levels(text: str) -> list[int]:
-    """'1,2,4' -> [1, 2, 4]: whole numbers from 1 to MAX_CONCURRENCY, each once, in the order given."""
+def parse_levels(text: str, what: str = "--concurrency") -> list[int]:
+    """'1,2,4' -> [1, 2, 4]: whole numbers from 1 to MAX_CONCURRENCY, each once, in the order given. what: the
+    option or field the text came from, as the message names it."""
     parts = [part.strip() for part in str(text).split(",") if part.strip()]
     try:
         levels = [int(part) for part in parts]
     except ValueError:
-        raise SettingsError(
-            f"--concurrency takes whole numbers separated by commas (e.g. 1,2,4); got {text!r}."
-        ) from None
+        raise SettingsError(f"{what} takes whole numbers separated by commas (e.g. 1,2,4); got {text!r}.") from None
     if not levels:
-        raise SettingsError("--concurrency needs at least one level, e.g. 1,2,4.")
+        raise SettingsError(f"{what} needs at least one level, e.g. 1,2,4.")
     wrong = [n for n in levels if not 1 <= n <= MAX_CONCURRENCY]
     if wrong:
         raise SettingsError(f"Each concurrency must be from 1 to {MAX_CONCURRENCY}; got {wrong[0]}.")
     if len(set(levels)) != len(levels):
-        raise SettingsError(f"--concurrency lists a level twice: {text!r}.")
+        raise SettingsError(f"{what} lists a level twice: {text!r}.")
     return levels
 
 
@@ -280,11 +280,54 @@ def sweep(
                     with redacting(who.endpoint):
                         run = run_level(who.endpoint, who.model, prompts, settings, level, 0 if turn else warmup)
                 except SpecvizError as exc:
-                    raise SweepFailed(
-                        f"{who.url} failed at concurrency {level}: {exc} The levels finished before are kept.",
-                        who.url,
-                        level,
-                        str(exc),
-                    ) from None
+                    failure = {"server": who.url, "concurrency": level, "error": str(exc)}
+                    raise SweepFailed(failure_words(failure), who.url, level, str(exc)) from None
                 blocks[who.url].append(run)
         yield {"concurrency": level, "runs": [merge(blocks[who.url]) for who in everyone]}
+
+
+def sweep_settings(base: RunSettings, levels: Sequence[int], rounds: int) -> dict:
+    """The settings a specviz.load document records: sampling, length, levels, warm-up and rounds."""
+    return {
+        "max_new_tokens": base.max_new_tokens,
+        "temperature": base.sampling.temperature,
+        "top_p": base.sampling.top_p,
+        "top_k": base.sampling.top_k,
+        "seed": base.seed,
+        "concurrency": list(levels),
+        "warmup_requests": "one per slot (N at concurrency N) before each server's first round, not counted",
+        "rounds": rounds,
+    }
+
+
+def sweep_documents(
+    servers: Sequence[Server],
+    baseline: Baseline,
+    rows: Sequence,
+    base: RunSettings,
+    levels: Sequence[int],
+    rounds: int = 1,
+    on_level: Callable[[str, int], None] | None = None,
+) -> Iterator[dict]:
+    """The sweep as specviz.load documents (measure/load.py): one after each finished level, so a caller that stops
+    keeps what finished; when a server fails, a last one that names the failure and keeps the levels before it.
+    rows: the prompts (measure/prompts.PromptRow: prompt, tag)."""
+    started, finished = time.perf_counter(), []
+    prompts = [{"tag": row.tag, "chars": len(row.prompt)} for row in rows]
+    settings = sweep_settings(base, levels, rounds)
+
+    def document(failure: dict | None = None) -> dict:
+        described = [s.describe() for s in servers]
+        elapsed = time.perf_counter() - started
+        return document_of(
+            finished, baseline.describe(), described, settings, machine(), prompts, failure, elapsed, base.seed
+        )
+
+    try:
+        for level in sweep(servers, baseline, [row.prompt for row in rows], base, levels, on_level, rounds=rounds):
+            finished.append(level)
+            yield document()
+    except SweepFailed as error:
+        yield document({"server": error.server, "concurrency": error.concurrency, "error": error.reason})
+    except SpecvizError as error:
+        yield document({"server": None, "concurrency": None, "error": str(error)})

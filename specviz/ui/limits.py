@@ -30,6 +30,7 @@ PUBLIC_CAPS = {  # variable -> (Limits field, public default, the most it may be
     "SPECVIZ_MAX_UPLOAD_KB": ("max_upload_bytes", 200, 100_000, 1000),
     "SPECVIZ_MAX_LAB_SAMPLES": ("max_lab_samples", 200, 100_000, 1),
     "SPECVIZ_MAX_LAB_SECONDS": ("max_lab_seconds", 20, 3600, 1),
+    "SPECVIZ_MAX_CONCURRENCY": ("max_concurrency", 8, 64, 1),
 }
 
 
@@ -43,6 +44,7 @@ class Limits:
     max_upload_bytes: int = 2_000_000  # a workload file or a trace to replay
     max_lab_samples: int = 2000  # the exactness lab's real-pair sampler
     max_lab_seconds: int = 120
+    max_concurrency: int = 64  # requests a load sweep keeps in flight against one server
     servers: tuple[str, ...] = ()  # SPECVIZ_SERVERS: the only servers public mode may measure
     problems: tuple[str, ...] = ()  # what the operator's settings got wrong, and what was used instead
 

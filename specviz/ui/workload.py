@@ -16,13 +16,15 @@ from specviz import methods
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
 from specviz.engine.models import ModelPair
-from specviz.errors import SpecvizError
+from specviz.errors import SettingsError, SpecvizError
 from specviz.measure.bench import environment
 from specviz.measure.identity import local_pair_for
+from specviz.measure.load import failure_words
 from specviz.measure.local import engine_source, step_costs
 from specviz.measure.prompts import PromptRow
 from specviz.measure.workload import run_workload
 from specviz.remote.agreement import compare_engines
+from specviz.remote.load import connect_plain, sweep_documents
 from specviz.remote.vllm import Server, connect, measure
 from specviz.ui.limits import Limits, display_source
 from specviz.ui.loaders import cached_pair
@@ -32,6 +34,7 @@ from specviz.viz.workload_charts import agreement_row
 
 RECORDS, PLANNED, SETTINGS, STOPPED = "workload_records", "workload_planned", "workload_settings", "workload_stopped"
 ENVIRONMENT = "workload_environment"
+LOAD = "load_sweep"  # the load sweep's specviz.load document, rebuilt after each finished level
 
 
 def too_many_note(available: int, cap: int) -> str | None:
@@ -164,3 +167,53 @@ def settings_changed(measured: RunSettings, now: RunSettings | None) -> str:
     return ", ".join(
         f"{name} {then:g} (the sidebar now says {current:g})" for name, then, current in pairs if then != current
     )
+
+
+def run_load_sweep(
+    urls: Sequence[str],
+    baseline_url: str,
+    model: str,
+    api_key: str,
+    declared: str,
+    rows: list[PromptRow],
+    base: RunSettings,
+    levels: Sequence[int],
+    rounds: int,
+    limits: Limits,
+) -> None:
+    """The load sweep from the page: every speculative server against the plain one at each level. The document
+    after each finished level goes into the session, so Stop or a failing server keeps what finished."""
+    state = st.session_state
+    state.pop(LOAD, None)
+    try:
+        wrong = [n for n in levels if n > limits.max_concurrency]
+        if wrong:
+            raise SettingsError(
+                f"This deployment keeps at most {limits.max_concurrency} requests in flight; {wrong[0]} asks more."
+            )
+        servers = [open_server(url, model, api_key, declared, limits) for url in urls]
+        limits.check_server(baseline_url)
+        baseline = connect_plain(baseline_url.strip(), model.strip() or servers[0].model, api_key or None)
+    except SpecvizError as exc:
+        st.error(literal(str(exc)))  # a server's own words may be in it: shown as text
+        return
+    bar = st.progress(0.0, text="Warming up…")
+    steps = len(levels) * (len(servers) + 1) * rounds
+    done = [0]
+
+    def on_level(url: str, level: int) -> None:
+        bar.progress(min(done[0] / steps, 1.0), text=f"concurrency {level}: {url}")
+        done[0] += 1
+
+    for doc in sweep_documents(servers, baseline, rows, base, levels, rounds, on_level):
+        state[LOAD] = shown_document(doc, limits)  # kept if the sweep is stopped, or a server fails, here
+    bar.empty()
+    failure = state[LOAD]["failure"]
+    if failure:
+        st.error(literal(failure_words(failure)))
+
+
+def shown_document(doc: dict, limits: Limits) -> dict:
+    """The document with every model named as this deployment may show it (public mode: no local path)."""
+    named = lambda who: {**who, "model": display_source(who["model"], limits)}  # noqa: E731
+    return {**doc, "baseline": named(doc["baseline"]), "servers": [named(s) for s in doc["servers"]]}

@@ -100,6 +100,13 @@ COLUMNS: dict[str, Column] = {
     "agree from there": Column("Agree from there"),
     "specviz tokens/s": Column("specviz tokens/s", "%.1f"),
     "vLLM tokens/s": Column("vLLM tokens/s", "%.1f"),
+    # workload: the load sweep
+    "server": Column("Server", width=TEXT, help="plain: the baseline; otherwise the speculative method and its K"),
+    "concurrency": Column("Concurrency", "%d", help="requests kept in flight"),
+    "TTFT median (ms)": Column("TTFT median (ms)", "%.0f", help="time to first token"),
+    "TPOT median (ms)": Column("TPOT median (ms)", "%.1f", help="time per output token after the first"),
+    "end-to-end median (ms)": Column("End-to-end median (ms)", "%.0f"),
+    "end-to-end p99 (ms)": Column("End-to-end p99 (ms)", "%.0f"),
 }
 # Shown first, in this order, when a table has them: what a row is, then the figures a reader came for.
 KEY_FIRST = ("file", "prompt", "example", "lane", "shape", "tag", "method", "speedup", "expected_tokens")
