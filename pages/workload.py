@@ -117,7 +117,12 @@ else:
         "method is the one declared here, checked against what its steps look like. K is read from its metrics.",
     )
     concurrency = right.number_input(
-        "Requests in flight", 1, 8, value=1, key="server_concurrency", help="Above 1 needs per-request metrics."
+        "Requests in flight",
+        1,
+        min(8, LIMITS.max_concurrency),
+        value=1,
+        key="server_concurrency",
+        help="Above 1 needs per-request metrics.",
     )
     chosen_methods, ks, repeats = [declared], [0], 1
 

@@ -94,6 +94,34 @@ def test_the_sweep_at_concurrency_1_and_4_counts_every_request_and_token(plain, 
     assert len(table.read_text().splitlines()) == 1 + 2 * 2  # header, then 2 servers x 2 levels
 
 
+def test_the_workload_page_sweeps_the_servers_and_draws_the_roofline_beside_them(plain, draft):
+    """The page's load view against the same real servers: two levels measured, each kept in the session as it
+    finishes, every token counted, and the roofline for the served pair (found by Check connection) beside them."""
+    from app_helpers import click, open_page
+
+    at = open_page("pages/workload.py", timeout=300)
+    at.sidebar.slider(key="max_new_tokens").set_value(TOKENS).run()
+    at.number_input[0].set_value(len(ROWS)).run()  # the first 3 of the sample workload's code prompts
+    at.radio(key="where").set_value("a vLLM server").run()
+    at.text_input(key="server_url").set_value(draft.url).run()
+    at = click(at, "Check connection")
+    at.text_input(key="load_baseline").set_value(plain.url).run()
+    at.text_input(key="load_levels").set_value("1,2").run()
+    at = click(at, "▶ Measure under load")
+    assert not at.exception
+    assert not at.error
+    doc = at.session_state["load_sweep"]
+    assert doc["failure"] is None
+    assert [level["concurrency"] for level in doc["levels"]] == [1, 2]
+    for level in doc["levels"]:
+        for summary in level["summaries"]:
+            assert summary["output_tokens"] == summary["streamed_tokens"]
+            assert summary["output_tokens"] == TOKENS * request_count(len(ROWS), level["concurrency"])
+    said = " ".join(c.value for c in at.caption)
+    assert "Measured on" in said and "Recorded with" not in said
+    assert "at 1 measured" in said and "at 2 measured" in said  # each level beside the roofline's figure
+
+
 def test_a_baseline_on_another_model_is_refused_naming_both(plain_servers, draft, prompts, capsys):
     other = plain_servers[1]
     code = main(["measure", str(prompts), "--server", draft.url, "--baseline-server", other.url])
