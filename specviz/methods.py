@@ -63,6 +63,8 @@ class Method:
     shaped: bool = False  # drafts a tree: runs only with a tree shape (RunSettings.tree, CLI --tree), so the pages'
     #                      method lists, which cannot give one yet, leave it out (PROPOSERS, LANES)
     refuses_tree: str = ""  # why this chain method cannot take a tree shape (the generic reason when empty)
+    branches: bool = False  # drafts a chain, or with a tree shape a tree of its top-b tokens per node (the feature
+    #                         heads: EAGLE-2-style trees for EAGLE-1 / EAGLE-3, Medusa's Cartesian tree)
     remembers: bool = False  # learns from earlier runs (suffix decoding's global trie): runs take the caller's
     #                          SuffixMemory (per app session, per measurement), so the server's run cache is bypassed
     loads_head: bool = False  # drafts with a feature head that reads the target's hidden states (engine/heads.py,
@@ -76,16 +78,22 @@ class Method:
     def speculative(self) -> bool:
         return self.draft_cost != NO_DRAFTS
 
+    @property
+    def takes_tree(self) -> bool:
+        """Whether a tree shape makes this method draft a tree (it must, or it may)."""
+        return self.shaped or self.branches
+
     def check(self, settings: RunSettings) -> None:
         """Refuse settings this method cannot run: a tree method needs a shape, a chain method takes none (plain
         ignores one: it is the baseline a tree run is measured by)."""
         if self.shaped and not settings.tree:
             raise SettingsError(NEEDS_SHAPE)
-        if settings.tree and not self.shaped and self.speculative:
+        if settings.tree and not self.takes_tree and self.speculative:
             raise SettingsError(
                 self.refuses_tree
-                or f"A tree shape is only used by the {TREE} method, not by {self.name!r}: drop it, or use method "
-                f"{TREE} (with 1,1,1,1 for the chain with K = 4)."
+                or f"A tree shape is only used by the methods that draft trees "
+                f"({', '.join(n for n, m in REGISTRY.items() if m.takes_tree)}), not by {self.name!r}: drop it, or "
+                f"use method {TREE} (with 1,1,1,1 for the chain with K = 4)."
             )
 
     def vllm_config(
@@ -178,10 +186,7 @@ REGISTRY: dict[str, Method] = {
             vllm_method=VLLM_EAGLE,
             loads_head=True,
             adaptive=True,
-            refuses_tree=(
-                "The EAGLE-1 head drafts a chain here (trees of its top-k tokens, as EAGLE-2 grows them, are not "
-                f"built yet): drop the tree shape, or use method {TREE} with the draft model."
-            ),
+            branches=True,
         ),
         Method(
             EAGLE3,
@@ -193,10 +198,7 @@ REGISTRY: dict[str, Method] = {
             vllm_method=VLLM_EAGLE3,
             loads_head=True,
             adaptive=True,
-            refuses_tree=(
-                "The EAGLE-3 head drafts a chain here (trees of its top-k tokens are not built yet): drop the tree "
-                f"shape, or use method {TREE} with the draft model."
-            ),
+            branches=True,
         ),
         Method(
             MEDUSA,
@@ -207,10 +209,7 @@ REGISTRY: dict[str, Method] = {
             draft_cost=MEDUSA_HEADS_PASS,
             vllm_method=VLLM_MEDUSA,
             loads_head=True,
-            refuses_tree=(
-                "The Medusa heads draft a chain here (trees of each head's top-k, as the Medusa repository builds "
-                f"them, are not built yet): drop the tree shape, or use method {TREE} with the draft model."
-            ),
+            branches=True,
         ),
         Method(
             TREE,
@@ -249,6 +248,7 @@ ENGINE_METHODS = tuple(name for name, m in REGISTRY.items() if m.engine == SPECV
 PROPOSERS = tuple(n for n, m in REGISTRY.items() if m.engine == SPECVIZ and m.speculative and not m.shaped)  # chains
 LANES = tuple(name for name, m in REGISTRY.items() if not m.shaped)  # what the race and the bench run, plain first
 SHAPED = tuple(name for name, m in REGISTRY.items() if m.shaped)  # methods that need a tree shape
+BRANCHING = tuple(name for name, m in REGISTRY.items() if m.branches)  # chain methods that also draft trees
 FROM_VLLM = {m.vllm_method: m.name for m in REGISTRY.values() if m.vllm_method and m.engine == SPECVIZ}
 
 

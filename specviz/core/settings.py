@@ -53,16 +53,21 @@ class RunSettings:
         check_schedule(self)
 
     @property
+    def is_tree(self) -> bool:
+        """Whether this run drafts a tree: a shape, and a method that takes one (plain ignores a shape)."""
+        return bool(self.tree) and methods.get(self.method).takes_tree
+
+    @property
     def draft_length(self) -> int:
         """Tokens proposed per round: K, or 0 for plain decoding; for a tree, its depth (the longest acceptable run)."""
-        if self.tree and methods.get(self.method).shaped:
+        if self.is_tree:
             return len(self.tree)
         return self.k if methods.get(self.method).speculative else 0
 
     @property
     def draft_slots(self) -> int:
         """Draft tokens one round can hold: K for a chain, every node for a tree, 0 for plain decoding."""
-        if self.tree and methods.get(self.method).shaped:
+        if self.is_tree:
             return verify.tree_size(self.tree)
         if self.adaptive == schedule.HEURISTIC:
             return MAX_K  # the heuristic may grow K up to the ceiling
@@ -143,6 +148,12 @@ def check_schedule(settings: RunSettings) -> None:
     if not isinstance(settings.fit_threshold, bool):
         raise SettingsError(f"fit_threshold must be true or false; got {settings.fit_threshold!r}.")
     method = methods.get(settings.method)
+    if name != schedule.CONSTANT and settings.is_tree:
+        raise SettingsError(
+            f"The {name} K schedule changes how many tokens a chain drafter drafts per round; a tree of a fixed shape "
+            f"({','.join(map(str, settings.tree))}) sets its depth itself. Drop the tree shape, or use the constant "
+            "schedule."
+        )
     if name != schedule.CONSTANT and method.speculative and not method.adaptive:
         able = ", ".join(m.name for m in methods.REGISTRY.values() if m.adaptive)
         raise SettingsError(

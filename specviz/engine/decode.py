@@ -106,7 +106,7 @@ def make_proposer(pair: ModelPair, settings: RunSettings, memory: SuffixMemory |
 def check_fits(pair: ModelPair, prompt_ids: list[int], settings: RunSettings) -> None:
     """Refuse up front a run that would overflow the context or a sliding-window cache (a tree run's last pass also
     reads every node of one tree)."""
-    tree_nodes = settings.draft_slots if methods.get(settings.method).shaped else 0
+    tree_nodes = settings.draft_slots if settings.is_tree else 0
     needed = len(prompt_ids) + settings.max_new_tokens + tree_nodes
     what = f"The prompt is {len(prompt_ids)} tokens and max new tokens is {settings.max_new_tokens}"
     what += f", plus one tree of {tree_nodes} nodes" if tree_nodes else ""
@@ -146,6 +146,7 @@ def decode_rounds(
     target = CachedModel(pair.target, pair.vocab_size, prompt_ids, hidden_layers=layers)
     target.prefill()
     drafter = proposer.start(prompt_ids, target.hidden) if proposer else None
+    fed = target.length  # target feature rows the drafter has read (the prefill's: rows 0..len(prompt)-2)
     slots, produced = settings.draft_slots, 0
     plan = start_schedule(settings)  # the K schedule (core/schedule.py): only K varies, never the verdicts
     for index in range(settings.max_new_tokens):
@@ -163,7 +164,7 @@ def decode_rounds(
         draft_cache = drafter.cache_length if drafter else 0
 
         # 2. one target pass over the pending tokens + every draft: p at the root and after each draft
-        read = len(target.pending)
+        read, base = len(target.pending), target.length  # base: the first row this pass reads
         logits = _score(target, proposal)  # (n+1, V)
         if on_target_logits:
             on_target_logits(logits)
@@ -178,7 +179,11 @@ def decode_rounds(
         # 4. roll both caches back to the committed prefix (the drafter also learns the target's features of it)
         target_cache = target.length
         if stop is None:
-            features = None if target.hidden is None else target.hidden[:, : read + judged.kept]  # (layers, rows, H)
+            features = None
+            if target.hidden is not None:  # the committed rows of this pass the drafter has not read yet
+                rows = judged.feature_rows(read)  # (r,) rows of the pass for committed rows base, base + 1, ...
+                features = target.hidden[:, rows[fed - base :]]  # (layers, rows, H)
+                fed = base + len(rows)
             target.advance(committed, judged.kept)
             if drafter:
                 drafter.advance(committed, judged.kept, features)
@@ -237,6 +242,11 @@ class _ChainJudgement:
     def kept(self) -> int:
         """Drafts the caches keep: the accepted ones."""
         return self.facts.n_accepted
+
+    def feature_rows(self, read: int) -> torch.Tensor:
+        """(read + accepted,) the rows of the pass that read committed tokens: the pending ones, then each accepted
+        draft (for a drafter that reads the target's features)."""
+        return torch.arange(read + self.facts.n_accepted)
 
     def round(self, index: int, committed: list[int], stop: str | None, pair, settings, **timing) -> Round:
         return _make_round(index, self.facts, committed, stop, self.u_accept, self.u_next, pair, settings, **timing)

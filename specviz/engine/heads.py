@@ -64,18 +64,28 @@ class EagleHead(nn.Module):
     def new_cache(self) -> DynamicCache:
         return DynamicCache(config=self.config)
 
-    def forward(self, embeds: torch.Tensor, features: torch.Tensor, cache: DynamicCache | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        embeds: torch.Tensor,
+        features: torch.Tensor,
+        cache: DynamicCache | None = None,
+        positions: torch.Tensor | None = None,
+        mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """embeds (B, T, H) of tokens x_{t+1}, features (B, T, H) f_t -> (B, T, H) predicted features g_{t+1}.
 
         Pair t sits at position t (as in vLLM: the target's position of f_t); with a cache, the pairs continue after
-        the ones it holds. Without one the T pairs attend causally among themselves (training)."""
+        the ones it holds. Without one the T pairs attend causally among themselves (training). A draft tree passes
+        its own positions (1, T) and additive mask (1, 1, T, cached + T): each node sees the cache and its ancestors."""
         past = cache.get_seq_length() if cache is not None else 0
         n = embeds.shape[1]
-        positions = torch.arange(past, past + n, device=embeds.device)[None]  # (1, T)
+        if positions is None:
+            positions = torch.arange(past, past + n, device=embeds.device)[None]  # (1, T)
+            mask = cached_causal_mask(past, n, embeds.dtype, embeds.device) if cache is not None else None
         hidden = self.fc(torch.cat([embeds, features], dim=-1))  # (B, T, H)
         return self.layers[0](
             hidden,
-            attention_mask=cached_causal_mask(past, n, hidden.dtype, embeds.device) if cache is not None else None,
+            attention_mask=mask,
             position_ids=positions,
             cache=cache,
             use_cache=cache is not None,

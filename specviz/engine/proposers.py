@@ -15,11 +15,12 @@ from numpy.lib.stride_tricks import sliding_window_view
 from transformers import PreTrainedModel
 
 from specviz import methods
-from specviz.core.sampling import SamplingSettings, logits_to_probs, sample
+from specviz.core.sampling import SamplingSettings, logits_to_probs, one_hot, sample
 from specviz.core.settings import RunSettings
 from specviz.core.suffix_tree import SuffixCache, SuffixDraft, SuffixMemory, SuffixOptions
 from specviz.core.verify import TOP_B, WITHOUT_REPLACEMENT, draw_children, tree_depths, tree_parents
 from specviz.engine.kv import CachedModel
+from specviz.errors import SettingsError
 
 if TYPE_CHECKING:
     from specviz.engine.eagle3 import Eagle3Head
@@ -276,14 +277,14 @@ class EagleProposer:
     lm_head: torch.nn.Module
     vocab_size: int
     sampling: SamplingSettings
+    shape: tuple[int, ...] = ()  # a tree's children per depth (EagleDrafter.propose_tree); empty: a chain
 
     @classmethod
     def for_run(cls, pair: ModelPair, settings: RunSettings) -> EagleProposer:
         target = pair.target
         head = pair.eagle_head
-        return cls(
-            head, target.get_input_embeddings(), target.get_output_embeddings(), pair.vocab_size, settings.sampling
-        )
+        embed, lm_head = target.get_input_embeddings(), target.get_output_embeddings()
+        return cls(head, embed, lm_head, pair.vocab_size, settings.sampling, tree_shape(settings))
 
     def start(self, prompt_ids: list[int], features: torch.Tensor | None = None) -> EagleDrafter:
         return EagleDrafter(self, prompt_ids, features)
@@ -296,12 +297,17 @@ class EagleProposer:
         return self.head(self.embed(following)[None], features[:1], cache)[0, -1]
 
     def logits(self, g: torch.Tensor) -> torch.Tensor:
-        """(V,) the target's LM head on the head's feature."""
-        return self.lm_head(g)[: self.vocab_size]
+        """(..., V) the target's LM head on the head's feature(s) g (..., H)."""
+        return self.lm_head(g)[..., : self.vocab_size]
 
     def step(self, token: torch.Tensor, g: torch.Tensor, cache) -> torch.Tensor:
         """The pair (g, x) predicts the next feature: the head reads its own output."""
         return self.head(self.embed(token.view(1, 1)), g.view(1, 1, -1), cache)[0, -1]  # (H,)
+
+    def step_nodes(self, tokens: torch.Tensor, g: torch.Tensor, cache, positions, mask) -> torch.Tensor:
+        """Tree nodes of one depth in one pass: tokens (m,) with their parents' features g (m, H), at positions
+        (1, m) under the additive mask (1, 1, m, cached + m) -> (m, H) each node's predicted next feature."""
+        return self.head(self.embed(tokens)[None], g[None], cache, positions, mask)[0]
 
 
 class EagleDrafter:
@@ -332,6 +338,8 @@ class EagleDrafter:
     def propose(self, k: int, u: torch.Tensor, stop_below: float | None = None) -> Proposal:
         """Draft k tokens; with stop_below (the confidence K schedule), stop after the first whose own draft
         probability is below it (core/schedule.py)."""
+        if self.proposer.shape:
+            return self.propose_tree(k, u.device)
         if k < 1 or self.last is None:  # a one-token prompt: no feature yet, the target decodes one token
             return empty_chain(u.device)
         p = self.proposer
@@ -350,6 +358,37 @@ class EagleDrafter:
                 state = p.step(x_i, state, self.cache)
                 self.fed_extra += 1
         return Proposal(torch.stack(tokens), torch.stack(dists), confidence=tuple(confidence))  # (n,), (n, V)
+
+    def propose_tree(self, depth: int, device: torch.device) -> Proposal:
+        """The run's tree cut to `depth` levels, EAGLE-2's way with a static shape: each node's children are the
+        head's top-b tokens from that node's own predicted feature (its path's features, not the root's).
+
+        One head pass per depth over every node of that depth (as TreeDrafter does with the draft model): the nodes
+        join the head's cache in node order, and a tree mask lets each see the committed pairs and its ancestors'
+        pairs only, at position cached - 1 + depth, the position it would have in its path's chain. Chosen over one
+        pass per path because it costs depth passes, not one per leaf, and needs nothing but the mask the target's
+        tree pass already uses; a (1, 1, ..., 1) tree is the chain, pass for pass. The leaves need no pass."""
+        p = self.proposer
+        shape = p.shape[:depth]
+        if not shape or self.last is None:  # a one-token prompt: no feature yet, the target decodes one token
+            return empty_tree(device, p.vocab_size)
+        parents = tree_parents(shape)
+        ancestors = ancestor_matrix(parents)  # (N, N) bool
+        committed = self.cache.get_seq_length()  # pairs of the committed rows
+        state = rows_of(self.last)  # the root's state, (1, H) (or a tuple of such)
+
+        def expand(depth: int, nodes: list[int], tokens: torch.Tensor, state_rows: torch.Tensor):
+            nonlocal state
+            state = take_rows(state, state_rows)  # (m, H) each node's parent's state
+            sees = ancestors[nodes][:, : nodes[-1] + 1].to(device)  # (m, earlier nodes + these) the nodes' ancestry
+            allowed = torch.cat([sees.new_ones(len(nodes), committed), sees], dim=1)  # (m, cached + m)
+            positions = torch.full((1, len(nodes)), committed + depth - 1, device=device)  # (1, m)
+            mask = additive_mask(allowed, p.embed.weight.dtype)  # (1, 1, m, cached + m)
+            state = p.step_nodes(tokens[nodes], state, self.cache, positions, mask)
+            self.fed_extra += len(nodes)
+            return p.logits(state)  # (m, V) the logits for each node's children
+
+        return grow_top_b_tree(shape, p.logits(state), expand, p.vocab_size)
 
     def advance(self, committed: list[int], n_accepted: int, features: torch.Tensor | None = None) -> None:
         if self.fed_extra:
@@ -378,11 +417,13 @@ class Eagle3Proposer:
     vocab_size: int
     sampling: SamplingSettings
     hidden_layers: tuple[int, ...] = (2, 5, 7)  # the head's layers read (its config): vLLM's default for 10 layers
+    shape: tuple[int, ...] = ()  # a tree's children per depth (EagleDrafter.propose_tree); empty: a chain
 
     @classmethod
     def for_run(cls, pair: ModelPair, settings: RunSettings) -> Eagle3Proposer:
         head = pair.eagle3_head
-        return cls(head, pair.target.get_input_embeddings(), pair.vocab_size, settings.sampling, head.layers_read)
+        embed = pair.target.get_input_embeddings()
+        return cls(head, embed, pair.vocab_size, settings.sampling, head.layers_read, tree_shape(settings))
 
     def start(self, prompt_ids: list[int], features: torch.Tensor | None = None) -> EagleDrafter:
         return EagleDrafter(self, prompt_ids, features)
@@ -395,13 +436,19 @@ class Eagle3Proposer:
         return normed[0, -1], s[0, -1]
 
     def logits(self, state: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
-        """(V,) the head's draft logits at their target ids, -inf elsewhere."""
-        return self.head.target_logits(state[0], self.head.config.vocab_size)[: self.vocab_size]
+        """(..., V) the head's draft logits at their target ids, -inf elsewhere; state (normed, s), each (..., H)."""
+        return self.head.target_logits(state[0], self.head.config.vocab_size)[..., : self.vocab_size]
 
     def step(self, token: torch.Tensor, state, cache) -> tuple[torch.Tensor, torch.Tensor]:
         """The head reads its own pre-norm output s back with the drafted token (no fc)."""
         normed, s = self.head(self.embed(token.view(1, 1)), state[1].view(1, 1, -1), cache)
         return normed[0, -1], s[0, -1]
+
+    def step_nodes(self, tokens: torch.Tensor, state, cache, positions, mask) -> tuple[torch.Tensor, torch.Tensor]:
+        """Tree nodes of one depth in one pass: tokens (m,) with their parents' states (normed, s), each (m, H), at
+        positions (1, m) under the additive mask (1, 1, m, cached + m) -> each node's (normed, s), each (m, H)."""
+        normed, s = self.head(self.embed(tokens)[None], state[1][None], cache, positions, mask)
+        return normed[0], s[0]
 
 
 @dataclass(frozen=True)
@@ -423,10 +470,18 @@ class MedusaProposer:
     heads: MedusaHeads
     vocab_size: int
     sampling: SamplingSettings
+    shape: tuple[int, ...] = ()  # a tree's children per depth (MedusaDrafter.propose_tree); empty: a chain
 
     @classmethod
     def for_run(cls, pair: ModelPair, settings: RunSettings) -> MedusaProposer:
-        return cls(pair.medusa_heads, pair.vocab_size, settings.sampling)
+        heads, shape = pair.medusa_heads, tree_shape(settings)
+        if len(shape) > heads.num_heads:
+            raise SettingsError(
+                f"The Medusa tree {','.join(map(str, shape))} is {len(shape)} levels deep, but the Medusa heads are "
+                f"{heads.num_heads}: head i drafts depth i + 1, so a Medusa tree is at most {heads.num_heads} levels "
+                "deep. Use a shorter tree shape."
+            )
+        return cls(heads, pair.vocab_size, settings.sampling, shape)
 
     def start(self, prompt_ids: list[int], features: torch.Tensor | None = None) -> MedusaDrafter:
         return MedusaDrafter(self, features)
@@ -445,6 +500,8 @@ class MedusaDrafter:
             self.last = features[0, -1]  # (H,) the row whose logits gave the last committed token
 
     def propose(self, k: int, u: torch.Tensor) -> Proposal:
+        if self.proposer.shape:
+            return self.propose_tree(k, u.device)
         if k < 1 or self.last is None:  # a one-token prompt: no feature yet, the target decodes one token
             return empty_chain(u.device)
         p = self.proposer
@@ -453,6 +510,21 @@ class MedusaDrafter:
         q = logits_to_probs(logits, p.sampling)  # (k, V) exactly what each draft is drawn from (one-hot when greedy)
         tokens = sample(q, u[:k])  # (k,) draft i from q_i with u_i, as a chain of separate draws would
         return Proposal(tokens, q)
+
+    def propose_tree(self, depth: int, device: torch.device) -> Proposal:
+        """Medusa's Cartesian tree cut to `depth` levels: head i's top-b_{i+1} tokens are the children of every node
+        of depth i (all from the one feature: no head sees a drafted token, so every node of a depth gets the same
+        children, and one pass of the heads drafts the whole tree)."""
+        p = self.proposer
+        shape = p.shape[:depth]
+        if not shape or self.last is None:  # a one-token prompt: no feature yet, the target decodes one token
+            return empty_tree(device, p.vocab_size)
+        logits = p.heads(self.last, len(shape))[:, : p.vocab_size]  # (depth, V) head i's guess at depth i + 1
+
+        def expand(depth: int, nodes: list[int], tokens: torch.Tensor, state_rows: torch.Tensor) -> torch.Tensor:
+            return logits[depth].expand(len(nodes), -1)  # (m, V) every node of this depth: head `depth`'s logits
+
+        return grow_top_b_tree(shape, logits[:1], expand, p.vocab_size)
 
     def advance(self, committed: list[int], n_accepted: int, features: torch.Tensor | None = None) -> None:
         self._read(features)
@@ -519,7 +591,7 @@ class SuffixDrafter:
 
 def draft_cap_note(pair: ModelPair, settings: RunSettings) -> str | None:
     """Why a run drafts fewer than K tokens a round whatever the text (Medusa: one per head); None when it does not."""
-    if settings.method != methods.MEDUSA or settings.draft_length <= pair.medusa_heads.num_heads:
+    if settings.method != methods.MEDUSA or settings.is_tree or settings.draft_length <= pair.medusa_heads.num_heads:
         return None
     n = pair.medusa_heads.num_heads
     return (
@@ -534,6 +606,48 @@ def draft_confidence(logits: torch.Tensor, q: torch.Tensor, x: torch.Tensor, sam
     so this is the draft's top probability; q(x) when sampling. One host read per draft token."""
     probs = logits.float().softmax(-1) if sampling.greedy else q
     return float(probs[x])
+
+
+def tree_shape(settings: RunSettings) -> tuple[int, ...]:
+    """The tree a chain method that also drafts trees (methods.BRANCHING) drafts in this run; () for a chain."""
+    return settings.tree if settings.is_tree else ()
+
+
+def grow_top_b_tree(shape: tuple[int, ...], root_logits: torch.Tensor, expand, vocab_size: int) -> Proposal:
+    """A tree of this shape whose children at each node are the b highest-scoring tokens of that node's logits
+    (core/verify.py TOP_B: deterministic, so each q row is one-hot and sibling elimination keeps the walk exact).
+
+    root_logits (1, V); expand(depth, nodes, tokens, parent_rows) gives the (m, V) logits of the m nodes of that
+    depth (a list of node ids, in order), tokens (N,) holding every node drafted so far and parent_rows (m,) each
+    node's parent's row among the previous depth's nodes; it is not called for the leaves."""
+    parents = tree_parents(shape)
+    tokens = torch.empty(len(parents), dtype=torch.long, device=root_logits.device)  # (N,)
+    logits, start = root_logits, 0  # (nodes of the previous depth, V)
+    for depth, branching in enumerate(shape, start=1):
+        count = logits.shape[0] * branching
+        nodes = list(range(start, start + count))  # breadth-first: node j's parent is the previous depth's j // b
+        tokens[start : start + count] = logits.topk(branching, dim=-1).indices.reshape(-1)  # (m,) top-b per parent
+        if depth < len(shape):
+            rows = torch.arange(count, device=root_logits.device) // branching  # (m,) each node's parent's row
+            logits = expand(depth, nodes, tokens, rows)  # (m, V)
+        start += count
+    return Proposal(tokens, one_hot(tokens, vocab_size), parents)  # q (N, V) one-hot
+
+
+def rows_of(state):
+    """A head's state for one row, (H,) or a tuple of such -> the same with a leading row axis (1, H)."""
+    return tuple(s[None] for s in state) if isinstance(state, tuple) else state[None]
+
+
+def take_rows(state, rows: torch.Tensor):
+    """Rows of a head's state, (n, H) or a tuple of such -> (len(rows), H) each."""
+    return tuple(s[rows] for s in state) if isinstance(state, tuple) else state[rows]
+
+
+def additive_mask(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """(m, T) bool (True = may attend) -> (1, 1, m, T) additive mask: 0 or the dtype's minimum."""
+    mask = torch.zeros(allowed.shape, dtype=dtype, device=allowed.device)
+    return mask.masked_fill(~allowed, torch.finfo(dtype).min)[None, None]
 
 
 def ancestor_matrix(parents: tuple[int, ...]) -> torch.Tensor:

@@ -57,6 +57,13 @@ class TreeJudgement:
         """Drafts the caches keep: none (the committed path is re-read next round)."""
         return 0
 
+    def feature_rows(self, read: int) -> torch.Tensor:
+        """The rows of the pass that read committed tokens: the `read` pending ones, then the accepted path's nodes
+        (node i is row read + i). A node's hidden state saw the prefix and its ancestors only, so it is the state the
+        chain of its path would have had: a feature head reads it now, as EAGLE gathers the accepted path's features,
+        and does not wait for the next pass, which re-reads the path (the loop skips the rows it re-reads)."""
+        return torch.cat([torch.arange(read), read + torch.tensor(self.verdict.path, dtype=torch.long)])
+
     def round(self, index: int, committed: list[int], stop: str | None, pair: ModelPair, settings, **timing) -> Round:
         return _make_round(index, self, committed, stop, pair, **timing)
 
