@@ -32,11 +32,13 @@ def one_tree(args: argparse.Namespace) -> tuple[int, ...]:
 
 
 def settings_from(args: argparse.Namespace, method: str) -> RunSettings:
-    """The run's settings; a --tree shape turns the draft-model method into tree speculation (K = its depth)."""
+    """The run's settings; a --tree shape turns the draft-model method into tree speculation, and makes a feature head
+    (eagle, eagle3, medusa) draft a tree of its top tokens (K = the tree's depth)."""
     tree = one_tree(args)
     if tree and method == methods.DRAFT:
         method = methods.TREE
-    k = len(tree) if method == methods.TREE and 1 <= len(tree) <= MAX_K else int_list(args.k, "--k")[0]
+    takes = methods.get(method).takes_tree if method in methods.REGISTRY else False
+    k = len(tree) if takes and 1 <= len(tree) <= MAX_K else int_list(args.k, "--k")[0]
     return RunSettings(
         method=method,
         tree=tree,

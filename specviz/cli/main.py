@@ -105,6 +105,13 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"comma-separated; plain is always one (default: {','.join(methods.LANES)}, without the feature-head "
         "lanes when the target has no head beside it)",
     )
+    tree_drafters = ",".join(methods.SHAPED + methods.BRANCHING)
+    bench.add_argument(
+        "--tree-methods",
+        default=methods.TREE,
+        help=f"with --tree: the methods that draft each tree shape, comma-separated, any of {tree_drafters} "
+        f"(default {methods.TREE}: the draft model's tree)",
+    )
     bench.add_argument("--json", dest="json_out", help="write the results JSON here")
     bench.set_defaults(handler=cmd_bench, k="1,2,4,8", max_new_tokens=128)
     add_theory_parser(commands)
@@ -304,8 +311,9 @@ def summary_line(trace: Trace) -> str:
     if s.adaptive != schedule.CONSTANT:
         drafted = t.proposed / t.rounds if t.rounds else 0.0
         what += f" ({schedule.label(s)} schedule, {drafted:.2f} drafts per round)"
-    if s.method == methods.TREE:
+    if s.is_tree:
         what = f"tree {','.join(map(str, s.tree))} ({tree_size(s.tree)} nodes, depth {len(s.tree)})"
+        what = what if s.method == methods.TREE else f"{s.method} {what}"
     return (
         f"{what}, {how}: {t.committed} tokens in {t.rounds} rounds · α {alpha} · τ {t.tau:.2f} · "
         f"{t.tokens_per_s:.1f} tokens/s ({t.wall_s:.2f} s)"
@@ -335,9 +343,8 @@ def cmd_measure(args: argparse.Namespace) -> int:
         return cmd_measure_server(args)
     tree = one_tree(args)
     args.method, args.k = args.method or (methods.TREE if tree else methods.DRAFT), args.k or "4"
-    method_names = methods.parse_list(args.method, "--method", methods.PROPOSERS + (methods.SHAPED if tree else ()))
-    if tree and method_names != [methods.TREE]:
-        raise SpecvizError("With --tree, measure runs the tree (and plain) only: drop --method or use --method tree.")
+    tree_drafters = methods.SHAPED + methods.BRANCHING
+    method_names = methods.parse_list(args.method, "--method", tree_drafters if tree else methods.PROPOSERS)
     ks = [len(tree)] if tree else int_list(args.k, "--k")
     check_ks(ks)
     if args.repeats < 1:
@@ -409,6 +416,7 @@ def check_outputs(args: argparse.Namespace) -> None:
 def cmd_bench(args: argparse.Namespace) -> int:
     import json
 
+    from specviz.engine.decode import make_proposer
     from specviz.engine.models import ASSETS, find_heads
     from specviz.measure.bench import results_table, run_bench, timing_note
     from specviz.measure.lanes import tree_settings
@@ -428,8 +436,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.repeats < 1:
         raise SpecvizError("--repeats must be at least 1.")
     trees = tree_shapes(args)
+    tree_methods = tuple(
+        methods.parse_list(args.tree_methods, "--tree-methods", methods.SHAPED + methods.BRANCHING) if trees else ()
+    )
     for shape in trees:  # validate before the slow model load
-        RunSettings(method=methods.TREE, tree=shape, k=min(len(shape), MAX_K))
+        for name in tree_methods:
+            RunSettings(method=name, tree=shape, k=min(len(shape), MAX_K))
     args.tree = None
     plans = schedule_variants(args)
     for plan in plans:  # validate before the slow model load
@@ -446,14 +458,19 @@ def cmd_bench(args: argparse.Namespace) -> int:
             print(
                 f"skipped the {lane} lane: no head for it beside the target (give one with --head DIR)", file=sys.stderr
             )
-    pair = load_for(args, lanes + ((methods.TREE,) if trees else ()))
+    pair = load_for(args, lanes + tree_methods)
     base = with_draft_vocab(base, args, pair)
-    rows, skipped = runnable_rows(pair, rows, [base, *(tree_settings(base, shape) for shape in trees)])
+    lanes_of_trees = [tree_settings(base, shape, name) for shape in trees for name in tree_methods]
+    for settings in lanes_of_trees:  # a shape a head cannot draft (a Medusa tree deeper than its heads): now
+        make_proposer(pair, settings)
+    rows, skipped = runnable_rows(pair, rows, [base, *lanes_of_trees])
     for problem in skipped:
         print(f"skipped {problem}", file=sys.stderr)
     prompts = [row.prompt for row in rows]
     say = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
-    doc = run_bench(pair, prompts, ks, base, args.repeats, lanes, say, trees=trees, schedules=plans)
+    doc = run_bench(
+        pair, prompts, ks, base, args.repeats, lanes, say, trees=trees, schedules=plans, tree_methods=tree_methods
+    )
     print(results_table(doc))
     print(timing_note(doc))
     return 0 if write_all([(args.json_out, lambda: json.dumps(doc, indent=2))]) else 2

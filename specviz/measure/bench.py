@@ -81,9 +81,11 @@ def run_bench(
     on_progress: Callable[[str], None] | None = None,
     trees: list[tuple[int, ...]] | None = None,
     schedules: list[dict] | None = None,
+    tree_methods: tuple[str, ...] = (methods.TREE,),
 ) -> dict:
     """Measure every lane x K, and every tree shape, on every prompt `repeats` times; plain runs once per prompt and
-    repeat. A tree lane's K is its depth; its result row names the shape. schedules: the K schedules to compare
+    repeat. A tree lane's K is its depth; its result row names the shape. tree_methods: who drafts each shape (the
+    draft model's tree, and/or feature heads that draft trees: methods.BRANCHING). schedules: the K schedules to compare
     (RunSettings fields, core/schedule.py; default the constant one), each run by every lane it applies to."""
     say = on_progress or (lambda _: None)
     env = environment(pair, lanes)  # taken before the runs: the load average then is the one they met
@@ -101,7 +103,7 @@ def run_bench(
     )
     say("warming up")
     trees = list(trees or [])
-    shaped = {shape: tree_settings(base, shape) for shape in trees}
+    shaped = {(name, shape): tree_settings(base, shape, name) for shape in trees for name in tree_methods}
     variants = [
         (lane, plan)
         for plan in (schedules or [CONSTANT_PLAN])
@@ -111,7 +113,7 @@ def run_bench(
     for lane in lanes:
         run_method(pair, prompts[0], replace(base, k=ks[0], max_new_tokens=min(16, base.max_new_tokens)), lane)
     for settings in shaped.values():
-        run_method(pair, prompts[0], replace(settings, max_new_tokens=min(16, base.max_new_tokens)), methods.TREE)
+        run_method(pair, prompts[0], replace(settings, max_new_tokens=min(16, base.max_new_tokens)), settings.method)
     runs: dict[tuple, list[tuple[RunRecord, RunRecord]]] = {}  # (method, K) or (tree, shape) -> (run, plain run)
     for rep in range(repeats):
         # suffix decoding's earlier outputs: this pass's earlier prompts, per lane x K x schedule (a repeat starts
@@ -127,13 +129,11 @@ def run_bench(
                         pair, prompt, replace(base, k=k, **plan), lane, memory=memories[lane, k, _plan_key(plan)]
                     )
                     runs.setdefault((lane, k, _plan_key(plan)), []).append((run, plain))
-            for shape, settings in shaped.items():
-                runs.setdefault((methods.TREE, shape, ()), []).append(
-                    (run_method(pair, prompt, settings, methods.TREE), plain)
-                )
+            for (name, shape), settings in shaped.items():
+                runs.setdefault((name, shape, TREE_LANE), []).append((run_method(pair, prompt, settings, name), plain))
     results = [
-        _summarise(lane, k, pairs, costs) if lane != methods.TREE else _summarise_tree(k, pairs)
-        for (lane, k, _), pairs in runs.items()
+        _summarise_tree(lane, k, pairs) if key == TREE_LANE else _summarise(lane, k, pairs, costs)
+        for (lane, k, key), pairs in runs.items()
     ]
     return {
         "environment": env,
@@ -144,6 +144,7 @@ def run_bench(
             "prompts": len(prompts),
             "lanes": list(lanes),
             "trees": [list(shape) for shape in trees],
+            **({"tree_methods": list(tree_methods)} if trees and tuple(tree_methods) != (methods.TREE,) else {}),
             **({"k_schedules": list(schedules)} if schedules and schedules != [CONSTANT_PLAN] else {}),
         },
         "costs": costs.to_dict() if costs else None,
@@ -181,6 +182,7 @@ def _summarise(lane: str, k: int, pairs: list[tuple[RunRecord, RunRecord]], cost
 
 
 CONSTANT_PLAN = {"k_schedule": schedule.CONSTANT}
+TREE_LANE = ("tree",)  # the third part of a tree lane's key in run_bench (a chain lane's is its K schedule's)
 
 
 def _k_max(ks: list[int], schedules: list[dict] | None) -> int:
@@ -206,10 +208,10 @@ def _plan_key(plan: dict) -> tuple:
     return tuple(sorted(plan.items())) if plan.get("k_schedule", schedule.CONSTANT) != schedule.CONSTANT else ()
 
 
-def _summarise_tree(shape: tuple[int, ...], pairs: list[tuple[RunRecord, RunRecord]]) -> dict:
+def _summarise_tree(method: str, shape: tuple[int, ...], pairs: list[tuple[RunRecord, RunRecord]]) -> dict:
     """A tree lane's row: measured figures only. The cost model (drafts per round x c + v(K)) describes a chain; a
     tree drafts one pass per depth but verifies every node, so no prediction is made for it."""
-    row = _summarise(methods.TREE, len(shape), pairs, None)
+    row = _summarise(method, len(shape), pairs, None)
     return {**row, "tree": ",".join(map(str, shape)), "nodes": tree_size(shape)}
 
 
@@ -287,5 +289,6 @@ def headline(doc: dict) -> dict:
 
 def _lane_name(row: dict) -> str:
     if row.get("tree"):
-        return f"tree {row['tree']} ({row['nodes']} nodes)"
+        name = f"tree {row['tree']} ({row['nodes']} nodes)"
+        return name if row["method"] == methods.TREE else f"{row['method']} {name}"
     return f"{row['method']} · {row['k_schedule']}" if row.get("k_schedule") else row["method"]

@@ -44,9 +44,10 @@ class DecodingClock:
             self.outside += time.perf_counter() - entered
 
 
-def tree_settings(base: RunSettings, shape: tuple[int, ...]) -> RunSettings:
-    """The settings of a tree lane of this shape: the draft tree method, K = the tree's depth."""
-    return replace(base, method=methods.TREE, tree=shape, k=min(len(shape), MAX_K))
+def tree_settings(base: RunSettings, shape: tuple[int, ...], method: str = methods.TREE) -> RunSettings:
+    """The settings of a tree lane of this shape: the draft tree method (or a feature head that drafts trees,
+    methods.BRANCHING), K = the tree's depth."""
+    return replace(base, method=method, tree=shape, k=min(len(shape), MAX_K))
 
 
 def refusal(lane: str, settings: RunSettings) -> str:
