@@ -91,8 +91,8 @@ class Method:
         if settings.tree and not self.takes_tree and self.speculative:
             raise SettingsError(
                 self.refuses_tree
-                or f"A tree shape is only used by the methods that draft trees "
-                f"({', '.join(n for n, m in REGISTRY.items() if m.takes_tree)}), not by {self.name!r}: drop it, or "
+                or f"A tree shape is only used by the {TREE} method and the feature heads that draft trees "
+                f"({', '.join(n for n, m in REGISTRY.items() if m.branches)}), not by {self.name!r}: drop it, or "
                 f"use method {TREE} (with 1,1,1,1 for the chain with K = 4)."
             )
 

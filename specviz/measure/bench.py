@@ -182,7 +182,7 @@ def _summarise(lane: str, k: int, pairs: list[tuple[RunRecord, RunRecord]], cost
 
 
 CONSTANT_PLAN = {"k_schedule": schedule.CONSTANT}
-TREE_LANE = ("tree",)  # the third part of a tree lane's key in run_bench (a chain lane's is its K schedule's)
+TREE_LANE = (methods.TREE,)  # the third part of a tree lane's key in run_bench (a chain lane's is its K schedule's)
 
 
 def _k_max(ks: list[int], schedules: list[dict] | None) -> int:

@@ -60,8 +60,7 @@ def test_lanes_mirror_registered_methods_and_costs_are_separate_from_loading():
         (methods.TREE, (), "needs a tree shape"),
         (methods.NGRAM, (2, 1), "n-gram lookup proposes one continuation"),
         (methods.DRAFT, (2, 1), "only used by the tree method"),
-        (methods.EAGLE, (2, 1), "EAGLE-1 head drafts a chain"),
-        (methods.MEDUSA, (2, 1), "Medusa heads draft a chain"),
+        (methods.SUFFIX, (2, 1), "Suffix decoding here proposes one path"),
     ],
 )
 def test_each_method_refuses_the_options_it_cannot_run(method, tree, message):
@@ -70,6 +69,16 @@ def test_each_method_refuses_the_options_it_cannot_run(method, tree, message):
     with pytest.raises(SettingsError, match=message):
         RunSettings(method=method, tree=tree)
     RunSettings(method=methods.PLAIN, tree=tree or (1,))  # plain ignores a shape: the baseline of a tree run
+
+
+@pytest.mark.parametrize("method", methods.BRANCHING)
+def test_the_feature_heads_draft_a_chain_or_with_a_shape_a_tree(method):
+    from specviz.core.settings import RunSettings
+
+    assert method in methods.PROPOSERS  # a chain method (on every page), that also takes a shape
+    assert not RunSettings(method=method).is_tree
+    tree = RunSettings(method=method, tree=(2, 1))
+    assert tree.is_tree and tree.draft_length == 2 and tree.draft_slots == 4
 
 
 def method_literals(tree: ast.AST) -> set[str]:
