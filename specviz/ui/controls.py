@@ -60,6 +60,7 @@ PAGE_DEFAULT_NOTES = {
 
 TREE_PRESETS = ("2,2,1,1", "3,2,1,1", "4,2,2,1")  # children per depth; the rounds page offers the tree method
 TREE_CUSTOM = "Custom shape…"
+HEAD_TREE = "head_tree"  # the sidebar's toggle: a feature head drafts a tree (the shape picker's shape)
 TREE_PAGES = ("rounds",)  # pages whose runs can be trees (the race and workload lanes are chains)
 
 
@@ -116,6 +117,22 @@ def set_tree_shape(text: str) -> None:
     else:
         set_setting("tree_shape", TREE_CUSTOM)
         set_setting("tree_custom", text)
+
+
+def head_tree_toggle(method: str) -> bool:
+    """For a feature head that also drafts trees (methods.BRANCHING): whether this run drafts a tree of its top
+    tokens (then the tree shape picker follows); False for every other method."""
+    if method not in methods.BRANCHING:
+        return False
+    return st.sidebar.toggle(
+        "Draft a tree of the head's top tokens",
+        key=keep(HEAD_TREE, False),
+        on_change=remember,
+        args=(HEAD_TREE,),
+        help="EAGLE-2's trees for the EAGLE heads (each node's children: the head's top-b tokens from that node's "
+        "own predicted feature), Medusa's Cartesian tree for the Medusa heads (head i's top-b at depth i + 1). "
+        "Children are chosen, not sampled, so each is judged one-hot: exact at any temperature.",
+    )
 
 
 def tree_controls() -> tuple[int, ...] | None:
@@ -263,17 +280,18 @@ def sidebar_controls(page: str = "") -> Controls:
     method = st.sidebar.radio(
         "Proposer", list(choices), format_func=methods.label, key="method", on_change=remember, args=("method",)
     )
-    tree = tree_controls() if method in methods.SHAPED else ()
+    drafts_tree = method in methods.SHAPED or (page in TREE_PAGES and head_tree_toggle(method))
+    tree = tree_controls() if drafts_tree else ()
     k = st.sidebar.slider(
         "K: draft tokens per round",
         *ranges["k"],
         key=keep("k", 4),
         on_change=remember,
         args=("k",),
-        disabled=method in methods.SHAPED,
-        help="A tree's K is its depth (the longest run it can accept)." if method in methods.SHAPED else None,
+        disabled=drafts_tree,
+        help="A tree's K is its depth (the longest run it can accept)." if drafts_tree else None,
     )
-    plan = schedule_controls(method)
+    plan = {} if drafts_tree else schedule_controls(method)
     temperature = st.sidebar.slider(
         "Temperature (0 = greedy)",
         *ranges["temperature"],

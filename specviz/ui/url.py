@@ -14,11 +14,12 @@ from urllib.parse import quote, urlencode
 
 import streamlit as st
 
+from specviz import methods
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings, parse_tree
 from specviz.core.trace import Trace
 from specviz.engine.models import recorded_name
-from specviz.ui.controls import active_sources, set_setting, set_tree_shape
+from specviz.ui.controls import HEAD_TREE, active_sources, set_setting, set_tree_shape
 from specviz.viz import steps
 
 URL_SETTINGS = {  # URL parameter -> (sidebar key, type)
@@ -167,6 +168,8 @@ def apply_url(opened: OpenedUrl) -> list[str]:
         notes += [f"The link's {note}"] if note else []
     if opened.tree is not None:
         set_tree_shape(opened.tree)
+    if opened.sidebar.get("method") in methods.BRANCHING:  # a head's link: a tree run, or a chain run
+        set_setting(HEAD_TREE, opened.tree is not None)
     if opened.lecture:
         set_setting("lecture", True)
     if opened.focus is not None:

@@ -63,6 +63,27 @@ def suffix_sentence(trace: Trace, r: Round) -> str:
     )
 
 
+def head_tree_sentence(trace: Trace, r: Round, shape: str, size: str, depth: int) -> str:
+    """A feature head's tree (EAGLE-2-style for EAGLE-1 / EAGLE-3, Medusa's Cartesian tree): who drafts each depth,
+    and why its children are judged one-hot at any temperature."""
+    one_hot = (
+        "Each child is one of the head's top-b tokens, chosen, not sampled, so it is judged as a one-hot proposal "
+        "(q = 1): kept with probability p(x), and a rejected sibling's x is removed from p before the next is tried."
+    )
+    if trace.settings.method == methods.MEDUSA:
+        return (
+            f"The Medusa heads draft their Cartesian tree of shape {shape} ({size}) in one pass over one feature "
+            f"({r.draft_ms:.1f} ms): head i's top tokens are the children of every node at depth i + 1, the same under "
+            f"each node, since no head sees a drafted token. {one_hot}"
+        )
+    return (
+        f"The {methods.label(trace.settings.method)} drafts a tree of shape {shape} ({size}), as EAGLE-2 grows "
+        f"one: one head pass per depth over every node at that depth ({max(depth - 1, 0)} passes, the leaves need "
+        f"none; {r.draft_ms:.1f} ms in all), each node reading the feature the head predicted at its own parent, "
+        f"under a tree mask (never a sibling's). {one_hot}"
+    )
+
+
 def draft_sentence(trace: Trace, r: Round) -> str:
     """What drafting cost this round: forward passes of the draft model, or a lookup that runs no model at all."""
     if trace.settings.method == methods.SUFFIX:
@@ -91,6 +112,8 @@ def draft_sentence(trace: Trace, r: Round) -> str:
         size = f"{r.proposed} nodes"
         if r.proposed < full:
             size = f"{r.proposed} of its {full} nodes: trimmed to the token budget, {left} new token(s) left"
+        if trace.settings.method in methods.BRANCHING:
+            return head_tree_sentence(trace, r, shape, size, depth)
         return (
             f"The draft model drafts a tree of shape {shape} ({size}): one draft forward pass per depth "
             f"over every node at that depth ({depth} passes, {r.draft_ms:.1f} ms in all). Each node's children are "

@@ -16,7 +16,7 @@ def settings_summary(settings: RunSettings) -> str:
     """A run's settings in one line: method (and tree shape), K, sampling, seed, length, draft vocabulary."""
     method = methods.get(settings.method)
     parts = [method.label]
-    if settings.tree and method.shaped:
+    if settings.is_tree:
         parts.append(f"tree {','.join(map(str, settings.tree))}")
     elif method.speculative:
         parts.append(f"K = {settings.k}")
@@ -35,9 +35,7 @@ def settings_summary(settings: RunSettings) -> str:
 
 
 def _shape(settings: RunSettings) -> str:
-    return (
-        ",".join(map(str, settings.tree)) if settings.tree and methods.get(settings.method).shaped else "none (a chain)"
-    )
+    return ",".join(map(str, settings.tree)) if settings.is_tree else "none (a chain)"
 
 
 def settings_differences(shown: RunSettings, sidebar: RunSettings) -> list[str]:
@@ -45,11 +43,11 @@ def settings_differences(shown: RunSettings, sidebar: RunSettings) -> list[str]:
     method does not use (K of a tree, a tree's shape for a chain, the draft vocabulary of a lookup) is left out."""
     then, now = methods.get(shown.method), methods.get(sidebar.method)
     rows = [("method", then.label, now.label)]
-    if then.shaped or now.shaped:
+    if shown.is_tree or sidebar.is_tree:
         rows.append(("tree shape", _shape(shown), _shape(sidebar)))
-    if not (then.shaped and now.shaped):
+    if not (shown.is_tree and sidebar.is_tree):
         rows.append(("K", shown.k, sidebar.k))
-    if then.adaptive or now.adaptive:
+    if (then.adaptive and not shown.is_tree) or (now.adaptive and not sidebar.is_tree):
         rows.append(("K schedule", schedule.label(shown), schedule.label(sidebar)))
     rows += [
         ("temperature", f"{shown.sampling.temperature:g}", f"{sidebar.sampling.temperature:g}"),

@@ -135,8 +135,7 @@ def test_no_head_and_wrong_heads_are_refused_with_a_message(model_dirs, load, tm
     mismatched = load_pair(str(model_dirs["llama-target"]), None, device="cpu", head=str(tmp_path / "other"))
     with pytest.raises(SpecvizError, match="EAGLE-3 head .* built for width 64 and a vocabulary of"):
         generate(mismatched, PROMPTS[0], greedy(k=2))
-    with pytest.raises(SettingsError, match="EAGLE-3 head drafts a chain"):
-        RunSettings(method=EAGLE3, tree=(2, 1))
+    assert RunSettings(method=EAGLE3, tree=(2, 1)).is_tree  # trees of its top tokens: tests/engine/test_head_trees.py
     with pytest.raises(ModelLoadError, match="is not a feature head directory"):
         load_pair(str(model_dirs["llama-target"]), None, device="cpu", head=str(model_dirs["llama-truncated"]))
 
