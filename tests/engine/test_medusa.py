@@ -132,8 +132,9 @@ def test_no_heads_and_wrong_heads_are_refused_with_a_message(model_dirs, load, t
         generate(mismatched, PROMPTS[0], greedy(k=2))
     with pytest.raises(ModelLoadError, match="is not a feature head directory"):
         load_pair(str(model_dirs["llama-target"]), None, device="cpu", head=str(model_dirs["llama-truncated"]))
-    with pytest.raises(SettingsError, match="Medusa heads draft a chain"):
-        RunSettings(method=MEDUSA, tree=(2, 1))
+    beside = load_pair(str(model_dirs["llama-target"]), None, device="cpu")  # four random heads beside it
+    with pytest.raises(SettingsError, match="is 5 levels deep, but the Medusa heads are 4"):
+        generate(beside, PROMPTS[0], RunSettings(method=MEDUSA, tree=(1, 1, 1, 1, 1)))
 
 
 def test_the_registry_names_medusa_for_every_list_and_for_vllm():
