@@ -316,8 +316,9 @@ class EagleDrafter:
     Invariant after start and after each advance: the cache holds one pair per target feature row (rows 0..n-1 for
     the committed x_0..x_n), and `last` is the head's state after the last of them (EAGLE-1: its predicted feature
     g_n; EAGLE-3: its normed and pre-norm outputs), whose logits give the first draft. Drafted pairs are appended
-    during `propose` and cropped at `advance`, which then reads the newly committed rows with the target's real
-    features (as EAGLE and vLLM do). The proposer says how to read, step and draw logits (EagleProposer.read)."""
+    during `propose` (a chain's, or a tree's nodes: propose_tree) and cropped at `advance`, which then reads the newly
+    committed rows with the target's real features (as EAGLE and vLLM do; after a tree round, the accepted path's
+    rows from the target's tree pass). The proposer says how to read, step and draw logits (EagleProposer.read)."""
 
     def __init__(self, proposer, prompt_ids: list[int], features: torch.Tensor | None):
         self.proposer = proposer
