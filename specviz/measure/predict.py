@@ -42,6 +42,8 @@ def predict(records: Sequence[RunRecord], costs: MeasuredCosts | None) -> Predic
     if not records or costs is None or costs.implausible:
         return None
     method = methods.get(records[0].method)
+    if records[0].settings.get("tree") and method.takes_tree:
+        return None  # a tree drafts one pass per depth but verifies every node: the chain cost model is not its
     counts = stats.tally(records)
     drafts = counts.drafts_per_round
     constant = records[0].settings.get("k_schedule", CONSTANT) == CONSTANT  # adaptive: not K a round, not known

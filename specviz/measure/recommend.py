@@ -128,6 +128,7 @@ def _judge(tag, rows, by_group, draft_source, temperature, costs) -> Recommendat
     runs = [r.run for r in by_group[(tag, best["source"], best["method"], best["k"])]]
     go, failed, reason = _verdict(best, len(rows), predict(runs, costs))
     entry, settings = methods.get(best["method"]), runs[0].settings
+    chain = not (settings.get("tree") and entry.takes_tree)  # vLLM's configs here are chains: none for a tree run
     return Recommendation(
         go,
         reason,
@@ -136,8 +137,10 @@ def _judge(tag, rows, by_group, draft_source, temperature, costs) -> Recommendat
         best["speedup"],
         tuple(best["speedup_ci"]),
         best["predicted_speedup"],
-        entry.vllm_config(best["k"], draft_source, settings.get("ngram_min", 1), settings.get("ngram_max", 3)),
-        entry.hf_generate_call(best["k"], temperature, settings.get("ngram_max", 3)),
+        entry.vllm_config(best["k"], draft_source, settings.get("ngram_min", 1), settings.get("ngram_max", 3))
+        if chain
+        else None,
+        entry.hf_generate_call(best["k"], temperature, settings.get("ngram_max", 3)) if chain else None,
         tag,
         best["source"],
         best["prompts"],

@@ -77,3 +77,24 @@ def test_bench_refuses_a_tree_method_that_drafts_no_tree(capsys):
     code, _, err = run_cli(capsys, "bench", "--lanes", "plain", "--tree", "2,1", "--tree-methods", "ngram")
     assert code == 2
     assert "--tree-methods takes any of tree, eagle, eagle3, medusa" in err
+
+
+def test_a_head_tree_gets_no_chain_prediction():
+    """The chain cost model (drafts per round x c + v(K)) does not describe a tree (one head pass per depth, every
+    node verified): a measured tree gets no prediction, its chain does."""
+    from specviz.core.record import RunRecord
+    from specviz.engine.costs import MeasuredCosts
+    from specviz.engine.decode import generate
+    from specviz.measure.predict import predict
+
+    pair = load_pair(device="cpu", draft=None)
+    costs = MeasuredCosts(
+        "t", "d", "cpu", "float32", 20, 5, None, 0.01, (0.011, 0.012, 0.013, 0.014), head_step_s=0.002
+    )
+
+    def record(**tree):
+        settings = RunSettings(method=methods.EAGLE, k=4, max_new_tokens=8, **tree)
+        return RunRecord.of_trace(generate(pair, "def add(a, b):", settings), "code", ())
+
+    assert predict([record()], costs) is not None
+    assert predict([record(tree=(2, 2, 1, 1))], costs) is None
