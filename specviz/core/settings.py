@@ -148,7 +148,7 @@ def check_schedule(settings: RunSettings) -> None:
     if not isinstance(settings.fit_threshold, bool):
         raise SettingsError(f"fit_threshold must be true or false; got {settings.fit_threshold!r}.")
     method = methods.get(settings.method)
-    if name != schedule.CONSTANT and settings.is_tree:
+    if name != schedule.CONSTANT and settings.is_tree and method.branches:  # a head's tree (the tree method: below)
         raise SettingsError(
             f"The {name} K schedule changes how many tokens a chain drafter drafts per round; a tree of a fixed shape "
             f"({','.join(map(str, settings.tree))}) sets its depth itself. Drop the tree shape, or use the constant "
