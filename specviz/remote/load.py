@@ -10,6 +10,15 @@ arrival and tokens, its end. A level is a closed loop: N threads each send the n
 as their last request finished, until every prompt was sent equally often, at least 2N requests in all; N warm-up
 requests go first and are not counted. Levels run in order, the plain server first at each; a server that fails
 stops the sweep with SweepFailed, the finished levels kept.
+
+Faults under load (each stops the sweep at its level, with a message naming the server and the level):
+- HTTP 429 / 503: the server is overloaded at that concurrency (Overloaded: the status, how many of the requests sent
+  were refused). A Retry-After of at most MAX_RETRY_WAIT_S is honoured once per level and server (RetryBudget): a level
+  waits at most that much longer and sends at most one request twice.
+- a request slower than the endpoint's timeout (LevelTimedOut: names the timeout).
+Either way the loop stops sending, the requests in flight finish, and every thread ends. Other clients' requests are
+not a fault: where /metrics has counters, those read around each server's level that moved beyond the sweep's own
+requests and tokens (vllm.other_traffic) flag the level (LevelRun.other_traffic), which is kept.
 """
 
 from __future__ import annotations
@@ -35,7 +44,7 @@ from specviz.remote.vllm import Server, redacting
 MAX_CONCURRENCY = 256
 OVERLOAD_STATUSES = (429, 503)  # a server (or a proxy before it) refusing work it has no room for
 REASONS = {429: "Too Many Requests", 503: "Service Unavailable"}
-MAX_RETRY_WAIT_S = 10.0  # the longest Retry-After honoured: once per slot and loop, so a level waits at most this
+MAX_RETRY_WAIT_S = 10.0  # the longest Retry-After honoured, once per level and server: a level waits at most this
 LOOP_THREADS = "specviz-load"  # the closed loop's threads' name prefix (a test checks none is left running)
 
 
@@ -225,13 +234,34 @@ class Loop:
     retried: int = 0
 
 
+class RetryBudget:
+    """The Retry-After waits a level may still take: one, for the first refusal asking at most MAX_RETRY_WAIT_S (a
+    lone refusal is a blip; more mean the server is overloaded). Shared by a level's warm-up and counted loops."""
+
+    def __init__(self, waits: int = 1):
+        self._left, self._lock = waits, threading.Lock()
+
+    def take(self) -> bool:
+        """One wait, if any is left."""
+        with self._lock:
+            self._left -= 1
+            return self._left >= 0
+
+
 def closed_loop(
-    endpoint: Endpoint, model: str, prompts: Sequence[str], settings: RunSettings, concurrency: int, total: int
+    endpoint: Endpoint,
+    model: str,
+    prompts: Sequence[str],
+    settings: RunSettings,
+    concurrency: int,
+    total: int,
+    budget: RetryBudget | None = None,
 ) -> Loop:
     """`total` requests over the prompts (round the list), `concurrency` in flight. The first fault stops every
-    thread after its current request and is raised: Overloaded when requests were refused (HTTP 429 / 503; each
-    slot honours one Retry-After of at most MAX_RETRY_WAIT_S per loop, so a loop waits at most that much longer),
-    LevelTimedOut when one took longer than the endpoint's timeout, else the error itself."""
+    thread after its current request and is raised: Overloaded when requests were refused (HTTP 429 / 503; a
+    Retry-After of at most MAX_RETRY_WAIT_S is honoured while the budget, one wait unless given, lasts), LevelTimedOut
+    when one took longer than the endpoint's timeout, else the error itself."""
+    budget = RetryBudget() if budget is None else budget
     lock, stop = threading.Lock(), threading.Event()
     taken, results, errors, refused, retried = [0], [], [], [], [0]
     t0 = time.perf_counter()
@@ -243,26 +273,24 @@ def closed_loop(
             taken[0] += 1
             return (taken[0] - 1) % len(prompts)
 
-    def attempt(index: int, may_wait: bool) -> tuple[RequestTiming, bool]:
+    def attempt(index: int) -> tuple[RequestTiming, bool]:
         """One request -> (its timing, whether it was served on a retry after the server's Retry-After wait)."""
         try:
             return timed_request(endpoint, model, prompts[index], index, settings, t0), False
         except ServerHTTPError as exc:
-            if not (may_wait and _may_retry(exc)) or stop.wait(exc.retry_after_s):  # the loop ended meanwhile
+            if not (_may_retry(exc) and budget.take()) or stop.wait(exc.retry_after_s):  # or the loop ended meanwhile
                 raise
         return timed_request(endpoint, model, prompts[index], index, settings, t0), True
 
     def worker() -> None:
-        may_wait = True  # this slot's one Retry-After
         while (index := next_index()) is not None:
             try:
-                timing, waited = attempt(index, may_wait)
+                timing, waited = attempt(index)
             except BaseException as exc:  # noqa: BLE001 (handed to the caller's thread below)
                 with lock:
                     (refused if _refusal(exc) else errors).append(exc)
                 stop.set()
                 return
-            may_wait = may_wait and not waited
             with lock:
                 results.append(timing)
                 retried[0] += waited
@@ -301,8 +329,8 @@ def overloaded(endpoint: Endpoint, concurrency: int, refused: Sequence[ServerHTT
     said = " and ".join(f"HTTP {status} ({REASONS[status]})" for status in statuses)
     asked = [exc.retry_after_s for exc in refused if exc.retry_after_s is not None]
     waits = (
-        f" It asked to retry after {max(asked):g} s; the sweep waits at most {MAX_RETRY_WAIT_S:g} s, once per request "
-        "in flight, and was refused again or asked to wait longer."
+        f" It asked to retry after {max(asked):g} s; the sweep waits once per level and server, at most "
+        f"{MAX_RETRY_WAIT_S:g} s, and was refused again or asked to wait longer."
         if asked
         else ""
     )
@@ -341,10 +369,11 @@ def run_level(
     counters on /metrics they are read before and after: requests or tokens beyond the sweep's own are other
     clients' (vllm.other_traffic), and the run says so."""
     warmup = concurrency if warmup is None else warmup
+    budget = RetryBudget()  # one Retry-After wait for the whole level
     before = vllm.read_counters(endpoint, model)
-    warm = closed_loop(endpoint, model, prompts, settings, concurrency, warmup) if warmup else Loop((), 0.0)
+    warm = closed_loop(endpoint, model, prompts, settings, concurrency, warmup, budget) if warmup else Loop((), 0.0)
     total = request_count(len(prompts), concurrency) if total is None else total
-    loop = closed_loop(endpoint, model, prompts, settings, concurrency, total)
+    loop = closed_loop(endpoint, model, prompts, settings, concurrency, total, budget)
     signs: list[str] = []
     if before is not None:
         after = vllm.read_counters(endpoint, model)
