@@ -39,7 +39,13 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
         help="requests in flight at once (above 1 needs the server's per-request metrics); with --baseline-server a "
         "list of levels, e.g. 1,2,4,8",
     )
-    group.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for one request (default 300)")
+    group.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        help="seconds to wait for one request (default 300); in a load sweep a slower request ends the sweep at its "
+        "level, the levels before kept",
+    )
 
 
 def api_key_from(args: argparse.Namespace) -> str | None:

@@ -31,6 +31,7 @@ from specviz.core import stats
 FORMAT = "specviz.load"
 VERSION = 1
 PERCENTILES = (("median", 50), ("p90", 90), ("p99", 99))
+OVERLOADED, TIMED_OUT, FAILED = "overloaded", "timeout", "failed"  # a failure's kind (its optional "kind" key)
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,8 @@ class LevelRun:
     concurrency: int
     wall_s: float
     requests: tuple[RequestTiming, ...]
+    retried: int = 0  # requests refused once (429 / 503 with Retry-After), waited for and then served
+    other_traffic: tuple[str, ...] = ()  # signs on the server's counters that other clients used it meanwhile
 
 
 def percentiles(values: Sequence[float | None]) -> dict:
@@ -105,6 +108,7 @@ def level_summary(run: LevelRun) -> dict:
         "alpha": stats.ratio(sum(accepted), sum(drafted)) if drafted else None,
         "mean_accepted_length": (sum(steps) + len(steps)) / len(steps) if steps else None,
         "accepted_length_histogram": histogram,
+        "retried_requests": run.retried,
     }
 
 
@@ -225,6 +229,9 @@ def document(
                 "requests": {run.server: [r.to_dict() for r in run.requests] for run in level["runs"]},
             }
         )
+        others = {run.server: traffic_words(run.other_traffic) for run in level["runs"] if run.other_traffic}
+        if others:
+            out_levels[-1]["other_traffic"] = others
     return {
         "format": FORMAT,
         "version": VERSION,
@@ -242,10 +249,21 @@ def document(
     }
 
 
+def traffic_words(signs: Sequence[str]) -> str:
+    """A level's signs of other clients (remote/vllm.py other_traffic) as the warning the table, CSV and page show."""
+    return (
+        "other clients used the server during this level (" + "; ".join(signs) + "): its timings are not the "
+        "sweep's alone; measure it again when the server is yours alone"
+    )
+
+
 def failure_words(failure: dict) -> str:
-    """A document's failure as a sentence: which server failed at which level, and that the levels before are kept."""
+    """A document's failure as a sentence: which server failed at which level, and that the levels before are kept
+    (an overload's or a timeout's own message names the server and the level already)."""
     if failure.get("server") is None:
         return failure["error"]
+    if failure.get("kind") in (OVERLOADED, TIMED_OUT):
+        return f"{failure['error']} The levels finished before are kept."
     return (
         f"{failure['server']} failed at concurrency {failure['concurrency']}: {failure['error']} The levels finished "
         "before are kept."
@@ -284,15 +302,22 @@ def table(doc: dict) -> str:
                 f"({_interval(c['tpot_speedup_ci'])}), throughput {_num(c['throughput_speedup'])}x "
                 f"({_interval(c['throughput_speedup_ci'])}): {c['verdict']}"
             )
+        for server, words in level.get("other_traffic", {}).items():
+            lines.append(f"  warning: {server}: {words}")
+        retried = [(s["server"], s.get("retried_requests")) for s in level["summaries"] if s.get("retried_requests")]
+        for server, n in retried:
+            lines.append(f"  note: {server} refused {n} request(s) once and served them after its Retry-After wait")
         lines.append("")
     for server, level in doc["stops_paying"].items():
         lines.append(
             f"{server}: "
             + (f"speculation stops paying at concurrency {level}" if level else "speculation paid at every level")
         )
-    if doc["failure"]:
-        f = doc["failure"]
-        lines.append(f"failed at concurrency {f['concurrency']} on {f['server']}: {f['error']}")
+    failure = doc["failure"]
+    if failure and failure.get("kind") in (OVERLOADED, TIMED_OUT):  # their message names the server and the level
+        lines.append(f"stopped: {failure_words(failure)}")
+    elif failure:
+        lines.append(f"failed at concurrency {failure['concurrency']} on {failure['server']}: {failure['error']}")
     return "\n".join(lines)
 
 
@@ -323,6 +348,8 @@ CSV_FIELDS = (
     "throughput_speedup",
     "throughput_speedup_low",
     "throughput_speedup_high",
+    "retried_requests",
+    "other_traffic",
 )
 
 
@@ -336,6 +363,8 @@ def to_csv(doc: dict) -> str:
         for i, s in enumerate(level["summaries"]):
             row = {k: s.get(k) for k in ("concurrency", "server", "requests", "output_tokens", "tokens_per_s", "alpha")}
             row["role"] = "baseline" if i == 0 else "speculative"
+            row["retried_requests"] = s.get("retried_requests", 0)
+            row["other_traffic"] = level.get("other_traffic", {}).get(s["server"], "")
             for figure in ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms"):
                 row.update({f"{figure}_{name}": s[figure][name] for name, _ in PERCENTILES})
             c = speedups.get(s["server"]) if i else None

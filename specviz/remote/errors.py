@@ -47,11 +47,12 @@ class ServerRestarted(ServerError):
 
 
 class ServerHTTPError(ServerError):
-    """The server answered a request with an HTTP error; the message carries the server's own explanation."""
+    """The server answered a request with an HTTP error; the message carries the server's own explanation.
+    retry_after_s: the seconds its Retry-After header asked to wait (a 429 or 503 may send one), else None."""
 
-    def __init__(self, message: str, status: int):
+    def __init__(self, message: str, status: int, retry_after_s: float | None = None):
         super().__init__(message)
-        self.status = status
+        self.status, self.retry_after_s = status, retry_after_s
 
 
 class HostNotAllowed(ServerError):

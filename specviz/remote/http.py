@@ -11,6 +11,7 @@ API key would go with us); every failure is a ServerError subclass with what to 
 from __future__ import annotations
 
 import base64
+import email.utils
 import http.client
 import io
 import json
@@ -332,7 +333,8 @@ def stream(endpoint: Endpoint, path: str, body: dict, timeout_s: float | None = 
             data = resp.read(endpoint.max_bytes)
             if resp.status < 400:
                 raise ServerError(f"{where} redirects (HTTP {resp.status}); give the server's own URL.")
-            raise ServerHTTPError(_error_message(endpoint, "POST", path, resp.status, data), resp.status)
+            message = _error_message(endpoint, "POST", path, resp.status, data)
+            raise ServerHTTPError(message, resp.status, retry_after_s(resp.getheader("Retry-After")))
         while True:
             line = resp.readline(endpoint.max_bytes + 1)
             read += len(line)
@@ -362,6 +364,19 @@ def stream(endpoint: Endpoint, path: str, body: dict, timeout_s: float | None = 
     finally:
         if conn is not None:
             conn.close()
+
+
+def retry_after_s(value: str | None, now: float | None = None) -> float | None:
+    """A Retry-After header -> seconds to wait (its delta-seconds, or its HTTP date less `now`, time.time() when not
+    given; at least 0); None when absent or not either form."""
+    text = (value or "").strip()
+    if text.isdigit():
+        return float(text)
+    try:
+        when = email.utils.parsedate_to_datetime(text).timestamp() if text else None
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    return None if when is None else max(0.0, when - (time.time() if now is None else now))
 
 
 def _event_error(endpoint: Endpoint, event: dict) -> str:

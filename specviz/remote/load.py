@@ -10,6 +10,15 @@ arrival and tokens, its end. A level is a closed loop: N threads each send the n
 as their last request finished, until every prompt was sent equally often, at least 2N requests in all; N warm-up
 requests go first and are not counted. Levels run in order, the plain server first at each; a server that fails
 stops the sweep with SweepFailed, the finished levels kept.
+
+Faults under load (each stops the sweep at its level, with a message naming the server and the level):
+- HTTP 429 / 503: the server is overloaded at that concurrency (Overloaded: the status, how many of the requests sent
+  were refused). A Retry-After of at most MAX_RETRY_WAIT_S is honoured once per level and server (RetryBudget): a level
+  waits at most that much longer and sends at most one request twice.
+- a request slower than the endpoint's timeout (LevelTimedOut: names the timeout).
+Either way the loop stops sending, the requests in flight finish, and every thread ends. Other clients' requests are
+not a fault: where /metrics has counters, those read around each server's level that moved beyond the sweep's own
+requests and tokens (vllm.other_traffic) flag the level (LevelRun.other_traffic), which is kept.
 """
 
 from __future__ import annotations
@@ -24,15 +33,19 @@ from dataclasses import dataclass, field
 from specviz import methods
 from specviz.core.settings import RunSettings
 from specviz.errors import SettingsError, SpecvizError
-from specviz.measure.load import LevelRun, RequestTiming, failure_words, machine
+from specviz.measure.load import FAILED, OVERLOADED, TIMED_OUT, LevelRun, RequestTiming, failure_words, machine
 from specviz.measure.load import document as document_of
 from specviz.remote import answers, vllm
 from specviz.remote.answers import bad, whole
-from specviz.remote.errors import ServerError, SpeculationOff
+from specviz.remote.errors import ServerError, ServerHTTPError, ServerTimeout, SpeculationOff
 from specviz.remote.http import DEFAULT_TIMEOUT_S, Endpoint, parse_url, stream
 from specviz.remote.vllm import Server, redacting
 
 MAX_CONCURRENCY = 256
+OVERLOAD_STATUSES = (429, 503)  # a server (or a proxy before it) refusing work it has no room for
+REASONS = {429: "Too Many Requests", 503: "Service Unavailable"}
+MAX_RETRY_WAIT_S = 10.0  # the longest Retry-After honoured, once per level and server: a level waits at most this
+LOOP_THREADS = "specviz-load"  # the closed loop's threads' name prefix (a test checks none is left running)
 
 
 class DifferentModels(ServerError):
@@ -40,11 +53,39 @@ class DifferentModels(ServerError):
 
 
 class SweepFailed(ServerError):
-    """A server failed during a level; `concurrency` and `server` say where (the finished levels are kept)."""
+    """A server failed during a level; `concurrency` and `server` say where (the finished levels are kept). details:
+    the failure's optional keys in a specviz.load document (kind, and an overload's statuses and counts or a
+    timeout's seconds)."""
 
-    def __init__(self, message: str, server: str, concurrency: int, reason: str):
+    def __init__(self, message: str, server: str, concurrency: int, reason: str, details: dict | None = None):
         super().__init__(message)
         self.server, self.concurrency, self.reason = server, concurrency, reason
+        self.details = dict(details or {})
+
+
+class Overloaded(ServerError):
+    """A server refused requests of a level with HTTP 429 or 503: it is overloaded at that concurrency."""
+
+    def __init__(self, message: str, statuses: Sequence[int], refused: int, sent: int):
+        super().__init__(message)
+        self.statuses, self.refused, self.sent = list(statuses), refused, sent
+
+
+class LevelTimedOut(ServerTimeout):
+    """A request of a level took longer than the timeout: the server is too slow at that concurrency for it."""
+
+    def __init__(self, message: str, timeout_s: float):
+        super().__init__(message)
+        self.timeout_s = timeout_s
+
+
+def failure_details(exc: SpecvizError) -> dict:
+    """What a document's failure records beside its message: the kind, and an overload's or a timeout's figures."""
+    if isinstance(exc, Overloaded):
+        return {"kind": OVERLOADED, "statuses": exc.statuses, "refused": exc.refused, "sent": exc.sent}
+    if isinstance(exc, LevelTimedOut):
+        return {"kind": TIMED_OUT, "timeout_s": exc.timeout_s}
+    return {"kind": FAILED}
 
 
 @dataclass(frozen=True)
@@ -184,41 +225,135 @@ def timed_request(endpoint: Endpoint, model: str, prompt: str, index: int, setti
     )
 
 
+@dataclass(frozen=True)
+class Loop:
+    """What one closed loop measured: its requests' timings, its wall time, and how many were served on a retry."""
+
+    timings: tuple[RequestTiming, ...]
+    wall_s: float
+    retried: int = 0
+
+
+class RetryBudget:
+    """The Retry-After waits a level may still take: one, for the first refusal asking at most MAX_RETRY_WAIT_S (a
+    lone refusal is a blip; more mean the server is overloaded). Shared by a level's warm-up and counted loops."""
+
+    def __init__(self, waits: int = 1):
+        self._left, self._lock = waits, threading.Lock()
+
+    def take(self) -> bool:
+        """One wait, if any is left."""
+        with self._lock:
+            self._left -= 1
+            return self._left >= 0
+
+
 def closed_loop(
-    endpoint: Endpoint, model: str, prompts: Sequence[str], settings: RunSettings, concurrency: int, total: int
-) -> tuple[list[RequestTiming], float]:
-    """`total` requests over the prompts (round the list), `concurrency` in flight -> (timings, wall seconds). The
-    first error stops every thread after its current request and is raised."""
-    lock, taken, results, errors = threading.Lock(), [0], [], []
+    endpoint: Endpoint,
+    model: str,
+    prompts: Sequence[str],
+    settings: RunSettings,
+    concurrency: int,
+    total: int,
+    budget: RetryBudget | None = None,
+) -> Loop:
+    """`total` requests over the prompts (round the list), `concurrency` in flight. The first fault stops every
+    thread after its current request and is raised: Overloaded when requests were refused (HTTP 429 / 503; a
+    Retry-After of at most MAX_RETRY_WAIT_S is honoured while the budget, one wait unless given, lasts), LevelTimedOut
+    when one took longer than the endpoint's timeout, else the error itself."""
+    budget = RetryBudget() if budget is None else budget
+    lock, stop = threading.Lock(), threading.Event()
+    taken, results, errors, refused, retried = [0], [], [], [], [0]
     t0 = time.perf_counter()
 
+    def next_index() -> int | None:
+        with lock:
+            if stop.is_set() or taken[0] >= total:
+                return None
+            taken[0] += 1
+            return (taken[0] - 1) % len(prompts)
+
+    def attempt(index: int) -> tuple[RequestTiming, bool]:
+        """One request -> (its timing, whether it was served on a retry after the server's Retry-After wait)."""
+        try:
+            return timed_request(endpoint, model, prompts[index], index, settings, t0), False
+        except ServerHTTPError as exc:
+            if not (_may_retry(exc) and budget.take()) or stop.wait(exc.retry_after_s):  # or the loop ended meanwhile
+                raise
+        return timed_request(endpoint, model, prompts[index], index, settings, t0), True
+
     def worker() -> None:
-        while True:
-            with lock:
-                if errors or taken[0] >= total:
-                    return
-                index = taken[0] % len(prompts)
-                taken[0] += 1
+        while (index := next_index()) is not None:
             try:
-                timing = timed_request(endpoint, model, prompts[index], index, settings, t0)
+                timing, waited = attempt(index)
             except BaseException as exc:  # noqa: BLE001 (handed to the caller's thread below)
                 with lock:
-                    errors.append(exc)
+                    (refused if _refusal(exc) else errors).append(exc)
+                stop.set()
                 return
             with lock:
                 results.append(timing)
+                retried[0] += waited
 
-    with ThreadPoolExecutor(concurrency) as pool:
+    with ThreadPoolExecutor(concurrency, thread_name_prefix=LOOP_THREADS) as pool:
         workers = [pool.submit(worker) for _ in range(concurrency)]
         try:
             wait(workers)
         except BaseException:  # Ctrl-C: each thread stops after its current request, not after the whole level
             with lock:
                 errors.append(KeyboardInterrupt())
+            stop.set()
             raise
+    if refused:
+        raise overloaded(endpoint, concurrency, refused, taken[0])
+    if errors and isinstance(errors[0], ServerTimeout):
+        raise timed_out(endpoint, concurrency, len(results), taken[0])
     if errors:
         raise errors[0]
-    return results, max((r.sent_s + r.e2e_s for r in results), default=0.0)
+    return Loop(tuple(results), max((r.sent_s + r.e2e_s for r in results), default=0.0), retried[0])
+
+
+def _refusal(exc: BaseException) -> bool:
+    """An HTTP 429 or 503: the server refuses work it has no room for (it is overloaded at this concurrency)."""
+    return isinstance(exc, ServerHTTPError) and exc.status in OVERLOAD_STATUSES
+
+
+def _may_retry(exc: ServerHTTPError) -> bool:
+    """A refusal whose Retry-After asks for a wait the sweep takes (at most MAX_RETRY_WAIT_S)."""
+    return _refusal(exc) and exc.retry_after_s is not None and exc.retry_after_s <= MAX_RETRY_WAIT_S
+
+
+def overloaded(endpoint: Endpoint, concurrency: int, refused: Sequence[ServerHTTPError], sent: int) -> Overloaded:
+    """The message for a level whose requests were refused: who, at which level, which status, how many, what to do."""
+    statuses = sorted({exc.status for exc in refused})
+    said = " and ".join(f"HTTP {status} ({REASONS[status]})" for status in statuses)
+    asked = [exc.retry_after_s for exc in refused if exc.retry_after_s is not None]
+    waits = (
+        f" It asked to retry after {max(asked):g} s; the sweep waits once per level and server, at most "
+        f"{MAX_RETRY_WAIT_S:g} s, and was refused again or asked to wait longer."
+        if asked
+        else ""
+    )
+    return Overloaded(
+        f"{endpoint.url} answered {said} to {len(refused)} of the {sent} requests sent at concurrency {concurrency}: "
+        f"it is overloaded at this concurrency (it refuses requests instead of queueing them).{waits} Lower the "
+        "concurrency levels, or let the server take more requests at once (vLLM's --max-num-seqs, or the limit of a "
+        f"proxy or gateway in front of it). Its first refusal: {refused[0]}",
+        statuses,
+        len(refused),
+        sent,
+    )
+
+
+def timed_out(endpoint: Endpoint, concurrency: int, finished: int, sent: int) -> LevelTimedOut:
+    """The message for a level with a request slower than the timeout: who, at which level, the timeout, what to do."""
+    return LevelTimedOut(
+        f"{endpoint.url} did not finish a request within the {endpoint.timeout_s:g} s timeout at concurrency "
+        f"{concurrency} ({finished} of the {sent} requests sent finished in time): at this concurrency it is slower "
+        "than the timeout allows. Lower the concurrency levels, ask for fewer new tokens, or raise the timeout per "
+        "request (--timeout; on the workload page, Timeout per request).",
+        endpoint.timeout_s,
+    )
 
 
 def run_level(
@@ -230,19 +365,34 @@ def run_level(
     warmup: int | None = None,
     total: int | None = None,
 ) -> LevelRun:
-    """One server at one concurrency: warm-up requests (not counted), then the closed loop."""
+    """One server at one concurrency: warm-up requests (not counted), then the closed loop. Where the server has
+    counters on /metrics they are read before and after: requests or tokens beyond the sweep's own are other
+    clients' (vllm.other_traffic), and the run says so."""
     warmup = concurrency if warmup is None else warmup
-    if warmup:
-        closed_loop(endpoint, model, prompts, settings, concurrency, warmup)
+    budget = RetryBudget()  # one Retry-After wait for the whole level
+    before = vllm.read_counters(endpoint, model)
+    warm = closed_loop(endpoint, model, prompts, settings, concurrency, warmup, budget) if warmup else Loop((), 0.0)
     total = request_count(len(prompts), concurrency) if total is None else total
-    timings, wall_s = closed_loop(endpoint, model, prompts, settings, concurrency, total)
-    return LevelRun(endpoint.url, concurrency, wall_s, tuple(sorted(timings, key=lambda r: r.sent_s)))
+    loop = closed_loop(endpoint, model, prompts, settings, concurrency, total, budget)
+    signs: list[str] = []
+    if before is not None:
+        after = vllm.read_counters(endpoint, model)
+        moved = vllm.delta(before, after, endpoint.url) if after is not None else vllm._gone(endpoint.url)
+        sent = warm.timings + loop.timings
+        signs = vllm.other_traffic(moved, sum(r.tokens for r in sent), len(sent))
+    requests = tuple(sorted(loop.timings, key=lambda r: r.sent_s))
+    return LevelRun(endpoint.url, concurrency, loop.wall_s, requests, warm.retried + loop.retried, tuple(signs))
 
 
 def merge(runs: Sequence[LevelRun]) -> LevelRun:
-    """One server's rounds at one level as one run: every request, the rounds' wall times added."""
+    """One server's rounds at one level as one run: every request, the rounds' wall times, retries and signs of
+    other clients added (each sign named by its round when there are several)."""
     requests = tuple(r for run in runs for r in run.requests)
-    return LevelRun(runs[0].server, runs[0].concurrency, sum(run.wall_s for run in runs), requests)
+    signs = tuple(
+        sign if len(runs) == 1 else f"round {i + 1}: {sign}" for i, run in enumerate(runs) for sign in run.other_traffic
+    )
+    wall_s, retried = sum(run.wall_s for run in runs), sum(run.retried for run in runs)
+    return LevelRun(runs[0].server, runs[0].concurrency, wall_s, requests, retried, signs)
 
 
 def sweep(
@@ -280,8 +430,9 @@ def sweep(
                     with redacting(who.endpoint):
                         run = run_level(who.endpoint, who.model, prompts, settings, level, 0 if turn else warmup)
                 except SpecvizError as exc:
-                    failure = {"server": who.url, "concurrency": level, "error": str(exc)}
-                    raise SweepFailed(failure_words(failure), who.url, level, str(exc)) from None
+                    details = failure_details(exc)
+                    failure = {"server": who.url, "concurrency": level, "error": str(exc), **details}
+                    raise SweepFailed(failure_words(failure), who.url, level, str(exc), details) from None
                 blocks[who.url].append(run)
         yield {"concurrency": level, "runs": [merge(blocks[who.url]) for who in everyone]}
 
@@ -328,6 +479,8 @@ def sweep_documents(
             finished.append(level)
             yield document()
     except SweepFailed as error:
-        yield document({"server": error.server, "concurrency": error.concurrency, "error": error.reason})
+        yield document(
+            {"server": error.server, "concurrency": error.concurrency, "error": error.reason, **error.details}
+        )
     except SpecvizError as error:
         yield document({"server": None, "concurrency": None, "error": str(error)})

@@ -360,16 +360,24 @@ def _completion(endpoint: Endpoint, body: dict) -> Completion:
     return answers.completion(doc, f"{endpoint.url}/v1/completions", body["max_tokens"], SPEC_BLOCK)
 
 
-def _others(moved: Delta, n_tokens: int) -> list[str]:
-    """Signs that requests other than ours ran while ours did: the counters then are not this prompt's alone."""
+def other_traffic(moved: Delta, tokens: int, requests: int = 1) -> list[str]:
+    """Signs that requests other than our `requests` (which made `tokens` tokens) ran on the server while the counters
+    moved: some already running, more finished, more tokens generated. [] when there are none."""
     finished, generated = moved.get(FINISHED), moved.get(GENERATION_TOKENS)
+    ours = "this completion" if requests == 1 else f"our {requests} requests"
     signs = []
     if moved.running_before > 0:
         signs.append(f"{moved.running_before:.0f} request(s) were already running")
-    if finished is not None and finished != 1:
-        signs.append(f"{finished} requests finished instead of 1")
-    if generated is not None and generated != n_tokens:
-        signs.append(f"the server generated {generated} tokens, this completion {n_tokens}")
+    if finished is not None and finished != requests:
+        signs.append(f"{finished} requests finished instead of {requests}")
+    if generated is not None and generated != tokens:
+        signs.append(f"the server generated {generated} tokens, {ours} {tokens}")
+    return signs
+
+
+def _others(moved: Delta, n_tokens: int) -> list[str]:
+    """Signs that requests other than ours ran while ours did: the counters then are not this prompt's alone."""
+    signs = other_traffic(moved, n_tokens)
     if not signs:
         return []
     return [

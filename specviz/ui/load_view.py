@@ -13,6 +13,7 @@ from specviz.engine.models import ASSETS, BUNDLED_DRAFT, BUNDLED_TARGET
 from specviz.errors import SpecvizError
 from specviz.measure import load
 from specviz.measure.load_model import difference_words, measured_hardware, model_spec, roofline_rows
+from specviz.remote.http import DEFAULT_TIMEOUT_S
 from specviz.remote.load import parse_levels
 from specviz.ui import workload as drive
 from specviz.ui.limits import Limits
@@ -22,6 +23,7 @@ from specviz.viz import load_charts
 from specviz.viz.text import literal
 
 RECORDED = ASSETS / "bench" / "vllm-cpu-load-draft-k4-code.json"
+MAX_PAGE_TIMEOUT_S = 600  # a request the page waits for holds a script thread: ten minutes at most
 
 
 @st.cache_data(show_spinner="Measuring this machine's memory bandwidth and FLOP/s for the roofline…")
@@ -46,8 +48,9 @@ def predicted(doc: dict, pair_sources: tuple[str, str]) -> list[dict]:
     return roofline_rows(doc, hardware, model_spec(pair.target, "target"), model_spec(pair.draft, "draft"))
 
 
-def load_inputs(limits: Limits) -> tuple[list[str], str, list[int] | None, int, bool]:
-    """The sweep's own inputs: more speculative servers, the plain one, the levels and rounds, and the button."""
+def load_inputs(limits: Limits) -> tuple[list[str], str, list[int] | None, int, float, bool]:
+    """The sweep's own inputs: more speculative servers, the plain one, the levels, rounds and the timeout per
+    request, and the button."""
     left, right = st.columns(2)
     baseline = left.text_input(
         "Plain server URL (the baseline)", value="http://127.0.0.1:8100", key="load_baseline",
@@ -57,16 +60,21 @@ def load_inputs(limits: Limits) -> tuple[list[str], str, list[int] | None, int, 
         "More speculative servers (optional, comma-separated URLs)", key="load_more",
         help="Other K or methods, each compared with the same plain server at every level.",
     )  # fmt: skip
-    left, right = st.columns(2)
+    left, middle, right = st.columns(3)
     top = min(8, limits.max_concurrency)
     default = ",".join(str(n) for n in (1, 2, 4, 8) if n <= top)
     levels_text = left.text_input(
         f"Concurrency levels (requests in flight, at most {limits.max_concurrency})", value=default, key="load_levels"
     )
-    rounds = right.number_input(
+    rounds = middle.number_input(
         "Rounds per level", 1, 3, value=1, key="load_rounds",
         help="Each round runs every server once, the order reversed every other round, so a drifting machine load "
         "weighs on all alike.",
+    )  # fmt: skip
+    timeout = right.number_input(
+        "Timeout per request (s)", 1, MAX_PAGE_TIMEOUT_S, value=int(DEFAULT_TIMEOUT_S), key="load_timeout",
+        help="A request slower than this ends the sweep at its level (the levels before are kept): a loaded server "
+        "is slower.",
     )  # fmt: skip
     levels = None
     try:
@@ -75,7 +83,7 @@ def load_inputs(limits: Limits) -> tuple[list[str], str, list[int] | None, int, 
         st.error(literal(str(exc)))
     extra = [url.strip() for url in more.split(",") if url.strip()]
     start = st.button("▶ Measure under load", key="measure_load", disabled=levels is None or not baseline.strip())
-    return extra, baseline, levels, int(rounds), start
+    return extra, baseline, levels, int(rounds), float(timeout), start
 
 
 def show_sweep(doc: dict, pair_sources: tuple[str, str] | None, recorded: bool) -> None:
@@ -97,6 +105,18 @@ def show_sweep(doc: dict, pair_sources: tuple[str, str] | None, recorded: bool) 
             rows = predicted(doc, pair_sources)
         except SpecvizError as exc:
             st.caption(f"No roofline: {literal(str(exc))}")
+    for level in doc["levels"]:
+        for server, words in level.get("other_traffic", {}).items():
+            st.warning(literal(f"Concurrency {level['concurrency']}, {server}: {words}."))
+        for s in level["summaries"]:
+            if s.get("retried_requests"):
+                st.caption(
+                    literal(
+                        f"Concurrency {level['concurrency']}: {s['server']} refused {s['retried_requests']} "
+                        "request(s) once and served them after the wait its Retry-After asked for (the level's "
+                        "tokens/s includes the wait)."
+                    )
+                )
     draw(st, load_charts.speedup_chart(doc, rows))
     st.caption(literal(load_charts.stops_paying_words(doc)))
     if rows:
@@ -127,12 +147,14 @@ def load_section(rows, base, url: str, served_model: str, api_key: str, declared
         "speculative end-to-end latency per request, and speculative / plain output tokens/s, each with a 95% "
         "interval over prompts. The dashed line is the calculator's roofline for the same pair on this machine."
     )
-    extra, baseline, levels, rounds, start = load_inputs(limits)
+    extra, baseline, levels, rounds, timeout_s, start = load_inputs(limits)
     if start and rows and base:
         drive.run_load_sweep(
-            [url, *extra], baseline, served_model, api_key, declared, rows, base, levels, rounds, limits
+            [url, *extra], baseline, served_model, api_key, declared, rows, base, levels, rounds, limits, timeout_s
         )
     doc = st.session_state.get(drive.LOAD)
+    if doc and doc["failure"] and not start:  # the sweep's own run showed it already; later reruns still say it
+        st.error(literal(load.failure_words(doc["failure"])))
     local = tuple(found["local_pair"]) if found and found.get("local_pair") else None
     if doc and doc["levels"]:
         show_sweep(doc, local, recorded=False)

@@ -24,6 +24,7 @@ from specviz.measure.local import engine_source, step_costs
 from specviz.measure.prompts import PromptRow
 from specviz.measure.workload import run_workload
 from specviz.remote.agreement import compare_engines
+from specviz.remote.http import DEFAULT_TIMEOUT_S
 from specviz.remote.load import connect_plain, sweep_documents
 from specviz.remote.vllm import Server, connect, measure
 from specviz.ui.limits import Limits, display_source
@@ -64,10 +65,12 @@ def progress_bar():
     return bar, progress
 
 
-def open_server(url: str, model: str, api_key: str, method: str, limits: Limits) -> Server:
+def open_server(
+    url: str, model: str, api_key: str, method: str, limits: Limits, timeout_s: float = DEFAULT_TIMEOUT_S
+) -> Server:
     """Connect (public mode: only a listed host, refused before any request). Never stored: it holds the key."""
     limits.check_server(url)
-    return connect(url.strip(), model.strip() or None, api_key or None, method=method)
+    return connect(url.strip(), model.strip() or None, api_key or None, timeout_s, method)
 
 
 def server_summary(server: Server, limits: Limits, asked: str, pairs: Sequence[tuple[str, str]]) -> dict:
@@ -180,9 +183,11 @@ def run_load_sweep(
     levels: Sequence[int],
     rounds: int,
     limits: Limits,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> None:
-    """The load sweep from the page: every speculative server against the plain one at each level. The document
-    after each finished level goes into the session, so Stop or a failing server keeps what finished."""
+    """The load sweep from the page: every speculative server against the plain one at each level, each request
+    given `timeout_s`. The document after each finished level goes into the session, so Stop or a failing server
+    keeps what finished; a fault (a server overloaded, too slow, gone) is shown with the levels finished before it."""
     state = st.session_state
     state.pop(LOAD, None)
     try:
@@ -191,9 +196,9 @@ def run_load_sweep(
             raise SettingsError(
                 f"This deployment keeps at most {limits.max_concurrency} requests in flight; {wrong[0]} asks more."
             )
-        servers = [open_server(url, model, api_key, declared, limits) for url in urls]
+        servers = [open_server(url, model, api_key, declared, limits, timeout_s) for url in urls]
         limits.check_server(baseline_url)
-        baseline = connect_plain(baseline_url.strip(), model.strip() or servers[0].model, api_key or None)
+        baseline = connect_plain(baseline_url.strip(), model.strip() or servers[0].model, api_key or None, timeout_s)
     except SpecvizError as exc:
         st.error(literal(str(exc)))  # a server's own words may be in it: shown as text
         return

@@ -1,15 +1,22 @@
 """The workload page's load view (vLLM mode): before any sweep it shows the recorded one with the roofline for the
 same pair on this machine beside it (and says it is the recorded one); the sweep's own inputs refuse bad levels and,
 in public mode, more requests in flight than the deployment allows or a server it does not list, before any request.
-A sweep against real servers: tests/remote/test_vllm_load.py."""
+A sweep's faults against scripted servers (an overload, a timeout, other clients) reach the page as messages, the
+finished levels kept. A sweep against real servers: tests/remote/test_vllm_load.py."""
 
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
+import pytest
 from app_helpers import click, open_page, text
 
 from specviz.viz.load_charts import ROOFLINE
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "remote"))
+from scripted_vllm import refusal, scripted_vllm, stall  # noqa: E402
 
 SERVER = "a vLLM server"
 
@@ -68,3 +75,55 @@ def test_public_mode_refuses_a_server_it_does_not_list(tiny_default, monkeypatch
     errors = " ".join(text(e) for e in at.error)
     assert "only the servers its operator listed in SPECVIZ_SERVERS" in errors
     assert "not one of them" in errors
+
+
+# ------------------------------------------------------------------ faults of a sweep against scripted servers (#24)
+LEVEL_1 = 3  # one prompt at concurrency 1: a warm-up request and two counted ones
+
+
+def sweep_page(spec_url: str, plain_url: str, timeout_s: int | None = None):
+    """The load view's sweep over one pasted prompt at concurrency 1 and 2, 4 tokens each."""
+    at = server_mode(open_page("pages/workload.py"))
+    at.radio[0].set_value("pasted text").run()
+    at.text_area[0].set_value("def f():").run()
+    at.sidebar.slider(key="max_new_tokens").set_value(4).run()
+    at.text_input(key="server_url").set_value(spec_url)
+    at.text_input(key="load_baseline").set_value(plain_url)
+    at.text_input(key="load_levels").set_value("1,2")
+    if timeout_s is not None:
+        at.number_input(key="load_timeout").set_value(timeout_s)
+    return click(at.run(), "▶ Measure under load")
+
+
+@pytest.mark.parametrize(
+    "fault, timeout_s, said",
+    [
+        (lambda n: refusal(429) if n >= LEVEL_1 else None, None, "answered HTTP 429 (Too Many Requests) to"),
+        (lambda n: stall(2.5) if n >= LEVEL_1 else None, 1, "did not finish a request within the 1 s timeout"),
+    ],
+    ids=["overloaded", "timeout"],
+)
+def test_a_sweep_fault_is_shown_with_the_finished_level_kept(tiny_default, fault, timeout_s, said):
+    with scripted_vllm(fault=fault) as (spec_url, _), scripted_vllm(speculative=False) as (plain_url, _):
+        at = sweep_page(spec_url, plain_url, timeout_s)
+    assert not at.exception
+    errors = " ".join(text(e) for e in at.error)
+    assert f"{spec_url} {said}" in errors and "at concurrency 2" in errors
+    assert "The levels finished before are kept." in errors
+    doc = at.session_state["load_sweep"]
+    assert [level["concurrency"] for level in doc["levels"]] == [1]
+    assert "Measured on" in captions(at)  # level 1 on screen, not the recorded sweep
+    at = at.run()  # a later rerun still says why the sweep stopped
+    assert f"{spec_url} {said}" in " ".join(text(e) for e in at.error)
+
+
+def test_other_clients_on_the_plain_server_are_a_warning_on_the_page(tiny_default):
+    with (
+        scripted_vllm(metrics=True) as (spec_url, _),
+        scripted_vllm(speculative=False, metrics=True, others=1) as (plain_url, _),
+    ):
+        at = sweep_page(spec_url, plain_url)
+    assert not at.exception and not at.error
+    warnings = [text(w) for w in at.warning if "other clients used the server" in text(w)]
+    assert [w.split(",")[0] for w in warnings] == ["Concurrency 1", "Concurrency 2"]
+    assert all(plain_url in w and "not the sweep's alone" in w for w in warnings)

@@ -3,8 +3,12 @@ the CLI's refusals of bad sweep options, each before any request is sent."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -12,13 +16,14 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from fake_server import fake_server  # noqa: E402
+from scripted_vllm import refusal, scripted_vllm, stall  # noqa: E402
 
 from specviz.cli import main
 from specviz.core.settings import RunSettings
 from specviz.errors import SettingsError
 from specviz.remote.errors import MalformedAnswer, ServerError, ServerHTTPError, ServerUnreachable
-from specviz.remote.http import parse_url
-from specviz.remote.load import parse_levels, request_count, timed_request
+from specviz.remote.http import parse_url, retry_after_s
+from specviz.remote.load import LOOP_THREADS, Overloaded, closed_loop, parse_levels, request_count, timed_request
 
 SETTINGS = RunSettings(max_new_tokens=4, stop_at_eos=False)
 
@@ -130,3 +135,131 @@ def test_rounds_alternate_the_servers_order_and_merge_into_one_run_per_server():
     assert order == ["plain"] * 3 + ["spec"] * 3 + ["spec"] * 2 + ["plain"] * 2 + ["plain"] * 2 + ["spec"] * 2
     assert [len(run.requests) for run in level["runs"]] == [6, 6]  # every round's requests, warm-up left out
     assert [run.server for run in level["runs"]] == [baseline.url, spec.url]
+
+
+# ------------------------------------------------------------------------------------------- faults under load (#24)
+def sweep_cli(tmp_path, spec_url, plain_url, *extra):
+    """The load sweep from the command line over one prompt at concurrency 1 and 2 -> (exit code, JSON, CSV)."""
+    prompts = tmp_path / "p.txt"
+    prompts.write_text("def f():\n")
+    out, table = tmp_path / "load.json", tmp_path / "load.csv"
+    args = ["measure", str(prompts), "--server", spec_url, "--baseline-server", plain_url, "--concurrency", "1,2"]
+    code = main([*args, "--max-new-tokens", "4", "--json", str(out), "--csv", str(table), *extra])
+    return code, json.loads(out.read_text()), table.read_text()
+
+
+LEVEL_1 = 3  # one prompt at concurrency 1: a warm-up request and two counted ones
+
+
+def loop_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith(LOOP_THREADS)]
+
+
+def test_a_server_refusing_requests_at_a_level_is_overloaded_there_and_the_finished_levels_are_kept(tmp_path, capsys):
+    refuse = lambda n: refusal(429) if n >= LEVEL_1 else None  # noqa: E731
+    with scripted_vllm(fault=refuse) as (spec_url, _), scripted_vllm(speculative=False) as (plain_url, _):
+        code, doc, table = sweep_cli(tmp_path, spec_url, plain_url)
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert [level["concurrency"] for level in doc["levels"]] == [1]  # level 1 kept, in the JSON and the CSV
+    assert table.count("\n") == 3  # the header, then level 1's two servers
+    failure = doc["failure"]
+    assert (failure["server"], failure["concurrency"], failure["kind"], failure["statuses"]) == (
+        spec_url,
+        2,
+        "overloaded",
+        [429],
+    )
+    assert 1 <= failure["refused"] <= failure["sent"] <= 2  # the warm-up's two requests, refused as they came
+    words = (
+        f"{spec_url} answered HTTP 429 (Too Many Requests) to {failure['refused']} of the {failure['sent']} requests"
+    )
+    assert words in err and "sent at concurrency 2: it is overloaded" in err
+    assert "Lower the concurrency levels" in err and "--max-num-seqs" in err and "the queue is full" in err
+    assert "The levels finished before are kept." in err
+
+
+def test_a_retry_after_is_honoured_once_and_the_request_served_then_counts():
+    refuse_first = lambda n: refusal(503, "0", 0.0) if n == 0 else None  # noqa: E731
+    with scripted_vllm(fault=refuse_first) as (url, state):
+        loop = closed_loop(parse_url(url), "tiny", ["a", "b"], SETTINGS, 1, 2)
+    assert (len(loop.timings), loop.retried, state["streamed"]) == (2, 1, 3)
+
+
+def test_a_level_served_after_one_retry_is_kept_and_says_so(tmp_path, capsys):
+    refuse_first = lambda n: refusal(503, "0", 0.0) if n == 0 else None  # noqa: E731
+    with scripted_vllm(fault=refuse_first) as (spec_url, _), scripted_vllm(speculative=False) as (plain_url, _):
+        code, doc, table = sweep_cli(tmp_path, spec_url, plain_url)
+    assert code == 0 and doc["failure"] is None
+    assert [[s["retried_requests"] for s in level["summaries"]] for level in doc["levels"]] == [[0, 1], [0, 0]]
+    assert (
+        f"note: {spec_url} refused 1 request(s) once and served them after its Retry-After wait"
+        in capsys.readouterr().out
+    )
+    assert [row["retried_requests"] for row in csv.DictReader(io.StringIO(table))] == ["0", "1", "0", "0"]
+
+
+@pytest.mark.parametrize(
+    "retry_after, said",
+    [("0", "It asked to retry after 0 s; the sweep waits once per level and server, at most 10 s"), ("3600", "3600 s")],
+    ids=["refused-again", "asks-too-long"],
+)
+def test_a_server_that_keeps_refusing_or_asks_too_long_a_wait_ends_the_loop_at_once(retry_after, said):
+    started = time.monotonic()
+    with scripted_vllm(fault=lambda n: refusal(503, retry_after, 0.0)) as (url, state):
+        with pytest.raises(Overloaded, match="HTTP 503 \\(Service Unavailable\\)") as refused:
+            closed_loop(parse_url(url), "tiny", ["a"], SETTINGS, 2, 8)
+    assert said in str(refused.value)
+    assert time.monotonic() - started < 5  # no wait of an hour, no retry loop
+    assert state["streamed"] <= 2 + 1  # the two slots' requests, and at most one retry
+    assert not loop_threads()
+
+
+def test_a_request_past_the_timeout_ends_the_level_naming_the_timeout_and_leaves_no_thread(tmp_path, capsys):
+    stalled = []  # when the first stalled request reached the server
+
+    def slow(n):
+        if n < LEVEL_1:
+            return None
+        stalled.append(time.monotonic())
+        return stall(5.0)
+
+    with scripted_vllm(fault=slow) as (spec_url, _), scripted_vllm(speculative=False) as (plain_url, _):
+        code, doc, _ = sweep_cli(tmp_path, spec_url, plain_url, "--timeout", "0.5")
+        ended = time.monotonic()
+        assert not loop_threads()  # the level's other thread stopped too, before the stalled answers came
+    assert ended - stalled[0] < 4.0  # the sweep ended past the 0.5 s timeout, not when the 5 s answers came
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert [level["concurrency"] for level in doc["levels"]] == [1]
+    assert (doc["failure"]["kind"], doc["failure"]["timeout_s"], doc["failure"]["concurrency"]) == ("timeout", 0.5, 2)
+    assert f"{spec_url} did not finish a request within the 0.5 s timeout at concurrency 2" in err
+    assert "raise the timeout per request (--timeout" in err and "The levels finished before are kept." in err
+
+
+def test_other_clients_on_a_servers_counters_are_flagged_in_the_json_the_table_and_the_csv(tmp_path, capsys):
+    with (
+        scripted_vllm(metrics=True) as (spec_url, _),
+        scripted_vllm(speculative=False, metrics=True, others=1) as (plain_url, state),
+    ):
+        code, doc, table = sweep_cli(tmp_path, spec_url, plain_url)
+    out = capsys.readouterr().out
+    assert code == 0 and doc["failure"] is None
+    level_1, level_2 = doc["levels"]
+    assert list(level_1["other_traffic"]) == [plain_url]  # the speculative server's counters match the sweep's
+    sent = LEVEL_1  # our requests at level 1 (warm-up included); as many of the other client's finished beside
+    assert f"{2 * sent} requests finished instead of {sent}" in level_1["other_traffic"][plain_url]
+    assert (
+        f"the server generated {2 * 4 * sent} tokens, our {sent} requests {4 * sent}"
+        in level_1["other_traffic"][plain_url]
+    )
+    assert "not the sweep's alone" in level_2["other_traffic"][plain_url]
+    assert f"warning: {plain_url}: other clients used the server during this level" in out
+    rows = list(csv.DictReader(io.StringIO(table)))
+    assert [bool(row["other_traffic"]) for row in rows] == [True, False, True, False]  # baseline rows only
+
+
+def test_retry_after_in_seconds_or_as_a_date():
+    assert retry_after_s("5") == 5.0 and retry_after_s(None) is None and retry_after_s("soon") is None
+    assert retry_after_s("Wed, 21 Oct 2015 07:28:30 GMT", now=1445412500.0) == pytest.approx(10.0)
+    assert retry_after_s("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412500.0) == 0.0  # a date past: no wait
