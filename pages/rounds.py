@@ -20,6 +20,7 @@ from specviz.ui.limits import Limits, shown_meta
 from specviz.ui.render import (
     apply_lecture_mode,
     bundled_traces,
+    cached_export_html,
     load_bundled_trace,
     page_header,
     page_run,
@@ -177,7 +178,17 @@ def describe_run(trace: Trace) -> None:
 
 shown = replace(state["rounds_trace"], meta=shown_meta(state["rounds_trace"].meta, LIMITS))  # no local paths in public
 with trace_controls:
-    st.download_button("Download this trace (JSON)", shown.to_json(indent=2), "specviz-trace.json", "application/json")
+    shown_json = shown.to_json(indent=2)
+    st.download_button("Download this trace (JSON)", shown_json, "specviz-trace.json", "application/json")
+    bundled_info = lecture_traces.get(SOURCE.removeprefix(url.BUNDLED), {}) if SOURCE.startswith(url.BUNDLED) else {}
+    st.download_button(
+        "Download as an offline HTML file",
+        lambda: cached_export_html(shown_json, bundled_info.get("title", ""), bundled_info.get("what", "")),
+        "specviz-run.html",
+        "text/html",
+        help="One HTML file that steps through this run with the same keys, with no network and no Python: for a "
+        "slide, a course page or a projector's laptop. Built when clicked (a few seconds).",
+    )
 if notes is None:
     notes = st.container()
 describe_run(state["rounds_trace"])

@@ -18,6 +18,7 @@ from specviz.measure.bench import environment
 from specviz.measure.race import VersusPlain, versus_plain
 from specviz.ui.loaders import cached_pair
 from specviz.viz import tables
+from specviz.viz.export_html import trace_html_file
 from specviz.viz.layout import lectured, readable
 from specviz.viz.text import legend_html, trace_html
 
@@ -163,3 +164,10 @@ def bundled_traces() -> dict[str, dict]:
 def load_bundled_trace(name: str) -> Trace:
     """A bundled trace by name, replayed with no model."""
     return Trace.from_json((TRACES_DIR / bundled_traces()[name]["file"]).read_text())
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def cached_export_html(trace_json: str, title: str = "", about: str = "") -> bytes:
+    """A run as the offline HTML file (python -m specviz export-html gives the same), built once per trace for the
+    whole server: building every step's charts takes seconds, downloading it again takes none."""
+    return trace_html_file(Trace.from_json(trace_json), title, about).encode("utf-8")

@@ -165,7 +165,7 @@ def player_bundle(trace: Trace, title: str = "", about: str = "", views: tuple[s
         "format": FORMAT,
         "version": VERSION,
         "title": title or f"A run of {run_notes.settings_summary(trace.settings)}",
-        "about": about or run_notes.recorded_note(trace.settings, trace.meta, bundled=False),
+        "about": about or recorded_about(trace),
         "rounds": len(trace.rounds),
         "views": list(views),
         "phase_titles": steps.PHASE_TITLES,
@@ -174,6 +174,14 @@ def player_bundle(trace: Trace, title: str = "", about: str = "", views: tuple[s
         "datasets": tables.datasets,
         "steps": out,
     }
+
+
+def recorded_about(trace: Trace) -> str:
+    """What a run is when nobody has said: its settings, and where its times were measured."""
+    return (
+        f"A run recorded with {run_notes.settings_summary(trace.settings)}. Its draft and verify times were measured "
+        f"on {run_notes.machine_name(trace.meta)} when it was recorded."
+    )
 
 
 @dataclass(frozen=True)
