@@ -22,6 +22,7 @@ def built(request):
     return trace, pb.player_bundle(trace)
 
 
+@pytest.mark.slow  # a bundle builds every step of a trace in four views: 20-40 s here
 def test_the_bundle_reads_back_losslessly_and_expands_to_the_step_views(built):
     trace, bundle = built
     text = pb.bundle_json(bundle)
@@ -42,6 +43,7 @@ def test_the_bundle_reads_back_losslessly_and_expands_to_the_step_views(built):
             assert loaded.doc["steps"][i]["title"] == view.title
 
 
+@pytest.mark.slow  # a bundle builds every step of a trace in four views: 20-40 s here
 def test_de_duplication_shrinks_the_bundle_several_times(built):
     trace, bundle = built
     loaded = pb.load_bundle(bundle)
@@ -53,6 +55,7 @@ def test_de_duplication_shrinks_the_bundle_several_times(built):
     assert len({json.dumps(c, sort_keys=True) for c in bundle["charts"]}) == len(bundle["charts"])
 
 
+@pytest.mark.slow  # a bundle builds every step of a trace in four views: 20-40 s here
 def test_navigation_agrees_with_the_round_pages_cursor_moves(built):
     trace, bundle = built
     moments = list(pb.cursors(trace))

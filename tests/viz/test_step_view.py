@@ -29,6 +29,7 @@ def cursors(trace: Trace):
         cursor = steps.next_step(trace, cursor)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["early-rejection-residual.json", "tree-sibling-accepted.json"])
 def test_every_step_builds_in_every_view_and_its_rows_lay_out(name):
     trace, memo = load(name), {}
