@@ -11,8 +11,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from specviz import methods
-from specviz.core.trace import Totals, Trace
+from specviz.core.trace import Trace
 from specviz.engine.models import recorded_name
 from specviz.errors import SpecvizError
 from specviz.ui import render, url
@@ -21,24 +20,16 @@ from specviz.ui.limits import Limits, shown_meta
 from specviz.ui.render import (
     apply_lecture_mode,
     bundled_traces,
+    cached_export_html,
     load_bundled_trace,
     page_header,
     page_run,
-    show_text,
 )
-from specviz.viz import feature_flow, run_notes, steps
-from specviz.viz import round_charts as charts
-from specviz.viz import tree_charts as trees
-from specviz.viz.explain import (
-    ALPHA_HELP,
-    commit_sentence,
-    draft_sentence,
-    judge_sentence,
-    resolve_sentence,
-    tree_judge_sentence,
-    verify_html,
-)
-from specviz.viz.text import key_html, legend_html, literal, phase_strip_html, proposals_html, trace_html, visible
+from specviz.ui.step_render import show_section
+from specviz.viz import run_notes, steps
+from specviz.viz import step_view as sv
+from specviz.viz.step_view import ViewOptions, step_view
+from specviz.viz.text import literal
 
 page_header(
     "Round by round",
@@ -187,7 +178,17 @@ def describe_run(trace: Trace) -> None:
 
 shown = replace(state["rounds_trace"], meta=shown_meta(state["rounds_trace"].meta, LIMITS))  # no local paths in public
 with trace_controls:
-    st.download_button("Download this trace (JSON)", shown.to_json(indent=2), "specviz-trace.json", "application/json")
+    shown_json = shown.to_json(indent=2)
+    st.download_button("Download this trace (JSON)", shown_json, "specviz-trace.json", "application/json")
+    bundled_info = lecture_traces.get(SOURCE.removeprefix(url.BUNDLED), {}) if SOURCE.startswith(url.BUNDLED) else {}
+    st.download_button(
+        "Download as an offline HTML file",
+        lambda: cached_export_html(shown_json, bundled_info.get("title", ""), bundled_info.get("what", "")),
+        "specviz-run.html",
+        "text/html",
+        help="One HTML file that steps through this run with the same keys, with no network and no Python: for a "
+        "slide, a course page or a projector's laptop. Built when clicked (a few seconds).",
+    )
 if notes is None:
     notes = st.container()
 describe_run(state["rounds_trace"])
@@ -205,152 +206,6 @@ def jump(kind: str) -> None:
 
 def set_playing(on: bool) -> None:
     state["playing"] = on
-
-
-def draw(where, chart) -> None:
-    render.draw(where, chart, controls.lecture)
-
-
-def committed_length(trace: Trace, round_index: int) -> int:
-    """Tokens of the committed text when a round starts: the prompt and every earlier round's output."""
-    return len(trace.prompt_ids) + sum(len(r.committed) for r in trace.rounds[:round_index])
-
-
-def show_tree(trace: Trace, cursor: steps.Cursor, step: steps.Step, where=st, large: bool = True) -> None:
-    """The draft tree as the walk has decided it at this step, with its key (large=False: not made taller in lecture
-    mode, so the focus view fits the chart beside it on the first screen)."""
-    r = trace.rounds[cursor.round]
-    earlier = trace.tokens(cursor.round)
-    tree = trees.tree_chart(r, step, trace.settings.tree, earlier[-1][1] if earlier else "prompt")
-    render.draw(where, tree, controls.lecture and large)
-    render.show_html(key_html(trees.tree_key()), where)
-
-
-def beside_tree(trace: Trace, cursor: steps.Cursor, step: steps.Step):
-    """The focus view of a tree round's judge or resolve phase: the tree on the left, and the column on the right
-    where the phase's own chart goes (both on the first screen); the full view stacks them."""
-    if not state.get("focus_view"):
-        return st
-    tree_col, phase_col = st.columns([3, 2])
-    show_tree(trace, cursor, step, tree_col, large=False)
-    return phase_col
-
-
-# ---- one renderer per phase: a tree round draws its tree where a chain round draws its chips ---------------------
-def show_draft(trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:
-    r = trace.rounds[cursor.round]
-    st.write(draft_sentence(trace, r))
-    if r.is_tree:  # in the full view this one tree follows the cursor; the focus view draws it at every phase
-        show_tree(trace, cursor, steps.current_step(trace, cursor))
-    elif flow := feature_flow.FLOWS.get(trace.settings.method):  # a head: which feature each draft came from
-        render.show_html(feature_flow.flow_html(flow, feature_flow.feature_steps(flow, trace, cursor.round)))
-    else:
-        render.show_html(proposals_html(r))
-
-
-def show_verify(trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:
-    r = trace.rounds[cursor.round]
-    committed = committed_length(trace, cursor.round)
-    render.show_html(verify_html(r, committed, timing_said(cursor.round)))
-    if note := run_notes.verify_time_note(cursor.round, LIVE):
-        st.caption(note)
-    if r.is_tree:
-        draw(st, trees.mask_chart(r, committed))
-
-
-def timing_said(round_index: int) -> str:
-    """Beside a verify pass's time: whose it is (a recorded trace's machine) and what round 1's holds (warm-up)."""
-    if not LIVE:
-        return f"recorded on {run_notes.machine_name(state['rounds_trace'].meta)}, not this machine's"
-    return "includes first-call warm-up" if run_notes.verify_time_note(round_index, LIVE) else ""
-
-
-def show_judge(trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:
-    r = trace.rounds[cursor.round]
-    if r.is_tree:
-        show_tree_judge(trace, cursor, step)
-        return
-    pos = r.positions[step.position]
-    left, right = st.columns(2)
-    draw(left, charts.pq_chart(pos))
-    draw(right, charts.acceptance_chart(pos))
-    right.markdown(judge_sentence(pos))
-
-
-def show_tree_judge(trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:
-    """One child's test: q and what it is judged against, min(1, p/q) against u, and the residual it leaves."""
-    r = trace.rounds[cursor.round]
-    node = r.nodes[step.position]
-    pq = charts.pq_chart(node, f"Node {node.id + 1} (depth {node.depth}): q and p of '{visible(node.text)}'")
-    right = beside_tree(trace, cursor, step)
-    focus = right is not st  # the focus view: the test beside the tree, q and p under both
-    if not focus:
-        left, right = st.columns(2)
-        draw(left, pq)
-    draw(right, charts.acceptance_chart(node))
-    right.markdown(tree_judge_sentence(r, node))
-    if focus:
-        draw(st, pq)
-    if node.verdict == "rejected" and (residual := trees.sibling_residual_chart(r, node)) is not None:
-        draw(st, residual)
-
-
-def show_resolve(trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:
-    r = trace.rounds[cursor.round]
-    where = beside_tree(trace, cursor, step) if r.is_tree else st
-    chart = charts.residual_chart(r) if r.extra.kind == "correction" else charts.bonus_chart(r)
-    draw(where, chart)
-    where.markdown(resolve_sentence(r))
-
-
-def show_commit(trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:
-    r = trace.rounds[cursor.round]
-    if r.is_tree and state.get("focus_view"):
-        show_tree(trace, cursor, step)
-    prev = trace.rounds[cursor.round - 1] if cursor.round else None
-    before = (prev.target_cache[1], prev.draft_cache[1]) if prev else None
-    earlier = trace.tokens(cursor.round)
-    if r.is_tree:  # the pass first re-reads everything the previous round committed
-        pending = tuple(text for _, text, _ in earlier[len(earlier) - len(prev.committed) :]) if prev else ()
-    else:
-        pending = (earlier[-1][1] if earlier else "prompt",)
-    has_draft = methods.get(trace.settings.method).loads_draft
-    draw(st, charts.cache_chart(r, has_draft, before, pending))
-    st.markdown(commit_sentence(r))
-
-
-PHASE_RENDERERS = {
-    steps.DRAFT: show_draft,
-    steps.VERIFY: show_verify,
-    steps.JUDGE: show_judge,
-    steps.RESOLVE: show_resolve,
-    steps.COMMIT: show_commit,
-}
-
-
-def show_step(trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:
-    """One phase's panel; the focus view's phase strip already names the phase, so it draws no heading of its own."""
-    if not state.get("focus_view") and (step.phase != steps.JUDGE or step.position == 0):
-        st.subheader(steps.PHASE_TITLES[step.phase])
-    PHASE_RENDERERS[step.phase](trace, cursor, step)
-
-
-def show_stats(trace: Trace, done: int) -> None:
-    rounds = trace.rounds[:done]
-    totals = Totals.of(rounds, sum(r.draft_ms + r.verify_ms for r in rounds) / 1e3)
-    cols = st.columns(4)
-    cols[0].metric("Rounds committed", totals.rounds)
-    cols[1].metric("α (accepted / judged)", "n/a" if totals.alpha is None else f"{totals.alpha:.2f}", help=ALPHA_HELP)
-    cols[2].metric("τ (tokens per target pass)", f"{totals.tau:.2f}")
-    cols[3].metric("Tokens/s (model time)", f"{totals.tokens_per_s:.0f}")
-    if rounds:
-        left, right = st.columns(2)
-        draw(left, charts.timing_chart(rounds))
-        draw(right, charts.accepted_length_chart(rounds, trace.settings.draft_length))
-        if LIVE:
-            left.caption(run_notes.FIRST_ROUND_NOTE)
-        else:
-            left.caption(f"Times recorded on {run_notes.machine_name(trace.meta)}: not this machine's.")
 
 
 # The clicker's keys: visible buttons carry → ← and N; these hidden ones add PageDown, Space and PageUp (one key per
@@ -409,13 +264,6 @@ def navigation(trace: Trace, cursor: steps.Cursor) -> None:
     url.copy_link_buttons(url.shown_params(trace, cursor))
 
 
-# The focus view's committed text: at most a few lines high, scrolled to its end (the newest tokens), with the
-# older ones above a scroll.
-FOCUS_TEXT_CSS = (
-    "<style>.focus-text{max-height:12rem;overflow-y:auto;display:flex;flex-direction:column-reverse}</style>"
-)
-
-
 @st.fragment(run_every=speed if playing_when_defined else None)
 def playback() -> None:
     if bool(state.get("playing")) != playing_when_defined:
@@ -433,26 +281,16 @@ def playback() -> None:
     if not focus:
         navigation(trace, cursor)
     url.keep_url(trace, cursor)
-    r = trace.rounds[cursor.round]
-    step = steps.current_step(trace, cursor)
-    where = steps.step_label(r, step)
-    st.caption(f"Round {cursor.round + 1} of {len(trace.rounds)} · {steps.PHASE_TITLES[step.phase]}{where}")
-    if focus:  # the text's last lines only (it scrolls), so the phase and its chart stay on the first screen
-        text = trace_html(trace, steps.rounds_committed(trace, cursor))
-        render.show_html(f'{FOCUS_TEXT_CSS}<div class="focus-text">{text}</div>')
-        render.show_html(legend_html())
-    else:
-        show_text(trace, steps.rounds_committed(trace, cursor))
+    view = step_view(trace, cursor, ViewOptions(lecture=controls.lecture, focus=focus, live=LIVE))
+    st.caption(view.title)
+    show_section(view, sv.TEXT)
     if focus:
         with st.container(key="focus_panel"):
-            render.show_html(phase_strip_html(step.phase, steps.PHASE_TITLES))
-            show_step(trace, cursor, step)
+            show_section(view, sv.PANEL)
         navigation(trace, cursor)
         return
-    for shown in steps.steps_shown(trace, cursor):
-        show_step(trace, cursor, shown)
-    st.divider()
-    show_stats(trace, steps.rounds_committed(trace, cursor))
+    show_section(view, sv.PANEL)
+    show_section(view, sv.TOTALS)
 
 
 if state.get("focus_view"):

@@ -19,3 +19,7 @@ class IncompatiblePairError(SpecvizError):
 
 class TraceFormatError(SpecvizError):
     """A trace document that is not a specviz trace of a version this code reads."""
+
+
+class PlayerFormatError(SpecvizError):
+    """A player bundle (viz.player_bundle) that is not one, or of a version this code does not read."""

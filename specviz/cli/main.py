@@ -1,4 +1,4 @@
-"""Command line: python -m specviz run | measure | bench | theory | serve | train-tiny.
+"""Command line: python -m specviz run | measure | bench | theory | serve | export-html | train-tiny.
 
 Errors a user can fix are printed as one message, never a traceback."""
 
@@ -22,6 +22,7 @@ from specviz.cli.args import (
     tree_shapes,
     write_all,
 )
+from specviz.cli.export import add_export_parser
 from specviz.cli.remote import add_server_arguments, check_server_options, cmd_measure_server, collect
 from specviz.cli.serve import add_serve_parser
 from specviz.cli.theory import add_theory_parser
@@ -116,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.set_defaults(handler=cmd_bench, k="1,2,4,8", max_new_tokens=128)
     add_theory_parser(commands)
     add_serve_parser(commands)
+    add_export_parser(commands)
     commands.add_parser("train-tiny", help="build the bundled model pair (see python -m specviz train-tiny --help)")
     return parser
 

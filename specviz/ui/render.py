@@ -18,7 +18,9 @@ from specviz.measure.bench import environment
 from specviz.measure.race import VersusPlain, versus_plain
 from specviz.ui.loaders import cached_pair
 from specviz.viz import tables
+from specviz.viz.export_html import export_html
 from specviz.viz.layout import lectured, readable
+from specviz.viz.player_bundle import player_bundle
 from specviz.viz.text import legend_html, trace_html
 
 TRACES_DIR = Path(__file__).resolve().parents[2] / "assets" / "traces"
@@ -163,3 +165,16 @@ def bundled_traces() -> dict[str, dict]:
 def load_bundled_trace(name: str) -> Trace:
     """A bundled trace by name, replayed with no model."""
     return Trace.from_json((TRACES_DIR / bundled_traces()[name]["file"]).read_text())
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def cached_player_bundle(trace_json: str, title: str = "", about: str = "") -> dict:
+    """A run's player bundle (viz.player_bundle), built once per trace for the whole server and shared by every
+    session: building every step's charts in every view takes seconds, handing it out again takes none."""
+    return player_bundle(Trace.from_json(trace_json), title, about)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def cached_export_html(trace_json: str, title: str = "", about: str = "") -> bytes:
+    """A run as the offline HTML file (python -m specviz export-html gives the same), from the cached bundle."""
+    return export_html(cached_player_bundle(trace_json, title, about)).encode("utf-8")

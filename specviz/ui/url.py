@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from urllib.parse import quote, urlencode
 
 import streamlit as st
 
@@ -21,6 +20,7 @@ from specviz.core.trace import Trace
 from specviz.engine.models import recorded_name
 from specviz.ui.controls import HEAD_TREE, active_sources, set_setting, set_tree_shape
 from specviz.viz import steps
+from specviz.viz.steps import query_string  # the address bar's codec, pure: the player bundle writes it too
 
 URL_SETTINGS = {  # URL parameter -> (sidebar key, type)
     "method": ("method", str),
@@ -59,11 +59,6 @@ def settings_params(settings: RunSettings, prompt: str) -> dict[str, str]:
 def presenter_params(params: dict[str, str]) -> dict[str, str]:
     """A view's address as a presenter's link: the same moment, opened full screen on the phase (present=1)."""
     return {**params, PRESENT: "1"}
-
-
-def query_string(params: dict[str, str]) -> str:
-    """Parameters as the address bar writes them (a prompt's spaces and newlines percent-encoded)."""
-    return urlencode(params, quote_via=quote)
 
 
 def page_params(trace: Trace, cursor: steps.Cursor, source: str, focus: bool, lecture: bool) -> dict[str, str]:

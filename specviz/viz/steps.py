@@ -8,6 +8,7 @@ the children it tried, in the order it tried them (node ids are breadth-first, s
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.parse import quote, urlencode
 
 from specviz.core.trace import ACCEPTED, REJECTED, Node, Position, Round, Trace
 
@@ -130,6 +131,11 @@ def url_params(trace: Trace, cursor: Cursor) -> dict[str, str]:
     if step.phase == JUDGE:
         params["pos"] = str(step.position + 1)
     return params
+
+
+def query_string(params: dict[str, str]) -> str:
+    """Parameters as the address bar writes them (a prompt's spaces and newlines percent-encoded)."""
+    return urlencode(params, quote_via=quote)
 
 
 def cursor_from_params(trace: Trace, params) -> Cursor:

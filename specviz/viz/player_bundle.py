@@ -1,0 +1,234 @@
+"""A trace as a player bundle: every step's blocks in every view, ready for a browser to step through with no Python.
+
+The bundle is one JSON-serialisable dict (format "specviz.player", version 1; docs/player-format.md): tables of the
+unique HTML fragments, Vega-Lite specs and chart data, referenced by index from each step's rows; each step's
+navigation (next / previous step, next round, next rejection, next bonus, first, last) as step indices, and its moment
+as the round page's URL query. It is built from viz.step_view, the round page's own source of truth, so a player that
+draws it looks like the page. `load_bundle` reads one back and checks its format and version.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from specviz.core.trace import Trace
+from specviz.errors import PlayerFormatError
+from specviz.viz import run_notes, steps
+from specviz.viz import step_view as sv
+from specviz.viz.text import literal
+
+FORMAT, VERSION = "specviz.player", 1
+VIEWS = {  # view name -> its options (recorded timings: a bundle replays a finished run)
+    "full": sv.ViewOptions(),
+    "full+lecture": sv.ViewOptions(lecture=True),
+    "focus": sv.ViewOptions(focus=True),
+    "focus+lecture": sv.ViewOptions(lecture=True, focus=True),
+}
+NAVIGATION = ("next", "previous", "next_round", "next_rejection", "next_bonus", "first", "last")
+
+
+def cursors(trace: Trace) -> Iterator[steps.Cursor]:
+    """Every moment of the trace in playback order, from the first round's first phase to the last one's commit."""
+    cursor = steps.Cursor()
+    while True:
+        yield cursor
+        if steps.at_end(trace, cursor):
+            return
+        cursor = steps.next_step(trace, cursor)
+
+
+def navigation(trace: Trace, cursor: steps.Cursor, index: dict[steps.Cursor, int]) -> dict[str, int | None]:
+    """Where each key of the round page goes from this moment, as step indices (None: nowhere, the key is off)."""
+    found = {kind: steps.next_event(trace, cursor, kind) for kind in ("rejection", "bonus")}
+    return {
+        "next": index[steps.next_step(trace, cursor)],
+        "previous": index[steps.previous_step(trace, cursor)],
+        "next_round": index[steps.next_round(trace, cursor)],
+        "next_rejection": None if found["rejection"] is None else index[found["rejection"]],
+        "next_bonus": None if found["bonus"] is None else index[found["bonus"]],
+        "first": 0,
+        "last": index[steps.last_cursor(trace)],
+    }
+
+
+_BOLD = re.compile(r"\*\*(.+?)\*\*")
+_BARE_AMP = re.compile(r"&(?!#\d+;|#x[0-9a-fA-F]+;|[a-zA-Z]+;)")
+
+
+def markdown_html(text: str) -> str:
+    """The step sentences' Markdown as HTML: their only syntax is **bold** (user and trace text in them is inert,
+    written as character references by viz.text.literal); a bare <, > or & of the sentence itself is escaped."""
+    text = _BARE_AMP.sub("&amp;", text).replace("<", "&lt;").replace(">", "&gt;")
+    return _BOLD.sub(r"<b>\1</b>", text)
+
+
+def metrics_html(metrics: tuple[tuple[str, str, str], ...]) -> str:
+    """A row of numbers as HTML: each label above its value, its help in a tooltip."""
+    cells = "".join(
+        f'<div class="metric" title="{literal(tip)}"><div class="metric-label">{literal(label)}</div>'
+        f'<div class="metric-value">{literal(value)}</div></div>'
+        for label, value, tip in metrics
+    )
+    return f'<div class="metrics">{cells}</div>'
+
+
+def block_html(block: sv.Block) -> str:
+    """What a player shows for a block that is not a chart, as an HTML fragment."""
+    kind, content = block.kind, block.content
+    if kind == sv.MARKDOWN:
+        return f"<p>{markdown_html(content)}</p>"
+    if kind == sv.CAPTION:
+        return f'<p class="caption">{markdown_html(content)}</p>'
+    if kind == sv.HEADING:
+        return f"<h3>{markdown_html(content)}</h3>"
+    if kind == sv.METRICS:
+        return metrics_html(content)
+    if kind == sv.DIVIDER:
+        return "<hr>"
+    return content  # HTML: specviz's own fragment
+
+
+class _Tables:
+    """The bundle's unique HTML fragments, chart specs and datasets, each stored once and referenced by index."""
+
+    def __init__(self):
+        self.html, self.charts, self.datasets = [], [], {}
+        self._html, self._charts, self._specs = {}, {}, {}
+
+    def html_index(self, fragment: str) -> int:
+        if fragment not in self._html:
+            self._html[fragment] = len(self.html)
+            self.html.append(fragment)
+        return self._html[fragment]
+
+    def chart_index(self, chart) -> int:
+        """A chart's Vega-Lite spec once (charts shared by steps and views are one object: converted once), its
+        inline data moved to the datasets table (lecture and normal sizes of a chart share their data)."""
+        if id(chart) not in self._charts:
+            spec = chart.to_dict(validate=False)
+            data = spec.pop("datasets", {})
+            self.datasets.update(data)
+            entry = {"spec": spec, "data": sorted(data)}
+            key = json.dumps(entry, sort_keys=True)
+            if key not in self._specs:
+                self._specs[key] = len(self.charts)
+                self.charts.append(entry)
+            self._charts[id(chart)] = (self._specs[key], chart)  # the chart kept: its id stays its own
+        return self._charts[id(chart)][0]
+
+    def block(self, block: sv.Block) -> list:
+        if block.kind == sv.CHART:
+            return [sv.CHART, self.chart_index(block.content)]
+        return [block.kind, self.html_index(block_html(block))]
+
+
+def _rows(view: sv.StepView, tables: _Tables) -> list[dict]:
+    return [
+        {
+            "section": row.section,
+            "columns": [
+                {"place": c.place, "width": c.width, "blocks": [tables.block(b) for b in c.blocks]} for c in row.columns
+            ],
+        }
+        for row in sv.rows(view.blocks)
+    ]
+
+
+def player_bundle(trace: Trace, title: str = "", about: str = "", views: tuple[str, ...] = tuple(VIEWS)) -> dict:
+    """The trace as a player bundle: every step in every view named (VIEWS), de-duplicated, with its navigation and
+    moment. title and about: what the run is, in words (a bundled trace's own; otherwise its settings)."""
+    unknown = [v for v in views if v not in VIEWS]
+    if unknown:
+        raise PlayerFormatError(f"unknown player view(s) {', '.join(unknown)}: choose from {', '.join(VIEWS)}")
+    moments = list(cursors(trace))
+    index = {cursor: i for i, cursor in enumerate(moments)}
+    tables, memo, out = _Tables(), {}, []
+    for cursor in moments:
+        shown = {name: sv.step_view(trace, cursor, VIEWS[name], memo) for name in views}
+        first = next(iter(shown.values()))
+        out.append(
+            {
+                "round": cursor.round,
+                "step": cursor.step,
+                "phase": first.phase,
+                "title": first.title,
+                "moment": first.moment,
+                "query": steps.query_string(first.moment),
+                "nav": navigation(trace, cursor, index),
+                "views": {name: _rows(view, tables) for name, view in shown.items()},
+            }
+        )
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "title": title or f"A run of {run_notes.settings_summary(trace.settings)}",
+        "about": about or recorded_about(trace),
+        "rounds": len(trace.rounds),
+        "views": list(views),
+        "phase_titles": steps.PHASE_TITLES,
+        "html": tables.html,
+        "charts": tables.charts,
+        "datasets": tables.datasets,
+        "steps": out,
+    }
+
+
+def recorded_about(trace: Trace) -> str:
+    """What a run is when nobody has said: its settings, and where its times were measured."""
+    return (
+        f"A run recorded with {run_notes.settings_summary(trace.settings)}. Its draft and verify times were measured "
+        f"on {run_notes.machine_name(trace.meta)} when it was recorded."
+    )
+
+
+@dataclass(frozen=True)
+class LoadedBundle:
+    """A bundle read back: the document itself, and its blocks expanded from the tables."""
+
+    doc: dict
+
+    def blocks(self, step: int, view: str) -> list[tuple[str, str, object]]:
+        """One step's blocks in one view, in order: (kind, place, HTML fragment or {"spec", "datasets"})."""
+        doc, out = self.doc, []
+        for row in doc["steps"][step]["views"][view]:
+            for column in row["columns"]:
+                for kind, i in column["blocks"]:
+                    out.append((kind, column["place"], self.chart(i) if kind == sv.CHART else doc["html"][i]))
+        return out
+
+    def chart(self, i: int) -> dict:
+        """A chart's whole Vega-Lite spec, its datasets put back."""
+        entry = self.doc["charts"][i]
+        if not entry["data"]:
+            return entry["spec"]
+        return {**entry["spec"], "datasets": {name: self.doc["datasets"][name] for name in entry["data"]}}
+
+
+def load_bundle(source: str | bytes | dict) -> LoadedBundle:
+    """A bundle from its JSON text (or the dict), with its format and version checked."""
+    try:
+        doc = json.loads(source) if isinstance(source, str | bytes) else source
+    except ValueError as exc:
+        raise PlayerFormatError(f"not a player bundle: the text is not JSON ({exc})") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        found = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
+        raise PlayerFormatError(
+            f"not a player bundle: its format is {found!r}, not {FORMAT!r} (make one with specviz.viz.player_bundle)"
+        )
+    if doc.get("version") != VERSION:
+        raise PlayerFormatError(
+            f"a player bundle of version {doc.get('version')!r}: this specviz reads version {VERSION}; rebuild the "
+            "bundle from its trace with this version"
+        )
+    missing = [key for key in ("html", "charts", "datasets", "steps", "views") if key not in doc]
+    if missing:
+        raise PlayerFormatError(f"a player bundle without its {', '.join(missing)}: rebuild it from its trace")
+    return LoadedBundle(doc)
+
+
+def bundle_json(bundle: dict) -> str:
+    """The bundle as compact JSON text (what the HTML export embeds and a server hands out)."""
+    return json.dumps(bundle, separators=(",", ":"), ensure_ascii=False)

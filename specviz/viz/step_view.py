@@ -1,0 +1,348 @@
+"""What one step of a run shows, as data: the one source of truth for the round page and the in-browser player.
+
+`step_view(trace, cursor, options)` returns a frozen StepView: the line that says where the lecture is, and the
+step's blocks in display order (Markdown sentences, HTML fragments already made inert by viz.text.literal, Altair
+charts already styled for the view, metrics), each with its place (the main column, one half of a pair, the tree or
+the column beside it) and its row. The page draws a StepView with Streamlit (ui.step_render); the player bundle
+(viz.player_bundle) turns the same blocks into HTML and Vega-Lite specs, so both look the same.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import altair as alt
+
+from specviz import methods
+from specviz.core.trace import Totals, Trace
+from specviz.viz import feature_flow, run_notes, steps
+from specviz.viz import round_charts as charts
+from specviz.viz import tree_charts as trees
+from specviz.viz.explain import (
+    ALPHA_HELP,
+    commit_sentence,
+    draft_sentence,
+    judge_sentence,
+    resolve_sentence,
+    tree_judge_sentence,
+    verify_html,
+)
+from specviz.viz.layout import lectured, readable
+from specviz.viz.text import key_html, legend_html, phase_strip_html, proposals_html, trace_html, visible
+
+# Block kinds: what a block holds and how it is drawn.
+MARKDOWN = "markdown"  # a sentence in Markdown (only **bold**; user text inert through viz.text.literal)
+HTML = "html"  # specviz's own HTML fragment
+CAPTION = "caption"  # small print (Markdown)
+HEADING = "heading"  # the phase's subheader
+CHART = "chart"  # an Altair chart, styled for the view
+METRICS = "metrics"  # a row of (label, value, help) numbers
+DIVIDER = "divider"  # a rule between the step and the run's totals
+KINDS = (MARKDOWN, HTML, CAPTION, HEADING, CHART, METRICS, DIVIDER)
+
+# Places: which column of its row a block sits in. A row's places decide its columns (COLUMNS).
+MAIN, LEFT, RIGHT, TREE, BESIDE_TREE = "main", "left", "right", "tree", "beside_tree"
+COLUMNS = {  # a row that holds these places -> its columns, left to right, and their relative widths
+    frozenset({LEFT, RIGHT}): ((LEFT, 1.0), (RIGHT, 1.0)),
+    frozenset({TREE, BESIDE_TREE}): ((TREE, 3.0), (BESIDE_TREE, 2.0)),
+}
+PLACES = (MAIN, LEFT, RIGHT, TREE, BESIDE_TREE)
+
+# Sections: the page puts its navigation and the focus view's panel between them.
+TEXT, PANEL, TOTALS = "text", "panel", "totals"  # the committed text; the phase(s) shown; the run so far in numbers
+SECTIONS = (TEXT, PANEL, TOTALS)
+
+# The focus view's committed text: at most a few lines high, scrolled to its end (the newest tokens), with the
+# older ones above a scroll.
+FOCUS_TEXT_CSS = (
+    "<style>.focus-text{max-height:12rem;overflow-y:auto;display:flex;flex-direction:column-reverse}</style>"
+)
+
+
+@dataclass(frozen=True)
+class ViewOptions:
+    """How a step is shown: lecture mode (projector sizes), the focus view (one phase, large), and whether the
+    run's times are this machine's (live) or were recorded elsewhere (a bundled or uploaded trace)."""
+
+    lecture: bool = False
+    focus: bool = False
+    live: bool = False
+
+
+@dataclass(frozen=True)
+class Block:
+    """One thing on screen: its kind, what it holds, its place in its row, its row and its section."""
+
+    kind: str
+    content: object  # str (MARKDOWN, HTML, CAPTION, HEADING), alt chart (CHART), tuple of (label, value, help)
+    place: str = MAIN
+    row: int = 0  # blocks of one row are consecutive; a row of LEFT/RIGHT or TREE/BESIDE_TREE places is columns
+    section: str = PANEL
+
+
+@dataclass(frozen=True)
+class StepView:
+    """A step as shown: where it is ("Round 3 of 12 · 3 · Accept or reject (position 2 of 4)"), its phase, the
+    moment's URL parameters, and its blocks in display order."""
+
+    title: str
+    phase: str
+    moment: dict[str, str]
+    blocks: tuple[Block, ...]
+
+
+class _Blocks:
+    """The blocks of a view as they are built: each call adds one to the current row and section."""
+
+    def __init__(self, options: ViewOptions, memo: dict | None = None):
+        self.options, self.items, self.row, self.section, self.memo = options, [], 0, TEXT, memo
+
+    def add(self, kind: str, content: object, place: str = MAIN) -> None:
+        self.items.append(Block(kind, content, place, self.row, self.section))
+
+    def new_row(self) -> None:
+        self.row += 1
+
+    def chart(self, build, *args, place: str = MAIN, large: bool = True) -> None:
+        """The chart `build(*args)` styled as the view draws it (large=False: not made taller in lecture mode), if
+        it has one to draw; with a memo, each chart is built and styled once however many steps and views show it."""
+        lecture = self.options.lecture and large
+        memo = {} if self.memo is None else self.memo
+        key = (build.__module__, build.__qualname__, args)
+        if key not in memo:
+            memo[key] = build(*args)
+        if memo[key] is None:  # a builder with nothing to draw here
+            return
+        if (key, lecture) not in memo:
+            memo[key, lecture] = styled(memo[key], lecture)
+        self.add(CHART, memo[key, lecture], place)
+
+
+def styled(chart: alt.TopLevelMixin, lecture: bool) -> alt.TopLevelMixin:
+    """Every chart of a step: projector sizes in lecture mode, otherwise fitted titles and whole labels."""
+    return lectured(chart) if lecture else readable(chart)
+
+
+def committed_length(trace: Trace, round_index: int) -> int:
+    """Tokens of the committed text when a round starts: the prompt and every earlier round's output."""
+    return len(trace.prompt_ids) + sum(len(r.committed) for r in trace.rounds[:round_index])
+
+
+def step_view(
+    trace: Trace, cursor: steps.Cursor, options: ViewOptions = ViewOptions(), memo: dict | None = None
+) -> StepView:
+    """Everything the round page shows at this cursor below its controls, in order, as data. `memo`: a dict the
+    caller keeps across calls (the player bundle) so a chart shown by many steps and views is built once."""
+    r = trace.rounds[cursor.round]
+    step = steps.current_step(trace, cursor)
+    title = f"Round {cursor.round + 1} of {len(trace.rounds)} · {steps.PHASE_TITLES[step.phase]}"
+    title += steps.step_label(r, step)
+    out = _Blocks(options, memo)
+    done = steps.rounds_committed(trace, cursor)
+    if options.focus:  # the text's last lines only (it scrolls), so the phase and its chart stay on the first screen
+        out.add(HTML, f'{FOCUS_TEXT_CSS}<div class="focus-text">{trace_html(trace, done)}</div>')
+    else:
+        out.add(HTML, trace_html(trace, done))
+    out.add(HTML, legend_html())
+    out.section = PANEL
+    out.new_row()
+    if options.focus:
+        out.add(HTML, phase_strip_html(step.phase, steps.PHASE_TITLES))
+        _step(out, trace, cursor, step)
+        return StepView(title, step.phase, steps.url_params(trace, cursor), tuple(out.items))
+    for shown in steps.steps_shown(trace, cursor):
+        _step(out, trace, cursor, shown)
+    out.section = TOTALS
+    out.new_row()
+    out.add(DIVIDER, "")
+    _totals(out, trace, done)
+    return StepView(title, step.phase, steps.url_params(trace, cursor), tuple(out.items))
+
+
+def _step(out: _Blocks, trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:
+    """One phase's panel; the focus view's phase strip already names the phase, so it draws no heading of its own."""
+    out.new_row()
+    if not out.options.focus and (step.phase != steps.JUDGE or step.position == 0):
+        out.add(HEADING, steps.PHASE_TITLES[step.phase])
+    PHASES[step.phase](out, trace, cursor, step)
+    out.new_row()
+
+
+def _tree(out: _Blocks, trace: Trace, cursor: steps.Cursor, step: steps.Step, place=MAIN, large=True) -> None:
+    """The draft tree as the walk has decided it at this step, with its key (large=False: not made taller in lecture
+    mode, so the focus view fits the chart beside it on the first screen)."""
+    r = trace.rounds[cursor.round]
+    earlier = trace.tokens(cursor.round)
+    pending = earlier[-1][1] if earlier else "prompt"
+    out.chart(trees.tree_chart, r, step, trace.settings.tree, pending, place=place, large=large)
+    out.add(HTML, key_html(trees.tree_key()), place)
+
+
+def _beside_tree(out: _Blocks, trace: Trace, cursor: steps.Cursor, step: steps.Step) -> str:
+    """The focus view of a tree round's judge or resolve phase: the tree on the left, and the column on the right
+    where the phase's own chart goes (both on the first screen); the full view stacks them (MAIN)."""
+    if not out.options.focus:
+        return MAIN
+    _tree(out, trace, cursor, step, TREE, large=False)
+    return BESIDE_TREE
+
+
+# ---- one builder per phase: a tree round draws its tree where a chain round draws its chips ----------------------
+def _draft(out: _Blocks, trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:
+    r = trace.rounds[cursor.round]
+    out.add(MARKDOWN, draft_sentence(trace, r))
+    if r.is_tree:  # in the full view this one tree follows the cursor; the focus view draws it at every phase
+        _tree(out, trace, cursor, steps.current_step(trace, cursor))
+    elif flow := feature_flow.FLOWS.get(trace.settings.method):  # a head: which feature each draft came from
+        out.add(HTML, feature_flow.flow_html(flow, feature_flow.feature_steps(flow, trace, cursor.round)))
+    else:
+        out.add(HTML, proposals_html(r))
+
+
+def _verify(out: _Blocks, trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:
+    r = trace.rounds[cursor.round]
+    committed = committed_length(trace, cursor.round)
+    out.add(HTML, verify_html(r, committed, timing_said(trace, cursor.round, out.options.live)))
+    if note := run_notes.verify_time_note(cursor.round, out.options.live):
+        out.add(CAPTION, note)
+    if r.is_tree:
+        out.chart(trees.mask_chart, r, committed)
+
+
+def timing_said(trace: Trace, round_index: int, live: bool) -> str:
+    """Beside a verify pass's time: whose it is (a recorded trace's machine) and what round 1's holds (warm-up)."""
+    if not live:
+        return f"recorded on {run_notes.machine_name(trace.meta)}, not this machine's"
+    return "includes first-call warm-up" if run_notes.verify_time_note(round_index, live) else ""
+
+
+def _judge(out: _Blocks, trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:
+    r = trace.rounds[cursor.round]
+    if r.is_tree:
+        _tree_judge(out, trace, cursor, step)
+        return
+    pos = r.positions[step.position]
+    out.new_row()
+    out.chart(charts.pq_chart, pos, place=LEFT)
+    out.chart(charts.acceptance_chart, pos, place=RIGHT)
+    out.add(MARKDOWN, judge_sentence(pos), RIGHT)
+
+
+def _tree_judge(out: _Blocks, trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:
+    """One child's test: q and what it is judged against, min(1, p/q) against u, and the residual it leaves."""
+    r = trace.rounds[cursor.round]
+    node = r.nodes[step.position]
+    heading = f"Node {node.id + 1} (depth {node.depth}): q and p of '{visible(node.text)}'"
+    out.new_row()
+    right = _beside_tree(out, trace, cursor, step)
+    focus = right == BESIDE_TREE  # the focus view: the test beside the tree, q and p under both
+    if not focus:
+        right = RIGHT
+        out.chart(charts.pq_chart, node, heading, place=LEFT)
+    out.chart(charts.acceptance_chart, node, place=right)
+    out.add(MARKDOWN, tree_judge_sentence(r, node), right)
+    out.new_row()
+    if focus:
+        out.chart(charts.pq_chart, node, heading)
+    if node.verdict == "rejected":  # the residual it leaves (none when nothing is left to draw)
+        out.chart(trees.sibling_residual_chart, r, node)
+
+
+def _resolve(out: _Blocks, trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:
+    r = trace.rounds[cursor.round]
+    out.new_row()
+    where = _beside_tree(out, trace, cursor, step) if r.is_tree else MAIN
+    out.chart(charts.residual_chart if r.extra.kind == "correction" else charts.bonus_chart, r, place=where)
+    out.add(MARKDOWN, resolve_sentence(r), where)
+
+
+def _commit(out: _Blocks, trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:
+    r = trace.rounds[cursor.round]
+    if r.is_tree and out.options.focus:
+        _tree(out, trace, cursor, step)
+    prev = trace.rounds[cursor.round - 1] if cursor.round else None
+    before = (prev.target_cache[1], prev.draft_cache[1]) if prev else None
+    earlier = trace.tokens(cursor.round)
+    if r.is_tree:  # the pass first re-reads everything the previous round committed
+        pending = tuple(text for _, text, _ in earlier[len(earlier) - len(prev.committed) :]) if prev else ()
+    else:
+        pending = (earlier[-1][1] if earlier else "prompt",)
+    has_draft = methods.get(trace.settings.method).loads_draft
+    out.chart(charts.cache_chart, r, has_draft, before, pending)
+    out.add(MARKDOWN, commit_sentence(r))
+
+
+PHASES = {
+    steps.DRAFT: _draft,
+    steps.VERIFY: _verify,
+    steps.JUDGE: _judge,
+    steps.RESOLVE: _resolve,
+    steps.COMMIT: _commit,
+}
+
+
+def _totals(out: _Blocks, trace: Trace, done: int) -> None:
+    """The rounds committed so far in numbers: α, τ, tokens/s, and their times and accepted lengths."""
+    rounds = trace.rounds[:done]
+    totals = Totals.of(rounds, sum(r.draft_ms + r.verify_ms for r in rounds) / 1e3)
+    alpha = "n/a" if totals.alpha is None else f"{totals.alpha:.2f}"
+    out.new_row()
+    out.add(
+        METRICS,
+        (
+            ("Rounds committed", str(totals.rounds), ""),
+            ("α (accepted / judged)", alpha, ALPHA_HELP),
+            ("τ (tokens per target pass)", f"{totals.tau:.2f}", ""),
+            ("Tokens/s (model time)", f"{totals.tokens_per_s:.0f}", ""),
+        ),
+    )
+    if not rounds:
+        return
+    out.new_row()
+    out.chart(charts.timing_chart, rounds, place=LEFT)
+    out.chart(charts.accepted_length_chart, rounds, trace.settings.draft_length, place=RIGHT)
+    if out.options.live:
+        out.add(CAPTION, run_notes.FIRST_ROUND_NOTE, LEFT)
+    else:
+        out.add(CAPTION, f"Times recorded on {run_notes.machine_name(trace.meta)}: not this machine's.", LEFT)
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a row: its place, its relative width, and its blocks in order."""
+
+    place: str
+    width: float
+    blocks: tuple[Block, ...]
+
+
+@dataclass(frozen=True)
+class Row:
+    """Consecutive blocks of one row: one MAIN column, or side by side columns (COLUMNS)."""
+
+    section: str
+    columns: tuple[Column, ...]
+
+
+def rows(blocks: tuple[Block, ...], section: str | None = None) -> tuple[Row, ...]:
+    """The blocks (of one section, or all) grouped into rows of columns, as the page and the player lay them out."""
+    grouped: list[list[Block]] = []
+    for block in blocks:
+        if section is not None and block.section != section:
+            continue
+        if grouped and (grouped[-1][0].row, grouped[-1][0].section) == (block.row, block.section):
+            grouped[-1].append(block)
+        else:
+            grouped.append([block])
+    return tuple(_row(group) for group in grouped)
+
+
+def _row(group: list[Block]) -> Row:
+    """One row's columns: a MAIN row is one column; otherwise the COLUMNS layout that holds its places."""
+    places = {b.place for b in group}
+    if places == {MAIN}:
+        return Row(group[0].section, (Column(MAIN, 1.0, tuple(group)),))
+    layout = next((cols for key, cols in COLUMNS.items() if places <= key), None)
+    if layout is None:
+        raise ValueError(f"a row cannot hold the places {sorted(places)}: put {MAIN} blocks on a row of their own")
+    return Row(group[0].section, tuple(Column(p, w, tuple(b for b in group if b.place == p)) for p, w in layout))

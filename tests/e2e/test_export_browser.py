@@ -1,0 +1,77 @@
+"""In a real browser with the network blocked: an exported run (python -m specviz export-html) opens from file://,
+steps with the round page's keys, keeps the moment in the address's fragment, and opens at a fragment's moment."""
+
+from pathlib import Path
+
+import pytest
+
+from specviz.core.trace import Trace
+from specviz.viz.export_html import trace_html_file
+
+TRACE = Path(__file__).resolve().parents[2] / "assets" / "traces" / "tree-sibling-accepted.json"
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("export") / "run.html"
+    path.write_text(trace_html_file(Trace.from_json(TRACE.read_text())), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def offline(browser):
+    """A tab that can load nothing but files: every other request is refused and recorded."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, offline=True)
+    asked, errors = [], []
+
+    def route(request_route):
+        url = request_route.request.url
+        if url.startswith("file:"):
+            request_route.continue_()
+        else:
+            asked.append(url)
+            request_route.abort()
+
+    context.route("**/*", route)
+    tab = context.new_page()
+    tab.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield tab, asked, errors
+    context.close()
+
+
+def where(tab) -> tuple[str, str]:
+    return tab.inner_text("#where"), tab.evaluate("location.hash")
+
+
+def test_the_export_steps_offline_with_the_keys_and_names_the_moment(exported, offline):
+    tab, asked, errors = offline
+    tab.goto(exported.as_uri())
+    tab.wait_for_selector("body[data-ready='1']", timeout=60_000)
+    start = where(tab)
+    assert start == ("Round 1 of 10 · 1 · Draft", "#round=1&phase=draft")
+    tab.locator("#stage svg").first.wait_for(timeout=30_000)  # the tree chart is drawn, with no network
+    for _ in range(3):
+        tab.keyboard.press("ArrowRight")
+    title, fragment = where(tab)
+    assert title != start[0] and "Accept or reject" in title
+    assert fragment.startswith("#round=1&phase=judge&pos=")
+    tab.keyboard.press("n")
+    assert where(tab) == ("Round 2 of 10 · 1 · Draft", "#round=2&phase=draft")
+    tab.keyboard.press("l")  # lecture mode: the same moment, larger
+    assert tab.evaluate("document.body.classList.contains('lecture')")
+    assert where(tab)[1] == "#round=2&phase=draft"
+    tab.keyboard.press("Home")
+    assert where(tab) == start
+    tab.keyboard.press("End")
+    assert where(tab)[0].startswith("Round 10 of 10 · 5 · Commit")
+    assert not asked and not errors
+
+
+def test_a_fragment_opens_its_moment(exported, offline):
+    tab, asked, errors = offline
+    tab.goto(exported.as_uri() + "#round=2&phase=verify")
+    tab.wait_for_selector("body[data-ready='1']", timeout=60_000)
+    assert where(tab) == ("Round 2 of 10 · 2 · Verify (one target pass)", "#round=2&phase=verify")
+    tab.evaluate("location.hash = '#round=3&phase=commit'")
+    tab.wait_for_function("document.getElementById('where').innerText.startsWith('Round 3 of 10 · 5')")
+    assert not asked and not errors
