@@ -70,10 +70,10 @@ def served_app(log_path: Path) -> Iterator[str]:
             process.wait(timeout=20)
 
 
-def open_app_page(tab, url: str, path: str = "") -> None:
+def open_app_page(tab, url: str, path: str = "", timeout_ms: int = 60_000) -> None:
     """Go to a page of the app and wait until Streamlit has finished running the script."""
     tab.goto(f"{url}/{path}", wait_until="domcontentloaded")
-    settle(tab)
+    settle(tab, timeout_ms)
 
 
 def settle(tab, timeout_ms: int = 60_000) -> None:

@@ -28,9 +28,9 @@ PAGES = {  # path -> text that appears once the page has finished rendering
 }
 
 
-def click_and_settle(page, name):
+def click_and_settle(page, name, timeout_ms: int = 60_000):
     page.get_by_role("button", name=name).click()
-    settle(page)
+    settle(page, timeout_ms)
 
 
 def test_step_three_rounds(app_url, page):
@@ -55,7 +55,7 @@ def test_three_prompt_workload_upload_and_csv_download(app_url, page, tmp_path):
     page.locator('input[type="file"]').set_input_files(str(upload))
     page.get_by_text("line 3: not valid JSON").wait_for()
     settle(page)
-    click_and_settle(page, "▶ Measure")
+    click_and_settle(page, "▶ Measure", 300_000)  # step costs, then 6 timed runs: minutes on a busy machine
     page.get_by_text("Per prompt", exact=True).wait_for(timeout=120_000)
     settle(page)
     with page.expect_download() as download:
@@ -90,7 +90,7 @@ def test_every_page_renders_without_errors_and_is_screenshotted(app_url, browser
     tab = context.new_page()
     try:
         for path, ready in PAGES.items():
-            open_app_page(tab, app_url, path)
+            open_app_page(tab, app_url, path, 180_000)  # the home page runs both models: slow on a busy machine
             tab.get_by_text(ready, exact=True).first.wait_for(timeout=60_000)
             settle(tab)
             assert tab.locator('[data-testid="stException"]').count() == 0, path
