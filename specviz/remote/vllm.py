@@ -498,9 +498,11 @@ def _discover(endpoint: Endpoint, model: str | None, method: str | None) -> Serv
     model = _choose(endpoint, models, model)
     version = _version(endpoint)
     notes: list[str] = []
-    vllm_method, k = _server_info(endpoint)
+    vllm_method, k, by_batch = _server_info(endpoint)
     if vllm_method:
         notes.append("method and K from /server_info")
+    if by_batch:
+        notes.append(by_batch)
     counters = read_counters(endpoint, model)
     probe = _probe(endpoint, model)
     spec = _metrics(probe, f"{endpoint.url}/v1/completions", PROBE_TOKENS)
@@ -573,25 +575,46 @@ def _version(endpoint: Endpoint) -> str | None:
     return str(doc.get("version")) if isinstance(doc, dict) and doc.get("version") else None
 
 
-def _server_info(endpoint: Endpoint) -> tuple[str | None, int | None]:
-    """(method, K) from /server_info, served only in vLLM's dev mode (VLLM_SERVER_DEV_MODE=1); else (None, None)."""
+def _server_info(endpoint: Endpoint) -> tuple[str | None, int | None, str]:
+    """(method, K, a note on K's batch-size schedule or '') from /server_info, served only in vLLM's dev mode
+    (VLLM_SERVER_DEV_MODE=1); else (None, None, '')."""
     try:
         doc = request(endpoint, "GET", "/server_info?config_format=json").json(endpoint, "/server_info")
     except ServerError:
-        return None, None
+        return None, None, ""
     config = doc.get("vllm_config") if isinstance(doc, dict) else None
     spec = config.get("speculative_config") if isinstance(config, dict) else None
     if not isinstance(config, dict) or "speculative_config" not in config:
-        return None, None
+        return None, None, ""
     if spec is None:
         raise SpeculationOff(f"The server at {endpoint.url} runs without speculation. " + START_WITH_SPECULATION)
     if not isinstance(spec, dict):
-        return None, None
+        return None, None, ""
     where, k = f"{endpoint.url}/server_info", spec.get("num_speculative_tokens")
     method = answers.text_or_none(spec.get("method"), where, "speculative_config.method")
-    return method, (
-        None if k is None else whole(k, where, "speculative_config.num_speculative_tokens", 1, MAX_SERVER_K)
-    )
+    k = None if k is None else whole(k, where, "speculative_config.num_speculative_tokens", 1, MAX_SERVER_K)
+    return method, k, _batch_schedule_note(spec.get("num_speculative_tokens_per_batch_size"), where)
+
+
+def _batch_schedule_note(schedule, where: str) -> str:
+    """vLLM's num_speculative_tokens_per_batch_size ([(first batch size, last, K), ...]) in words, or '' when the
+    server drafts the same K at every batch size: under load such a server changes K with the batch, so a load
+    sweep's levels do not all run the K it reports."""
+    if schedule is None:
+        return ""
+    field = "speculative_config.num_speculative_tokens_per_batch_size"
+    if not isinstance(schedule, list) or not all(isinstance(e, list | tuple) and len(e) == 3 for e in schedule):
+        raise bad(where, field, schedule, "a list of (first, last, K) batch-size ranges")
+    ranges = [
+        (
+            whole(a, where, field, 1, 1 << 20),
+            whole(b, where, field, 1, 1 << 20),
+            whole(n, where, field, 0, MAX_SERVER_K),
+        )
+        for a, b, n in schedule
+    ]
+    words = ", ".join(f"{a}–{b} → {n}" for a, b, n in ranges)
+    return f"K changes with the batch size (num_speculative_tokens_per_batch_size): batch {words}"
 
 
 def _probe(endpoint: Endpoint, model: str) -> Completion:

@@ -324,14 +324,29 @@ def test_a_malformed_probe_answer_is_refused_at_connect():
         ({"num_speculative_tokens": 10**9, "method": "draft_model"}, "num_speculative_tokens = 1000000000"),
         ({"num_speculative_tokens": "4", "method": "draft_model"}, "num_speculative_tokens = '4'"),
         ({"num_speculative_tokens": 4, "method": ["draft_model"]}, r"speculative_config.method = \['draft_model'\]"),
+        ({"num_speculative_tokens": 4, "num_speculative_tokens_per_batch_size": [[1, 8]]}, "per_batch_size = "),
+        ({"num_speculative_tokens": 4, "num_speculative_tokens_per_batch_size": [[1, 8, 99]]}, "per_batch_size = 99"),
     ],
-    ids=["K 1e9", "K a string", "method a list"],
+    ids=["K 1e9", "K a string", "method a list", "schedule of pairs", "schedule K 99"],
 )
 def test_a_malformed_server_info_is_refused_at_connect(server_info, message):
     info = {"vllm_config": {"speculative_config": server_info}}
     with fake_server({**_served(), "/server_info": (200, info, {})}) as (url, _):
         with pytest.raises(MalformedAnswer, match=message):
             connect(url)
+
+
+def test_a_batch_size_schedule_is_noted_with_its_ranges():
+    """vLLM's num_speculative_tokens_per_batch_size changes K with the batch: a load sweep must say so."""
+    schedule = [[1, 4, 4], [5, 64, 2]]
+    info = {"vllm_config": {"speculative_config": {
+        "method": "draft_model", "num_speculative_tokens": 4, "num_speculative_tokens_per_batch_size": schedule,
+    }}}  # fmt: skip
+    with fake_server({**_served(), "/server_info": (200, info, {})}) as (url, _):
+        server = connect(url)
+    assert "K changes with the batch size (num_speculative_tokens_per_batch_size): batch 1–4 → 4, 5–64 → 2" in (
+        server.notes
+    )
 
 
 # ------------------------------------------------------------------------------------ F7, F22: malformed /metrics
