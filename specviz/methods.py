@@ -28,11 +28,15 @@ FEATURE_HEAD_STEP = "feature head step"  # a pass of a small head over the targe
 #                                          (c = its measured cost: one decoder layer and the target's LM head)
 MEDUSA_HEADS_PASS = "medusa heads pass"  # one pass of K Medusa heads over one feature drafts all K tokens
 #                                          (c = its measured time / K: a residual block and an LM head per token)
+EXIT_LAYERS_STEP = "early exit step"  # the target's own first E of L layers, its final norm and LM head, per drafted
+#                                        token (c = its measured cost: about E/L of a target step, plus the LM head)
 
 PLAIN, DRAFT, NGRAM, TREE = "plain", "draft", "ngram", "tree"
 EAGLE = "eagle"
 EAGLE3 = "eagle3"
 MEDUSA = "medusa"
+EARLY_EXIT = "early_exit"  # self-speculation by early exit (LayerSkip): engine/early_exit.py
+HF_EARLY_EXIT, HF_ASSISTANT_EARLY_EXIT = "hf_early_exit", "assistant_early_exit"  # its HF lane and generate() option
 SUFFIX = "suffix"  # suffix decoding (ArcticInference): core/suffix_tree.py, engine/proposers.py SuffixProposer
 VLLM_SUFFIX = "suffix"  # vLLM's method name for it (needs the arctic-inference package)
 HF_ASSISTED, HF_PROMPT_LOOKUP = "hf_assisted", "hf_prompt_lookup"
@@ -55,8 +59,8 @@ class Method:
     lane: str  # what the race and the bench show, naming the engine
     engine: str  # SPECVIZ (in-process loop) or HF (transformers generate)
     loads_draft: bool  # runs a second, smaller model (so the pair must load one)
-    draft_cost: str  # what drafting one token costs: NO_DRAFTS, DRAFT_MODEL_STEP, HOST_LOOKUP, FEATURE_HEAD_STEP or
-    #                  MEDUSA_HEADS_PASS
+    draft_cost: str  # what drafting one token costs: NO_DRAFTS, DRAFT_MODEL_STEP, HOST_LOOKUP, FEATURE_HEAD_STEP,
+    #                  MEDUSA_HEADS_PASS or EXIT_LAYERS_STEP
     mirrors: str | None = None  # for an HF lane: the specviz method it is the reference implementation of
     vllm_method: str | None = None  # vLLM's --speculative-config "method"
     hf_option: str | None = None  # the generate() argument that turns it on
@@ -73,6 +77,7 @@ class Method:
     #                           config): no draft model
     adaptive: bool = False  # K means a chain drafted token by token, so the K schedules apply (core/schedule.py)
     refuses_schedule: str = ""  # why an adaptive K schedule does not apply (the generic reason when empty)
+    exits_early: bool = False  # drafts with the target's own first layers (RunSettings.exit_layer, CLI --exit-layer)
 
     @property
     def speculative(self) -> bool:
@@ -121,6 +126,8 @@ class Method:
                 f"model.generate(**inputs, prompt_lookup_num_tokens={k}, max_matching_ngram_size={ngram_max}, "
                 f"{sampling})"
             )
+        if self.hf_option == HF_ASSISTANT_EARLY_EXIT:
+            return f"model.generate(**inputs, assistant_early_exit=E, num_assistant_tokens={k}, {sampling})"
         if self.hf_option == HF_ASSISTANT_MODEL:
             return (
                 f"model.generate(**inputs, assistant_model=draft_model, num_assistant_tokens={k}, "
@@ -212,6 +219,21 @@ REGISTRY: dict[str, Method] = {
             branches=True,
         ),
         Method(
+            EARLY_EXIT,
+            "early exit (self-speculation)",
+            "specviz · early exit",
+            SPECVIZ,
+            loads_draft=False,
+            draft_cost=EXIT_LAYERS_STEP,
+            hf_option=HF_ASSISTANT_EARLY_EXIT,
+            adaptive=True,
+            exits_early=True,
+            refuses_tree=(
+                "Early exit drafts a chain here (one token at a time through the target's first layers): drop the "
+                f"tree shape, or use method {TREE} with the draft model."
+            ),
+        ),
+        Method(
             TREE,
             "draft tree",
             "specviz · draft tree",
@@ -240,6 +262,17 @@ REGISTRY: dict[str, Method] = {
             draft_cost=HOST_LOOKUP,
             mirrors=NGRAM,
             hf_option=HF_PROMPT_LOOKUP_TOKENS,
+        ),
+        Method(
+            HF_EARLY_EXIT,
+            "HF early exit",
+            "HF generate · assistant_early_exit",
+            HF,
+            loads_draft=False,
+            draft_cost=EXIT_LAYERS_STEP,
+            mirrors=EARLY_EXIT,
+            hf_option=HF_ASSISTANT_EARLY_EXIT,
+            exits_early=True,
         ),
     )
 }

@@ -13,6 +13,8 @@ from specviz.errors import SettingsError
 MAX_K = 16
 MAX_BRANCHING = 16  # children of one node
 MAX_TREE_NODES = 256  # nodes of one draft tree (one target pass reads them all)
+DEFAULT_EXIT_LAYER = 4  # early exit's E: 4 of the bundled target's 10 layers
+MAX_EXIT_LAYER = 1000  # beyond any model here; the run checks E against its model's own L
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,8 @@ class RunSettings:
     k_schedule: str = schedule.CONSTANT  # how K varies per round (core/schedule.py): constant, heuristic, confidence
     confidence_threshold: float = schedule.DEFAULT_THRESHOLD  # the confidence schedule's stop (its start if fitted)
     fit_threshold: bool = False  # the confidence schedule refits its threshold after every round
+    exit_layer: int = DEFAULT_EXIT_LAYER  # early exit: the draft is the target's first E layers (1..L-1, checked
+    #                                       against the model's L when the run starts); other methods ignore it
 
     def __post_init__(self) -> None:
         if self.method not in methods.ENGINE_METHODS:
@@ -51,6 +55,7 @@ class RunSettings:
         if isinstance(self.suffix, dict):  # JSON gives a dict
             object.__setattr__(self, "suffix", SuffixOptions(**self.suffix))
         check_schedule(self)
+        _require_int("exit layer E (early exit drafts with the target's first E layers)", self.exit_layer, 1, MAX_EXIT_LAYER)
 
     @property
     def is_tree(self) -> bool:
@@ -89,6 +94,8 @@ class RunSettings:
             del body["tree"]  # chain runs keep the settings JSON they always had
         else:
             body["tree"] = list(self.tree)
+        if not methods.get(self.method).exits_early:
+            del body["exit_layer"]  # runs of other methods keep the settings JSON they always had
         if self.k_schedule == schedule.CONSTANT:  # constant-K runs too
             for key in ("k_schedule", "confidence_threshold", "fit_threshold"):
                 del body[key]

@@ -145,7 +145,7 @@ def decode_rounds(
     layers = proposer.hidden_layers if proposer else ()  # the target features the drafter reads (most read none)
     target = CachedModel(pair.target, pair.vocab_size, prompt_ids, hidden_layers=layers)
     target.prefill()
-    drafter = proposer.start(prompt_ids, target.hidden) if proposer else None
+    drafter = _start(proposer, prompt_ids, target) if proposer else None
     fed = target.length  # target feature rows the drafter has read (the prefill's: rows 0..len(prompt)-2)
     slots, produced = settings.draft_slots, 0
     plan = start_schedule(settings)  # the K schedule (core/schedule.py): only K varies, never the verdicts
@@ -165,7 +165,7 @@ def decode_rounds(
 
         # 2. one target pass over the pending tokens + every draft: p at the root and after each draft
         read, base = len(target.pending), target.length  # base: the first row this pass reads
-        logits = _score(target, proposal)  # (n+1, V)
+        logits = drafter.score(proposal) if hasattr(drafter, "score") else _score(target, proposal)  # (n+1, V)
         if on_target_logits:
             on_target_logits(logits)
         p = logits_to_probs(logits, settings.sampling)  # (n+1, V)
@@ -214,6 +214,14 @@ def start_schedule(settings: RunSettings) -> ScheduleState:
     return ScheduleState.start(
         settings.adaptive, settings.draft_length, MAX_K, settings.confidence_threshold, settings.fit_threshold
     )
+
+
+def _start(proposer: Proposer, prompt_ids: list[int], target: CachedModel):
+    """The run's drafter. A proposer that drafts with the target itself (early exit: `shares_target`) is handed the
+    target's own per-run cache; such a drafter also scores its proposal (`score`: the verify pass, reusing its work)."""
+    if getattr(proposer, "shares_target", False):
+        return proposer.start(prompt_ids, target.hidden, target=target)
+    return proposer.start(prompt_ids, target.hidden)
 
 
 def _score(target: CachedModel, proposal: Proposal) -> torch.Tensor:
