@@ -18,6 +18,7 @@ from transformers.utils import is_sklearn_available
 from specviz import methods
 from specviz.core import schedule
 from specviz.core.settings import RunSettings
+from specviz.engine.early_exit import check_exit_layer
 from specviz.engine.models import ModelPair, quietly
 from specviz.errors import SettingsError
 
@@ -50,12 +51,17 @@ def hf_generate(pair: ModelPair, prompt_ids: list[int], settings: RunSettings, l
         kwargs.update(assistant_model=_assistant(pair.draft, settings))
     elif method.hf_option == methods.HF_PROMPT_LOOKUP_TOKENS:
         kwargs.update(prompt_lookup_num_tokens=settings.k, max_matching_ngram_size=settings.ngram_max)
+    model = pair.target
+    if method.hf_option == methods.HF_ASSISTANT_EARLY_EXIT:
+        check_exit_layer(pair.target, settings.exit_layer)
+        model = _early_exit_target(pair.target, settings)
+        kwargs.update(assistant_early_exit=settings.exit_layer)
     if streamer is not None:
         kwargs["streamer"] = streamer
     ids = torch.tensor([prompt_ids], device=pair.device)
     with _own_global_rng(pair.device, settings.seed), torch.inference_mode():
         start = time.perf_counter()  # once the generator is ours: waiting for it is not decoding
-        out = quietly(pair.target.generate, ids, attention_mask=torch.ones_like(ids), **kwargs)
+        out = quietly(model.generate, ids, attention_mask=torch.ones_like(ids), **kwargs)
         if pair.device.type == "cuda":
             torch.cuda.synchronize(pair.device)
         wall_s = time.perf_counter() - start
@@ -109,6 +115,24 @@ def _assistant(draft, settings: RunSettings):
     assistant = copy.copy(draft)
     assistant.generation_config = config
     return assistant
+
+
+def _early_exit_target(target, settings: RunSettings):
+    """The target as generate()'s own early-exit assistant: transformers drafts by setting the base model's
+    config.num_hidden_layers to E for the draft and back, and reads K from the model's generation_config. The cached
+    target is shared by every browser session, so it is never handed over itself: a shallow copy (same weights)
+    whose base model is a shallow copy with a config of its own, and with a generation_config of its own (K a round,
+    the constant schedule, no confidence stop)."""
+    base = copy.copy(target.base_model)
+    base._modules = dict(base._modules)  # the layers themselves are shared; only the container is new
+    base.config = copy.deepcopy(base.config)
+    model = copy.copy(target)
+    model._modules = {**model._modules, target.base_model_prefix: base}
+    model.generation_config = copy.deepcopy(target.generation_config)
+    model.generation_config.num_assistant_tokens = settings.k
+    model.generation_config.num_assistant_tokens_schedule = schedule.CONSTANT
+    model.generation_config.assistant_confidence_threshold = 0.0
+    return model
 
 
 def _sampling_kwargs(pair: ModelPair, settings: RunSettings) -> dict:
