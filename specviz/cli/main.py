@@ -27,7 +27,7 @@ from specviz.cli.remote import add_server_arguments, check_server_options, cmd_m
 from specviz.cli.serve import add_serve_parser
 from specviz.cli.theory import add_theory_parser
 from specviz.core import schedule
-from specviz.core.settings import MAX_K, RunSettings, check_prompt
+from specviz.core.settings import DEFAULT_EXIT_LAYER, MAX_K, RunSettings, check_prompt
 from specviz.core.suffix_tree import SuffixMemory, SuffixOptions
 from specviz.core.trace import Trace
 from specviz.core.verify import tree_size
@@ -156,6 +156,14 @@ def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ngram-min", type=int, default=1, help="shortest suffix n-gram lookup matches")
     parser.add_argument("--ngram-max", type=int, default=3, help="longest suffix n-gram lookup matches")
     add_suffix_arguments(parser)
+    parser.add_argument(
+        "--exit-layer",
+        type=int,
+        default=DEFAULT_EXIT_LAYER,
+        metavar="E",
+        help=f"{methods.EARLY_EXIT}: draft with the target's own first E layers, its final norm and LM head "
+        f"(from 1 to L - 1; the bundled target has L = 10; default {DEFAULT_EXIT_LAYER})",
+    )
     parser.add_argument(
         "--tree",
         action="append",
@@ -375,6 +383,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
         head=methods.EAGLE in method_names,
         head3=methods.EAGLE3 in method_names,
         medusa=methods.MEDUSA in method_names,
+        exit_layer=base.exit_layer if any(methods.get(name).exits_early for name in method_names) else 0,
     )
     memories: dict[tuple[str, int], SuffixMemory] = {}  # suffix decoding remembers earlier outputs per method x K
 

@@ -55,7 +55,7 @@ class RunSettings:
         if isinstance(self.suffix, dict):  # JSON gives a dict
             object.__setattr__(self, "suffix", SuffixOptions(**self.suffix))
         check_schedule(self)
-        _require_int("exit layer E (early exit drafts with the target's first E layers)", self.exit_layer, 1, MAX_EXIT_LAYER)
+        _require_int("exit layer E (the target's first E layers draft)", self.exit_layer, 1, MAX_EXIT_LAYER)
 
     @property
     def is_tree(self) -> bool:

@@ -50,6 +50,8 @@ class MeasuredCosts:
     head3_step_s: float | None = None  # one EAGLE-3 head step (its layer + its draft-vocabulary LM head), when timed
     medusa_pass_s: float | None = None  # one pass of every Medusa head over one feature (all its drafts), when timed
     medusa_heads: int = 0  # the drafts that pass makes
+    exit_layer: int = 0  # the E an early-exit draft step was timed at (0 = not timed)
+    exit_step_s: float | None = None  # one early-exit draft step: layers 0..E-1 over one token and the LM head
 
     @property
     def c(self) -> float | None:
@@ -73,6 +75,12 @@ class MeasuredCosts:
         if self.medusa_pass_s is None or not self.medusa_heads:
             return None
         return self.medusa_pass_s / self.medusa_heads / self.target_step_s
+
+    @property
+    def exit_c(self) -> float | None:
+        """An early-exit draft step as a fraction of a target step (about E/L, plus the LM head's share); None when
+        none was timed."""
+        return None if self.exit_step_s is None else self.exit_step_s / self.target_step_s
 
     @property
     def untrimmed_c(self) -> float | None:
@@ -137,6 +145,9 @@ class MeasuredCosts:
             "medusa_pass_ms": None if self.medusa_pass_s is None else self.medusa_pass_s * 1e3,
             "medusa_heads": self.medusa_heads,
             "medusa_c": self.medusa_c,
+            "exit_layer": self.exit_layer,
+            "exit_step_ms": None if self.exit_step_s is None else self.exit_step_s * 1e3,
+            "exit_c": self.exit_c,
             "verify_relative": list(self.verify_relative),
             "implausible": self.implausible,  # why no prediction is built on these timings, or None
         }
@@ -153,10 +164,12 @@ def measure_costs(
     head: bool = False,
     head3: bool = False,
     medusa: bool = False,
+    exit_layer: int = 0,
 ) -> MeasuredCosts:
     """Time a draft step (when the pair has a draft; with the run's draft vocabulary, 0 = all tokens), a target step
     and verify passes for K = 1..k_max (median of `repeats`, after a warm-up); with head=True also a step of the
-    pair's EAGLE-1 head, with head3=True one of its EAGLE-3 head, with medusa=True a pass of its Medusa heads."""
+    pair's EAGLE-1 head, with head3=True one of its EAGLE-3 head, with medusa=True a pass of its Medusa heads, with
+    exit_layer=E an early-exit draft step at E (0: none)."""
     if not isinstance(k_max, int) or not 1 <= k_max <= MAX_K:
         raise SettingsError(f"the largest K to measure must be from 1 to {MAX_K}; got {k_max!r}.")
     if not isinstance(repeats, int) or not 1 <= repeats <= 50:
@@ -183,6 +196,9 @@ def measure_costs(
     if medusa:
         timed_pass = _MedusaPass(pair, ids)
         calls["medusa"] = (timed_pass, timed_pass.forward)
+    if exit_layer:
+        exit_step = _ExitStep(pair, ids, exit_layer)
+        calls["exit"] = (exit_step, exit_step.forward)
     for k in range(1, k_max + 1):
         calls[k] = (target, lambda k=k: target.forward(drafts[:k], logits_to_keep=k + 1))
     times: dict = {name: [] for name in calls}
@@ -213,6 +229,8 @@ def measure_costs(
         head3_step_s=median.get("head3"),
         medusa_pass_s=median.get("medusa"),
         medusa_heads=pair.medusa_heads.num_heads if medusa else 0,
+        exit_layer=exit_layer if "exit" in median else 0,
+        exit_step_s=median.get("exit"),
     )
 
 
@@ -282,6 +300,28 @@ class _MedusaPass:
 
     def restore(self) -> None:
         pass
+
+
+class _ExitStep:
+    """An early-exit draft over the target's own cache of the prompt, as a drafter holds it: one timed step runs
+    one drafted token through layers 0..E-1 (on the cache those layers share with the target) and draws the exit's
+    logits; restore crops that token from those layers."""
+
+    def __init__(self, pair: ModelPair, ids: list[int], exit_layer: int):
+        from specviz.engine.early_exit import SplitTarget, check_exit_layer
+
+        check_exit_layer(pair.target, exit_layer)
+        state = CachedModel(pair.target, pair.vocab_size, ids + ids[-1:])
+        state.prefill()  # the prompt in every layer, its last token pending
+        self.split = SplitTarget(state, exit_layer)
+        self.token = torch.tensor(ids[-1:], device=pair.device)  # (1,)
+
+    def forward(self) -> torch.Tensor:
+        return self.split.logits(self.split.lower(self.token))  # (1, V)
+
+    def restore(self) -> None:
+        for layer in self.split.state.cache.layers[: self.split.exit_layer]:
+            layer.crop(-1)
 
 
 def _ready(model, vocab_size: int, ids: list[int], kept: torch.Tensor | None = None) -> _Restorable:

@@ -100,6 +100,7 @@ def run_bench(
         head=methods.EAGLE in lanes,
         head3=methods.EAGLE3 in lanes,
         medusa=methods.MEDUSA in lanes,
+        exit_layer=base.exit_layer if any(methods.get(name).exits_early for name in lanes) else 0,
     )
     say("warming up")
     trees = list(trees or [])

@@ -24,16 +24,18 @@ class Prediction:
     drafts_per_round: float
 
 
-def draft_step_cost(method: methods.Method, costs: MeasuredCosts) -> float | None:
+def draft_step_cost(method: methods.Method, costs: MeasuredCosts, exit_layer: int = 0) -> float | None:
     """c for this method: a draft model's measured step (the whole head for transformers' lanes, which keep it), a
-    feature head's measured step, a Medusa pass per draft it makes, or 0 for a lookup on the host; None when drafting
-    is not measured."""
+    feature head's measured step, a Medusa pass per draft it makes, an early-exit step at the runs' exit layer, or 0
+    for a lookup on the host; None when drafting is not measured."""
     if method.draft_cost == methods.DRAFT_MODEL_STEP:
         return costs.untrimmed_c if method.engine == methods.HF else costs.c
     if method.draft_cost == methods.FEATURE_HEAD_STEP:
         return costs.head3_c if method.name == methods.EAGLE3 else costs.head_c
     if method.draft_cost == methods.MEDUSA_HEADS_PASS:
         return costs.medusa_c
+    if method.draft_cost == methods.EXIT_LAYERS_STEP:  # timed at one E: runs at another have no measured c
+        return costs.exit_c if costs.exit_layer and costs.exit_layer == exit_layer else None
     return 0.0 if method.draft_cost == methods.HOST_LOOKUP else None
 
 
@@ -47,10 +49,12 @@ def predict(records: Sequence[RunRecord], costs: MeasuredCosts | None) -> Predic
     counts = stats.tally(records)
     drafts = counts.drafts_per_round
     constant = records[0].settings.get("k_schedule", CONSTANT) == CONSTANT  # adaptive: not K a round, not known
-    if drafts is None and constant and method.engine == methods.HF and method.hf_option == methods.HF_ASSISTANT_MODEL:
+    assisted = method.hf_option in (methods.HF_ASSISTANT_MODEL, methods.HF_ASSISTANT_EARLY_EXIT)
+    if drafts is None and constant and method.engine == methods.HF and assisted:
         drafts = float(records[0].k)  # assisted generation with the constant schedule drafts K tokens a round
-    c = draft_step_cost(method, costs)
+    c = draft_step_cost(method, costs, records[0].settings.get("exit_layer", 0))
     if not method.speculative or drafts is None or c is None or counts.tau is None:
         return None
-    v = stats.verify_cost_at(costs.verify_relative, drafts)
+    v = stats.verify_cost_at(costs.verify_relative, drafts)  # early exit's verify skips layers < E for all but one
+    #   draft (engine/early_exit.py), so the full pass's v(K) over-states its cost: its prediction errs low
     return Prediction(stats.predicted_speedup(counts.tau, drafts, c, v), c, v, drafts)

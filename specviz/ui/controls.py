@@ -14,7 +14,7 @@ import streamlit as st
 from specviz import methods
 from specviz.core import schedule
 from specviz.core.sampling import SamplingSettings
-from specviz.core.settings import MAX_K, RunSettings, parse_tree
+from specviz.core.settings import DEFAULT_EXIT_LAYER, MAX_K, RunSettings, parse_tree
 from specviz.core.verify import tree_size
 from specviz.engine.catalogue import CATALOGUE, presets_for
 from specviz.engine.models import DTYPES, ModelPair
@@ -81,6 +81,7 @@ def sidebar_ranges(limits: Limits) -> dict[str, tuple[float, float]]:
         "seed": (0, 2**31 - 1),
         "max_new_tokens": (1, limits.max_new_tokens),
         "draft_vocab": (0, 1_000_000),
+        "exit_layer": (1, MAX_SIDEBAR_EXIT_LAYER),
     }
 
 
@@ -291,7 +292,7 @@ def sidebar_controls(page: str = "") -> Controls:
         disabled=drafts_tree,
         help="A tree's K is its depth (the longest run it can accept)." if drafts_tree else None,
     )
-    plan = {} if drafts_tree else schedule_controls(method)
+    plan = ({} if drafts_tree else schedule_controls(method)) | exit_controls(method, ranges["exit_layer"])
     temperature = st.sidebar.slider(
         "Temperature (0 = greedy)",
         *ranges["temperature"],
@@ -389,6 +390,26 @@ def schedule_controls(method: str) -> dict:
         args=("fit_threshold",), help=THRESHOLD_HELP,
     )  # fmt: skip
     return {"k_schedule": name, "confidence_threshold": float(threshold), "fit_threshold": bool(fitted)}
+
+
+MAX_SIDEBAR_EXIT_LAYER = 64  # the run itself refuses an E its target does not have (1..L-1), naming L
+EXIT_HELP = (
+    "The draft is the target itself cut after its first E layers, then its final norm and LM head (LayerSkip's "
+    "self-speculation; transformers' assistant_early_exit=E). A draft step costs about E/L of a target step, and the "
+    "draft reads the target's own KV cache. E must be from 1 to L - 1 (the bundled target has L = 10). A target not "
+    "trained for early exit, like the bundled one, accepts few of these drafts: the output stays exact."
+)
+
+
+def exit_controls(method: str, allowed: tuple[int, int]) -> dict:
+    """The exit layer E, for the methods that draft with the target's own first layers: RunSettings fields."""
+    if not methods.get(method).exits_early:
+        return {}
+    exit_layer = st.sidebar.number_input(
+        "Exit layer E (draft = the target's first E layers)", *allowed, step=1,
+        key=keep("exit_layer", DEFAULT_EXIT_LAYER), on_change=remember, args=("exit_layer",), help=EXIT_HELP,
+    )  # fmt: skip
+    return {"exit_layer": int(exit_layer)}
 
 
 DRAFT_VOCAB_HELP = (

@@ -31,6 +31,7 @@ URL_SETTINGS = {  # URL parameter -> (sidebar key, type)
     "seed": ("seed", int),
     "n": ("max_new_tokens", int),
     "dv": ("draft_vocab", int),
+    "ee": ("exit_layer", int),  # early exit's E (only an early-exit run's link carries it)
 }
 MOMENT_KEYS = ("round", "phase", "pos")
 PRESENT = "present"  # present=1: open as a presenter wants it (OpenedUrl.present); never written back
@@ -53,6 +54,8 @@ def settings_params(settings: RunSettings, prompt: str) -> dict[str, str]:
     }
     if settings.tree:
         params["tree"] = ",".join(map(str, settings.tree))
+    if methods.get(settings.method).exits_early:
+        params["ee"] = str(settings.exit_layer)
     return params
 
 
@@ -108,6 +111,7 @@ class OpenedUrl:
             seed=values.get("seed", base.seed),
             max_new_tokens=values.get("max_new_tokens", base.max_new_tokens),
             draft_vocab=values.get("draft_vocab", base.draft_vocab),
+            exit_layer=values.get("exit_layer", base.exit_layer),
             tree=tree,
         )
 
