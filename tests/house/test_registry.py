@@ -35,6 +35,7 @@ def test_lanes_mirror_registered_methods_and_costs_are_separate_from_loading():
             methods.HOST_LOOKUP,
             methods.FEATURE_HEAD_STEP,
             methods.MEDUSA_HEADS_PASS,
+            methods.EXIT_LAYERS_STEP,
         )
         assert not (method.loads_draft and method.loads_head)  # a head drafts instead of a second model
         if method.loads_draft:
@@ -44,6 +45,8 @@ def test_lanes_mirror_registered_methods_and_costs_are_separate_from_loading():
     assert methods.get(methods.EAGLE).draft_cost == methods.FEATURE_HEAD_STEP
     assert methods.get(methods.EAGLE3).draft_cost == methods.FEATURE_HEAD_STEP
     assert methods.get(methods.MEDUSA).draft_cost == methods.MEDUSA_HEADS_PASS
+    assert methods.get(methods.EARLY_EXIT).draft_cost == methods.EXIT_LAYERS_STEP  # no second model, no head
+    assert not methods.get(methods.EARLY_EXIT).loads_draft and not methods.get(methods.EARLY_EXIT).loads_head
     assert methods.FROM_VLLM == {
         "draft_model": methods.DRAFT,
         "ngram": methods.NGRAM,
@@ -61,6 +64,7 @@ def test_lanes_mirror_registered_methods_and_costs_are_separate_from_loading():
         (methods.NGRAM, (2, 1), "n-gram lookup proposes one continuation"),
         (methods.DRAFT, (2, 1), "only used by the tree method"),
         (methods.SUFFIX, (2, 1), "Suffix decoding here proposes one path"),
+        (methods.EARLY_EXIT, (2, 1), "Early exit drafts a chain"),
     ],
 )
 def test_each_method_refuses_the_options_it_cannot_run(method, tree, message):
