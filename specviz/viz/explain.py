@@ -16,11 +16,13 @@ def _tok(text: str) -> str:
     return f"'{literal(visible(text))}'"
 
 
-def verify_html(r: Round, committed: int = 0, timing: str = "") -> str:
+def verify_html(r: Round, committed: int = 0, timing: str = "", reuse: str = "") -> str:
     """The K drafts plus the pending token go through the target together: one pass, K+1 distributions. A tree
     round: every node at once, under the tree attention mask (committed = the committed text's length). timing: what
-    the pass's measured time is, beside it ("recorded on another machine", "includes first-call warm-up")."""
+    the pass's measured time is, beside it ("recorded on another machine", "includes first-call warm-up"); reuse:
+    what of the pass the draft already did (early exit: verify_reuse)."""
     said = f" ({literal(timing)})" if timing else ""
+    reused = f'<div style="margin:.4rem 0">{literal(reuse)}</div>' if reuse else ""
     if r.is_tree:
         depth = max(node.depth for node in r.nodes)
         first = "The tokens committed last round are read first; then every" if r.index else "Every"
@@ -41,7 +43,7 @@ def verify_html(r: Round, committed: int = 0, timing: str = "") -> str:
         f'<div style="font-weight:bold;color:#333333">ONE target forward pass · {r.verify_ms:.1f} ms{said}</div>'
         f'<div style="margin:.4rem 0">[last committed token] {boxes}</div>'
         f"<div>→ p<sub>1</sub> … p<sub>{r.proposed + 1}</sub>: the target's distribution at each of the "
-        f"{r.proposed + 1} positions, all at once (drafting took {r.draft_ms:.1f} ms).</div></div>"
+        f"{r.proposed + 1} positions, all at once (drafting took {r.draft_ms:.1f} ms).</div>{reused}</div>"
     )
 
 
@@ -127,6 +129,8 @@ def draft_sentence(trace: Trace, r: Round) -> str:
         else ""
     )
     end = f". {stop_sentence(trace, r)} The drafts:" if r.schedule else ":"  # adaptive K: why it stopped there
+    if methods.get(trace.settings.method).exits_early:
+        return f"{early_exit_sentence(trace, r, trimmed)} ({r.draft_ms:.1f} ms in all){end}"
     if flow := FLOWS.get(trace.settings.method):  # a head: features, not tokens, carry the draft forward
         short = (
             flow.short_of_k.format(k=trace.settings.k)
@@ -138,6 +142,29 @@ def draft_sentence(trace: Trace, r: Round) -> str:
     return (
         f"The draft model proposes {r.proposed} token(s){trimmed}, one forward pass each ({r.draft_ms:.1f} ms in all)"
         f"{end}"
+    )
+
+
+def early_exit_sentence(trace: Trace, r: Round, trimmed: str = "") -> str:
+    """Who drafts in an early-exit round: the target's own first E layers (engine/early_exit.py)."""
+    e = trace.settings.exit_layer
+    return (
+        f"Layers 1..{e} of the target propose {r.proposed} token(s){trimmed}: the target itself, cut after its "
+        f"first {e} layers, then its own final norm and LM head, one pass through those {e} layers per token. No "
+        f"second model: the drafter reads the target's own KV cache of layers 1..{e} for the committed text, so "
+        "nothing is read twice. This target was not trained to exit early, so expect few acceptances"
+    )
+
+
+def verify_reuse(trace: Trace) -> str:
+    """What an early-exit round's verify pass skips (the draft's work it reuses); "" for the other methods."""
+    if not methods.get(trace.settings.method).exits_early:
+        return ""
+    e = trace.settings.exit_layer
+    return (
+        f"Layers 1..{e} already ran on the pending token and every draft but the last, while drafting (their keys "
+        f"and values are in the target's cache): this pass runs layers 1..{e} on the last draft only, then layers "
+        f"{e + 1} and up on all of them."
     )
 
 

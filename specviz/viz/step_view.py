@@ -26,6 +26,7 @@ from specviz.viz.explain import (
     resolve_sentence,
     tree_judge_sentence,
     verify_html,
+    verify_reuse,
 )
 from specviz.viz.layout import lectured, readable
 from specviz.viz.text import key_html, legend_html, phase_strip_html, proposals_html, trace_html, visible
@@ -202,7 +203,7 @@ def _draft(out: _Blocks, trace: Trace, cursor: steps.Cursor, step: steps.Step) -
 def _verify(out: _Blocks, trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:
     r = trace.rounds[cursor.round]
     committed = committed_length(trace, cursor.round)
-    out.add(HTML, verify_html(r, committed, timing_said(trace, cursor.round, out.options.live)))
+    out.add(HTML, verify_html(r, committed, timing_said(trace, cursor.round, out.options.live), verify_reuse(trace)))
     if note := run_notes.verify_time_note(cursor.round, out.options.live):
         out.add(CAPTION, note)
     if r.is_tree:

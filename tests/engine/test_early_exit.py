@@ -244,3 +244,30 @@ def test_argmax_exit_drafts_judged_with_the_exits_softmax_fail_the_same_check(bu
     monkeypatch.setattr(proposers, "sample", lambda q, u: q.argmax(-1))
     first, second = fits(bundled, PROMPT)
     assert min(first, second) < 1e-3
+
+
+@pytest.mark.parametrize("exit_layer", [1, 2])
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_a_tiny_target_stays_exact_at_every_exit(model_dirs, exit_layer, temperature):
+    """On a random 3-layer Llama: greedy equals plain, and a sampled run equals itself with the same seed (its
+    rounds' drafts are exactly what the seed's uniforms draw)."""
+    pair = load_pair(str(model_dirs["llama-target"]), None, device="cpu")
+    sampling = SamplingSettings(temperature=temperature)
+    settings = RunSettings(
+        method=EE, exit_layer=exit_layer, k=3, max_new_tokens=24, stop_at_eos=False, seed=5, sampling=sampling
+    )
+    run = generate(pair, "def add(a, b):", settings)
+    assert run.totals.committed == 24
+    if temperature == 0:
+        plain = generate(
+            pair, "def add(a, b):", RunSettings(method=methods.PLAIN, max_new_tokens=24, stop_at_eos=False)
+        )
+        assert run.output_ids == plain.output_ids
+    else:
+        assert generate(pair, "def add(a, b):", settings).without_timings() == run.without_timings()
+
+
+def test_a_decoder_it_cannot_split_is_refused_by_name(model_dirs):
+    pair = load_pair(str(model_dirs["gpt2-target"]), None, device="cpu")
+    with pytest.raises(SettingsError, match="Early exit splits a Llama-style decoder.*GPT2LMHeadModel"):
+        generate(pair, "def add(a, b):", RunSettings(method=EE, exit_layer=1))
