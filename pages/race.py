@@ -18,7 +18,7 @@ from specviz.measure.timing import (
     implausible_lanes,
     timing_words,
 )
-from specviz.ui.controls import active_pair, active_sources, prompt_box, sidebar_controls
+from specviz.ui.controls import active_pair, active_sources, exit_layer_fits, prompt_box, sidebar_controls
 from specviz.ui.render import apply_lecture_mode, draw, page_header, show_table
 from specviz.viz import race_charts as charts
 from specviz.viz.explain import BF16_GREEDY_NOTE
@@ -34,6 +34,9 @@ state = st.session_state
 prompt = prompt_box(controls.target, key="race_prompt")
 heads = find_heads(active_sources()[0], None)  # a feature head's lane is offered only where its head is
 runnable = [lane for lane in methods.LANES if lane in heads or not methods.get(lane).loads_head]
+if exit_refused := exit_layer_fits(controls.settings, active_sources()[0]):  # early exit's E beyond this target's
+    runnable = [lane for lane in runnable if not methods.get(lane).exits_early]
+    st.caption(exit_refused)
 lanes = st.multiselect("Lanes", runnable, default=runnable, format_func=methods.lane_label)
 missing = [lane for lane in methods.LANES if methods.get(lane).loads_head and lane not in heads]
 if missing:

@@ -6,6 +6,7 @@ leaves the previous pair in use.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -292,7 +293,9 @@ def sidebar_controls(page: str = "") -> Controls:
         disabled=drafts_tree,
         help="A tree's K is its depth (the longest run it can accept)." if drafts_tree else None,
     )
-    plan = ({} if drafts_tree else schedule_controls(method)) | exit_controls(method, ranges["exit_layer"])
+    plan = ({} if drafts_tree else schedule_controls(method)) | exit_controls(
+        method, ranges["exit_layer"], page in EXIT_PAGES
+    )
     temperature = st.sidebar.slider(
         "Temperature (0 = greedy)",
         *ranges["temperature"],
@@ -401,9 +404,13 @@ EXIT_HELP = (
 )
 
 
-def exit_controls(method: str, allowed: tuple[int, int]) -> dict:
-    """The exit layer E, for the methods that draft with the target's own first layers: RunSettings fields."""
-    if not methods.get(method).exits_early:
+EXIT_PAGES = ("race", "workload")  # pages that may run early exit beside the chosen method: E always shown
+
+
+def exit_controls(method: str, allowed: tuple[int, int], always: bool = False) -> dict:
+    """The exit layer E, for the methods that draft with the target's own first layers (and on the pages whose
+    lanes include them whatever the chosen method): RunSettings fields."""
+    if not (always or methods.get(method).exits_early):
         return {}
     exit_layer = st.sidebar.number_input(
         "Exit layer E (draft = the target's first E layers)", *allowed, step=1,
@@ -418,6 +425,31 @@ DRAFT_VOCAB_HELP = (
     "residual); the price is the rare token the target picks that the draft can no longer guess. The bundled draft "
     "recommends 1024 of its 8192 tokens; 0 uses every token."
 )
+
+
+@st.cache_data
+def target_layers(target: str) -> int | None:
+    """L, the decoder layers of a local target (its config.json); None where it cannot be read without loading."""
+    config = Path(target) / "config.json" if target else None
+    if config is None or not config.is_file():
+        return None
+    try:
+        layers = json.loads(config.read_text(encoding="utf-8")).get("num_hidden_layers")
+    except (OSError, ValueError):
+        return None
+    return layers if isinstance(layers, int) else None
+
+
+def exit_layer_fits(settings: RunSettings | None, target: str) -> str | None:
+    """Why early exit cannot run at the sidebar's E on this target (E must be 1..L-1), or None when it can (or L
+    is not known before loading: the run then refuses it with the same reason)."""
+    layers = target_layers(target)
+    if settings is None or layers is None or settings.exit_layer <= layers - 1:
+        return None
+    return (
+        f"Early exit at E = {settings.exit_layer} needs a target of more than {settings.exit_layer} layers; this one "
+        f"has L = {layers}: set the exit layer E in the sidebar from 1 to {layers - 1} to race it."
+    )
 
 
 @st.cache_data

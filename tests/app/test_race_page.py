@@ -12,6 +12,7 @@ from specviz.methods import DRAFT, EAGLE, EAGLE3, HF, HF_ASSISTED, LANES, MEDUSA
 
 def test_race_with_short_outputs(tiny_default):
     at = open_page("pages/race.py")
+    at.sidebar.number_input(key="exit_layer").set_value(2).run()  # early exit's E: the tiny target has 3 layers
     at.sidebar.slider(key="temperature").set_value(0.0).run()
     at.sidebar.slider(key="max_new_tokens").set_value(10).run()
     k = at.sidebar.slider(key="k").value
@@ -153,3 +154,12 @@ def test_a_fitted_threshold_leaves_the_hugging_face_assisted_lane_out_and_races_
     assert not at.exception
     assert not at.error
     assert [r.method for r in at.session_state["race"][0].records] == [PLAIN, DRAFT]
+
+
+def test_early_exit_lanes_at_an_exit_layer_the_target_lacks_are_not_offered_and_the_page_says_why(tiny_default):
+    at = open_page("pages/race.py")  # the sidebar's default E = 4; the tiny target has L = 3
+    exiting = [lane_label(lane) for lane in LANES if get(lane).exits_early]  # the options show lane labels
+    assert exiting and not set(exiting) & set(at.multiselect[0].options)
+    assert any("has L = 3: set the exit layer E in the sidebar from 1 to 2" in c.value for c in at.caption)
+    at.sidebar.number_input(key="exit_layer").set_value(2).run()
+    assert set(exiting) <= set(at.multiselect[0].options)
