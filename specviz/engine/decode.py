@@ -133,14 +133,16 @@ def decode_rounds(
     settings: RunSettings,
     on_target_logits: Callable[[torch.Tensor], None] | None = None,
     memory: SuffixMemory | None = None,
+    proposer: Proposer | None = None,
 ) -> Iterator[Round]:
     """Yield one Round per target pass until EOS or max_new_tokens. Same settings and seed -> same rounds.
 
     Chains and trees run this one loop; a tree proposal (one that names parents) is scored with tree attention and
     judged by walking the tree (engine/tree.py). on_target_logits, if given, sees each pass's raw logits (n+1, V) (the
-    exactness lab reads near-ties from them)."""
+    exactness lab reads near-ties from them). proposer, if given, replaces settings.method's (the exactness lab runs
+    a variant of a registry proposer, e.g. an early exit without the final norm)."""
     check_fits(pair, prompt_ids, settings)
-    proposer = make_proposer(pair, settings, memory)
+    proposer = proposer or make_proposer(pair, settings, memory)
     generator = torch.Generator().manual_seed(settings.seed)
     layers = proposer.hidden_layers if proposer else ()  # the target features the drafter reads (most read none)
     target = CachedModel(pair.target, pair.vocab_size, prompt_ids, hidden_layers=layers)

@@ -74,9 +74,12 @@ class SplitTarget:
         """Run layers E..L-1 over layer-E states (n, H) after what those layers' cache holds; (n, H) pre-norm."""
         return self._layers(hidden[None], self.exit_layer, self.n_layers, self.upper_length())[0]
 
-    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """The final norm and LM head on residual states (n, H) -> (n, V) over the shared vocabulary."""
-        return self.model.get_output_embeddings()(self.base.norm(hidden))[:, : self.state.vocab_size]
+    def logits(self, hidden: torch.Tensor, norm: bool = True) -> torch.Tensor:
+        """The final norm and LM head on residual states (n, H) -> (n, V) over the shared vocabulary (norm=False:
+        the LM head on the raw residual, the exactness lab's switch)."""
+        return self.model.get_output_embeddings()(self.base.norm(hidden) if norm else hidden)[
+            :, : self.state.vocab_size
+        ]
 
     def _layers(self, hidden: torch.Tensor, first: int, last: int, past: int) -> torch.Tensor:
         """hidden (1, n, H) through layers [first, last), the tokens at positions past..past+n-1 (causal)."""

@@ -15,6 +15,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from transformers import PreTrainedModel
 
 from specviz import methods
+from specviz.core.lab.exits import EXIT_EXACT, ExitVariant
 from specviz.core.sampling import SamplingSettings, logits_to_probs, one_hot, sample
 from specviz.core.settings import RunSettings
 from specviz.core.suffix_tree import SuffixCache, SuffixDraft, SuffixMemory, SuffixOptions
@@ -604,6 +605,7 @@ class EarlyExitProposer:
     shares_target: ClassVar[bool] = True
     exit_layer: int
     sampling: SamplingSettings
+    variant: ExitVariant = EXIT_EXACT  # runs exit through the final norm; the exactness lab switches it
 
     @classmethod
     def for_run(cls, pair: ModelPair, settings: RunSettings) -> EarlyExitProposer:
@@ -616,7 +618,7 @@ class EarlyExitProposer:
         """A drafter over the run's target cache (prefilled with the prompt, its last token pending)."""
         if target is None:
             raise ValueError("early exit drafts from the target's own cache: pass the run's target CachedModel")
-        return EarlyExitDrafter(SplitTarget(target, self.exit_layer), self.sampling)
+        return EarlyExitDrafter(SplitTarget(target, self.exit_layer), self.sampling, self.variant)
 
 
 class EarlyExitDrafter:
@@ -624,9 +626,10 @@ class EarlyExitDrafter:
     layer-E states of the pending token and of the drafts x_1..x_{n-1} (what the draft ran through layers < E, whose
     keys and values it left in the target's cache), kept for the verify pass."""
 
-    def __init__(self, split: SplitTarget, sampling: SamplingSettings):
+    def __init__(self, split: SplitTarget, sampling: SamplingSettings, variant: ExitVariant = EXIT_EXACT):
         self.split = split
         self.sampling = sampling
+        self.variant = variant
         self.states: torch.Tensor | None = None  # (pending + n - 1, H) layer-E states; None outside a round
 
     def propose(self, k: int, u: torch.Tensor, stop_below: float | None = None) -> Proposal:
@@ -637,22 +640,27 @@ class EarlyExitDrafter:
             return empty_chain(state.device)
         pending = torch.tensor(state.pending, dtype=torch.long, device=state.device)  # (P,)
         rows = [self.split.lower(pending)]  # [(P, H)] at layer E, after the target's committed cache
-        logits = self.split.logits(rows[0][-1:])[0]  # (V,) the exit's next-token logits
+        norm = self.variant.norm_drafts
+        logits = self.split.logits(rows[0][-1:], norm)[0]  # (V,) the exit's next-token logits
         tokens, dists, confidence = [], [], []
         for i in range(k):
             q_i = logits_to_probs(logits, self.sampling)  # (V,) exactly what x_i is drawn from
             x_i = sample(q_i, u[i])
             tokens.append(x_i)
-            dists.append(q_i)
+            dists.append(q_i if self.variant.norm_q == norm else self._told_q(rows[-1][-1:]))
             if stop_below is not None:
                 confidence.append(draft_confidence(logits, q_i, x_i, self.sampling))
                 if confidence[-1] < stop_below:
                     break
             if i < k - 1:
                 rows.append(self.split.lower(x_i.view(1)))  # (1, H)
-                logits = self.split.logits(rows[-1])[0]
+                logits = self.split.logits(rows[-1], norm)[0]
         self.states = torch.cat(rows)  # (P + n - 1, H)
         return Proposal(torch.stack(tokens), torch.stack(dists), confidence=tuple(confidence))  # (n,), (n, V)
+
+    def _told_q(self, hidden: torch.Tensor) -> torch.Tensor:
+        """(V,) the q the verifier is told when the lab's variant reports another exit than the drafts came from."""
+        return logits_to_probs(self.split.logits(hidden, self.variant.norm_q)[0], self.sampling)
 
     def score(self, proposal: Proposal) -> torch.Tensor:
         """The verify pass, reusing the draft's work: layers < E over the last draft only, then layers >= E over the

@@ -7,11 +7,13 @@
 - monte_carlo: plain and speculative sampling of the shop model, vectorised over runs, through the real `verify`.
 - experiments: plain vs speculative, and every variant against the target, exactly and by a χ² test (core/chisq.py).
 - trees: a draft tree per round, the real verify_tree on sampled trees next to the exact enumeration.
+- exits: early exit's switches on the real target (with or without the final norm, for the drafts and for q).
 
 Everything here is pure: numbers in, numbers out, randomness from an explicit torch.Generator. This package is the
 lab's one namespace (`from specviz.core import lab`): the page, the charts and the tests read every name from here.
 """
 
+from specviz.core.lab.exits import EXIT_EXACT, EXIT_MISMATCHED, EXIT_NO_NORM, EXIT_VARIANTS, ExitVariant
 from specviz.core.lab.experiments import (
     DETECTED_VERDICT,
     EXACT_VERDICT,
@@ -79,6 +81,11 @@ __all__ = [
     "EVENTS",
     "EXACT_VARIANT",
     "EXACT_VERDICT",
+    "EXIT_EXACT",
+    "EXIT_MISMATCHED",
+    "EXIT_NO_NORM",
+    "EXIT_VARIANTS",
+    "ExitVariant",
     "POOR_DRAFT",
     "ROWS",
     "RunStats",
