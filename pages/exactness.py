@@ -189,6 +189,12 @@ longest = max(5, min(120, LIMITS.max_lab_seconds))
 budget = c2.slider("Time budget (s)", 5, longest, min(30, longest), key="real_budget")
 temperature = c3.slider("Temperature", 0.1, 1.5, 1.0, 0.1, key="real_temperature")
 top_k = c4.number_input("Top-k (0 = off)", 0, 1000, 8, key="real_top_k")
+SIDES = {"the draft model": None} | {v.label: v.key for v in lab.EXIT_VARIANTS}  # who drafts, on the real target
+s1, s2 = st.columns([3, 1])
+side = s1.radio("Speculative side", list(SIDES), horizontal=True, key="real_side")
+exit_layer = s2.number_input(
+    "Exit layer E", 1, 64, 6, key="real_exit_layer", help="for an early-exit side, and the early-exit check below"
+)
 st.caption(
     "Each speculative run drafts one token and judges it against p: accepted, the target's pass adds the second token "
     "as a bonus; rejected, a correction from the residual is the first token and a plain step the second. With two "
@@ -211,6 +217,8 @@ if st.button("Sample the next two tokens, plain and speculative", key="real_run"
                 sampling=SamplingSettings(temperature, int(top_k)),
                 time_budget_s=float(budget),
                 on_progress=lambda done, total: bar.progress(done / total, text=f"{done}/{total} runs each way"),
+                exit_variant=SIDES[side],
+                exit_layer=int(exit_layer),
             )
         except SpecvizError as exc:
             st.error(str(exc))
@@ -224,6 +232,7 @@ if st.button("Sample the next two tokens, plain and speculative", key="real_run"
                 "stopped_early": result.stopped_early,
                 "elapsed_s": result.elapsed_s,
                 "rows": result.table(pair.token_texts),
+                "side": side,
             }
         finally:
             bar.empty()
@@ -235,6 +244,7 @@ if real:
     (st.warning if real["stopped_early"] else st.caption)(power)
     if real["dof"] < 1:
         st.warning("Too few samples for a test: every outcome is rare. Raise the samples, or lower top-k.")
+    st.caption(f"Speculative side: {real.get('side', 'the draft model')}.")
     cols = st.columns(3)
     cols[0].metric("Samples each way", f"{real['samples']}")
     cols[1].metric("χ², plain vs speculative", format_p(real["p_value"]), help="the two samples' χ² p-value")
@@ -246,6 +256,28 @@ if real:
         "thousand)."
     )
     draw(st, charts.real_pair_chart(real["rows"], "Most frequent next-two-token outcomes"))
+
+st.subheader("Early exit: leave out the final norm")
+st.caption(LESSON["early_exit"])
+if st.button("Compute each exit's first token exactly (one target pass)", key="exit_run"):
+    from specviz.core.sampling import SamplingSettings
+    from specviz.engine.lab import exit_variants_at
+
+    pair = pair_or_error()
+    if pair is not None:
+        try:
+            checks = exit_variants_at(pair, prompt, int(exit_layer), SamplingSettings(temperature, int(top_k)))
+        except SpecvizError as exc:
+            st.error(str(exc))
+        else:
+            st.session_state["exit_result"] = (int(exit_layer), charts.exit_frame(checks))
+if exit_result := st.session_state.get("exit_result"):
+    shown_layer, frame = exit_result
+    st.caption(
+        f"At E = {shown_layer}, the prompt's next token: the chance the draft is kept, and the total variation "
+        "between the first committed token's distribution and p (exact, in float64; an exact sampler's is rounding)."
+    )
+    show_table(st, frame, key="exit_table")
 
 st.subheader("Greedy equivalence")
 st.caption(LESSON["greedy"])

@@ -191,6 +191,25 @@ def bug_frame(checks: Sequence[BugCheck]) -> pd.DataFrame:
     )
 
 
+def exit_frame(checks: Sequence) -> pd.DataFrame:
+    """The early-exit switches at one position (engine/lab.py ExitCheck rows): each exit's chance of acceptance and
+    its first token's distance from p, with the verdict that distance gives."""
+    return pd.DataFrame(
+        [
+            {
+                "exit": c.variant.label,
+                "drafts from": "LM head(norm(h_E))" if c.variant.norm_drafts else "LM head(h_E), no norm",
+                "verifier told": "the normed exit's q" if c.variant.norm_q else "the raw exit's q",
+                "P(first draft kept)": c.accepted,
+                "TV(first token, p)": c.tv_from_p,
+                "verdict": "exact" if c.exact else "not exact: the output leaves p",
+                "what": c.variant.explanation,
+            }
+            for c in checks
+        ]
+    )
+
+
 VERDICT_COLORS = {
     EXACT_VERDICT: ORIGIN_COLORS["accepted"],
     DETECTED_VERDICT: ORIGIN_COLORS["correction"],

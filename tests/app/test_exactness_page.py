@@ -130,3 +130,37 @@ def test_medusas_typical_acceptance_is_a_switch_that_fails_with_its_reason(page)
     assert "Not lossless by design" in said and "FasterDecoding/Medusa" in said
     page.radio(key="bug").set_value(lab.EXACT_VARIANT.label).run()
     assert metrics(page)["Verdict"] == "exact"  # the exact sampler passes the same check
+
+
+def test_the_early_exit_switches_are_computed_exactly_and_only_the_mismatched_q_leaves_p(tiny_default, page):
+    """On the tiny target (L = 3) at E = 2: with or without the final norm the exit is exact when the verifier is
+    told the q its drafts came from; drafted raw but judged with the normed q, the first token's distribution moves
+    (a random target's two exits differ, so the distance is not rounding)."""
+    page.number_input(key="real_exit_layer").set_value(2).run()
+    page.button(key="exit_run").click().run()
+    assert not page.exception
+    assert not page.error
+    table = page.dataframe[-1].value.set_index("exit")
+    verdicts = dict(zip(table.index, table["verdict"]))
+    assert verdicts[lab.EXIT_EXACT.label] == verdicts[lab.EXIT_NO_NORM.label] == "exact"
+    assert verdicts[lab.EXIT_MISMATCHED.label].startswith("not exact")
+    assert table.loc[lab.EXIT_EXACT.label, "TV(first token, p)"] < 1e-12
+    assert any("leave the final norm out" in c.value.lower() for c in page.caption)
+
+
+def test_the_real_pair_sampler_runs_an_early_exit_side(tiny_default, page):
+    page.radio(key="real_side").set_value(lab.EXIT_NO_NORM.label).run()
+    page.number_input(key="real_exit_layer").set_value(2).run()
+    page.select_slider(key="real_samples").set_value(50).run()
+    page.button(key="real_run").click().run()
+    assert not page.exception
+    assert not page.error
+    assert metrics(page)["Samples each way"] == "50"
+    assert any(c.value == f"Speculative side: {lab.EXIT_NO_NORM.label}." for c in page.caption)
+
+
+def test_an_exit_layer_the_target_lacks_is_a_message_in_the_lab(tiny_default, page):
+    page.number_input(key="real_exit_layer").set_value(3).run()
+    page.button(key="exit_run").click().run()
+    assert not page.exception
+    assert "this target has L = 3 layers" in page.error[0].value

@@ -2,7 +2,8 @@
 output equal to plain decoding on held-out prompts, the draft's q equal to the exit computed from scratch, the shared
 cache equal to a plain target's after every round with no layer doing more work than a plain verify loop, Hugging
 Face's generate(assistant_early_exit=E) agreeing round by round, and sampled output with the target's distribution
-(a fixed-seed χ² that a lossy judge fails)."""
+(a fixed-seed χ² that a lossy judge fails); the exactness lab's switches: an exit without the final norm is still
+exact, drafts from it judged with the normed exit's q are not."""
 
 from __future__ import annotations
 
@@ -15,11 +16,13 @@ from transformers.generation import candidate_generator
 
 from specviz import methods
 from specviz.core.chisq import chi2_goodness_of_fit
+from specviz.core.lab import EXIT_EXACT, EXIT_MISMATCHED, EXIT_NO_NORM
 from specviz.core.sampling import SamplingSettings, logits_to_probs
 from specviz.core.settings import RunSettings
 from specviz.engine import proposers
 from specviz.engine.compare import hf_generate
 from specviz.engine.decode import decode_rounds, encode_prompt, generate
+from specviz.engine.lab import exit_variants_at, two_token_samples
 from specviz.engine.models import ASSETS, load_pair
 from specviz.errors import SettingsError
 
@@ -271,3 +274,32 @@ def test_a_decoder_it_cannot_split_is_refused_by_name(model_dirs):
     pair = load_pair(str(model_dirs["gpt2-target"]), None, device="cpu")
     with pytest.raises(SettingsError, match="Early exit splits a Llama-style decoder.*GPT2LMHeadModel"):
         generate(pair, "def add(a, b):", RunSettings(method=EE, exit_layer=1))
+
+
+LOSSY_AT = json.loads((WORKLOADS / "code.jsonl").read_text().splitlines()[1])["prompt"]  # where the exits differ most
+
+
+def test_leaving_out_the_final_norm_is_exact_and_judging_with_the_other_norm_is_not(bundled):
+    """The lab's switches on the bundled target, exactly (engine/lab.py exit_variants_at): the raw-residual exit is
+    another draft, still exact; drafts from it judged with the normed exit's q leave p by a visible margin here."""
+    checks = {c.variant.key: c for c in exit_variants_at(bundled, LOSSY_AT, 6, SamplingSettings(1.0, 8))}
+    exact, raw, mismatched = (checks[v.key] for v in (EXIT_EXACT, EXIT_NO_NORM, EXIT_MISMATCHED))
+    assert exact.tv_from_p < 1e-12 and raw.tv_from_p < 1e-12
+    assert abs(raw.accepted - exact.accepted) > 0.01  # the norm changes the draft, so its acceptance
+    assert mismatched.tv_from_p > 0.05 and mismatched.tv_between_exits > 0.05
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant, lossy", [(EXIT_NO_NORM, False), (EXIT_MISMATCHED, True)])
+def test_the_real_engine_with_each_switch_passes_or_fails_the_two_sample_test(bundled, variant, lossy):
+    result = two_token_samples(
+        bundled,
+        LOSSY_AT,
+        samples=300,
+        k=1,
+        sampling=SamplingSettings(1.0, 8),
+        time_budget_s=1e6,
+        exit_variant=variant.key,
+        exit_layer=6,
+    )
+    assert (result.chi2.p_value < 1e-3) == lossy
