@@ -336,6 +336,24 @@ def check_ks(ks: list[int]) -> None:
         RunSettings(k=k)
 
 
+def _exit_lanes_that_fit(pair: ModelPair, lanes: tuple[str, ...], base: RunSettings, asked: bool) -> tuple[str, ...]:
+    """The lanes, without the early-exit ones when --exit-layer does not fit this target (or its decoder cannot be
+    split): skipped with a note from the default lanes, refused with the reason when --lanes asked for them."""
+    from specviz.engine.early_exit import check_exit_layer
+
+    exiting = [lane for lane in lanes if methods.get(lane).exits_early]
+    if not exiting:
+        return lanes
+    try:
+        check_exit_layer(pair.target, base.exit_layer)
+    except SpecvizError as exc:
+        if asked:
+            raise
+        print(f"skipped the {', '.join(exiting)} lanes: {exc}", file=sys.stderr)
+        return tuple(lane for lane in lanes if lane not in exiting)
+    return lanes
+
+
 def cmd_measure(args: argparse.Namespace) -> int:
     from specviz.engine.costs import measure_costs
     from specviz.measure.lanes import run_method
@@ -470,6 +488,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 f"skipped the {lane} lane: no head for it beside the target (give one with --head DIR)", file=sys.stderr
             )
     pair = load_for(args, lanes + tree_methods)
+    lanes = _exit_lanes_that_fit(pair, lanes, base, asked=args.lanes is not None)
     base = with_draft_vocab(base, args, pair)
     lanes_of_trees = [tree_settings(base, shape, name) for shape in trees for name in tree_methods]
     for settings in lanes_of_trees:  # a shape a head cannot draft (a Medusa tree deeper than its heads): now

@@ -303,3 +303,15 @@ def test_the_real_engine_with_each_switch_passes_or_fails_the_two_sample_test(bu
         exit_layer=6,
     )
     assert (result.chi2.p_value < 1e-3) == lossy
+
+
+def test_the_bench_skips_early_exit_lanes_a_target_cannot_run_unless_asked(model_dirs, capsys):
+    from specviz.cli.main import _exit_lanes_that_fit
+
+    pair = load_pair(str(model_dirs["llama-target"]), None, device="cpu")  # L = 3
+    lanes = (methods.PLAIN, EE, methods.HF_EARLY_EXIT)
+    assert _exit_lanes_that_fit(pair, lanes, RunSettings(exit_layer=2), asked=False) == lanes
+    assert _exit_lanes_that_fit(pair, lanes, RunSettings(exit_layer=4), asked=False) == (methods.PLAIN,)
+    assert "this target has L = 3 layers" in capsys.readouterr().err
+    with pytest.raises(SettingsError, match="from 1 to 2"):
+        _exit_lanes_that_fit(pair, lanes, RunSettings(exit_layer=4), asked=True)
