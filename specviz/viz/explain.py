@@ -152,7 +152,7 @@ def early_exit_sentence(trace: Trace, r: Round, trimmed: str = "") -> str:
         f"Layers 1..{e} of the target propose {r.proposed} token(s){trimmed}: the target itself, cut after its "
         f"first {e} layers, then its own final norm and LM head, one pass through those {e} layers per token. No "
         f"second model: the drafter reads the target's own KV cache of layers 1..{e} for the committed text, so "
-        "nothing is read twice. This target was not trained to exit early, so expect few acceptances"
+        "nothing is read twice. A target not trained to exit early (the bundled one was not) accepts few such drafts"
     )
 
 
