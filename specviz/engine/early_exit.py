@@ -77,9 +77,8 @@ class SplitTarget:
     def logits(self, hidden: torch.Tensor, norm: bool = True) -> torch.Tensor:
         """The final norm and LM head on residual states (n, H) -> (n, V) over the shared vocabulary (norm=False:
         the LM head on the raw residual, the exactness lab's switch)."""
-        return self.model.get_output_embeddings()(self.base.norm(hidden) if norm else hidden)[
-            :, : self.state.vocab_size
-        ]
+        exit_states = self.base.norm(hidden) if norm else hidden  # (n, H)
+        return self.model.get_output_embeddings()(exit_states)[:, : self.state.vocab_size]
 
     def _layers(self, hidden: torch.Tensor, first: int, last: int, past: int) -> torch.Tensor:
         """hidden (1, n, H) through layers [first, last), the tokens at positions past..past+n-1 (causal)."""
