@@ -35,6 +35,17 @@ SUBTITLES = {
 }
 
 
+CHOSEN_SUBTITLE = "each node's children are its top tokens, chosen, not drawn: q = 1 (one-hot)"
+
+
+def subtitle(r: Round, step: steps.Step) -> str:
+    """What this phase of the tree shows; a tree of chosen children (the feature heads' top-b, q one-hot) is not said
+    to be drawn from q."""
+    if step.phase == steps.DRAFT and r.nodes and all(node.q == 1.0 for node in r.nodes):
+        return CHOSEN_SUBTITLE
+    return SUBTITLES.get(step.phase, "")
+
+
 def tree_layout(r: Round) -> dict[int, tuple[int, float]]:
     """(depth, row) of every node, the root (-1) and the extra token (id len(nodes)): leaves take one row each in
     depth-first order and a parent sits level with its children's mean, so no edge crosses another."""
@@ -181,9 +192,7 @@ def tree_chart(r: Round, step: steps.Step, shape: tuple[int, ...], pending: str 
             color=alt.condition("datum.status == 'never tried'", alt.value("#8a8a8a"), alt.value("#111111")),
         )
     )
-    title = chart_title(
-        f"The draft tree {','.join(map(str, shape))}: {nodes_said(r, shape)}", SUBTITLES.get(step.phase, "")
-    )
+    title = chart_title(f"The draft tree {','.join(map(str, shape))}: {nodes_said(r, shape)}", subtitle(r, step))
     return (lines + points + labels).properties(title=title, height=rows * ROW_PX + FRAME_PX, padding=PADDING)
 
 

@@ -93,3 +93,16 @@ def test_tree_words_and_the_cache_strip():
     after = frame[frame["row"] == "target · after the rollback"]
     assert (after["status"] == "new, kept").sum() == 4
     assert (after["status"] == "cropped away").sum() == 14
+
+
+def test_a_tree_of_chosen_children_is_not_said_to_be_drawn_from_q():
+    """A feature head's tree holds its top-b tokens (one-hot q): its draft phase says they were chosen; a draft
+    model's sampled tree says they were drawn from q."""
+    from dataclasses import replace
+
+    _, r = round_two()
+    draft = steps.Step(steps.DRAFT, None)
+    assert trees.subtitle(r, draft) == trees.SUBTITLES[steps.DRAFT]  # drawn: q below 1 somewhere
+    chosen = replace(r, nodes=tuple(replace(node, q=1.0) for node in r.nodes))
+    assert trees.subtitle(chosen, draft) == trees.CHOSEN_SUBTITLE
+    assert trees.subtitle(chosen, steps.Step(steps.VERIFY, None)) == trees.SUBTITLES[steps.VERIFY]
