@@ -264,7 +264,7 @@ def workload_through_server(tab, url: str, server_url: str, prompts: int = 3) ->
     first_n.fill(str(prompts))
     first_n.press("Enter")
     settle(tab)
-    box = tab.get_by_label("Server URL")
+    box = tab.get_by_label("Server URL", exact=True)
     box.fill(server_url)
     box.press("Enter")
     settle(tab)

@@ -1,0 +1,44 @@
+"""In a real browser: the workload page's load view sweeps a real plain vLLM server and the shared draft-model one
+at concurrency 1 and 2 on the code sample's first three prompts, and draws the measured speedups beside the
+roofline for the served pair (found by Check connection), every level's figures in its table."""
+
+import sys
+from pathlib import Path
+
+import pytest
+from browser_helpers import main_text, screenshot, settle, wait_shown, workload_through_server
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "remote"))
+
+from vllm_servers import serve  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def plain_server(tmp_path_factory):
+    yield from serve("plain-browser", [], tmp_path_factory)
+
+
+@pytest.mark.slow
+def test_the_load_view_sweeps_two_real_servers_beside_the_roofline(app_url, page, vllm_draft_server, plain_server):
+    workload_through_server(page, app_url, vllm_draft_server().url)
+    baseline = page.get_by_label("Plain server URL (the baseline)", exact=True)
+    baseline.fill(plain_server.url)
+    baseline.press("Enter")
+    settle(page)
+    levels = page.get_by_label("Concurrency levels (requests in flight, at most 64)", exact=True)
+    levels.fill("1,2")
+    levels.press("Enter")
+    settle(page)
+    page.get_by_role("button", name="▶ Measure under load").click()
+    wait_shown(page, "Measured on", timeout_ms=300_000)
+    settle(page, 120_000)
+    text = main_text(page)
+    assert "Recorded with" not in text  # this sweep, not the recorded one
+    assert "at 1 measured" in text and "at 2 measured" in text and "against the roofline" in text
+    assert "draft model, K = 4" in text
+    chart = page.locator(".vega-embed").filter(has_text="requests in flight (concurrency)")
+    chart.first.wait_for(timeout=60_000)
+    assert page.locator('[data-testid="stException"]').count() == 0
+    assert page.locator('[data-testid="stAlertContentError"]').count() == 0
+    chart.first.scroll_into_view_if_needed()
+    screenshot(page, "workload-load-desktop")
