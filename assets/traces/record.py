@@ -24,11 +24,11 @@ COPY = "import os\nimport sys\nimport json\nimport time\n\nimport os\nimport sys
 
 
 def full_accept(trace):
-    return next((c for c in _moments(trace) if _is(trace, c, steps.RESOLVE, "bonus")), None)
+    return next((c for c in steps.moments(trace) if _is(trace, c, steps.RESOLVE, "bonus")), None)
 
 
 def early_rejection(trace):
-    for c in _moments(trace):
+    for c in steps.moments(trace):
         step = steps.current_step(trace, c)
         r = trace.rounds[c.round]
         if step.phase == steps.RESOLVE and r.extra.kind == "correction" and r.accepted == 0 and len(r.residual_top) > 2:
@@ -37,7 +37,7 @@ def early_rejection(trace):
 
 
 def ngram_burst(trace):
-    for c in _moments(trace):
+    for c in steps.moments(trace):
         r = trace.rounds[c.round]
         if steps.current_step(trace, c).phase == steps.DRAFT and r.proposed >= 6 and r.accepted == r.proposed:
             return c
@@ -45,7 +45,7 @@ def ngram_burst(trace):
 
 
 def low_q_accept(trace):
-    for c in _moments(trace):
+    for c in steps.moments(trace):
         step = steps.current_step(trace, c)
         if step.phase == steps.JUDGE:
             pos = trace.rounds[c.round].positions[step.position]
@@ -62,15 +62,6 @@ def sibling_rescue(trace):
             if node.verdict == "accepted" and elders and elders[0].verdict == "rejected":
                 return steps.Cursor(i, 0)
     return None
-
-
-def _moments(trace):
-    c = steps.Cursor()
-    while True:
-        yield c
-        if steps.at_end(trace, c):
-            return
-        c = steps.next_step(trace, c)
 
 
 def _is(trace, c, phase, kind):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from specviz.core.trace import Trace
@@ -28,16 +27,6 @@ VIEWS = {  # view name -> its options (recorded timings: a bundle replays a fini
     "focus+lecture": sv.ViewOptions(lecture=True, focus=True),
 }
 NAVIGATION = ("next", "previous", "next_round", "next_rejection", "next_bonus", "first", "last")
-
-
-def cursors(trace: Trace) -> Iterator[steps.Cursor]:
-    """Every moment of the trace in playback order, from the first round's first phase to the last one's commit."""
-    cursor = steps.Cursor()
-    while True:
-        yield cursor
-        if steps.at_end(trace, cursor):
-            return
-        cursor = steps.next_step(trace, cursor)
 
 
 def navigation(trace: Trace, cursor: steps.Cursor, index: dict[steps.Cursor, int]) -> dict[str, int | None]:
@@ -143,7 +132,7 @@ def player_bundle(trace: Trace, title: str = "", about: str = "", views: tuple[s
     unknown = [v for v in views if v not in VIEWS]
     if unknown:
         raise PlayerFormatError(f"unknown player view(s) {', '.join(unknown)}: choose from {', '.join(VIEWS)}")
-    moments = list(cursors(trace))
+    moments = list(steps.moments(trace))
     index = {cursor: i for i, cursor in enumerate(moments)}
     tables, memo, out = _Tables(), {}, []
     for cursor in moments:

@@ -7,6 +7,7 @@ the children it tried, in the order it tried them (node ids are breadth-first, s
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from urllib.parse import quote, urlencode
 
@@ -71,6 +72,16 @@ def next_step(trace: Trace, cursor: Cursor) -> Cursor:
     if cursor.step + 1 < len(round_steps(trace.rounds[cursor.round])):
         return Cursor(cursor.round, cursor.step + 1)
     return Cursor(cursor.round + 1, 0) if cursor.round + 1 < len(trace.rounds) else cursor
+
+
+def moments(trace: Trace) -> Iterator[Cursor]:
+    """Every moment of the trace in playback order, from the first round's first phase to the last one's commit."""
+    cursor = Cursor()
+    while True:
+        yield cursor
+        if at_end(trace, cursor):
+            return
+        cursor = next_step(trace, cursor)
 
 
 def next_round(trace: Trace, cursor: Cursor) -> Cursor:

@@ -29,7 +29,7 @@ def test_the_bundle_reads_back_losslessly_and_expands_to_the_step_views(built):
     loaded = pb.load_bundle(text)
     assert loaded.doc == json.loads(json.dumps(bundle))  # JSON all the way down, nothing lost
     memo = {}
-    for i, cursor in enumerate(pb.cursors(trace)):
+    for i, cursor in enumerate(steps.moments(trace)):
         if i % 7:  # every 7th step (each view of it) against a fresh step view: the tables index right
             continue
         for name, options in pb.VIEWS.items():
@@ -58,7 +58,7 @@ def test_de_duplication_shrinks_the_bundle_several_times(built):
 @pytest.mark.slow  # a bundle builds every step of a trace in four views: 20-40 s here
 def test_navigation_agrees_with_the_round_pages_cursor_moves(built):
     trace, bundle = built
-    moments = list(pb.cursors(trace))
+    moments = list(steps.moments(trace))
     at = {(s["round"], s["step"]): i for i, s in enumerate(bundle["steps"])}
     for i, cursor in enumerate(moments):
         nav = bundle["steps"][i]["nav"]

@@ -20,20 +20,11 @@ def load(name: str) -> Trace:
     return Trace.from_json((TRACES / name).read_text())
 
 
-def cursors(trace: Trace):
-    cursor = steps.Cursor()
-    while True:
-        yield cursor
-        if steps.at_end(trace, cursor):
-            return
-        cursor = steps.next_step(trace, cursor)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["early-rejection-residual.json", "tree-sibling-accepted.json"])
 def test_every_step_builds_in_every_view_and_its_rows_lay_out(name):
     trace, memo = load(name), {}
-    for cursor in list(cursors(trace))[:24]:
+    for cursor in list(steps.moments(trace))[:24]:
         step = steps.current_step(trace, cursor)
         for options in VIEWS:
             view = sv.step_view(trace, cursor, options, memo)
@@ -52,7 +43,7 @@ def test_every_step_builds_in_every_view_and_its_rows_lay_out(name):
 
 def test_a_chain_judge_step_says_the_verdict_with_its_draw_beside_two_charts():
     trace = load("early-rejection-residual.json")
-    cursor = next(c for c in cursors(trace) if steps.current_step(trace, c).phase == steps.JUDGE)
+    cursor = next(c for c in steps.moments(trace) if steps.current_step(trace, c).phase == steps.JUDGE)
     pos = trace.rounds[cursor.round].positions[steps.current_step(trace, cursor).position]
     view = sv.step_view(trace, cursor)
     judged = next(row for row in sv.rows(view.blocks) if [c.place for c in row.columns] == [sv.LEFT, sv.RIGHT])
@@ -65,7 +56,7 @@ def test_a_chain_judge_step_says_the_verdict_with_its_draw_beside_two_charts():
 
 def test_the_focus_view_puts_a_tree_judgement_beside_its_tree():
     trace = load("tree-sibling-accepted.json")
-    cursor = next(c for c in cursors(trace) if steps.current_step(trace, c).phase == steps.JUDGE)
+    cursor = next(c for c in steps.moments(trace) if steps.current_step(trace, c).phase == steps.JUDGE)
     laid = sv.rows(sv.step_view(trace, cursor, sv.ViewOptions(focus=True)).blocks)
     beside = next(row for row in laid if len(row.columns) == 2)
     assert [(c.place, c.width) for c in beside.columns] == [(sv.TREE, 3.0), (sv.BESIDE_TREE, 2.0)]
