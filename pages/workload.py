@@ -225,12 +225,17 @@ if where == SERVER and found and found.get("local_pair") and found["asked"] == u
         pick = st.selectbox("Steps of prompt", range(len(compared)), format_func=lambda i: compared[i]["prompt"][:60])
         render.show_table(st, charts.agreement_steps_frame(compared[pick]))
 
-if where == SERVER:
-    rows = list(workload.rows[:run_limit]) if workload else []
-    load_section(rows, controls.settings, url, served_model, api_key, declared, found, LIMITS)
+
+def under_load() -> None:
+    """The vLLM mode's load view, below whatever the one-server measurement shows."""
+    if where == SERVER:
+        rows = list(workload.rows[:run_limit]) if workload else []
+        load_section(rows, controls.settings, url, served_model, api_key, declared, found, LIMITS)
+
 
 records = state["workload_records"]
 if not records:
+    under_load()
     st.stop()
 
 base, meta, run_methods, run_ks, costs = state["workload_settings"]
@@ -392,3 +397,4 @@ right.download_button(
     "specviz-workload.json",
     "application/json",
 )
+under_load()

@@ -82,7 +82,7 @@ def load_inputs(limits: Limits) -> tuple[list[str], str, list[int] | None, int, 
     except SpecvizError as exc:
         st.error(literal(str(exc)))
     extra = [url.strip() for url in more.split(",") if url.strip()]
-    start = st.button("▶ Measure under load", key="measure_load", disabled=levels is None or not baseline.strip())
+    start = st.button("▶ Run the load sweep", key="measure_load", disabled=levels is None or not baseline.strip())
     return extra, baseline, levels, int(rounds), float(timeout), start
 
 

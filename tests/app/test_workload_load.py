@@ -61,7 +61,7 @@ def test_public_mode_refuses_more_requests_in_flight_than_it_allows_before_any_r
     at = server_mode(open_page("pages/workload.py"))
     assert "at most 4" in at.text_input(key="load_levels").label
     at.text_input(key="load_levels").set_value("1,8").run()
-    at = click(at, "▶ Measure under load")
+    at = click(at, "▶ Run the load sweep")
     assert any("at most 4 requests in flight; 8 asks more" in e.value for e in at.error)
 
 
@@ -70,7 +70,7 @@ def test_public_mode_refuses_a_server_it_does_not_list(tiny_default, monkeypatch
     monkeypatch.setenv("SPECVIZ_SERVERS", "127.0.0.1:9")
     at = server_mode(open_page("pages/workload.py"))
     at.text_input(key="server_url").set_value("http://192.0.2.1:8000").run()
-    at = click(at, "▶ Measure under load")
+    at = click(at, "▶ Run the load sweep")
     assert not at.exception
     errors = " ".join(text(e) for e in at.error)
     assert "only the servers its operator listed in SPECVIZ_SERVERS" in errors
@@ -92,7 +92,7 @@ def sweep_page(spec_url: str, plain_url: str, timeout_s: int | None = None):
     at.text_input(key="load_levels").set_value("1,2")
     if timeout_s is not None:
         at.number_input(key="load_timeout").set_value(timeout_s)
-    return click(at.run(), "▶ Measure under load")
+    return click(at.run(), "▶ Run the load sweep")
 
 
 @pytest.mark.parametrize(

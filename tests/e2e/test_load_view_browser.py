@@ -29,7 +29,7 @@ def test_the_load_view_sweeps_two_real_servers_beside_the_roofline(app_url, page
     levels.fill("1,2")
     levels.press("Enter")
     settle(page)
-    page.get_by_role("button", name="▶ Measure under load").click()
+    page.get_by_role("button", name="▶ Run the load sweep").click()
     wait_shown(page, "Measured on", timeout_ms=300_000)
     settle(page, 120_000)
     text = main_text(page)

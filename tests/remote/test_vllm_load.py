@@ -107,7 +107,7 @@ def test_the_workload_page_sweeps_the_servers_and_draws_the_roofline_beside_them
     at = click(at, "Check connection")
     at.text_input(key="load_baseline").set_value(plain.url).run()
     at.text_input(key="load_levels").set_value("1,2").run()
-    at = click(at, "▶ Measure under load")
+    at = click(at, "▶ Run the load sweep")
     assert not at.exception
     assert not at.error
     doc = at.session_state["load_sweep"]
