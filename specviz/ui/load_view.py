@@ -160,5 +160,5 @@ def load_section(rows, base, url: str, served_model: str, api_key: str, declared
         show_sweep(doc, local, recorded=False)
         return
     recorded = recorded_sweep()
-    if recorded:
-        show_sweep(recorded, (BUNDLED_TARGET, BUNDLED_DRAFT), recorded=True)
+    if recorded:  # its models named as this deployment may show them, as a live sweep's are
+        show_sweep(drive.shown_document(recorded, limits), (BUNDLED_TARGET, BUNDLED_DRAFT), recorded=True)

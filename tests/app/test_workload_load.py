@@ -127,3 +127,16 @@ def test_other_clients_on_the_plain_server_are_a_warning_on_the_page(tiny_defaul
     warnings = [text(w) for w in at.warning if "other clients used the server" in text(w)]
     assert [w.split(",")[0] for w in warnings] == ["Concurrency 1", "Concurrency 2"]
     assert all(plain_url in w and "not the sweep's alone" in w for w in warnings)
+
+
+def test_public_mode_names_the_sweeps_models_without_a_local_path():
+    """What the load view shows and downloads (the recorded sweep too) names its models as public mode may."""
+    from specviz.ui.limits import Limits
+    from specviz.ui.load_view import recorded_sweep
+    from specviz.ui.workload import shown_document
+
+    recorded = recorded_sweep()
+    assert "/work/" in json.dumps(recorded)  # recorded in a worktree: a local path
+    shown = shown_document(recorded, Limits(public=True))
+    assert "/work/" not in json.dumps({k: shown[k] for k in ("baseline", "servers")})
+    assert shown["levels"] == recorded["levels"]  # the figures untouched
