@@ -27,3 +27,15 @@ def text(element) -> str:
     import html
 
     return html.unescape(element.value)
+
+
+def step_phases(at, phases: int = 8):
+    """Press Next phase `phases` times, each run free of exceptions and errors -> (at, the text of every markdown
+    shown along the way)."""
+    said = []
+    for _ in range(phases):
+        at = click(at, "Next phase")
+        assert not at.exception
+        assert not at.error
+        said += [text(m) for m in at.markdown]
+    return at, said

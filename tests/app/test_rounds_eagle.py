@@ -3,7 +3,7 @@ the heads beside the target, and their rounds step through every phase like any 
 which feature each draft read."""
 
 import pytest
-from app_helpers import click, open_page, text
+from app_helpers import click, open_page, step_phases
 
 from specviz import methods
 
@@ -22,12 +22,7 @@ def test_the_eagle_methods_run_on_the_rounds_page_and_step_through_their_phases(
     assert not at.exception
     assert not at.error
     assert at.query_params["method"] == method
-    said = []
-    for _ in range(8):
-        at = click(at, "Next phase")
-        assert not at.exception
-        assert not at.error
-        said += [text(m) for m in at.markdown]
+    at, said = step_phases(at)
     drafting = [s for s in said if "proposes" in s]
     flows = [s for s in said if 'class="flow-step"' in s]  # which feature each draft read, one line per draft
     assert flows and all('title="target"' in s for s in flows)

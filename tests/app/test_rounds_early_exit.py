@@ -2,7 +2,7 @@
 runs draft with the target's own first E layers, and the draft phase names them as the drafter (not a draft model),
 the verify phase what of the pass the draft already did."""
 
-from app_helpers import click, open_page, text
+from app_helpers import click, open_page, step_phases, text
 
 from specviz import methods
 
@@ -16,12 +16,7 @@ def test_an_early_exit_run_renders_and_names_the_targets_first_layers_as_the_dra
     assert not at.exception
     assert not at.error
     assert at.query_params["method"] == methods.EARLY_EXIT and at.query_params["ee"] == "2"
-    said = []
-    for _ in range(8):
-        at = click(at, "Next phase")
-        assert not at.exception
-        assert not at.error
-        said += [text(m) for m in at.markdown]
+    at, said = step_phases(at)
     drafting = [s for s in said if "propose" in s]
     assert drafting and all("Layers 1..2 of the target propose" in s for s in drafting)
     assert not any("draft model proposes" in s for s in said)

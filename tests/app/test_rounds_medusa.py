@@ -2,7 +2,7 @@
 the target, its rounds step through every phase like any chain's, and the drafting phase says where the drafts came
 from (one feature, independent heads), not "the draft model"."""
 
-from app_helpers import click, open_page, text
+from app_helpers import click, open_page, step_phases
 
 from specviz import methods
 
@@ -15,12 +15,7 @@ def test_the_medusa_method_runs_on_the_rounds_page_and_steps_through_its_phases(
     assert not at.exception
     assert not at.error
     assert at.query_params["method"] == methods.MEDUSA
-    said = []
-    for _ in range(8):
-        at = click(at, "Next phase")
-        assert not at.exception
-        assert not at.error
-        said += [text(m) for m in at.markdown]
+    at, said = step_phases(at)
     drafting = [s for s in said if "propose" in s]
     assert drafting and all("Medusa heads propose" in s for s in drafting)
     assert "all at once from one feature" in drafting[0] and "without seeing the other heads' guesses" in drafting[0]
