@@ -31,7 +31,9 @@ def test_each_bundled_trace_exports_to_one_offline_file_under_2_mb(name, tmp_pat
     assert size <= MAX_BYTES, f"{name}: {size / 1e6:.2f} MB"
     page = out.read_text(encoding="utf-8")
     assert not [p.pattern for p in FETCHES if p.search(page)]
-    assert "fetch(" not in export_html.PLAYER_JS and "XMLHttpRequest" not in export_html.PLAYER_JS
+    player = export_html.player_js()
+    assert "fetch(" not in player and "XMLHttpRequest" not in player
+    assert player in page  # the page's own player, inlined whole: one copy of the logic
     assert f"({size / 1e6:.2f} MB)" in capsys.readouterr().out
 
 

@@ -40,7 +40,7 @@ def offline(browser):
 
 
 def where(tab) -> tuple[str, str]:
-    return tab.inner_text("#where"), tab.evaluate("location.hash")
+    return tab.inner_text(".spz-where"), tab.evaluate("location.hash")
 
 
 def test_the_export_steps_offline_with_the_keys_and_names_the_moment(exported, offline):
@@ -49,7 +49,7 @@ def test_the_export_steps_offline_with_the_keys_and_names_the_moment(exported, o
     tab.wait_for_selector("body[data-ready='1']", timeout=60_000)
     start = where(tab)
     assert start == ("Round 1 of 10 · 1 · Draft", "#round=1&phase=draft")
-    tab.locator("#stage svg").first.wait_for(timeout=30_000)  # the tree chart is drawn, with no network
+    tab.locator(".spz-stage svg").first.wait_for(timeout=30_000)  # the tree chart is drawn, with no network
     for _ in range(3):
         tab.keyboard.press("ArrowRight")
     title, fragment = where(tab)
@@ -58,7 +58,7 @@ def test_the_export_steps_offline_with_the_keys_and_names_the_moment(exported, o
     tab.keyboard.press("n")
     assert where(tab) == ("Round 2 of 10 · 1 · Draft", "#round=2&phase=draft")
     tab.keyboard.press("l")  # lecture mode: the same moment, larger
-    assert tab.evaluate("document.body.classList.contains('lecture')")
+    assert tab.evaluate("document.body.classList.contains('spz-lecture')")
     assert where(tab)[1] == "#round=2&phase=draft"
     tab.keyboard.press("Home")
     assert where(tab) == start
@@ -73,5 +73,5 @@ def test_a_fragment_opens_its_moment(exported, offline):
     tab.wait_for_selector("body[data-ready='1']", timeout=60_000)
     assert where(tab) == ("Round 2 of 10 · 2 · Verify (one target pass)", "#round=2&phase=verify")
     tab.evaluate("location.hash = '#round=3&phase=commit'")
-    tab.wait_for_function("document.getElementById('where').innerText.startsWith('Round 3 of 10 · 5')")
+    tab.wait_for_function("document.querySelector('.spz-where').innerText.startsWith('Round 3 of 10 · 5')")
     assert not asked and not errors
