@@ -17,6 +17,7 @@ from specviz.errors import SpecvizError
 from specviz.ui import render, url
 from specviz.ui.controls import active_sources, prompt_box, sidebar_controls
 from specviz.ui.limits import Limits, shown_meta
+from specviz.ui.player import BROWSER_STEPPING, browser_stepping_default, player_data, show_player
 from specviz.ui.render import (
     apply_lecture_mode,
     bundled_traces,
@@ -28,6 +29,7 @@ from specviz.ui.render import (
 from specviz.ui.step_render import show_section
 from specviz.viz import run_notes, steps
 from specviz.viz import step_view as sv
+from specviz.viz.player_bundle import step_index
 from specviz.viz.step_view import ViewOptions, step_view
 from specviz.viz.text import literal
 
@@ -38,6 +40,7 @@ page_header(
 )
 state = st.session_state
 LIMITS = Limits.from_env()
+state.setdefault(BROWSER_STEPPING, browser_stepping_default())
 
 # ---- a shared link's settings and prompt reach the sidebar before it is drawn ------------------------------------
 opened = url.opened_url()
@@ -179,6 +182,12 @@ def describe_run(trace: Trace) -> None:
 shown = replace(state["rounds_trace"], meta=shown_meta(state["rounds_trace"].meta, LIMITS))  # no local paths in public
 with trace_controls:
     shown_json = shown.to_json(indent=2)
+    st.toggle(
+        "Step in the browser",
+        key=BROWSER_STEPPING,
+        help="On: the keys and buttons step through the run in your browser, with no wait for the server (the same "
+        "steps as the offline HTML file). Off: each step is drawn by the server, as Streamlit pages are.",
+    )
     st.download_button("Download this trace (JSON)", shown_json, "specviz-trace.json", "application/json")
     bundled_info = lecture_traces.get(SOURCE.removeprefix(url.BUNDLED), {}) if SOURCE.startswith(url.BUNDLED) else {}
     st.download_button(
@@ -293,8 +302,25 @@ def playback() -> None:
     show_section(view, sv.TOTALS)
 
 
-if state.get("focus_view"):
-    with stage:
+def in_page_player() -> None:
+    """The run stepped in the browser (ui.player): the bundle of the run shown, started at the moment shown, in the
+    view shown; the player keeps the address on its moment, so the server's own URL writer stays out of the way."""
+    trace, cursor = state["rounds_trace"], state["rounds_cursor"]
+    others = {
+        k: v for k, v in url.shown_params(trace, cursor).items() if k not in (*url.MOMENT_KEYS, "view", "lecture")
+    }
+    start_at = step_index(trace, cursor)
+    lecture, focus = controls.lecture, bool(state.get("focus_view"))
+    show_player(
+        player_data(
+            shown_json, start_at, lecture, focus, others, bundled_info.get("title", ""), bundled_info.get("what", "")
+        )
+    )
+    state[url.WRITTEN] = url.url_now()  # the link that opened the page is handled: a rerun does not open it again
+
+
+with stage if state.get("focus_view") else st.container():
+    if state[BROWSER_STEPPING]:
+        in_page_player()
+    else:
         playback()
-else:
-    playback()

@@ -126,6 +126,14 @@ def _rows(view: sv.StepView, tables: _Tables) -> list[dict]:
     ]
 
 
+def step_index(trace: Trace, cursor: steps.Cursor) -> int:
+    """The bundle's step index of a moment (its place in playback order): where a player starts for that cursor."""
+    for i, at in enumerate(steps.moments(trace)):
+        if at == cursor:
+            return i
+    return 0
+
+
 def player_bundle(trace: Trace, title: str = "", about: str = "", views: tuple[str, ...] = tuple(VIEWS)) -> dict:
     """The trace as a player bundle: every step in every view named (VIEWS), de-duplicated, with its navigation and
     moment. title and about: what the run is, in words (a bundled trace's own; otherwise its settings)."""

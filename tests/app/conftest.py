@@ -8,3 +8,11 @@ def tiny_default(model_dirs, monkeypatch):
     monkeypatch.setenv("SPECVIZ_TARGET", target)
     monkeypatch.setenv("SPECVIZ_DRAFT", draft)
     return target, draft
+
+
+@pytest.fixture(autouse=True)
+def server_stepping(monkeypatch):
+    """The round page's AppTests press its Streamlit buttons: they run the server-stepping path (AppTest runs no
+    JavaScript, so the in-page player's keys cannot be pressed here; tests/app/test_rounds_player.py checks what the
+    player is given, and tests/e2e the player itself)."""
+    monkeypatch.setenv("SPECVIZ_STEPPING", "server")

@@ -1,0 +1,125 @@
+"""The round page's in-page player: a Streamlit Components v2 component that steps through a trace's player bundle in
+the browser, with no Python per step.
+
+The component only loads and starts the one player (static/js/specviz-player.js, the offline export's too) with the
+vendored Vega builds, from Streamlit's static serving (static/js/, once per browser: ETags). Its `data` is the run's
+bundle gzipped and base64-encoded (cached per trace for every session, 20-110 kB where the JSON is 0.5-1.6 MB; a rerun
+that sends the same element again costs a reference, as Streamlit caches large messages in the browser), the step
+to start at, the starting view and the page's other URL parameters. It never sends a value back, so stepping starts
+no rerun. Components v2 calls the module again whenever `data` changes (and keeps only the last cleanup), so the
+module keeps its player on its element and starts a new one only for another bundle or start.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import streamlit as st
+
+from specviz.ui.render import cached_player_bundle
+from specviz.viz.export_html import packed, player_css
+
+NAME = "specviz_player"
+BROWSER_STEPPING = "browser_stepping"  # session key of the round page's "Step in the browser" toggle
+STEPPING_ENV = "SPECVIZ_STEPPING"  # "server": the toggle starts off (AppTests, which run no JavaScript; old browsers)
+LIBRARIES = ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js", "specviz-player.js")  # load order
+
+JS = r"""
+const FILES = [["vega", "vega.min.js"], ["vegaLite", "vega-lite.min.js"], ["vegaEmbed", "vega-embed.min.js"],
+  ["SpecvizPlayer", "specviz-player.js"]];
+
+// Where Streamlit serves static/: beside its own scripts (<base>/static/js/index.*.js -> <base>/app/static/js/), so a
+// base URL path or a proxy's prefix is followed; the page's folder if that script is not found.
+function staticBase() {
+  const own = document.querySelector('script[src*="/static/js/index."]');
+  if (own) return new URL("../../app/static/js/", own.src).href;
+  return new URL("app/static/js/", location.origin + location.pathname.replace(/[^/]*$/, "")).href;
+}
+
+// Each library once per page (a global already there, or a load in flight, is not loaded again).
+function loadScripts() {
+  if (window.__specvizLoading) return window.__specvizLoading;
+  const base = staticBase();
+  window.__specvizLoading = FILES.reduce((ready, [global, file]) => ready.then(() => {
+    if (window[global]) return null;
+    return new Promise((resolve, reject) => {
+      const tag = document.createElement("script");
+      tag.src = base + file;
+      tag.dataset.specviz = file;
+      tag.onload = resolve;
+      tag.onerror = () => reject(new Error("could not load " + tag.src));
+      document.head.appendChild(tag);
+    });
+  }), Promise.resolve());
+  window.__specvizLoading.catch(() => { window.__specvizLoading = null; }); // a later mount tries again
+  return window.__specvizLoading;
+}
+
+export default function (component) {
+  const { data, parentElement } = component;
+  let root = parentElement.querySelector(".spz-mount");
+  if (!root) { root = document.createElement("div"); root.className = "spz-mount"; parentElement.appendChild(root); }
+  const want = data.key + ":" + data.start;
+  const cleanup = () => { if (root.__spz && root.__spz.player) root.__spz.player.destroy(); root.__spz = null; };
+  if (root.__spz && root.__spz.want === want) return cleanup; // the same run and start: keep the viewer's moment
+  cleanup();
+  const mine = (root.__spz = {want, player: null});
+  root.dataset.key = data.key;
+  (async () => {
+    try {
+      await loadScripts();
+      const doc = await window.SpecvizPlayer.unpack(data.bundle);
+      if (root.__spz !== mine) return; // another run arrived while this one unpacked
+      mine.player = window.SpecvizPlayer.mount(root, doc, {
+        start: data.start, lecture: data.lecture, focus: data.focus, moment: "query", params: data.params,
+        copyLinks: true, speed: data.speed,
+      });
+    } catch (e) {
+      root.textContent = "The in-page player could not start (" + e + "): turn off 'Step in the browser' above " +
+        "to step on the server.";
+      root.classList.add("spz-problem");
+    }
+  })();
+  return cleanup;
+}
+"""
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def cached_packed_bundle(trace_json: str, title: str = "", about: str = "") -> tuple[str, str]:
+    """A run's bundle as the component's data -> (gzip + base64 text, its short hash), cached for every session."""
+    text = packed(cached_player_bundle(trace_json, title, about))
+    return text, hashlib.sha256(text.encode("ascii")).hexdigest()[:16]
+
+
+@st.cache_resource
+def player_component():
+    """The component, registered once per server (a second registration under the name only logs a warning)."""
+    return st.components.v2.component(NAME, html="", css=player_css(), js=JS, isolate_styles=False)
+
+
+def browser_stepping_default() -> bool:
+    """Whether the round page steps in the browser unless the viewer says otherwise (SPECVIZ_STEPPING=server: no)."""
+    return os.environ.get(STEPPING_ENV, "browser").strip().lower() != "server"
+
+
+def player_data(
+    trace_json: str, start: int, lecture: bool, focus: bool, params: dict[str, str], title: str = "", about: str = ""
+) -> dict:
+    """What the component is given: the packed bundle and its key, the start step, the view, the page's parameters."""
+    bundle, key = cached_packed_bundle(trace_json, title, about)
+    return {
+        "bundle": bundle,
+        "key": key,
+        "start": start,
+        "lecture": lecture,
+        "focus": focus,
+        "params": params,
+        "speed": 1.0,
+    }
+
+
+def show_player(data: dict, key: str = "rounds_player") -> None:
+    """Mount the player (once per session: later reruns with the same data leave it stepping where it is)."""
+    player_component()(data=data, key=key, width="stretch")
