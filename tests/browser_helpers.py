@@ -52,10 +52,12 @@ def wait_healthy(url: str, process: subprocess.Popen, timeout_s: float = 60) -> 
 
 
 @contextmanager
-def served_app(log_path: Path) -> Iterator[str]:
-    """Serve the app as users get it (the bundled pair) on a free loopback port; yields its URL, stops it after."""
+def served_app(log_path: Path, extra_env: dict[str, str] | None = None) -> Iterator[str]:
+    """Serve the app as users get it (the bundled pair) on a free loopback port; yields its URL, stops it after.
+    extra_env: settings for this server (SPECVIZ_PUBLIC=1, SPECVIZ_STEPPING=server)."""
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("SPECVIZ_TARGET", "SPECVIZ_DRAFT", "SPECVIZ_PUBLIC")}
+    dropped = ("SPECVIZ_TARGET", "SPECVIZ_DRAFT", "SPECVIZ_PUBLIC", "SPECVIZ_STEPPING")
+    env = {k: v for k, v in os.environ.items() if k not in dropped} | (extra_env or {})
     command = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port)]
     command += ["--server.address", "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none"]
     command += ["--browser.gatherUsageStats", "false"]

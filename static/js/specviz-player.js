@@ -11,7 +11,7 @@ opts: start (step index; default from the address), lecture, focus (the starting
 fragment names the moment, as the offline file does; "query": the page's query string, merged with opts.params),
 params (the page's other query parameters, written beside the moment), viewRoot (the element that carries the view's
 classes; default root), copyLinks (draw the copy-link buttons), keys (listen on the document; default true).
-Every step drawn is timed from its key press or click to its charts drawn: window.__specvizTimings and the root's
+Every step drawn is timed from its key press or click to its charts drawn and the next frame: window.__specvizTimings and the root's
 data-rendered-ms say how long (browser tests read them). Classes are prefixed spz- so nothing leaks into a host page.
 */
 (function () {
@@ -156,19 +156,82 @@ data-rendered-ms say how long (browser tests read them). Classes are prefixed sp
     const stage = el("div", "spz-stage");
     box.append(bar, el("div", "spz-keys", KEY_LINE), where, stage);
     root.replaceChildren(box);
-    let at = 0, lecture = !!opts.lecture, focus = !!opts.focus, timer = null, drawn = 0, views = [];
+    let at = 0, lecture = !!opts.lecture, focus = !!opts.focus, timer = null, drawn = 0;
     const timings = (window.__specvizTimings = window.__specvizTimings || []);
     const viewName = () => (focus ? "focus" : "full") + (lecture ? "+lecture" : "");
 
-    const draw = (block, into, pending) => {
+    // Charts drawn stay drawn: a round's earlier phases stay on screen as the cursor moves, so most of a step's charts
+    // were on the step before; each is kept by its chart, view and column, and moved into the new step as it is.
+    const drawnCharts = new Map(); // "chart|view|place" -> {div, view, ready}
+    const KEEP = 96;
+    const chart = (i, place, used, pending) => {
+      const key = i + "|" + viewName() + "|" + place;
+      let entry = drawnCharts.get(key);
+      if (entry && used.has(key)) entry = null; // the same chart twice in one step: draw the second afresh
+      if (!entry) {
+        const div = el("div", "spz-block spz-block-chart spz-chart");
+        entry = {div, view: null, ready: null};
+        entry.ready = window.vegaEmbed(div, chartSpec(doc, i), {actions: false, renderer: "svg"})
+          .then((result) => { entry.view = result.view; })
+          .catch((e) => { div.textContent = "This chart could not be drawn: " + e; });
+        if (!used.has(key)) drawnCharts.set(key, entry);
+      } else {
+        drawnCharts.delete(key); drawnCharts.set(key, entry); // most recently used last
+      }
+      used.add(key);
+      pending.push(entry.ready);
+      return entry.div;
+    };
+    const forget = (used) => { // the least recently used charts beyond KEEP, never one on screen
+      for (const [key, entry] of drawnCharts) {
+        if (drawnCharts.size <= KEEP) break;
+        if (used.has(key)) continue;
+        if (entry.view) entry.view.finalize();
+        drawnCharts.delete(key);
+      }
+    };
+    // While the viewer reads a step, the charts of the steps its keys lead to (next phase, next round) are drawn in a
+    // hidden copy of the stage, laid out as the stage is (so each chart takes its column's width), and kept.
+    let preparing = 0;
+    const prepare = (index, run) => {
+      if (index === null || index === undefined || index === at || run !== drawn) return Promise.resolve();
+      const holder = el("div", "spz-stage spz-holder");
+      holder.style.cssText = "position:absolute;left:0;top:0;height:0;overflow:hidden;visibility:hidden;" +
+        "pointer-events:none;width:" + stage.clientWidth + "px";
+      holder.setAttribute("aria-hidden", "true");
+      const pending = [];
+      for (const row of steps[index].views[viewName()]) {
+        const line = el("div", "spz-row spz-" + row.section);
+        for (const column of row.columns) {
+          const col = el("div", "spz-col spz-" + column.place);
+          col.style.flex = String(column.width);
+          const place = row.section + "/" + column.place;
+          for (const [kind, i] of column.blocks) {
+            if (kind === "chart" && !drawnCharts.has(i + "|" + viewName() + "|" + place)) {
+              col.appendChild(chart(i, place, new Set(), pending));
+            }
+          }
+          line.appendChild(col);
+        }
+        holder.appendChild(line);
+      }
+      if (!pending.length) return Promise.resolve();
+      box.appendChild(holder);
+      return Promise.all(pending).then(() => holder.remove());
+    };
+    const idle = () => new Promise((resolve) => (window.requestIdleCallback || setTimeout)(resolve, {timeout: 300}));
+    const prepareAround = (run) => {
+      const mine = ++preparing, nav = steps[at].nav;
+      idle().then(() => mine === preparing && prepare(nav.next, run))
+        .then(() => idle()).then(() => mine === preparing && prepare(nav.next_round, run))
+        .then(() => { if (mine === preparing) root.dataset.prepared = String(run); });
+    };
+    const draw = (block, into, pending, used, place) => {
       const [kind, i] = block;
+      if (kind === "chart") { into.appendChild(chart(i, place, used, pending)); return; }
       const div = el("div", "spz-block spz-block-" + kind);
+      div.innerHTML = doc.html[i];
       into.appendChild(div);
-      if (kind !== "chart") { div.innerHTML = doc.html[i]; return; }
-      div.classList.add("spz-chart");
-      pending.push(window.vegaEmbed(div, chartSpec(doc, i), {actions: false, renderer: "svg"})
-        .then((result) => { views.push(result.view); })
-        .catch((e) => { div.textContent = "This chart could not be drawn: " + e; }));
     };
     const address = () => {
       const step = steps[at];
@@ -177,9 +240,7 @@ data-rendered-ms say how long (browser tests read them). Classes are prefixed sp
     };
     const show = (since) => {
       const started = since === undefined ? performance.now() : since;
-      const step = steps[at], run = ++drawn, pending = [];
-      for (const view of views) view.finalize(); // the charts replaced: their timers and listeners go too
-      views = [];
+      const step = steps[at], run = ++drawn, pending = [], used = new Set();
       where.textContent = step.title;
       const rows = [];
       for (const row of step.views[viewName()]) {
@@ -187,12 +248,13 @@ data-rendered-ms say how long (browser tests read them). Classes are prefixed sp
         for (const column of row.columns) {
           const col = el("div", "spz-col spz-" + column.place);
           col.style.flex = String(column.width);
-          for (const block of column.blocks) draw(block, col, pending);
+          for (const block of column.blocks) draw(block, col, pending, used, row.section + "/" + column.place);
           line.appendChild(col);
         }
         rows.push(line);
       }
       stage.replaceChildren(...rows);
+      forget(used);
       const nav = step.nav;
       refs.previous.disabled = at === 0;
       refs.next.disabled = refs.next_round.disabled = nav.next === at;
@@ -208,12 +270,13 @@ data-rendered-ms say how long (browser tests read them). Classes are prefixed sp
       }
       root.dataset.step = String(at);
       root.dataset.query = step.query;
-      Promise.all(pending).then(() => {
+      Promise.all(pending).then(() => new Promise(requestAnimationFrame)).then(() => {
         if (run !== drawn) return; // a later key press drew another step first
         const ms = performance.now() - started;
         timings.push({step: at, view: viewName(), ms: ms});
         root.dataset.renderedMs = ms.toFixed(1);
         root.dataset.rendered = String(run);
+        prepareAround(run);
       });
     };
     const go = (target, since) => {
@@ -271,8 +334,8 @@ data-rendered-ms say how long (browser tests read them). Classes are prefixed sp
         stopPlaying();
         document.removeEventListener("keydown", onKey);
         window.removeEventListener("hashchange", onHash);
-        for (const view of views) view.finalize();
-        views = [];
+        for (const entry of drawnCharts.values()) if (entry.view) entry.view.finalize();
+        drawnCharts.clear();
         drawn += 1;
         viewRoot.classList.remove("spz-lecture", "spz-focus");
         root.replaceChildren();

@@ -29,10 +29,20 @@ def pytest_runtest_makereport(item, call):
 
 @pytest.fixture(scope="session")
 def app_url(tmp_path_factory):
-    """Serve the app as users get it (the bundled pair) on a free loopback port; stopped after the session."""
+    """Serve the app as users get it (the bundled pair) on a free loopback port; stopped after the session. The round
+    page steps on the server here (its tests press Streamlit's buttons); `player_url` serves the in-page player."""
     log_path = tmp_path_factory.mktemp("streamlit") / "server.log"
     SERVER_LOGS.append(log_path)
-    with served_app(log_path) as url:
+    with served_app(log_path, {"SPECVIZ_STEPPING": "server"}) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def player_url(tmp_path_factory):
+    """The app in public mode (bundled traces, no model run) with the round page's default: the in-page player."""
+    log_path = tmp_path_factory.mktemp("streamlit-player") / "server.log"
+    SERVER_LOGS.append(log_path)
+    with served_app(log_path, {"SPECVIZ_PUBLIC": "1"}) as url:
         yield url
 
 
