@@ -163,7 +163,7 @@ data-rendered-ms say how long (browser tests read them). Classes are prefixed sp
     // Charts drawn stay drawn: a round's earlier phases stay on screen as the cursor moves, so most of a step's charts
     // were on the step before; each is kept by its chart, view and column, and moved into the new step as it is.
     const drawnCharts = new Map(); // "chart|view|place" -> {div, view, ready}
-    const KEEP = 96;
+    const KEEP = 240; // a tree step has up to 18 charts, and up to seven steps are drawn ahead
     const chart = (i, place, used, pending) => {
       const key = i + "|" + viewName() + "|" + place;
       let entry = drawnCharts.get(key);
@@ -190,7 +190,7 @@ data-rendered-ms say how long (browser tests read them). Classes are prefixed sp
         drawnCharts.delete(key);
       }
     };
-    // While the viewer reads a step, the charts of the steps its keys lead to (next phase, next round) are drawn in a
+    // While the viewer reads a step, the charts of the steps its keys lead to (next phase first) are drawn in a
     // hidden copy of the stage, laid out as the stage is (so each chart takes its column's width), and kept.
     let preparing = 0;
     const prepare = (index, run) => {
@@ -220,11 +220,14 @@ data-rendered-ms say how long (browser tests read them). Classes are prefixed sp
       return Promise.all(pending).then(() => holder.remove());
     };
     const idle = () => new Promise((resolve) => (window.requestIdleCallback || setTimeout)(resolve, {timeout: 300}));
+    const AHEAD = ["next", "previous", "next_round", "next_rejection", "next_bonus", "last", "first"]; // likeliest first
     const prepareAround = (run) => {
       const mine = ++preparing, nav = steps[at].nav;
-      idle().then(() => mine === preparing && prepare(nav.next, run))
-        .then(() => idle()).then(() => mine === preparing && prepare(nav.next_round, run))
-        .then(() => { if (mine === preparing) root.dataset.prepared = String(run); });
+      let chain = Promise.resolve();
+      for (const key of AHEAD) {
+        chain = chain.then(() => idle()).then(() => mine === preparing && prepare(nav[key], run));
+      }
+      chain.then(() => { if (mine === preparing) root.dataset.prepared = String(run); });
     };
     const draw = (block, into, pending, used, place) => {
       const [kind, i] = block;

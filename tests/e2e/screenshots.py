@@ -159,7 +159,10 @@ def take(outdir: Path, server_url: str | None, only: set[str] | None, full: bool
         raise SystemExit(f"unknown or unavailable screenshots: {', '.join(sorted(set(only) - set(wanted)))}")
     outdir.mkdir(parents=True, exist_ok=True)
     written = []
-    with tempfile.TemporaryDirectory() as logs, served_app(Path(logs) / "streamlit.log", {"SPECVIZ_STEPPING": "server"}) as url:
+    with (
+        tempfile.TemporaryDirectory() as logs,
+        served_app(Path(logs) / "streamlit.log", {"SPECVIZ_STEPPING": "server"}) as url,
+    ):
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
             for name, ((width, height), bring) in wanted.items():

@@ -1,0 +1,154 @@
+"""In Chromium, the round page's in-page player (public mode, bundled traces, no model run): 30 key presses send no
+WebSocket frame to the server and each step renders within 100 ms (p95), for a chain trace and a tree trace, in
+normal and lecture mode; the address names the moment and opens it again; 20 sessions stepping at once see a median
+step time within 1.5x of one session's. The numbers measured are written to /tmp/specviz-player-timings.json.
+
+A step's time is measured in the page by the player itself (window.__specvizTimings): from the key press's event
+time to its charts drawn and the next frame. Between presses the test waits until the player has also drawn the
+steps ahead (data-prepared), as a lecturer reads a step before the next: a state-bounded wait, no sleep.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from browser_helpers import settle
+
+RESULTS = Path("/tmp/specviz-player-timings.json")
+CHAIN, TREE = "early-rejection-residual", "tree-sibling-accepted"
+# 30 presses: every stepping key of the round page, forward and back, that moves on these traces from round 1
+KEYS = (
+    ["ArrowRight", "PageDown", " ", "ArrowRight", "n", "ArrowLeft"] * 4
+    + ["j", "PageUp", "ArrowRight", "b"]
+    + [
+        "End",
+        "Home",
+    ]
+)
+ROOT = ".spz-mount"
+
+
+def record(name: str, numbers: dict) -> None:
+    """Keep a test's numbers in the results file (one key per test), for the report."""
+    results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    results[name] = numbers
+    RESULTS.write_text(json.dumps(results, indent=2))
+
+
+def open_player(tab, url: str, query: str) -> None:
+    """The round page at a link, once the player has drawn its first step and the steps ahead."""
+    tab.goto(f"{url}/rounds?{query}", wait_until="domcontentloaded")
+    settle(tab, 300_000)  # a server's first open of a trace builds its bundle (cached for every later session)
+    tab.wait_for_selector(f"{ROOT}[data-ready='1']", timeout=120_000)
+    wait_prepared(tab)
+
+
+def wait_prepared(tab, timeout_ms: int = 60_000) -> None:
+    """Until the step shown is drawn and the steps its keys lead to are drawn ahead."""
+    tab.wait_for_function(
+        "() => { const r = document.querySelector('.spz-mount'); return r.dataset.rendered"
+        " && r.dataset.prepared === r.dataset.rendered; }",
+        timeout=timeout_ms,
+    )
+
+
+def step(tab, key: str) -> None:
+    """Press a key with nothing focused and wait until the player has drawn the step it leads to."""
+    before = tab.evaluate("document.querySelector('.spz-mount').dataset.step")
+    rendered = tab.evaluate("document.querySelector('.spz-mount').dataset.rendered")
+    tab.keyboard.press(key)
+    tab.wait_for_function("r => document.querySelector('.spz-mount').dataset.rendered !== r", arg=rendered)
+    after = tab.evaluate("document.querySelector('.spz-mount').dataset.step")
+    assert after != before, f"{key!r} did not move from step {before}"
+
+
+def timings(tab, since: int) -> list[float]:
+    return tab.evaluate("n => window.__specvizTimings.slice(n).map(t => t.ms)", since)
+
+
+def p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[max(0, round(0.95 * len(ordered)) - 1)]
+
+
+@pytest.mark.parametrize("lecture", [False, True], ids=["normal", "lecture"])
+@pytest.mark.parametrize("trace", [CHAIN, TREE], ids=["chain", "tree"])
+def test_thirty_key_presses_send_nothing_and_each_renders_within_100_ms(player_url, page, trace, lecture):
+    query = f"trace={trace}&round=1&phase=draft&view=full" + ("&lecture=1" if lecture else "")
+    sent = []
+    page.on("websocket", lambda ws: ws.on("framesent", lambda frame: sent.append(frame)))
+    open_player(page, player_url, query)
+    settle(page)
+    assert page.evaluate("document.querySelector('.spz-player').closest('.spz-lecture') !== null") == lecture
+    frames_before, since = len(sent), page.evaluate("window.__specvizTimings.length")
+    for key in KEYS:
+        step(page, key)
+        wait_prepared(page)
+    settle(page)
+    ms = timings(page, since)
+    numbers = {"presses": len(KEYS), "frames_sent": len(sent) - frames_before, "median_ms": statistics.median(ms)}
+    numbers |= {
+        "p95_ms": p95(ms),
+        "max_ms": max(ms),
+        "each_ms": dict(zip([f"{i}:{k}" for i, k in enumerate(KEYS)], ms)),
+    }
+    record(f"{trace}/{'lecture' if lecture else 'normal'}", numbers)
+    assert len(ms) == len(KEYS)
+    assert numbers["frames_sent"] == 0, f"stepping sent {numbers['frames_sent']} WebSocket frames to the server"
+    assert numbers["p95_ms"] <= 100, f"step times: {numbers}"
+
+
+def moment(tab) -> dict[str, str]:
+    return {k: v[0] for k, v in parse_qs(urlparse(tab.url).query).items()}
+
+
+def test_the_address_names_the_moment_and_opens_it_again(player_url, browser, page):
+    open_player(page, player_url, f"trace={TREE}&round=1&phase=draft&view=full")
+    for key in ["n", "ArrowRight", "ArrowRight", "ArrowRight"]:
+        step(page, key)
+    shown = page.inner_text(".spz-where")
+    params = moment(page)
+    assert params["trace"] == TREE and params["round"] == "2" and params["view"] == "full"
+    assert shown.startswith("Round 2 of 10 · ") and params["phase"] in ("verify", "judge")
+    again = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+    try:
+        open_player(again, player_url, urlparse(page.url).query)
+        assert again.inner_text(".spz-where") == shown
+        assert moment(again) == params
+    finally:
+        again.context.close()
+
+
+def median_step(tabs, presses: int) -> float:
+    """Press → on every tab at once, `presses` times, each time waiting until all have drawn; the median step time."""
+    since = [t.evaluate("window.__specvizTimings.length") for t in tabs]
+    for _ in range(presses):
+        rendered = [t.evaluate("document.querySelector('.spz-mount').dataset.rendered") for t in tabs]
+        for t in tabs:
+            t.keyboard.press("ArrowRight")
+        for t, r in zip(tabs, rendered, strict=True):
+            t.wait_for_function("r => document.querySelector('.spz-mount').dataset.rendered !== r", arg=r)
+        for t in tabs:
+            wait_prepared(t, 120_000)
+    return statistics.median(ms for t, n in zip(tabs, since, strict=True) for ms in timings(t, n))
+
+
+def test_twenty_sessions_stepping_at_once_step_as_fast_as_one(player_url, browser):
+    contexts = [browser.new_context(viewport={"width": 1280, "height": 800}) for _ in range(2)]
+    try:
+        tabs = [contexts[i % 2].new_page() for i in range(20)]
+        query = f"trace={CHAIN}&round=1&phase=draft&view=full"
+        open_player(tabs[0], player_url, query)
+        alone = median_step(tabs[:1], 10)
+        for tab in tabs[1:]:
+            open_player(tab, player_url, query)
+        together = median_step(tabs, 10)
+        record("20 sessions", {"one_session_median_ms": alone, "twenty_sessions_median_ms": together})
+        assert together <= 1.5 * alone, f"one session {alone:.1f} ms, 20 at once {together:.1f} ms"
+    finally:
+        for context in contexts:
+            context.close()
