@@ -273,7 +273,8 @@ data-rendered-ms say how long (browser tests read them). Classes are prefixed sp
       }
       root.dataset.step = String(at);
       root.dataset.query = step.query;
-      Promise.all(pending).then(() => new Promise(requestAnimationFrame)).then(() => {
+      const frame = () => document.visibilityState === "visible" ? new Promise(requestAnimationFrame) : null; // none hidden
+      Promise.all(pending).then(frame).then(() => {
         if (run !== drawn) return; // a later key press drew another step first
         const ms = performance.now() - started;
         timings.push({step: at, view: viewName(), ms: ms});
