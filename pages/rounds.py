@@ -182,15 +182,16 @@ def describe_run(trace: Trace) -> None:
 shown = replace(state["rounds_trace"], meta=shown_meta(state["rounds_trace"].meta, LIMITS))  # no local paths in public
 with trace_controls:
     shown_json = shown.to_json(indent=2)
-    st.toggle(
+    stepping_col, json_col, html_col = st.columns([1, 1, 1.3], vertical_alignment="center")  # one row, not three
+    stepping_col.toggle(
         "Step in the browser",
         key=BROWSER_STEPPING,
         help="On: the keys and buttons step through the run in your browser, with no wait for the server (the same "
         "steps as the offline HTML file). Off: each step is drawn by the server, as Streamlit pages are.",
     )
-    st.download_button("Download this trace (JSON)", shown_json, "specviz-trace.json", "application/json")
+    json_col.download_button("Download this trace (JSON)", shown_json, "specviz-trace.json", "application/json")
     bundled_info = lecture_traces.get(SOURCE.removeprefix(url.BUNDLED), {}) if SOURCE.startswith(url.BUNDLED) else {}
-    st.download_button(
+    html_col.download_button(
         "Download as an offline HTML file",
         lambda: cached_export_html(shown_json, bundled_info.get("title", ""), bundled_info.get("what", "")),
         "specviz-run.html",
