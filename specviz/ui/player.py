@@ -7,7 +7,8 @@ bundle gzipped and base64-encoded (cached per trace for every session, 20-110 kB
 that sends the same element again costs a reference, as Streamlit caches large messages in the browser), the step
 to start at, the starting view and the page's other URL parameters. It never sends a value back, so stepping starts
 no rerun. Components v2 calls the module again whenever `data` changes (and keeps only the last cleanup), so the
-module keeps its player on its element and starts a new one only for another bundle or start.
+module keeps its player on its element and starts a new one only for another bundle or start (another view, e.g.
+the sidebar's lecture mode, switches the running player's view at the moment it shows).
 """
 
 from __future__ import annotations
@@ -61,18 +62,31 @@ export default function (component) {
   let root = parentElement.querySelector(".spz-mount");
   if (!root) { root = document.createElement("div"); root.className = "spz-mount"; parentElement.appendChild(root); }
   const want = data.key + ":" + data.start;
-  const cleanup = () => { if (root.__spz && root.__spz.player) root.__spz.player.destroy(); root.__spz = null; };
-  if (root.__spz && root.__spz.want === want) return cleanup; // the same run and start: keep the viewer's moment
+  // Streamlit may also mount the element afresh (an element drawn above it shifts it): the moment the viewer was at
+  // is kept on the page for the same run and start, so a rerun never sends the viewer back.
+  const cleanup = () => {
+    const was = root.__spz;
+    if (was && was.player) { window.__specvizLast = {want: was.want, at: was.player.at()}; was.player.destroy(); }
+    root.__spz = null;
+  };
+  if (root.__spz && root.__spz.want === want) { // the same run and start: keep the viewer's moment, take the view
+    const same = root.__spz, view = data.lecture + ":" + data.focus;
+    if (same.player && same.view !== view) same.player.view(data.lecture, data.focus);
+    same.view = view;
+    return cleanup;
+  }
   cleanup();
-  const mine = (root.__spz = {want, player: null});
+  const mine = (root.__spz = {want, player: null, view: data.lecture + ":" + data.focus});
   root.dataset.key = data.key;
   (async () => {
     try {
       await loadScripts();
       const doc = await window.SpecvizPlayer.unpack(data.bundle);
       if (root.__spz !== mine) return; // another run arrived while this one unpacked
+      const last = window.__specvizLast;
       mine.player = window.SpecvizPlayer.mount(root, doc, {
-        start: data.start, lecture: data.lecture, focus: data.focus, moment: "query", params: data.params,
+        start: last && last.want === want ? last.at : data.start,
+        lecture: data.lecture, focus: data.focus, moment: "query", params: data.params,
         copyLinks: true, speed: data.speed,
       });
     } catch (e) {
@@ -86,7 +100,7 @@ export default function (component) {
 """
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
+@st.cache_data(show_spinner="Preparing every step of this run for the browser (once per run)…", max_entries=16)
 def cached_packed_bundle(trace_json: str, title: str = "", about: str = "") -> tuple[str, str]:
     """A run's bundle as the component's data -> (gzip + base64 text, its short hash), cached for every session."""
     text = packed(cached_player_bundle(trace_json, title, about))

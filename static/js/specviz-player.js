@@ -5,7 +5,7 @@ component loads it from Streamlit's static serving (/app/static/js/specviz-playe
 draws the bundle's Vega-Lite specs with vega-embed (window.vegaEmbed, loaded before it); no server runs per step.
 
   SpecvizPlayer.unpack(base64)          -> Promise of the bundle (gzip + base64, as viz.export_html.packed writes it)
-  SpecvizPlayer.mount(root, doc, opts)  -> {go(i), at(), destroy()}: the controls and the stage drawn into root
+  SpecvizPlayer.mount(root, doc, opts)  -> {go(i), at(), view(lecture, focus), destroy()}: drawn into root
 
 opts: start (step index; default from the address), lecture, focus (the starting view), moment ("hash": the address's
 fragment names the moment, as the offline file does; "query": the page's query string, merged with opts.params),
@@ -334,6 +334,9 @@ data-rendered-ms say how long (browser tests read them). Classes are prefixed sp
     return {
       go: (i) => go(i),
       at: () => at,
+      view(lectureOn, focusOn) { // the host page's own view switch: the same moment, another view
+        if (!!lectureOn !== lecture || !!focusOn !== focus) { lecture = !!lectureOn; focus = !!focusOn; show(); }
+      },
       destroy() {
         stopPlaying();
         document.removeEventListener("keydown", onKey);

@@ -16,7 +16,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from browser_helpers import settle
+from browser_helpers import LECTURE_TOGGLE, settle
 
 RESULTS = Path("/tmp/specviz-player-timings.json")
 CHAIN, TREE = "early-rejection-residual", "tree-sibling-accepted"
@@ -121,6 +121,19 @@ def test_the_address_names_the_moment_and_opens_it_again(player_url, browser, pa
         assert moment(again) == params
     finally:
         again.context.close()
+
+
+def test_a_rerun_keeps_the_moment_and_takes_the_sidebars_lecture_mode(player_url, page):
+    open_player(page, player_url, f"trace={CHAIN}&round=1&phase=draft&view=full")
+    for key in ["n", "n", "ArrowRight"]:
+        step(page, key)
+    shown, params = page.inner_text(".spz-where"), moment(page)
+    page.get_by_text(LECTURE_TOGGLE).click()  # a rerun of the page's Python, with another view for the player
+    settle(page)
+    page.wait_for_function("() => document.querySelector('.spz-mount.spz-lecture') !== null", timeout=30_000)
+    wait_prepared(page)
+    assert page.inner_text(".spz-where") == shown
+    assert moment(page) == params | {"lecture": "1"}
 
 
 def median_step(tabs, presses: int) -> float:
