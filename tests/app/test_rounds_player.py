@@ -73,3 +73,15 @@ def test_stepping_on_the_server_is_one_toggle_away(browser_stepping):
     before = at.session_state["rounds_cursor"]
     at = click(at, "Next phase")
     assert not at.exception and at.session_state["rounds_cursor"] != before
+
+
+def test_a_live_run_goes_through_the_player_with_its_settings_in_the_address(tiny_default, monkeypatch):
+    monkeypatch.delenv("SPECVIZ_STEPPING", raising=False)
+    at = open_link({"round": "2", "phase": "verify", "n": "8"})
+    data = player_data(at)
+    assert data is not None, "a live run is not shown by the in-page player"
+    trace = at.session_state["rounds_trace"]
+    assert data["start"] == step_index(trace, at.session_state["rounds_cursor"])
+    assert data["params"]["method"] == trace.settings.method and data["params"]["n"] == "8"
+    assert data["params"]["prompt"] == trace.prompt
+    assert not {"round", "phase", "pos", "view", "lecture"} & set(data["params"])
