@@ -5,6 +5,10 @@ click first; every moment has a URL (?round=N&phase=...&pos=i, plus the settings
 name) that the page keeps current, and two buttons copy it (as is, or as a presenter's link, present=1: lecture mode,
 focus view, sidebar collapsed); bundled traces replay with no model; the focus view shows one phase, large, on the
 first screen. The page says whenever the run shown is not what the sidebar or the machine would give (run_notes).
+
+By default the run is stepped in the browser (ui.player: the run's player bundle drawn by the shared player, with no
+Python per step; the player keeps the address on the moment and has the copy buttons); "Step in the browser" off, or
+SPECVIZ_STEPPING=server, steps on the server with the Streamlit buttons and their key shortcuts (drawn only then).
 """
 
 from dataclasses import replace
