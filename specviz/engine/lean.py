@@ -65,12 +65,21 @@ class LayerWeights:
     down_bias: torch.Tensor | None
 
 
-def _input_major(*linears: torch.nn.Linear) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Linears reading the same input as one (in, sum of outs) matrix, a copy (the model keeps its own), and their
-    biases side by side (None when they have none)."""
-    weight = torch.cat([linear.weight.detach() for linear in linears]).t().contiguous()
+def _input_major(*linears: torch.nn.Linear, share: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Linears reading the same input as one (in, sum of outs) matrix, and their biases side by side (None when they
+    have none). A copy, the model keeping its own; with share, the model's linears are then made views of it (the
+    same values, so the model computes what it did, in one copy of the weights: on a GPU, where memory is short)."""
+    weight = torch.cat([linear.weight.detach() for linear in linears]).t().contiguous()  # (in, outs)
     biases = [linear.bias for linear in linears]
     bias = None if all(b is None for b in biases) else torch.cat([b.detach() for b in biases])
+    if share:
+        start = 0
+        for linear in linears:
+            rows = linear.weight.shape[0]
+            linear.weight.data = weight[:, start : start + rows].t()  # (out, in), a view
+            if bias is not None:
+                linear.bias.data = bias[start : start + rows]
+            start += rows
     return weight, bias
 
 
@@ -111,19 +120,22 @@ def lean_weights(model: PreTrainedModel) -> LeanWeights:
         return _BUILT[model]
 
 
-def _build(model: PreTrainedModel) -> LeanWeights:
+def _build(model: PreTrainedModel, share: bool | None = None) -> LeanWeights:
+    """share (default: off the CPU) makes the model's linears views of the lean matrices instead of keeping two
+    copies; on a CPU the copies stay apart, so Hugging Face's forward keeps its own layout, speed and rounding."""
     why = lean_refusal(model)
     if why:
         raise ValueError(why)
     config, base = model.config, model.base_model
+    share = model.device.type != "cpu" if share is None else share
     layers = []
     with torch.no_grad():
         for layer in base.layers:
             attn, mlp = layer.self_attn, layer.mlp
-            qkv, qkv_bias = _input_major(attn.q_proj, attn.k_proj, attn.v_proj)
-            out, out_bias = _input_major(attn.o_proj)
-            gate_up, gate_up_bias = _input_major(mlp.gate_proj, mlp.up_proj)
-            down, down_bias = _input_major(mlp.down_proj)
+            qkv, qkv_bias = _input_major(attn.q_proj, attn.k_proj, attn.v_proj, share=share)
+            out, out_bias = _input_major(attn.o_proj, share=share)
+            gate_up, gate_up_bias = _input_major(mlp.gate_proj, mlp.up_proj, share=share)
+            down, down_bias = _input_major(mlp.down_proj, share=share)
             layers.append(
                 LayerWeights(
                     in_norm=layer.input_layernorm.weight.detach(),

@@ -15,7 +15,16 @@ import streamlit as st
 from specviz import methods
 from specviz.core import schedule
 from specviz.core.sampling import SamplingSettings
-from specviz.core.settings import DEFAULT_EXIT_LAYER, MAX_K, RunSettings, parse_tree
+from specviz.core.settings import (
+    DEFAULT_EXIT_LAYER,
+    FORWARD_AUTO,
+    FORWARD_HF,
+    FORWARD_LEAN,
+    FORWARDS,
+    MAX_K,
+    RunSettings,
+    parse_tree,
+)
 from specviz.core.verify import tree_size
 from specviz.engine.catalogue import CATALOGUE, presets_for
 from specviz.engine.models import DTYPES, ModelPair
@@ -329,6 +338,11 @@ def sidebar_controls(page: str = "") -> Controls:
         args=("draft_vocab",),
         help=DRAFT_VOCAB_HELP,
     )
+    with st.sidebar.expander("Advanced: the forward pass"):
+        forward = st.selectbox(
+            "Forward pass", list(FORWARDS), format_func=FORWARD_LABELS.get, key=keep("forward", FORWARD_AUTO),
+            on_change=remember, args=("forward",), help=FORWARD_HELP,
+        )  # fmt: skip
     if page in PAGE_DEFAULT_NOTES:
         st.sidebar.caption(PAGE_DEFAULT_NOTES[page])
     if limits.public:
@@ -354,6 +368,7 @@ def sidebar_controls(page: str = "") -> Controls:
                 seed=int(seed),
                 tree=tree,
                 draft_vocab=int(draft_vocab),
+                forward=forward,
                 **plan,
             )
     except SpecvizError as exc:
@@ -361,6 +376,19 @@ def sidebar_controls(page: str = "") -> Controls:
     return Controls(*active_sources(), settings, lecture)
 
 
+FORWARD_LABELS = {
+    FORWARD_AUTO: "auto (lean where supported)",
+    FORWARD_LEAN: "lean (specviz's own)",
+    FORWARD_HF: "Hugging Face's (the reference)",
+}
+FORWARD_HELP = (
+    "Whose code runs the models' forward passes. Both compute the same function (tests hold their logits equal). "
+    "lean: specviz's own pass for Llama, Qwen2 and Mistral decoders, the weights applied with a few tensor "
+    "operations per layer and a preallocated cache, so a step costs about its matrix products. Hugging Face's: "
+    "the library's forward, with its per-call work (mask and cache objects, module calls), which tiny models pay "
+    "in full: it makes the draft look less cheap than it is. auto: lean where the architecture is supported "
+    "(early exit always runs Hugging Face's). Hugging Face's generate() lanes run their own forward either way."
+)
 SCHEDULE_HELP = (
     "How many tokens each round drafts. constant: K every round. heuristic (transformers' "
     "num_assistant_tokens_schedule): start at K, 2 more after a round whose drafts were all accepted, 1 fewer after "
