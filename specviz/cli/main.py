@@ -410,6 +410,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
         head3=methods.EAGLE3 in method_names,
         medusa=methods.MEDUSA in method_names,
         exit_layer=base.exit_layer if any(methods.get(name).exits_early for name in method_names) else 0,
+        forward=base.forward,
     )
     memories: dict[tuple[str, int], SuffixMemory] = {}  # suffix decoding remembers earlier outputs per method x K
 
