@@ -16,6 +16,7 @@ from specviz.engine.models import recorded_name
 from specviz.errors import SpecvizError
 from specviz.ui import render, url
 from specviz.ui.controls import active_sources, prompt_box, sidebar_controls
+from specviz.ui.lectures import static_link
 from specviz.ui.limits import Limits, shown_meta
 from specviz.ui.render import (
     apply_lecture_mode,
@@ -147,6 +148,9 @@ def describe_run(trace: Trace) -> None:
     settings = trace.settings
     if SOURCE.startswith(url.BUNDLED) and picked != TRACE_NONE:
         about_run.info(lecture_traces[picked]["what"])
+        static = static_link(picked, trace, lecture_traces[picked])
+        if static:
+            about_run.markdown(static)
     else:
         if settings.tree:
             about_run.caption(
