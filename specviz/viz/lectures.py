@@ -57,8 +57,9 @@ def lecture_html(name: str, info: dict, traces_dir: Path = TRACES_DIR) -> str:
     return trace_html_file(lecture_trace(info, traces_dir), info.get("title", ""), info.get("what", ""))
 
 
-def lecture_pages(index: dict[str, dict], build: Builder = lecture_html) -> dict[str, str]:
-    """Every lecture's page: file name -> HTML."""
+def lecture_pages(index: dict[str, dict], build: Builder | None = None) -> dict[str, str]:
+    """Every lecture's page: file name -> HTML (build: how a page is made; default lecture_html, the exporter)."""
+    build = build or lecture_html
     return {page_file(name): build(name, info) for name, info in index.items()}
 
 
