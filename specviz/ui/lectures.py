@@ -26,6 +26,6 @@ def static_link(name: str, trace: Trace, info: dict) -> str | None:
     here = st.context.url  # the page's address in the browser, when known: hand the class the whole address
     address = urljoin(here, path) if here else path
     return (
-        f"[{LINK_TEXT}]({path}): `{address}`. One file with the player inside, steps with no server round trip and "
-        "no network; every student costs this server one cached download."
+        f"[{LINK_TEXT}]({path}): `{address}`. One file with the player inside: each student costs this server one "
+        "download of it and no Python run, then steps in the browser with no round trip and no network."
     )
