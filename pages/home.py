@@ -2,14 +2,12 @@
 
 import streamlit as st
 
-from specviz import methods
-from specviz.core.settings import RunSettings
 from specviz.engine.catalogue import presets_for
 from specviz.engine.models import ASSETS
 from specviz.errors import SpecvizError
 from specviz.measure.bench import recorded_benches
 from specviz.measure.timing import DISAGREES, against_bench, agreement_words
-from specviz.ui.controls import active_sources, recommended_draft_vocab
+from specviz.ui.controls import FIRST_RUN_NOTE, active_sources, first_run_settings, recommended_draft_vocab
 from specviz.ui.render import apply_lecture_mode, cached_versus_plain, lecture_on, page_header, show_text
 from specviz.viz.explain import ALPHA_HELP
 
@@ -34,32 +32,39 @@ sources = active_sources()
 prompt = presets_for(sources[0])["code"]
 st.subheader("Live: one run on the default pair")
 draft_vocab = recommended_draft_vocab(sources[1])
-vocab_note = f"the draft proposing from its {draft_vocab} most frequent tokens, " if draft_vocab else ""
+vocab_note = f" The draft proposes from its {draft_vocab} most frequent tokens." if draft_vocab else ""
 try:
-    settings = RunSettings(method=methods.DRAFT, k=4, max_new_tokens=48, draft_vocab=draft_vocab)
+    settings = first_run_settings(draft_vocab)
     result, measured_at, env = cached_versus_plain(sources, prompt, settings)
 except SpecvizError as exc:
     st.error(str(exc))
 else:
     spec, plain = result.spec, result.plain
+    st.caption(FIRST_RUN_NOTE)
     show_text(spec)
     cols = st.columns(4)
     cols[0].metric("α (accepted / judged)", f"{spec.totals.alpha:.2f}", help=ALPHA_HELP)
     cols[1].metric("τ (tokens per target pass)", f"{spec.totals.tau:.2f}")
     cols[2].metric("Target passes (plain)", f"{spec.totals.rounds} ({plain.totals.rounds})")
     cols[3].metric("Measured speedup vs plain", f"{result.speedup:.2f}×", help=result.timing.words())
-    same = (
-        "The two outputs are identical token for token (compared just now)."
-        if result.first_divergence is None
-        else f"The two outputs differ from token {result.first_divergence + 1} on: see the race page for why."
-    )
+    temperature = settings.sampling.temperature
+    if result.first_divergence is None:
+        same = "The two outputs are identical token for token (compared just now)."
+    elif settings.sampling.greedy:
+        same = f"The two outputs differ from token {result.first_divergence + 1} on: see the race page for why."
+    else:
+        same = (
+            f"The two outputs part at token {result.first_divergence + 1}: sampled, each draws its own random "
+            "numbers, and both are draws from the target's distribution (the exactness lab shows why)."
+        )
     bench = against_bench(
-        result.speedup, result.timing.interval, env, 4, draft_vocab, 0.0, recorded_benches(ASSETS / "bench")
-    )
+        result.speedup, result.timing.interval, env, settings.k, draft_vocab, temperature,
+        recorded_benches(ASSETS / "bench"),
+    )  # fmt: skip
     bench_note = "" if bench.verdict == DISAGREES else agreement_words(bench)  # a disagreement is a warning below
     st.caption(
         f"Measured at {measured_at} on {spec.meta.get('device', '?')} ({spec.meta.get('dtype', '?')}; "
-        f"{env['cpu']}, load average {env['load_average']}), K = 4, {vocab_note}the code preset prompt. "
+        f"{env['cpu']}, load average {env['load_average']}).{vocab_note} "
         f"{result.timing.words()} (Median {result.spec_tokens_per_s:.0f} vs {result.plain_tokens_per_s:.0f} tokens/s.) "
         f"{bench_note} This server keeps the result for every visitor until it restarts. {same} On a CPU "
         "with tiny models the draft is not much cheaper than the target, so the measured speedup can be far below "

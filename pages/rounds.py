@@ -19,7 +19,8 @@ from specviz.core.trace import Trace
 from specviz.engine.models import recorded_name
 from specviz.errors import SpecvizError
 from specviz.ui import render, url
-from specviz.ui.controls import active_sources, prompt_box, sidebar_controls
+from specviz.ui.controls import FIRST_RUN_NOTE, active_sources, is_first_run, prompt_box, sidebar_controls
+from specviz.ui.lectures import static_link
 from specviz.ui.limits import Limits, shown_meta
 from specviz.ui.player import BROWSER_STEPPING, browser_stepping_default, player_data, show_player
 from specviz.ui.render import (
@@ -154,12 +155,17 @@ def describe_run(trace: Trace) -> None:
     settings = trace.settings
     if SOURCE.startswith(url.BUNDLED) and picked != TRACE_NONE:
         about_run.info(lecture_traces[picked]["what"])
+        static = static_link(picked, trace, lecture_traces[picked])
+        if static:
+            about_run.markdown(static)
     else:
         if settings.tree:
             about_run.caption(
                 "A draft tree: when the draft's first guess at a position is rejected, its sibling may still be "
                 "accepted (judged against the residual), so one target pass can commit more."
             )
+        if is_first_run(settings, trace.prompt, controls.target):
+            about_run.caption(FIRST_RUN_NOTE)
         sampling = settings.sampling
         about_run.caption(
             "Greedy (temperature 0): a draft is kept exactly when it is the target's top token, so rounds read as "

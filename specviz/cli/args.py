@@ -14,7 +14,7 @@ from pathlib import Path
 from specviz import methods
 from specviz.core import schedule
 from specviz.core.sampling import SamplingSettings
-from specviz.core.settings import DEFAULT_EXIT_LAYER, MAX_K, RunSettings
+from specviz.core.settings import DEFAULT_EXIT_LAYER, FORWARD_AUTO, MAX_K, RunSettings
 from specviz.core.suffix_tree import SuffixOptions
 from specviz.errors import SpecvizError
 
@@ -50,6 +50,7 @@ def settings_from(args: argparse.Namespace, method: str) -> RunSettings:
         ngram_max=args.ngram_max,
         suffix=suffix_options(args),
         exit_layer=getattr(args, "exit_layer", DEFAULT_EXIT_LAYER),
+        forward=getattr(args, "forward", FORWARD_AUTO),
         **schedule_of(args),
     )
 

@@ -1,4 +1,9 @@
-"""python -m specviz export-html TRACE.json -o run.html: a trace as one offline HTML file that steps through it."""
+"""python -m specviz export-html TRACE.json -o run.html: a trace as one offline HTML file that steps through it.
+
+`export-html --lectures` rebuilds every bundled lecture trace's page in static/lectures/ (viz/lectures.py), which the
+app serves as plain files; `--lectures --check` only says which are stale (after a change to the exporter or a
+trace), and fails if any is.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +14,10 @@ from pathlib import Path
 from specviz.cli.args import check_writable
 from specviz.core.trace import Trace
 from specviz.errors import SpecvizError
+from specviz.viz import lectures
 
-TRACES_DIR = Path(__file__).resolve().parents[2] / "assets" / "traces"
+TRACES_DIR = lectures.TRACES_DIR
+REBUILD = "python -m specviz export-html --lectures"
 
 
 def add_export_parser(subparsers) -> argparse.ArgumentParser:
@@ -19,10 +26,27 @@ def add_export_parser(subparsers) -> argparse.ArgumentParser:
         "export-html",
         help="write a trace as one offline HTML file that steps through it (no network, no Python)",
         description="A trace (from `run --json`, the round page's download or assets/traces/) as one HTML file with "
-        "the player and the Vega libraries inside: the round page's keys, the moment in the address, lecture mode.",
+        "the player and the Vega libraries inside: the round page's keys, the moment in the address, lecture mode. "
+        "With --lectures: every bundled lecture trace (assets/traces/index.json) as static/lectures/NAME.html, the "
+        "pages the app serves at /app/static/lectures/NAME.html.",
     )
-    parser.add_argument("trace", help="a specviz trace JSON file")
-    parser.add_argument("-o", "--output", required=True, help="the HTML file to write, e.g. run.html")
+    parser.add_argument("trace", nargs="?", help="a specviz trace JSON file (not with --lectures)")
+    parser.add_argument(
+        "-o",
+        "--output",
+        help="the HTML file to write, e.g. run.html (with --lectures: the folder, default static/lectures)",
+    )
+    parser.add_argument(
+        "--lectures",
+        action="store_true",
+        help="build every bundled lecture trace's page into static/lectures/ (or -o DIR), removing pages of lectures "
+        "no longer in the index",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="with --lectures: write nothing, list the pages that are stale, exit 1 if any",
+    )
     parser.add_argument("--title", default="", help="what the run is, as the page's heading (default: its settings)")
     parser.add_argument("--about", default="", help="a sentence on what the run shows (default: how it was recorded)")
     parser.set_defaults(handler=cmd_export_html)
@@ -60,10 +84,47 @@ def read_trace(name: str) -> Trace:
 def cmd_export_html(args: argparse.Namespace) -> int:
     from specviz.viz.export_html import trace_html_file
 
+    if args.lectures:
+        return cmd_lectures(args)
+    if args.check:
+        raise SpecvizError("--check goes with --lectures: `python -m specviz export-html --lectures --check`.")
+    if not args.trace or not args.output:
+        raise SpecvizError(
+            "give a trace and where to write it (`export-html TRACE.json -o run.html`), or --lectures to build the "
+            "bundled lecture pages."
+        )
     check_writable(args.output, "--output")
     trace = read_trace(args.trace)
     title, about = bundled_words(Path(args.trace))
     page = trace_html_file(trace, args.title or title, args.about or about)
     Path(args.output).write_text(page, encoding="utf-8")
     print(f"wrote {args.output} ({len(page.encode('utf-8')) / 1e6:.2f} MB): open it in a browser, no network needed")
+    return 0
+
+
+def cmd_lectures(args: argparse.Namespace) -> int:
+    """Build (or with --check, compare) every bundled lecture trace's page."""
+    if args.trace:
+        raise SpecvizError(f"--lectures builds every bundled trace; leave out {args.trace!r} (or drop --lectures).")
+    folder = Path(args.output) if args.output else lectures.LECTURES_DIR
+    if folder.exists() and not folder.is_dir():
+        raise SpecvizError(f"--output {args.output!r} is a file; with --lectures give a folder, e.g. static/lectures.")
+    pages = lectures.lecture_pages(lectures.lecture_index())
+    if args.check:
+        stale = lectures.stale_pages(folder, pages)
+        for problem in stale:
+            print(f"{folder / problem}")
+        print(
+            f"{len(stale)} of {len(pages)} lecture pages stale"
+            + (f": rebuild them with `{REBUILD}`." if stale else ".")
+        )
+        return 1 if stale else 0
+    written, removed = lectures.write_pages(folder, pages)
+    for file in written:
+        print(f"wrote {folder / file} ({len(pages[file].encode('utf-8')) / 1e6:.2f} MB)")
+    for file in removed:
+        print(f"removed {folder / file} (no lecture in index.json has it)")
+    print(
+        f"{len(pages)} lecture pages in {folder}: {len(written)} written, {len(pages) - len(written)} already current."
+    )
     return 0

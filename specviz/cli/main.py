@@ -27,7 +27,7 @@ from specviz.cli.remote import add_server_arguments, check_server_options, cmd_m
 from specviz.cli.serve import add_serve_parser
 from specviz.cli.theory import add_theory_parser
 from specviz.core import schedule
-from specviz.core.settings import DEFAULT_EXIT_LAYER, MAX_K, RunSettings, check_prompt
+from specviz.core.settings import DEFAULT_EXIT_LAYER, FORWARD_AUTO, MAX_K, RunSettings, check_prompt
 from specviz.core.suffix_tree import SuffixMemory, SuffixOptions
 from specviz.core.trace import Trace
 from specviz.core.verify import tree_size
@@ -163,6 +163,14 @@ def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="E",
         help=f"{methods.EARLY_EXIT}: draft with the target's own first E layers, its final norm and LM head "
         f"(from 1 to L - 1; the bundled target has L = 10; default {DEFAULT_EXIT_LAYER})",
+    )
+    parser.add_argument(
+        "--forward",
+        default=FORWARD_AUTO,
+        metavar="NAME",
+        help="whose forward pass runs the models: auto (the lean one where the architecture is Llama, Qwen2 or "
+        "Mistral, Hugging Face's elsewhere), lean, or hf (Hugging Face's, the reference); bench takes a list, e.g. "
+        "lean,hf, to measure both on the same prompts",
     )
     parser.add_argument(
         "--tree",
@@ -402,6 +410,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
         head3=methods.EAGLE3 in method_names,
         medusa=methods.MEDUSA in method_names,
         exit_layer=base.exit_layer if any(methods.get(name).exits_early for name in method_names) else 0,
+        forward=base.forward,
     )
     memories: dict[tuple[str, int], SuffixMemory] = {}  # suffix decoding remembers earlier outputs per method x K
 
@@ -447,7 +456,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     from specviz.engine.decode import make_proposer
     from specviz.engine.models import ASSETS, find_heads
-    from specviz.measure.bench import results_table, run_bench, timing_note
+    from specviz.measure.bench import forward_table, results_table, run_bench, timing_note, with_forwards
     from specviz.measure.lanes import tree_settings
     from specviz.measure.prompts import read_workload
     from specviz.measure.workload import runnable_rows
@@ -476,6 +485,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     for plan in plans:  # validate before the slow model load
         RunSettings(k=ks[0], **plan)
     args.k_schedule = args.confidence_threshold = None
+    forwards = [name.strip() for name in args.forward.split(",")]
+    for name in forwards:  # validate before the slow model load
+        RunSettings(forward=name)
+    args.forward = forwards[0]
     base = settings_from(args, methods.PLAIN)
     rows = read_workload(args.prompts or ASSETS / "workloads" / "code.jsonl").rows
     rows = rows[: args.limit] if args.limit else rows
@@ -498,9 +511,27 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(f"skipped {problem}", file=sys.stderr)
     prompts = [row.prompt for row in rows]
     say = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
-    doc = run_bench(
-        pair, prompts, ks, base, args.repeats, lanes, say, trees=trees, schedules=plans, tree_methods=tree_methods
-    )
-    print(results_table(doc))
+    docs = {}
+    for name in forwards:
+        say(f"forward {name}")
+        docs[name] = run_bench(
+            pair,
+            prompts,
+            ks,
+            replace(base, forward=name),
+            args.repeats,
+            lanes,
+            say,
+            trees=trees,
+            schedules=plans,
+            tree_methods=tree_methods,
+        )
+    doc = with_forwards(docs)
+    for name, one in docs.items():
+        if len(docs) > 1:
+            print(f"forward {name}:")
+        print(results_table(one))
     print(timing_note(doc))
+    if len(docs) > 1:
+        print(forward_table(doc))
     return 0 if write_all([(args.json_out, lambda: json.dumps(doc, indent=2))]) else 2

@@ -14,6 +14,7 @@ MAX_K = 16
 MAX_BRANCHING = 16  # children of one node
 MAX_TREE_NODES = 256  # nodes of one draft tree (one target pass reads them all)
 DEFAULT_EXIT_LAYER = 4  # early exit's E: 4 of the bundled target's 10 layers
+FORWARDS = FORWARD_AUTO, FORWARD_LEAN, FORWARD_HF = ("auto", "lean", "hf")
 MAX_EXIT_LAYER = 1000  # beyond any model here; the run checks E against its model's own L
 
 
@@ -39,6 +40,8 @@ class RunSettings:
     fit_threshold: bool = False  # the confidence schedule refits its threshold after every round
     exit_layer: int = DEFAULT_EXIT_LAYER  # early exit: the draft is the target's first E layers (1..L-1, checked
     #                                       against the model's L when the run starts); other methods ignore it
+    forward: str = FORWARD_AUTO  # whose forward pass runs the models (engine/lean.py): auto (lean where the
+    #                              architecture is supported), lean, or hf (Hugging Face's, the reference)
 
     def __post_init__(self) -> None:
         if self.method not in methods.ENGINE_METHODS:
@@ -56,6 +59,8 @@ class RunSettings:
             object.__setattr__(self, "suffix", SuffixOptions(**self.suffix))
         check_schedule(self)
         _require_int("exit layer E (the target's first E layers draft)", self.exit_layer, 1, MAX_EXIT_LAYER)
+        if self.forward not in FORWARDS:
+            raise SettingsError(f"forward must be one of {', '.join(FORWARDS)}; got {self.forward!r}.")
 
     @property
     def is_tree(self) -> bool:
@@ -96,6 +101,8 @@ class RunSettings:
             body["tree"] = list(self.tree)
         if not methods.get(self.method).exits_early:
             del body["exit_layer"]  # runs of other methods keep the settings JSON they always had
+        if self.forward == FORWARD_AUTO:
+            del body["forward"]  # runs with the default forward too (the trace's meta names the forwards that ran)
         if self.k_schedule == schedule.CONSTANT:  # constant-K runs too
             for key in ("k_schedule", "confidence_threshold", "fit_threshold"):
                 del body[key]

@@ -17,8 +17,10 @@ from dataclasses import dataclass
 
 import torch
 
+from specviz.core.settings import FORWARD_AUTO, FORWARD_HF
 from specviz.core.theory import MAX_K, VerifyCost
 from specviz.engine.kv import CachedModel
+from specviz.engine.lean import chosen_forward
 from specviz.engine.models import ModelPair, recorded_name, synchronize
 from specviz.errors import SettingsError
 
@@ -52,6 +54,7 @@ class MeasuredCosts:
     medusa_heads: int = 0  # the drafts that pass makes
     exit_layer: int = 0  # the E an early-exit draft step was timed at (0 = not timed)
     exit_step_s: float | None = None  # one early-exit draft step: layers 0..E-1 over one token and the LM head
+    forward: tuple[tuple[str, str], ...] = ()  # (model, forward) each timed model ran (engine/lean.py); () = unrecorded
 
     @property
     def c(self) -> float | None:
@@ -148,6 +151,7 @@ class MeasuredCosts:
             "exit_layer": self.exit_layer,
             "exit_step_ms": None if self.exit_step_s is None else self.exit_step_s * 1e3,
             "exit_c": self.exit_c,
+            "forward": dict(self.forward),
             "verify_relative": list(self.verify_relative),
             "implausible": self.implausible,  # why no prediction is built on these timings, or None
         }
@@ -165,11 +169,13 @@ def measure_costs(
     head3: bool = False,
     medusa: bool = False,
     exit_layer: int = 0,
+    forward: str = FORWARD_AUTO,
 ) -> MeasuredCosts:
     """Time a draft step (when the pair has a draft; with the run's draft vocabulary, 0 = all tokens), a target step
     and verify passes for K = 1..k_max (median of `repeats`, after a warm-up); with head=True also a step of the
     pair's EAGLE-1 head, with head3=True one of its EAGLE-3 head, with medusa=True a pass of its Medusa heads, with
-    exit_layer=E an early-exit draft step at E (0: none)."""
+    exit_layer=E an early-exit draft step at E (0: none). forward: the run setting (auto, lean, hf) each model's
+    timings run under (an early-exit step always runs Hugging Face's: it reads its cache objects)."""
     if not isinstance(k_max, int) or not 1 <= k_max <= MAX_K:
         raise SettingsError(f"the largest K to measure must be from 1 to {MAX_K}; got {k_max!r}.")
     if not isinstance(repeats, int) or not 1 <= repeats <= 50:
@@ -177,8 +183,13 @@ def measure_costs(
     ids = pair.tokenizer.encode(prompt) or [next(iter(pair.eos_ids), 0)]
     if pair.context_length:
         ids = ids[: max(1, pair.context_length - k_max - 2)]
-    target = _ready(pair.target, pair.vocab_size, ids)
-    draft = _ready(pair.draft, pair.vocab_size, ids, pair.draft_kept(draft_vocab)) if pair.draft is not None else None
+    ran = {"target": chosen_forward(forward, pair.target)}
+    if pair.draft is not None:
+        ran["draft"] = chosen_forward(forward, pair.draft)
+    target = _ready(pair.target, pair.vocab_size, ids, forward=ran["target"])
+    draft = None
+    if pair.draft is not None:
+        draft = _ready(pair.draft, pair.vocab_size, ids, pair.draft_kept(draft_vocab), ran["draft"])
     drafts = torch.tensor((ids * (k_max // len(ids) + 1))[:k_max], device=pair.device)  # (k_max,) any real tokens
 
     # One timing of each kind per repeat, interleaved: a slow spell on a shared machine then slows every kind alike
@@ -187,14 +198,14 @@ def measure_costs(
     if draft is not None:
         calls["draft"] = (draft, lambda: draft.forward(logits_to_keep=1))
     if draft is not None and draft_vocab:
-        whole = _ready(pair.draft, pair.vocab_size, ids)
+        whole = _ready(pair.draft, pair.vocab_size, ids, forward=ran["draft"])
         calls["untrimmed"] = (whole, lambda: whole.forward(logits_to_keep=1))
     for name, wanted, proposer in (("head", head, "EagleProposer"), ("head3", head3, "Eagle3Proposer")):
         if wanted:
-            step = _HeadStep(pair, ids, proposer)
+            step = _HeadStep(pair, ids, proposer, ran["target"])
             calls[name] = (step, step.forward)
     if medusa:
-        timed_pass = _MedusaPass(pair, ids)
+        timed_pass = _MedusaPass(pair, ids, ran["target"])
         calls["medusa"] = (timed_pass, timed_pass.forward)
     if exit_layer:
         exit_step = _ExitStep(pair, ids, exit_layer)
@@ -231,6 +242,7 @@ def measure_costs(
         medusa_heads=pair.medusa_heads.num_heads if medusa else 0,
         exit_layer=exit_layer if "exit" in median else 0,
         exit_step_s=median.get("exit"),
+        forward=tuple(ran.items()),
     )
 
 
@@ -258,13 +270,15 @@ class _HeadStep:
     """The pair's feature head (EAGLE-1 or EAGLE-3) after reading the prompt's pairs, as a drafter holds it: one
     timed step reads one drafted pair (its own state back, the next token) and draws its logits; restore crops it."""
 
-    def __init__(self, pair: ModelPair, ids: list[int], proposer: str):
+    def __init__(self, pair: ModelPair, ids: list[int], proposer: str, forward: str):
         from specviz.core.settings import RunSettings
         from specviz.engine import proposers
 
         cls = getattr(proposers, proposer)
         made = cls.for_run(pair, RunSettings(method=cls.method))
-        target = CachedModel(pair.target, pair.vocab_size, ids + ids[-1:], hidden_layers=made.hidden_layers)
+        target = CachedModel(
+            pair.target, pair.vocab_size, ids + ids[-1:], hidden_layers=made.hidden_layers, forward=forward
+        )
         target.prefill()  # features of every prompt token
         self.drafter = made.start(ids + ids[-1:], target.hidden)
         self.token = torch.tensor(ids[-1:], device=pair.device)
@@ -284,11 +298,12 @@ class _MedusaPass:
     """The pair's Medusa heads over the target's feature of the prompt's last row, as a drafter holds it: one timed
     pass is every head's block and LM head (the drafter's whole proposal); the heads keep no state to restore."""
 
-    def __init__(self, pair: ModelPair, ids: list[int]):
+    def __init__(self, pair: ModelPair, ids: list[int], forward: str):
         from specviz.core.settings import RunSettings
         from specviz.engine.proposers import MedusaProposer
 
-        target = CachedModel(pair.target, pair.vocab_size, ids + ids[-1:], hidden_layers=MedusaProposer.hidden_layers)
+        layers = MedusaProposer.hidden_layers
+        target = CachedModel(pair.target, pair.vocab_size, ids + ids[-1:], hidden_layers=layers, forward=forward)
         target.prefill()
         proposer = MedusaProposer.for_run(pair, RunSettings(method=MedusaProposer.method))
         self.drafter = proposer.start(ids + ids[-1:], target.hidden)
@@ -324,8 +339,10 @@ class _ExitStep:
             layer.crop(-1)
 
 
-def _ready(model, vocab_size: int, ids: list[int], kept: torch.Tensor | None = None) -> _Restorable:
-    state = CachedModel(model, vocab_size, ids, kept)
+def _ready(
+    model, vocab_size: int, ids: list[int], kept: torch.Tensor | None = None, forward: str = FORWARD_HF
+) -> _Restorable:
+    state = CachedModel(model, vocab_size, ids, kept, forward=forward)
     state.prefill()  # the cache holds all but the last prompt token; that one is pending
     if state.length == 0:  # a one-token prompt: read it so that every timing runs on top of a cache
         state.forward()

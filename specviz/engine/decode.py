@@ -37,6 +37,7 @@ from specviz.core.trace import (
 )
 from specviz.core.verify import Verdict, overlap, tree_depths, verify
 from specviz.engine.kv import CachedModel
+from specviz.engine.lean import chosen_forward
 from specviz.engine.models import ModelPair, recorded_name, synchronize
 from specviz.engine.proposers import Proposal, Proposer, ancestor_matrix, empty_chain, proposer_class
 from specviz.engine.tree import judge_tree
@@ -78,7 +79,12 @@ def build_trace(
         rounds=rounds,
         text=pair.tokenizer.decode(output, skip_special_tokens=True),
         totals=Totals.of(rounds, wall_s),
-        meta={**pair.describe(), **_head_named(pair, settings), "specviz": __version__},
+        meta={
+            **pair.describe(),
+            **_head_named(pair, settings),
+            "forward": forwards_run(pair, settings),
+            "specviz": __version__,
+        },
     )
 
 
@@ -87,6 +93,26 @@ def _head_named(pair: ModelPair, settings: RunSettings) -> dict:
     return (
         {"head": recorded_name(pair.head_dir_for(settings.method))} if methods.get(settings.method).loads_head else {}
     )
+
+
+EARLY_EXIT_NEEDS_HF = "early exit reads the target's per-layer cache, which only Hugging Face's forward keeps"
+
+
+def target_forward(pair: ModelPair, settings: RunSettings, proposer: Proposer | None = None) -> str:
+    """The forward the target runs (engine/lean.py): the run's choice, but Hugging Face's for early exit, whose
+    drafter reads the target's own cache objects layer by layer."""
+    needs_hf = EARLY_EXIT_NEEDS_HF if getattr(proposer, "shares_target", False) else None
+    return chosen_forward(settings.forward, pair.target, needs_hf)
+
+
+def forwards_run(pair: ModelPair, settings: RunSettings) -> dict:
+    """Which forward each model of a run ran, as its trace's meta records it (a draft model's only if it drafts)."""
+    method = methods.get(settings.method)
+    needs_hf = EARLY_EXIT_NEEDS_HF if method.exits_early else None
+    ran = {"target": chosen_forward(settings.forward, pair.target, needs_hf)}
+    if method.loads_draft and pair.draft is not None:
+        ran["draft"] = chosen_forward(settings.forward, pair.draft)
+    return ran
 
 
 def make_proposer(pair: ModelPair, settings: RunSettings, memory: SuffixMemory | None = None) -> Proposer | None:
@@ -145,7 +171,8 @@ def decode_rounds(
     proposer = proposer or make_proposer(pair, settings, memory)
     generator = torch.Generator().manual_seed(settings.seed)
     layers = proposer.hidden_layers if proposer else ()  # the target features the drafter reads (most read none)
-    target = CachedModel(pair.target, pair.vocab_size, prompt_ids, hidden_layers=layers)
+    forward = target_forward(pair, settings, proposer)
+    target = CachedModel(pair.target, pair.vocab_size, prompt_ids, hidden_layers=layers, forward=forward)
     target.prefill()
     drafter = _start(proposer, prompt_ids, target) if proposer else None
     fed = target.length  # target feature rows the drafter has read (the prefill's: rows 0..len(prompt)-2)

@@ -5,6 +5,9 @@ from __future__ import annotations
 import torch
 from transformers import DynamicCache, PreTrainedModel
 
+from specviz.core.settings import FORWARD_HF, FORWARD_LEAN
+from specviz.engine.lean import LeanCache, lean_forward, lean_weights
+
 
 class CachedModel:
     """A read-only model plus this run's own cache; the model itself never holds per-run state.
@@ -19,16 +22,25 @@ class CachedModel:
         prompt_ids: list[int],
         kept: torch.Tensor | None = None,
         hidden_layers: tuple[int, ...] = (),
+        forward: str = FORWARD_HF,
     ):
         """kept (N,) long: a trimmed vocabulary (engine/vocab.py); logits are computed for these tokens only and the
         others get -inf (probability 0). None: the model's whole head. hidden_layers: the `hidden_states` each
-        forward keeps in `self.hidden` (layers, rows read, H), for a drafter that reads the target's features."""
+        forward keeps in `self.hidden` (layers, rows read, H), for a drafter that reads the target's features.
+        forward: "hf" (Hugging Face's, the reference) or "lean" (engine/lean.py; the same function, less overhead)."""
         self.model = model
         self.vocab_size = vocab_size
-        self.cache = DynamicCache(config=model.config)
+        self.forward_kind = forward
         self.device = model.device
         self.kept = None if kept is None else kept.to(self.device)
-        self.head = None if kept is None else model.get_output_embeddings().weight[self.kept]  # (N, H)
+        if forward == FORWARD_LEAN:
+            self.lean = lean_weights(model)
+            self.cache = LeanCache(self.lean)
+            self.head = self.lean.head if kept is None else self.lean.head[:, self.kept]  # (H, V or N)
+        else:
+            self.lean = None
+            self.cache = DynamicCache(config=model.config)
+            self.head = None if kept is None else model.get_output_embeddings().weight[self.kept]  # (N, H)
         self.pending: list[int] = list(prompt_ids)
         self.fed_extra = 0  # extra tokens read by the last forward, not yet confirmed
         self.hidden_layers = tuple(hidden_layers)
@@ -84,13 +96,11 @@ class CachedModel:
         allowed[p_len:, committed : committed + e_len] = sees[:, :e_len]
         allowed[p_len:, committed + e_len : committed + e_len + p_len] = True
         allowed[p_len:, committed + e_len + p_len :] = sees[:, e_len:]
-        dtype = self.model.dtype
-        mask = torch.zeros(allowed.shape, dtype=dtype, device=dev).masked_fill(~allowed, torch.finfo(dtype).min)
         length = committed + p_len  # the committed sequence's length
         positions = torch.cat([torch.arange(committed, length, device=dev), length - 1 + depth.to(dev)])  # (P+n,)
         ids = torch.cat([self._ids(self.pending).view(-1), nodes.to(dev)]).view(1, -1)  # (1, P+n)
         keep = torch.arange(max(p_len - 1, 0), p_len + n, device=dev)
-        logits = self._logits(ids, keep, attention_mask=mask[None, None], position_ids=positions[None])  # (1,1,P+n,T)
+        logits = self._logits(ids, keep, positions=positions, allowed=allowed)
         self.pending, self.fed_extra = [], e_len + n
         return logits  # (P>0) + n rows
 
@@ -105,9 +115,24 @@ class CachedModel:
         self.fed_extra = 0
         self.pending.extend(committed[confirmed:])
 
-    def _logits(self, ids: torch.Tensor, keep: torch.Tensor | None, **inputs) -> torch.Tensor:
+    def _logits(
+        self,
+        ids: torch.Tensor,
+        keep: torch.Tensor | None,
+        positions: torch.Tensor | None = None,
+        allowed: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """(rows, V) next-token logits at positions `keep` of ids (1, L) (every position when None); the cache reads
-        ids. With a trimmed vocabulary only the kept rows of the head are computed; the other tokens get -inf."""
+        ids. positions (L,) and allowed (L, cache + L) bool: a tree's positions and attention (default: in order,
+        causal). With a trimmed vocabulary only the kept rows of the head are computed; the other tokens get -inf."""
+        if self.lean is not None:
+            return self._lean_logits(ids, keep, positions, allowed)
+        inputs = {}
+        if allowed is not None:  # a 4D additive mask, which transformers passes to eager and sdpa attention as given
+            dtype = self.model.dtype
+            mask = torch.zeros(allowed.shape, dtype=dtype, device=self.device)
+            mask = mask.masked_fill(~allowed, torch.finfo(dtype).min)
+            inputs = {"attention_mask": mask[None, None], "position_ids": positions[None]}  # (1, 1, L, total), (1, L)
         if self.hidden_layers:
             inputs["output_hidden_states"] = True
         if self.head is None:
@@ -120,7 +145,18 @@ class CachedModel:
         hidden = out.last_hidden_state[0]
         if keep is not None:
             hidden = hidden[keep]  # (rows, H)
-        small = torch.nn.functional.linear(hidden, self.head)  # (rows, N)
+        return self._widened(torch.nn.functional.linear(hidden, self.head))  # (rows, N) -> (rows, V)
+
+    def _lean_logits(self, ids, keep, positions, allowed) -> torch.Tensor:
+        """The lean forward's logits: the final hidden states of the kept rows times the (input-major) head."""
+        hidden, self.hidden = lean_forward(self.lean, self.cache, ids[0], positions, allowed, self.hidden_layers)
+        if keep is not None:
+            hidden = hidden[keep]  # (rows, H)
+        logits = hidden @ self.head  # (rows, V_head or N)
+        return logits[:, : self.vocab_size] if self.kept is None else self._widened(logits)
+
+    def _widened(self, small: torch.Tensor) -> torch.Tensor:
+        """(rows, N) logits of the kept tokens as (rows, V), -inf for the rest."""
         full = torch.full((small.shape[0], self.vocab_size), float("-inf"), dtype=small.dtype, device=small.device)
         return full.index_copy_(1, self.kept, small)
 

@@ -17,11 +17,12 @@ from transformers import PreTrainedModel
 from specviz import methods
 from specviz.core.lab.exits import EXIT_EXACT, ExitVariant
 from specviz.core.sampling import SamplingSettings, logits_to_probs, one_hot, sample
-from specviz.core.settings import RunSettings
+from specviz.core.settings import FORWARD_HF, RunSettings
 from specviz.core.suffix_tree import SuffixCache, SuffixDraft, SuffixMemory, SuffixOptions
 from specviz.core.verify import TOP_B, WITHOUT_REPLACEMENT, draw_children, tree_depths, tree_parents
 from specviz.engine.early_exit import SplitTarget, check_exit_layer
 from specviz.engine.kv import CachedModel
+from specviz.engine.lean import chosen_forward
 from specviz.errors import SettingsError
 
 if TYPE_CHECKING:
@@ -97,13 +98,16 @@ class DraftModelProposer:
     vocab_size: int
     sampling: SamplingSettings
     kept: torch.Tensor | None = None  # (N,) a trimmed draft vocabulary (engine/vocab.py); None = every token
+    forward: str = FORWARD_HF  # the draft's forward pass (engine/lean.py)
 
     @classmethod
     def for_run(cls, pair: ModelPair, settings: RunSettings) -> DraftModelProposer:
-        return cls(pair.draft, pair.vocab_size, settings.sampling, pair.draft_kept(settings.draft_vocab))
+        kept, forward = pair.draft_kept(settings.draft_vocab), chosen_forward(settings.forward, pair.draft)
+        return cls(pair.draft, pair.vocab_size, settings.sampling, kept, forward)
 
     def start(self, prompt_ids: list[int], features: torch.Tensor | None = None) -> DraftModelDrafter:
-        return DraftModelDrafter(CachedModel(self.model, self.vocab_size, prompt_ids, self.kept), self.sampling)
+        state = CachedModel(self.model, self.vocab_size, prompt_ids, self.kept, forward=self.forward)
+        return DraftModelDrafter(state, self.sampling)
 
 
 class DraftModelDrafter:
@@ -209,14 +213,15 @@ class TreeProposer:
     sampling: SamplingSettings
     shape: tuple[int, ...]
     kept: torch.Tensor | None = None  # (N,) a trimmed draft vocabulary (engine/vocab.py); None = every token
+    forward: str = FORWARD_HF  # the draft's forward pass (engine/lean.py)
 
     @classmethod
     def for_run(cls, pair: ModelPair, settings: RunSettings) -> TreeProposer:
-        kept = pair.draft_kept(settings.draft_vocab)
-        return cls(pair.draft, pair.vocab_size, settings.sampling, settings.tree, kept)
+        kept, forward = pair.draft_kept(settings.draft_vocab), chosen_forward(settings.forward, pair.draft)
+        return cls(pair.draft, pair.vocab_size, settings.sampling, settings.tree, kept, forward)
 
     def start(self, prompt_ids: list[int], features: torch.Tensor | None = None) -> TreeDrafter:
-        state = CachedModel(self.model, self.vocab_size, prompt_ids, self.kept)
+        state = CachedModel(self.model, self.vocab_size, prompt_ids, self.kept, forward=self.forward)
         return TreeDrafter(state, self.sampling, self.shape)
 
 

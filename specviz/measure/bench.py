@@ -26,6 +26,7 @@ from specviz.core.settings import MAX_K, RunSettings
 from specviz.core.suffix_tree import SuffixMemory
 from specviz.core.verify import tree_size
 from specviz.engine.costs import measure_costs
+from specviz.engine.decode import forwards_run
 from specviz.engine.models import ModelPair, recorded_name
 from specviz.measure.lanes import refusal, run_method, tree_settings
 from specviz.measure.predict import predict
@@ -101,6 +102,7 @@ def run_bench(
         head3=methods.EAGLE3 in lanes,
         medusa=methods.MEDUSA in lanes,
         exit_layer=base.exit_layer if any(methods.get(name).exits_early for name in lanes) else 0,
+        forward=base.forward,
     )
     say("warming up")
     trees = list(trees or [])
@@ -148,6 +150,8 @@ def run_bench(
             **({"tree_methods": list(tree_methods)} if trees and tuple(tree_methods) != (methods.TREE,) else {}),
             **({"k_schedules": list(schedules)} if schedules and schedules != [CONSTANT_PLAN] else {}),
         },
+        "forward": forwards_run(pair, replace(base, method=methods.DRAFT)),  # the specviz lanes' (plain's too);
+        #                                                                    Hugging Face's lanes run its generate()
         "costs": costs.to_dict() if costs else None,
         "results": results,
     }
@@ -293,3 +297,59 @@ def _lane_name(row: dict) -> str:
         name = f"tree {row['tree']} ({row['nodes']} nodes)"
         return name if row["method"] == methods.TREE else f"{row['method']} {name}"
     return f"{row['method']} · {row['k_schedule']}" if row.get("k_schedule") else row["method"]
+
+
+def with_forwards(docs: dict[str, dict]) -> dict:
+    """One bench document for benches of the same prompts under several forwards: the first forward's, as one bench
+    reads, plus every forward's costs and results in `by_forward` and their comparison (`forward_table` prints it)."""
+    first = next(iter(docs.values()))
+    if len(docs) == 1:
+        return first
+    by_forward = {
+        name: {key: doc[key] for key in ("environment", "forward", "costs", "results")} for name, doc in docs.items()
+    }
+    return {**first, "by_forward": by_forward, "forward_comparison": forward_comparison(docs)}
+
+
+def forward_comparison(docs: dict[str, dict]) -> list[dict]:
+    """Per forward: plain decoding's tokens/s (and its ratio to the last forward's, Hugging Face's when asked as
+    lean,hf), the draft's c, v(K) at the draft lane's best K, and that lane's speedup over plain on the same forward."""
+    rows = []
+    for name, doc in docs.items():
+        plain = next(r for r in doc["results"] if r["method"] == methods.PLAIN)
+        drafts = [r for r in doc["results"] if r["method"] == methods.DRAFT]
+        best = max(drafts, key=lambda r: r["speedup_vs_plain"]) if drafts else None
+        costs = doc.get("costs") or {}
+        rows.append(
+            {
+                "forward": name,
+                "ran": doc.get("forward", {}),
+                "plain_tokens_per_s": plain["tokens_per_s"],
+                "c": costs.get("c"),
+                "verify_relative": costs.get("verify_relative"),
+                "best_k": best["k"] if best else None,
+                "best_speedup_vs_plain": best["speedup_vs_plain"] if best else None,
+            }
+        )
+    reference = rows[-1]["plain_tokens_per_s"]
+    for row in rows:
+        row["plain_vs_last_forward"] = row["plain_tokens_per_s"] / reference
+    return rows
+
+
+def forward_table(doc: dict) -> str:
+    """The forwards side by side, as Markdown."""
+    fmt = lambda v, f: "–" if v is None else format(v, f)  # noqa: E731
+    lines = [
+        "| forward | plain tokens/s | × the last forward's | c | v(4) | best K | draft speedup vs plain |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in doc["forward_comparison"]:
+        relative = row["verify_relative"] or []
+        v4 = relative[3] if len(relative) >= 4 else None
+        lines.append(
+            f"| {row['forward']} | {row['plain_tokens_per_s']:.1f} | {row['plain_vs_last_forward']:.2f}x | "
+            f"{fmt(row['c'], '.3f')} | {fmt(v4, '.2f')} | {fmt(row['best_k'], 'd')} | "
+            f"{fmt(row['best_speedup_vs_plain'], '.2f')}x |"
+        )
+    return "\n".join(lines)

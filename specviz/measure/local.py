@@ -19,7 +19,7 @@ COST_REPEATS = 5  # timings per step cost measured before a workload
 
 def step_costs(pair: ModelPair, ks: Sequence[int], base: RunSettings) -> MeasuredCosts:
     """The draft and verify costs up to the largest K, timed on this machine before the workload (for predictions)."""
-    return measure_costs(pair, k_max=max(ks), repeats=COST_REPEATS, draft_vocab=base.draft_vocab)
+    return measure_costs(pair, k_max=max(ks), repeats=COST_REPEATS, draft_vocab=base.draft_vocab, forward=base.forward)
 
 
 def engine_source(pair: ModelPair, memory: SuffixMemory | None = None) -> RunSource:

@@ -15,7 +15,16 @@ import streamlit as st
 from specviz import methods
 from specviz.core import schedule
 from specviz.core.sampling import SamplingSettings
-from specviz.core.settings import DEFAULT_EXIT_LAYER, MAX_K, RunSettings, parse_tree
+from specviz.core.settings import (
+    DEFAULT_EXIT_LAYER,
+    FORWARD_AUTO,
+    FORWARD_HF,
+    FORWARD_LEAN,
+    FORWARDS,
+    MAX_K,
+    RunSettings,
+    parse_tree,
+)
 from specviz.core.verify import tree_size
 from specviz.engine.catalogue import CATALOGUE, presets_for
 from specviz.engine.models import DTYPES, ModelPair
@@ -44,19 +53,50 @@ class Controls:
     lecture: bool
 
 
+FIRST_RUN = {  # the run a newcomer sees first (home and round page), with the code preset prompt: chosen by running
+    # the bundled pair over prompts, temperatures 0.5-0.8, top-p and seeds (tests/engine/test_first_run.py): at 0.6
+    # with seed 3 the text reads like code (no line repeated) and 11 of 16 rounds end in a rejection and a residual
+    # draw; at temperature 1 the text falls apart, greedy repeats one line three times
+    "temperature": 0.6,
+    "top_p": 1.0,
+    "k": 4,
+    "seed": 3,
+    "max_new_tokens": 48,
+}
+FIRST_RUN_NOTE = (
+    "The first run: the code preset prompt, sampled at temperature 0.6 (top-p off), K = 4, 48 new tokens, seed 3: "
+    "temperature 0.6 so that rejections and residual draws show and the text still reads like code."
+)
 PAGE_DEFAULTS = {  # each page starts where its lesson is clearest; a value the user set is kept across pages
-    "rounds": {"temperature": 1.0, "top_p": 1.0, "k": 4},  # sampling: rejections, residuals and corrections happen
-    "race": {"temperature": 0.0, "top_p": 1.0, "k": 4},  # greedy: every lane prints the same, readable text
-    "workload": {"temperature": 1.0, "top_p": 1.0, "k": 4},  # sampled, as served: the same whichever page came before
+    "rounds": dict(FIRST_RUN),  # sampling: rejections, residuals and corrections happen, and the text reads well
+    "race": {"temperature": 0.0, "top_p": 1.0, "k": 4, "seed": 0},  # greedy: every lane prints the same text
+    "workload": {"temperature": 1.0, "top_p": 1.0, "k": 4, "seed": 0},  # sampled, as served, whichever page came before
 }
 PAGE_DEFAULT_NOTES = {
-    "rounds": "Starts sampling at temperature 1 (top-p off): drafts get rejected often enough to see the residual and "
-    "the correction it draws. For greedy rounds pick a bundled trace or set the temperature to 0.",
+    "rounds": FIRST_RUN_NOTE + " For greedy rounds pick a bundled trace or set the temperature to 0.",
     "race": "Starts greedy (temperature 0): every lane must print the same text, so the identical-text check means "
     "something and the text reads well; raise the temperature to see sampled lanes differ.",
     "workload": "Starts sampling at temperature 1 (top-p off), as most deployments serve, whichever page you came "
     "from; set the temperature to 0 to measure greedy decoding.",
 }
+
+
+def first_run_settings(draft_vocab: int = 0) -> RunSettings:
+    """The first run's settings (FIRST_RUN) for the draft model, with the draft vocabulary the pair recommends."""
+    run = FIRST_RUN
+    return RunSettings(
+        method=methods.DRAFT,
+        k=run["k"],
+        sampling=SamplingSettings(run["temperature"], 0, run["top_p"]),
+        max_new_tokens=run["max_new_tokens"],
+        seed=run["seed"],
+        draft_vocab=draft_vocab,
+    )
+
+
+def is_first_run(settings: RunSettings, prompt: str, target: str) -> bool:
+    """Whether a run is the first run (FIRST_RUN with the code preset), whatever draft vocabulary it used."""
+    return settings == first_run_settings(settings.draft_vocab) and prompt == presets_for(target)["code"]
 
 
 TREE_PRESETS = ("2,2,1,1", "3,2,1,1", "4,2,2,1")  # children per depth; the rounds page offers the tree method
@@ -329,6 +369,11 @@ def sidebar_controls(page: str = "") -> Controls:
         args=("draft_vocab",),
         help=DRAFT_VOCAB_HELP,
     )
+    with st.sidebar.expander("Advanced: the forward pass"):
+        forward = st.selectbox(
+            "Forward pass", list(FORWARDS), format_func=FORWARD_LABELS.get, key=keep("forward", FORWARD_AUTO),
+            on_change=remember, args=("forward",), help=FORWARD_HELP,
+        )  # fmt: skip
     if page in PAGE_DEFAULT_NOTES:
         st.sidebar.caption(PAGE_DEFAULT_NOTES[page])
     if limits.public:
@@ -354,6 +399,7 @@ def sidebar_controls(page: str = "") -> Controls:
                 seed=int(seed),
                 tree=tree,
                 draft_vocab=int(draft_vocab),
+                forward=forward,
                 **plan,
             )
     except SpecvizError as exc:
@@ -361,6 +407,19 @@ def sidebar_controls(page: str = "") -> Controls:
     return Controls(*active_sources(), settings, lecture)
 
 
+FORWARD_LABELS = {
+    FORWARD_AUTO: "auto (lean where supported)",
+    FORWARD_LEAN: "lean (specviz's own)",
+    FORWARD_HF: "Hugging Face's (the reference)",
+}
+FORWARD_HELP = (
+    "Whose code runs the models' forward passes. Both compute the same function (tests hold their logits equal). "
+    "lean: specviz's own pass for Llama, Qwen2 and Mistral decoders, the weights applied with a few tensor "
+    "operations per layer and a preallocated cache, so a step costs about its matrix products. Hugging Face's: "
+    "the library's forward, with its per-call work (mask and cache objects, module calls), which tiny models pay "
+    "in full: it makes the draft look less cheap than it is. auto: lean where the architecture is supported "
+    "(early exit always runs Hugging Face's). Hugging Face's generate() lanes run their own forward either way."
+)
 SCHEDULE_HELP = (
     "How many tokens each round drafts. constant: K every round. heuristic (transformers' "
     "num_assistant_tokens_schedule): start at K, 2 more after a round whose drafts were all accepted, 1 fewer after "

@@ -3,10 +3,10 @@
 from app_helpers import open_page, page
 from streamlit.testing.v1 import AppTest
 
-from specviz.core.settings import RunSettings
 from specviz.engine.catalogue import presets_for
 from specviz.engine.decode import generate
 from specviz.engine.models import load_pair
+from specviz.ui.controls import FIRST_RUN_NOTE, first_run_settings
 
 
 def test_home_shows_a_live_run_with_alpha_tau_and_speedup(tiny_default):
@@ -16,14 +16,15 @@ def test_home_shows_a_live_run_with_alpha_tau_and_speedup(tiny_default):
     expected = generate(
         load_pair(*tiny_default, device="cpu"),
         presets_for(tiny_default[0])["code"],
-        RunSettings(k=4, max_new_tokens=48),
+        first_run_settings(),  # the first run (the tiny draft recommends no vocabulary)
     )
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["α (accepted / judged)"] == f"{expected.totals.alpha:.2f}"
     assert metrics["τ (tokens per target pass)"] == f"{expected.totals.tau:.2f}"
     assert metrics["Measured speedup vs plain"].endswith("×")
     caption = " ".join(c.value for c in at.caption)  # how it was timed, next to the figure
-    assert "greedy: after a warm-up of each, each timed 3 times in alternating order" in caption
+    assert FIRST_RUN_NOTE in caption  # what the first run is, and why
+    assert "sampled at temperature 0.6 (the same seed every repeat): after a warm-up of each, each timed 3" in caption
     assert "median of the 3 repeats; the interval is their range" in caption
     assert "with a recorded bench" in caption  # agrees, disagrees, or not comparable (the tiny pair: another pair)
     html = "".join(m.value for m in at.markdown)

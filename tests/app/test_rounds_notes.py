@@ -41,9 +41,9 @@ def test_a_changed_sidebar_is_said_until_new_run_and_the_caption_describes_the_r
     at = at.sidebar.slider(key="temperature").set_value(0.0).run()
     stale = [w for w in warnings(at) if STALE in w]
     assert len(stale) == 1
-    assert "temperature 1 (the sidebar: 0)" in stale[0]
+    assert "temperature 0.6 (the sidebar: 0)" in stale[0]  # the first run's (ui.controls.FIRST_RUN)
     assert run_notes.NEW_RUN in stale[0]
-    assert any("Sampling at temperature 1" in c.value for c in at.caption)  # the run shown, not the sidebar
+    assert any("Sampling at temperature 0.6" in c.value for c in at.caption)  # the run shown, not the sidebar
     at = at.sidebar.radio(key="method").set_value(methods.TREE).run()
     stale = next(w for w in warnings(at) if STALE in w)
     assert f"method {methods.label(methods.DRAFT)} (the sidebar: {methods.label(methods.TREE)})" in stale

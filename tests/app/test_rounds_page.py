@@ -3,12 +3,11 @@
 import pytest
 from app_helpers import click, open_page
 
-from specviz.core.sampling import SamplingSettings
-from specviz.core.settings import RunSettings
 from specviz.core.trace import Totals
 from specviz.engine.catalogue import presets_for
 from specviz.engine.decode import generate
 from specviz.engine.models import load_pair
+from specviz.ui.controls import FIRST_RUN_NOTE, first_run_settings
 from specviz.viz import steps
 
 
@@ -21,7 +20,7 @@ def expected_trace(tiny_default):
     return generate(
         load_pair(*tiny_default, device="cpu"),
         presets_for(tiny_default[0])["code"],
-        RunSettings(k=4, sampling=SamplingSettings(1.0), max_new_tokens=48),
+        first_run_settings(),  # the page's first run (the tiny draft has no recommended vocabulary)
     )
 
 
@@ -108,8 +107,9 @@ def test_previous_phase_undoes_next_phase_and_the_url_follows(tiny_default):
     assert where(at) == first
     assert at.query_params["phase"] == "draft"
     assert at.query_params["round"] == "1"
-    assert at.query_params["t"] == "1"  # the rounds page starts sampling, and says why
-    assert any("Sampling at temperature 1" in c.value for c in at.caption)
+    assert at.query_params["t"] == "0.6"  # the rounds page starts sampling (the first run), and says why
+    assert any("Sampling at temperature 0.6" in c.value for c in at.caption)
+    assert FIRST_RUN_NOTE in [c.value for c in at.caption]
 
 
 def test_a_url_opens_a_bundled_trace_at_its_moment_with_no_model(monkeypatch):

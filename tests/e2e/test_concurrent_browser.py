@@ -1,16 +1,16 @@
 """Five browser sessions at once against the same cached models: no errors, and each gets the trace it would alone."""
 
 import json
+from dataclasses import replace
 
 import pytest
 from browser_helpers import settle, wait_shown
 
-from specviz.core.sampling import SamplingSettings
-from specviz.core.settings import RunSettings
 from specviz.core.trace import Trace
 from specviz.engine.catalogue import BUNDLED_PRESETS
 from specviz.engine.decode import generate
 from specviz.engine.models import load_pair
+from specviz.ui.controls import first_run_settings
 
 SESSIONS = 5
 
@@ -66,13 +66,7 @@ def test_five_sessions_run_and_step_at_once(app_url, browser):
             alone = generate(
                 pair,
                 BUNDLED_PRESETS["code"],
-                RunSettings(
-                    k=4,
-                    sampling=SamplingSettings(1.0),
-                    max_new_tokens=48,
-                    seed=seed,
-                    draft_vocab=pair.recommended_draft_vocab,  # the sidebar's default for this pair
-                ),
+                replace(first_run_settings(pair.recommended_draft_vocab), seed=seed),  # the page's first run, reseeded
             )
             assert_same_rounds(shown, alone, f"session {seed}")
             assert json.loads(shown.to_json())["settings"]["seed"] == seed

@@ -1,0 +1,277 @@
+"""A lean forward pass for Llama-family decoders (Llama, Qwen2, Mistral, SmolLM): the loaded model's own weights applied
+with about sixteen tensor operations per layer and a preallocated cache, so a decoding step costs roughly its matrix
+products and not Hugging Face's per-call work (mask and cache objects, module calls, output records).
+
+Hugging Face's forward stays the reference (engine/kv.py runs either): the lean pass computes the same function, and
+tests hold its logits to Hugging Face's within float32 tolerance at prefill, one step, a verify pass and a tree pass.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from transformers import PreTrainedModel
+
+from specviz.core.settings import FORWARD_HF, FORWARD_LEAN
+from specviz.errors import SettingsError
+
+LEAN_TYPES = ("llama", "qwen2", "mistral")  # decoders whose layer is exactly the one `layer_forward` computes
+
+
+def lean_refusal(model: PreTrainedModel) -> str | None:
+    """Why the lean forward cannot run this model (None: it can), in words naming what it supports."""
+    config = model.config
+    kind = getattr(config, "model_type", "?")
+    if kind not in LEAN_TYPES or not hasattr(model.base_model, "rotary_emb"):
+        return f"the lean forward runs Llama, Qwen2 and Mistral decoders; this model is {kind!r}"
+    if getattr(config, "hidden_act", "silu") != "silu":
+        return f"the lean forward computes SiLU gates; this model uses {config.hidden_act!r}"
+    window = getattr(config, "sliding_window", None)
+    if window is not None and getattr(config, "use_sliding_window", True):
+        return f"the lean forward has no sliding-window attention (this model's window is {window} tokens)"
+    return None
+
+
+def chosen_forward(choice: str, model: PreTrainedModel, needs_hf: str | None = None) -> str:
+    """The forward one model runs under the run's choice: Hugging Face's when asked or where the lean one cannot run
+    (under auto); lean where it can; asking for lean where it cannot is refused, naming why. needs_hf: why this run
+    needs Hugging Face's forward whatever the architecture (early exit reads its cache objects)."""
+    if choice == FORWARD_HF:
+        return FORWARD_HF
+    why = needs_hf or lean_refusal(model)
+    if why and choice == FORWARD_LEAN:
+        raise SettingsError(f"The lean forward cannot run here: {why}. Use forward auto or hf.")
+    return FORWARD_HF if why else FORWARD_LEAN
+
+
+@dataclass(frozen=True)
+class LayerWeights:
+    """One decoder layer's weights, each matrix stored input-major (in, out): x @ W reads it in the order a CPU's
+    matrix-vector kernel streams fastest (about 1.4x MKL's speed on the (out, in) layout nn.Linear keeps)."""
+
+    in_norm: torch.Tensor  # (H,)
+    qkv: torch.Tensor  # (H, heads·d + 2·kv_heads·d): q, k and v projections side by side
+    qkv_bias: torch.Tensor | None
+    out: torch.Tensor  # (heads·d, H)
+    out_bias: torch.Tensor | None
+    post_norm: torch.Tensor  # (H,)
+    gate_up: torch.Tensor  # (H, 2·I): gate and up projections side by side
+    gate_up_bias: torch.Tensor | None
+    down: torch.Tensor  # (I, H)
+    down_bias: torch.Tensor | None
+
+
+def _input_major(*linears: torch.nn.Linear, share: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Linears reading the same input as one (in, sum of outs) matrix, and their biases side by side (None when they
+    have none). A copy, the model keeping its own; with share, the model's linears are then made views of it (the
+    same values, so the model computes what it did, in one copy of the weights: on a GPU, where memory is short)."""
+    weight = torch.cat([linear.weight.detach() for linear in linears]).t().contiguous()  # (in, outs)
+    biases = [linear.bias for linear in linears]
+    bias = None if all(b is None for b in biases) else torch.cat([b.detach() for b in biases])
+    if share:
+        start = 0
+        for linear in linears:
+            rows = linear.weight.shape[0]
+            linear.weight.data = weight[:, start : start + rows].t()  # (out, in), a view
+            if bias is not None:
+                linear.bias.data = bias[start : start + rows]
+            start += rows
+    return weight, bias
+
+
+@dataclass(frozen=True, eq=False)
+class LeanWeights:
+    """What the lean pass reads from one loaded model: its layers, norms, head, rotary tables and shapes."""
+
+    model: PreTrainedModel
+    layers: tuple[LayerWeights, ...]
+    embed: torch.Tensor  # (V, H)
+    final_norm: torch.Tensor  # (H,)
+    head: torch.Tensor  # (H, V_head), input-major like the layers
+    eps: float
+    heads: int
+    kv_heads: int
+    head_dim: int
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.embed.dtype
+
+    def rotary(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(L, d) cos and sin at these positions, from the model's own rotary module (every RoPE variant it has)."""
+        base = self.model.base_model
+        cos, sin = base.rotary_emb(self.embed[:1][None], position_ids=positions[None])
+        return cos[0], sin[0]
+
+
+_BUILT: weakref.WeakKeyDictionary[PreTrainedModel, LeanWeights] = weakref.WeakKeyDictionary()
+_BUILDING = threading.Lock()
+
+
+def lean_weights(model: PreTrainedModel) -> LeanWeights:
+    """The model's lean weights, built once per loaded model (every run and session shares them, read-only)."""
+    with _BUILDING:
+        if model not in _BUILT:
+            _BUILT[model] = _build(model)
+        return _BUILT[model]
+
+
+def _build(model: PreTrainedModel, share: bool | None = None) -> LeanWeights:
+    """share (default: off the CPU) makes the model's linears views of the lean matrices instead of keeping two
+    copies; on a CPU the copies stay apart, so Hugging Face's forward keeps its own layout, speed and rounding."""
+    why = lean_refusal(model)
+    if why:
+        raise ValueError(why)
+    config, base = model.config, model.base_model
+    share = model.device.type != "cpu" if share is None else share
+    layers = []
+    with torch.no_grad():
+        for layer in base.layers:
+            attn, mlp = layer.self_attn, layer.mlp
+            qkv, qkv_bias = _input_major(attn.q_proj, attn.k_proj, attn.v_proj, share=share)
+            out, out_bias = _input_major(attn.o_proj, share=share)
+            gate_up, gate_up_bias = _input_major(mlp.gate_proj, mlp.up_proj, share=share)
+            down, down_bias = _input_major(mlp.down_proj, share=share)
+            layers.append(
+                LayerWeights(
+                    in_norm=layer.input_layernorm.weight.detach(),
+                    qkv=qkv,
+                    qkv_bias=qkv_bias,
+                    out=out,
+                    out_bias=out_bias,
+                    post_norm=layer.post_attention_layernorm.weight.detach(),
+                    gate_up=gate_up,
+                    gate_up_bias=gate_up_bias,
+                    down=down,
+                    down_bias=down_bias,
+                )
+            )
+    heads = config.num_attention_heads
+    return LeanWeights(
+        model=model,
+        layers=tuple(layers),
+        embed=base.embed_tokens.weight.detach(),
+        final_norm=base.norm.weight.detach(),
+        head=model.get_output_embeddings().weight.detach().t().contiguous(),
+        eps=float(config.rms_norm_eps),
+        heads=heads,
+        kv_heads=getattr(config, "num_key_value_heads", None) or heads,
+        head_dim=getattr(config, "head_dim", None) or config.hidden_size // heads,
+    )
+
+
+class LeanCache:
+    """One run's keys and values for every layer, preallocated and grown by doubling; crop is a length change.
+
+    The same two methods as transformers' DynamicCache that the engine uses (get_seq_length, crop), so a
+    CachedModel's rollback reads the same either way.
+    """
+
+    def __init__(self, weights: LeanWeights, capacity: int = 256):
+        shape = (len(weights.layers), weights.kv_heads, capacity, weights.head_dim)  # (layers, kv_heads, T, d)
+        self.keys = torch.zeros(shape, dtype=weights.dtype, device=weights.embed.device)
+        self.values = torch.zeros_like(self.keys)
+        self.length = 0
+
+    def get_seq_length(self) -> int:
+        return self.length
+
+    def crop(self, max_length: int) -> None:
+        """Keep the first max_length tokens (negative: drop that many from the end), as DynamicCache.crop does."""
+        self.length = max_length if max_length >= 0 else max(self.length + max_length, 0)
+
+    def reserve(self, total: int) -> None:
+        """Room for `total` tokens, copying into a larger buffer when the run outgrows this one."""
+        capacity = self.keys.shape[2]
+        if total <= capacity:
+            return
+        grown = max(total, 2 * capacity)
+        for name in ("keys", "values"):
+            old = getattr(self, name)
+            new = old.new_zeros((*old.shape[:2], grown, old.shape[3]))
+            new[:, :, : self.length] = old[:, :, : self.length]
+            setattr(self, name, new)
+
+
+def causal_allowed(cached: int, n: int, device: torch.device) -> torch.Tensor:
+    """(n, cached + n) bool: token i of n new ones sees every cached token and the new ones up to itself."""
+    seen = torch.arange(cached + n, device=device)
+    return seen[None] <= (cached + torch.arange(n, device=device))[:, None]
+
+
+def lean_forward(
+    weights: LeanWeights,
+    cache: LeanCache,
+    ids: torch.Tensor,
+    positions: torch.Tensor | None = None,
+    allowed: torch.Tensor | None = None,
+    keep_layers: tuple[int, ...] = (),
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Read ids (L,) into the cache; return the final-normed hidden states (L, H) and, when layers are asked, the
+    hidden states Hugging Face's `output_hidden_states` would give at those indices (0: embeddings, -1: the final
+    normed ones), (layers, L, H).
+
+    positions (L,): each token's position (default: after the cache, in order); allowed (L, cache + L) bool: which
+    tokens each new one attends to (default causal; a tree passes its own).
+    """
+    cached, n = cache.length, ids.numel()
+    device = ids.device
+    if positions is None:
+        positions = torch.arange(cached, cached + n, device=device)
+    mask = None if allowed is None and n == 1 else (causal_allowed(cached, n, device) if allowed is None else allowed)
+    cache.reserve(cached + n)
+    cos, sin = weights.rotary(positions)  # (L, d)
+    hidden = F.embedding(ids, weights.embed)  # (L, H)
+    states = [hidden]  # every layer's output, kept only as references: Hugging Face's hidden_states
+    for index, layer in enumerate(weights.layers):
+        hidden = layer_forward(weights, layer, index, cache, hidden, cos, sin, mask)
+        states.append(hidden)
+    cache.length = cached + n
+    states[-1] = F.rms_norm(hidden, hidden.shape[-1:], weights.final_norm, weights.eps)  # the last one is normed
+    return states[-1], torch.stack([states[i] for i in keep_layers]) if keep_layers else None
+
+
+def layer_forward(
+    weights: LeanWeights,
+    layer: LayerWeights,
+    index: int,
+    cache: LeanCache,
+    hidden: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    mask: torch.Tensor | None,
+) -> torch.Tensor:
+    """One decoder layer on hidden (L, H): pre-norm attention over the cache, then the gated MLP, each residual."""
+    n, heads, kv_heads, d = hidden.shape[0], weights.heads, weights.kv_heads, weights.head_dim
+    start, end = cache.length, cache.length + n
+    x = F.rms_norm(hidden, hidden.shape[-1:], layer.in_norm, weights.eps)
+    qkv = _times(x, layer.qkv, layer.qkv_bias).view(n, heads + 2 * kv_heads, d).transpose(0, 1)  # (heads', L, d)
+    rotated = qkv[: heads + kv_heads]  # q and k get the rotary embedding together
+    half = d // 2
+    turned = torch.cat((-rotated[..., half:], rotated[..., :half]), dim=-1)
+    rotated = torch.addcmul(rotated * cos, turned, sin)
+    cache.keys[index, :, start:end] = rotated[heads:]
+    cache.values[index, :, start:end] = qkv[heads + kv_heads :]
+    attended = F.scaled_dot_product_attention(
+        rotated[None, :heads],  # (1, heads, L, d)
+        cache.keys[index, None, :, :end],  # (1, kv_heads, T, d)
+        cache.values[index, None, :, :end],
+        attn_mask=mask,
+        enable_gqa=kv_heads != heads,
+    )  # (1, heads, L, d)
+    attended = attended[0].transpose(0, 1).reshape(n, heads * d)
+    hidden = _times(attended, layer.out, layer.out_bias, hidden)
+    x = F.rms_norm(hidden, hidden.shape[-1:], layer.post_norm, weights.eps)
+    gate, up = _times(x, layer.gate_up, layer.gate_up_bias).chunk(2, dim=-1)
+    return _times(F.silu(gate) * up, layer.down, layer.down_bias, hidden)
+
+
+def _times(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, residual: torch.Tensor | None = None):
+    """x (L, in) @ weight (in, out) + bias + residual, in one kernel call where there is something to add."""
+    if bias is not None:
+        residual = bias if residual is None else residual + bias
+    return x @ weight if residual is None else torch.addmm(residual, x, weight)
