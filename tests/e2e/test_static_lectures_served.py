@@ -51,7 +51,7 @@ def test_the_round_pages_link_opens_the_lecture_page_at_its_moment(app_url, page
     assert href == "/app/static/lectures/low-q-accepted.html#round=1&phase=judge&pos=2"
     page.goto(app_url + href)
     page.wait_for_selector("body[data-ready='1']", timeout=60_000)
-    assert "Accept or reject (position 2 of 4)" in page.inner_text("#where")  # the lecture's own moment
+    assert "Accept or reject (position 2 of 4)" in page.inner_text(".spz-where")  # the lecture's own moment
     assert page.evaluate("location.hash") == "#round=1&phase=judge&pos=2"
     asked: list[str] = []
     page.on("request", lambda request: asked.append(request.url))
