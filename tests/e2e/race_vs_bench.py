@@ -1,7 +1,7 @@
 """The race page's tokens/s in Chromium next to `python -m specviz bench` for the same prompt, length and settings on
 the same machine (issue 25 item 6: within 15 %). A measurement, not a test: it writes both to one JSON file.
 
-usage: python tests/e2e/race_vs_bench.py [--out docs/race-vs-bench.json]
+usage: python tests/e2e/race_vs_bench.py [--out docs/race-vs-bench.json] [--screenshot race.png]
 
 1. Serve the app as users get it (the bundled pair), open the race page in Chromium, start the race with the page's
    defaults, and read each lane's tokens/s from the player once its playback has ended (the median repeat's, which
@@ -33,7 +33,7 @@ from race_browser import wait_played
 from specviz.engine.catalogue import presets_for
 from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET
 
-RACE = {"k": 4, "temperature": 1.0, "seed": 0, "max_new_tokens": 48}  # the race page's sidebar defaults (checked)
+RACE = {"k": 4, "temperature": 0.0, "seed": 0, "max_new_tokens": 48}  # the race page's sidebar defaults (checked)
 REPEATS = 3  # the race's (measure.timing.REPEATS)
 WITHIN = 0.15
 TIMED = re.compile(r"Timed on one prompt, (\d+) new tokens per run, (greedy|sampled at temperature ([\d.]+))")
@@ -43,8 +43,9 @@ def load() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
-def race_in_browser(log: Path) -> dict:
-    """The race page's lanes as Chromium shows them after a race with the page's defaults."""
+def race_in_browser(log: Path, screenshot: str | None = None) -> dict:
+    """The race page's lanes as Chromium shows them after a race with the page's defaults (a full-page screenshot of
+    the page once the playback has ended, if asked)."""
     from playwright.sync_api import sync_playwright
 
     with served_app(log) as url, sync_playwright() as playwright:
@@ -58,6 +59,10 @@ def race_in_browser(log: Path) -> dict:
         seconds = time.perf_counter() - started
         timed = TIMED.search(main_text(tab))
         shown = player_lanes(tab)
+        if screenshot:
+            tab.set_viewport_size({"width": 1280, "height": 3000})  # Streamlit scrolls its main block, not the page
+            tab.wait_for_timeout(500)
+            tab.screenshot(path=screenshot, full_page=True)
         browser.close()
     assert timed, "the race page no longer says how it timed its lanes: update TIMED"
     temperature = 0.0 if timed.group(2) == "greedy" else float(timed.group(3))
@@ -97,12 +102,13 @@ def compare(race: dict, doc: dict) -> list[dict]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=str(ROOT / "docs" / "race-vs-bench.json"))
+    parser.add_argument("--screenshot", default=None, help="also save the race page after its playback (PNG)")
     args = parser.parse_args()
     prompt = presets_for(BUNDLED_TARGET)["code"]  # the race page's default prompt for the bundled pair
     with tempfile.TemporaryDirectory() as work:
         work = Path(work)
         loads = {"before race": load()}
-        race = race_in_browser(work / "server.log")
+        race = race_in_browser(work / "server.log", args.screenshot)
         loads["after race"] = load()
         time.sleep(20)  # let the server's exit and the browser's settle before the bench
         loads["before bench"] = load()
