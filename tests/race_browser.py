@@ -33,7 +33,7 @@ REPLAY = f"""speed => new Promise(resolve => {{
     requestAnimationFrame(tick);
 }})"""
 
-CLOCK = re.compile(r"⏱ (\d+) ms · (\d+) tokens(?: · ([\d.]+) tokens/s)?")
+CLOCK = re.compile(r"(\d+) ms · (\d+) tokens(?: · ([\d.]+) tokens/s)?")
 
 
 def wait_played(tab, timeout_ms: int = 600_000) -> None:

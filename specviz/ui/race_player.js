@@ -73,8 +73,8 @@ function frame(player, now) {
     const done = row.shown >= lane.times.length && t >= lane.end_s;
     const ms = Math.min(t, lane.end_s) * 1000;
     row.clock.textContent = done
-      ? `⏱ ${ms.toFixed(0)} ms · ${row.tokens} tokens · ${lane.tokens_per_s.toFixed(1)} tokens/s`
-      : `⏱ ${ms.toFixed(0)} ms · ${row.tokens} tokens`;
+      ? `${ms.toFixed(0)} ms · ${row.tokens} tokens · ${lane.tokens_per_s.toFixed(1)} tokens/s`
+      : `${ms.toFixed(0)} ms · ${row.tokens} tokens`;
     row.text.parentElement.dataset.state = done ? "done" : "playing";
     playing = playing || !done;
   }

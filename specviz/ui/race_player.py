@@ -9,6 +9,7 @@ import streamlit as st
 
 NAME = "specviz.race_player"
 KEY = "race_player"
+HTML = '<div class="race-player"></div>'
 JS = (Path(__file__).with_name("race_player.js")).read_text(encoding="utf-8")
 CSS = """
 .race-player { font-family: inherit; color: inherit; }
@@ -28,5 +29,5 @@ CSS = """
 def race_player(data: dict) -> None:
     """Mount the player with viz.race_charts.playback_data's dict (registered on every run: AppTest and the server
     each keep their own registry; an unchanged definition registers silently)."""
-    mount = st.components.v2.component(NAME, html='<div class="race-player"></div>', css=CSS, js=JS)
-    mount(data=data, key=KEY, isolate_styles=True)
+    mount = st.components.v2.component(NAME, html=HTML, css=CSS, js=JS, isolate_styles=True)
+    mount(data=data, key=KEY)
