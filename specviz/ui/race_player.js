@@ -26,7 +26,9 @@ function build(root, data, player) {
     restart(player);
   });
   bar.append(replay, speed);
-  root.appendChild(bar);
+  const grid = document.createElement("div");
+  grid.className = "lanes";  // side by side, as many to a row as fit
+  root.append(bar, grid);
   player.lanes = data.lanes.map((lane) => {
     const box = document.createElement("div");
     box.className = "lane";
@@ -42,7 +44,7 @@ function build(root, data, player) {
     text.className = "text";
     head.append(label, clock);
     box.append(head, text);
-    root.appendChild(box);
+    grid.appendChild(box);
     return { lane, clock, text, shown: 0, tokens: 0 };
   });
 }

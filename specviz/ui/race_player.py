@@ -16,8 +16,9 @@ CSS = """
 .race-player .bar { display: flex; gap: 0.75rem; align-items: center; margin: 0 0 0.5rem 0; flex-wrap: wrap; }
 .race-player button, .race-player select { font: inherit; padding: 0.2rem 0.6rem; border-radius: 0.4rem;
   border: 1px solid rgba(128, 128, 128, 0.5); background: transparent; color: inherit; cursor: pointer; }
+.race-player .lanes { display: grid; grid-template-columns: repeat(auto-fill, minmax(18rem, 1fr)); gap: 0.5rem; }
 .race-player .lane { border: 1px solid rgba(128, 128, 128, 0.35); border-radius: 0.5rem; padding: 0.5rem 0.75rem;
-  margin: 0 0 0.5rem 0; }
+  min-width: 0; }
 .race-player .head { display: flex; justify-content: space-between; gap: 1rem; flex-wrap: wrap; }
 .race-player .label { font-weight: 600; }
 .race-player .clock { font-variant-numeric: tabular-nums; opacity: 0.85; }
