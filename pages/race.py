@@ -1,7 +1,5 @@
 """The race: the same prompt through plain decoding, specviz's speculative lanes and Hugging Face's, timed live."""
 
-import time
-
 import streamlit as st
 
 from specviz import methods
@@ -19,6 +17,7 @@ from specviz.measure.timing import (
     timing_words,
 )
 from specviz.ui.controls import active_pair, active_sources, exit_layer_fits, prompt_box, sidebar_controls
+from specviz.ui.race_player import race_player
 from specviz.ui.render import apply_lecture_mode, draw, page_header, show_table
 from specviz.viz import race_charts as charts
 from specviz.viz.explain import BF16_GREEDY_NOTE
@@ -69,28 +68,13 @@ if st.button("Start the race", type="primary", disabled=controls.settings is Non
     try:
         pair = active_pair()
         settings = controls.settings
-        boxes = {}
-        for lane in lanes:  # one full-width row per lane: the whole text shows, code lines are not cut
-            row = st.container(border=True)
-            row.markdown(f"**{methods.lane_label(lane)}**")
-            boxes[lane] = row.empty()
-            boxes[lane].caption("waiting…")
+        bar = st.progress(0.0, text=f"Warming up every lane (first calls are slower), then racing {REPEATS} times…")
 
-        drawn: dict[str, float] = {}
+        def advance(done: int, runs: int, lane: str) -> None:  # between runs only: nothing is drawn while one decodes
+            bar.progress(done / runs, text=f"Decoded {done} of {runs} runs (last: {methods.lane_label(lane)})")
 
-        def show_lane(lane, ids, seconds):
-            text = pair.tokenizer.decode(ids, skip_special_tokens=True)
-            boxes[lane].markdown(f"⏱ {seconds * 1e3:.0f} ms · {len(ids)} tokens\n\n```text\n{text}\n```")
-
-        def show(lane, ids, seconds):  # at most ten draws a second; the lanes' clocks leave drawing out anyway
-            if time.perf_counter() - drawn.get(lane, 0.0) >= 0.1:
-                show_lane(lane, ids, seconds)
-                drawn[lane] = time.perf_counter()
-
-        with st.spinner(f"Warming up every lane (first calls are slower), then racing {REPEATS} times…"):
-            raced = race(pair, prompt, settings, lanes, show, tree)
-        for lane, result in zip(lanes, raced.records):
-            show_lane(lane, list(result.output_ids), result.wall_s)
+        raced = race(pair, prompt, settings, lanes, advance, tree)
+        bar.empty()
         state["race"] = (raced, settings, environment(pair))
     except SpecvizError as exc:
         st.error(str(exc))
@@ -100,13 +84,14 @@ if "race" in state:
     results, greedy, dtype = raced.records, raced_settings.sampling.greedy, env["dtype"]
     plain = next(r for r in results if r.method == methods.PLAIN)
     reference = plain.output_ids if greedy else None
+    st.caption(charts.PLAYBACK_WORDS)
+    race_player(charts.playback_data(results, raced.pieces))
     show_table(st, charts.lanes_frame(results, reference, raced.timings, raced.tokens_per_s))
     st.caption(
         timing_words(REPEATS, raced_settings.sampling.temperature, None, tokens=raced_settings.max_new_tokens)
-        + " Tokens/s is each lane's median over the repeats; speedup vs plain "
-        "is the median of its per-repeat speedups (each against plain in the same repeat), with their range. Times "
-        "are decoding times: each lane's clock stops while the page draws its text (the first repeat is drawn), so "
-        "tokens/s here are the bench's for the same lane and settings, not the browser's drawing speed."
+        + " Tokens/s is each lane's median over the repeats (the playback shows that median repeat); speedup vs "
+        "plain is the median of its per-repeat speedups (each against plain in the same repeat), with their range. "
+        "Nothing was drawn while a lane decoded, so tokens/s here are the bench's for the same lane and settings."
     )
     doubts = implausible_lanes(results, raced.timings)
     if doubts:

@@ -268,9 +268,14 @@ def recorded_benches(folder: Path) -> list[dict]:
     ]
 
 
+NO_HF_LANE = "no HF lane"  # a bench that raced no Hugging Face assisted lane at the best K (not a missing number)
+NONE_SHOWN = "—"  # a figure the bench did not measure, as the table shows it (never Python's "None")
+
+
 def headline(doc: dict) -> dict:
     """One row per bench file for a table across CPU kinds: where, in what precision, plain tokens/s, the best K of
-    the specviz draft lane with its speedup, c and v(K), and Hugging Face's assisted generation at that K."""
+    the specviz draft lane with its speedup, c and v(K), and Hugging Face's assisted generation at that K (as text:
+    "1.28×", or NO_HF_LANE). A figure the bench lacks reads NONE_SHOWN."""
     env, results = doc["environment"], doc["results"]
     plain = next(r for r in results if r["method"] == methods.PLAIN)
     drafts = [r for r in results if r["method"] == methods.DRAFT]
@@ -281,11 +286,11 @@ def headline(doc: dict) -> dict:
         "precision": env["dtype"],
         "draft vocabulary": str(doc["settings"].get("draft_vocab") or "all"),  # always recorded; text: N or "all"
         "plain tokens/s": round(plain["tokens_per_s"], 1),
-        "best K": best["k"] if best else None,
-        "speedup": round(best["speedup_vs_plain"], 2) if best else None,
-        "c": None if best is None or best["c"] is None else round(best["c"], 3),
-        "v(K)": None if best is None or best["verify_cost"] is None else round(best["verify_cost"], 2),
-        "HF assisted at that K": round(assisted["speedup_vs_plain"], 2) if assisted else None,
+        "best K": best["k"] if best else NONE_SHOWN,
+        "speedup": round(best["speedup_vs_plain"], 2) if best else NONE_SHOWN,
+        "c": NONE_SHOWN if best is None or best["c"] is None else round(best["c"], 3),
+        "v(K)": NONE_SHOWN if best is None or best["verify_cost"] is None else round(best["verify_cost"], 2),
+        "HF assisted at that K": f"{assisted['speedup_vs_plain']:.2f}×" if assisted else NO_HF_LANE,
         "= plain": bool(best and best["identical_to_plain"]),
         "prompts × tokens": f"{doc['settings']['prompts']} × {doc['settings']['max_new_tokens']}",
         "file": doc.get("file", ""),

@@ -1,16 +1,18 @@
-"""The race: one prompt through several methods (plain, specviz's, Hugging Face's), each timed as its tokens arrive;
-and the K sweep, measured speedup next to the prediction from measured costs.
+"""The race: one prompt through several methods (plain, specviz's, Hugging Face's), each lane's token arrivals
+recorded for playback; and the K sweep, measured speedup next to the prediction from measured costs.
 
 Lanes run one after another, never concurrently, so no lane steals another's cores, after a short warm-up of each,
 and every speedup is timed by measure/timing.py's protocol: repeats in alternating order, each paired with the plain
-run of its repeat, the median with the repeats' range.
+run of its repeat, the median with the repeats' range. Nothing is drawn while a lane decodes: on a 2-core machine a
+page redrawing per token took the cores the lanes decode on (the plain lane ran at 0.35 of the bench's speed); the
+page replays the recorded arrivals afterwards (arrival_pieces says what appears when).
 """
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from specviz import methods
 from specviz.core import stats
@@ -22,7 +24,7 @@ from specviz.engine.costs import MeasuredCosts, measure_costs
 from specviz.engine.decode import generate
 from specviz.engine.models import ModelPair
 from specviz.errors import SettingsError
-from specviz.measure.lanes import OnTokens, run_method, tree_settings
+from specviz.measure.lanes import run_method, tree_settings
 from specviz.measure.predict import predict
 from specviz.measure.timing import REPEATS, Timing, alternate, implausible_points, overlap, paired_ratios, timing_words
 
@@ -39,15 +41,20 @@ def warm_up(
         run_method(pair, prompt, _lane_settings(short, lane, tree), lane)
 
 
+OnRun = Callable[[int, int, str], None]  # runs done, runs in all, the lane just run: called between runs, never within
+
+
 @dataclass(frozen=True)
 class Race:
-    """Every lane's first run (drawn live; its arrivals feed the charts) and each lane's timing over the repeats."""
+    """Each lane's median run (its arrivals feed the playback and the charts) and its timing over the repeats."""
 
-    records: list[RunRecord]  # the first repeat, in the lanes' order
+    records: list[RunRecord]  # per lane, in the lanes' order: the repeat whose tokens/s is the median (the lower one
+    # of the two middle repeats for an even count)
     tokens_per_s: dict[str, float]  # lane -> median over the repeats
     timings: dict[str, Timing]  # lane -> its speedup over plain, repeat by repeat (plain's own is 1.00 throughout)
     prompt: str = ""
     settings: RunSettings | None = None
+    pieces: dict[str, tuple[Piece, ...]] = field(default_factory=dict)  # lane -> its record's text as it arrived
 
 
 def race(
@@ -55,33 +62,81 @@ def race(
     prompt: str,
     settings: RunSettings,
     lanes: Sequence[str],
-    on_tokens: OnTokens | None = None,
+    on_run: OnRun | None = None,
     tree: tuple[int, ...] = (),
     repeats: int = REPEATS,
 ) -> Race:
-    """Every lane on the prompt, one after another (warm-up first), `repeats` times in alternating order; the first
-    repeat reports its tokens as they arrive. A "tree" lane drafts a tree of this shape."""
+    """Every lane on the prompt, one after another (warm-up first), `repeats` times in alternating order, with no
+    callback while a lane decodes (on_run is told between runs). A "tree" lane drafts a tree of this shape."""
     warm_up(pair, prompt, settings, lanes, tree)
     lanes = list(lanes) if methods.PLAIN in lanes else [methods.PLAIN, *lanes]  # every speedup needs its plain run
-    first: dict[str, RunRecord] = {}
+    done = [0]
 
     def runner(lane: str):
         def go() -> RunRecord:
-            shown = on_tokens if lane not in first else None
-            record = run_method(pair, prompt, _lane_settings(settings, lane, tree), lane, shown)
-            first.setdefault(lane, record)
+            record = run_method(pair, prompt, _lane_settings(settings, lane, tree), lane)
+            done[0] += 1
+            if on_run:
+                on_run(done[0], len(lanes) * repeats, lane)
             return record
 
         return go
 
     runs = alternate([runner(lane) for lane in lanes], repeats)  # runs[repeat][lane]
     plain = [row[lanes.index(methods.PLAIN)].tokens_per_s for row in runs]
-    timings, speeds = {}, {}
+    timings, speeds, records = {}, {}, []
     for i, lane in enumerate(lanes):
         speed = [row[i].tokens_per_s for row in runs]
         speeds[lane] = statistics.median(speed)
         timings[lane] = Timing(paired_ratios(speed, plain), settings.sampling.temperature, settings.max_new_tokens)
-    return Race([first[lane] for lane in lanes], speeds, timings, prompt, settings)
+        records.append(median_run([row[i] for row in runs]))
+    decode = lambda ids: pair.tokenizer.decode(ids, skip_special_tokens=True)  # noqa: E731
+    pieces = {lane: arrival_pieces(record, decode) for lane, record in zip(lanes, records)}
+    return Race(records, speeds, timings, prompt, settings, pieces)
+
+
+def median_run(runs: Sequence[RunRecord]) -> RunRecord:
+    """The run whose tokens/s is the median (the lower middle one of an even count): the one the page replays, so
+    the speed its playback ends on is the table's."""
+    ranked = sorted(runs, key=lambda r: r.tokens_per_s)
+    return ranked[(len(ranked) - 1) // 2]
+
+
+@dataclass(frozen=True)
+class Piece:
+    """What one target pass delivered: when (seconds of decoding since the lane's start), how many tokens, and the
+    text they added (may be empty while a character's bytes are incomplete; the pieces join to the whole text)."""
+
+    seconds: float
+    tokens: int
+    text: str
+
+
+def arrival_pieces(record: RunRecord, decode: Callable[[list[int]], str]) -> tuple[Piece, ...]:
+    """A record's text cut where its tokens arrived. Each cut is the decoded prefix's length, or where it stops
+    agreeing with the whole text (a token that completes a character changes the decoded tail), never going back."""
+    ids, whole = list(record.output_ids), decode(list(record.output_ids))
+    pieces, count, shown = [], 0, 0
+    for seconds, tokens in record.arrivals():
+        count += tokens
+        prefix = decode(ids[:count]) if count < len(ids) else whole
+        cut = max(shown, _agreeing(prefix, whole))
+        pieces.append(Piece(seconds, tokens, whole[shown:cut]))
+        shown = cut
+    if pieces and shown < len(whole):  # cannot happen when the last prefix is the whole; kept whole regardless
+        last = pieces[-1]
+        pieces[-1] = replace(last, text=last.text + whole[shown:])
+    return tuple(pieces)
+
+
+def _agreeing(prefix: str, whole: str) -> int:
+    """How many leading characters of prefix agree with whole (a replacement character ends the agreement)."""
+    n = 0
+    for a, b in zip(prefix, whole):
+        if a != b or a == "\ufffd":
+            break
+        n += 1
+    return n
 
 
 def _lane_settings(settings: RunSettings, lane: str, tree: tuple[int, ...]) -> RunSettings:

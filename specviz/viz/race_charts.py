@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 import altair as alt
 import pandas as pd
 
@@ -10,6 +13,10 @@ from specviz.core import stats
 from specviz.core.record import RunRecord
 
 NOT_REPORTED = "not reported"
+PLAYBACK_WORDS = (
+    "The lanes were decoded one after another with nothing drawn while they ran; the playback replays each lane's "
+    "recorded arrival times at their real pace (speed ×1), all lanes started together."
+)
 
 
 def lanes_frame(
@@ -129,3 +136,23 @@ def sweep_chart(rows: list[dict]) -> alt.LayerChart:
         .encode(x="k:O", y=alt.Y("low:Q", title="speedup over plain (×)"), y2="high:Q", color=alt.Color("kind:N"))
     )
     return (lines + bars).properties(height=260)
+
+
+def playback_data(results: list[RunRecord], pieces: dict) -> dict:
+    """The race player's data (ui/race_player.py): per lane its label, its text cut where its tokens arrived with the
+    arrival times (seconds of decoding since the lane's start, from its clock), tokens per piece, its decode time and
+    tokens/s. pieces: lane -> measure.race.Piece tuple for that lane's record. The id changes with the race."""
+    lanes = []
+    for r in results:
+        cut = pieces[r.method]
+        lanes.append({
+            "method": r.method,
+            "label": methods.lane_label(r.method),
+            "times": [p.seconds for p in cut],
+            "pieces": [p.text for p in cut],
+            "tokens": [p.tokens for p in cut],
+            "end_s": r.wall_s,
+            "tokens_per_s": r.tokens_per_s,
+        })  # fmt: skip
+    digest = hashlib.sha1(json.dumps(lanes, sort_keys=True).encode()).hexdigest()[:12]
+    return {"id": digest, "lanes": lanes}

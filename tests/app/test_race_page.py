@@ -163,3 +163,51 @@ def test_early_exit_lanes_at_an_exit_layer_the_target_lacks_are_not_offered_and_
     assert any("has L = 3: set the exit layer E in the sidebar from 1 to 2" in c.value for c in at.caption)
     at.sidebar.number_input(key="exit_layer").set_value(2).run()
     assert set(exiting) <= set(at.multiselect[0].options)
+
+
+def player_data(at) -> dict:
+    """The race player's data as the page mounted it (AppTest runs no JavaScript; the data is what the browser gets)."""
+    import json
+
+    (element,) = [e for e in at.get("bidi_component") if e.proto.component_name == "specviz.race_player"]
+    return json.loads(element.proto.json)
+
+
+def test_the_player_gets_every_lanes_text_in_order_at_its_recorded_times(tiny_default):
+    at = open_page("pages/race.py")
+    at.sidebar.slider(key="temperature").set_value(0.0).run()
+    at.sidebar.slider(key="max_new_tokens").set_value(12).run()
+    at.multiselect[0].set_value([PLAIN, DRAFT, HF_ASSISTED]).run()
+    at = click(at, "Start the race")
+    assert not at.exception
+    assert not at.error
+    raced = at.session_state["race"][0]
+    data = player_data(at)
+    assert [lane["method"] for lane in data["lanes"]] == [PLAIN, DRAFT, HF_ASSISTED]
+    from specviz.engine.models import load_pair
+
+    tokenizer = load_pair(*tiny_default).tokenizer
+    for lane, record in zip(data["lanes"], raced.records, strict=True):
+        assert lane["label"] == lane_label(record.method)
+        assert "".join(lane["pieces"]) == tokenizer.decode(record.output_ids, skip_special_tokens=True)
+        assert sum(lane["tokens"]) == len(record.output_ids) == 12  # every token, none twice
+        assert lane["tokens"] == list(record.per_round_committed)  # in the order the target passes gave them
+        times = lane["times"]
+        assert times == sorted(times) and times[0] > 0  # arrivals never go back
+        assert times == list(record.round_end_s)  # the lane's own clock, not a drawing's
+        assert times[-1] <= lane["end_s"] == record.wall_s  # the playback ends at the measured decode time
+        assert lane["end_s"] - times[-1] < 0.05 * lane["end_s"]  # the last token arrives as decoding ends
+        assert lane["tokens_per_s"] == pytest.approx(raced.tokens_per_s[record.method])  # the median repeat replayed
+    captions = " ".join(c.value for c in at.caption)
+    assert "decoded one after another with nothing drawn while they ran" in captions
+    assert "replays each lane's recorded arrival times at their real pace" in captions
+
+
+def test_the_bench_table_says_no_hf_lane_where_a_bench_raced_none(tiny_default):
+    at = open_page("pages/race.py")
+    assert not at.exception
+    table = at.dataframe[-1].value  # the recorded benches across CPU kinds
+    column = list(table["HF assisted at that K"])
+    assert "no HF lane" in column  # most bundled benches race no Hugging Face lane
+    assert any(cell.endswith("×") for cell in column)  # one does (cpu-float32-vocab1024.json)
+    assert not table.isna().any().any() and "None" not in table.astype(str).values

@@ -2,7 +2,7 @@
 
 import json
 
-from specviz.measure.bench import headline, recorded_benches
+from specviz.measure.bench import NO_HF_LANE, NONE_SHOWN, headline, recorded_benches
 
 
 def row(method, k, speedup, c=0.2, v=1.2, same=True):
@@ -36,9 +36,17 @@ def test_the_headline_is_the_best_k_with_its_costs_and_hugging_face_at_that_k():
     assert line["speedup"] == 1.9
     assert line["c"] == 0.15
     assert line["v(K)"] == 1.1
-    assert line["HF assisted at that K"] == 1.3
+    assert line["HF assisted at that K"] == "1.30×"
     assert line["= plain"]
     assert headline(doc(vocab=0))["draft vocabulary"] == "all"
+
+
+def test_a_bench_without_a_hugging_face_lane_or_costs_says_so_instead_of_none():
+    bare = doc() | {"results": [row("plain", 0, 1.0), row("draft", 4, 1.6, c=None, v=None)]}
+    line = headline(bare)
+    assert line["HF assisted at that K"] == NO_HF_LANE == "no HF lane"
+    assert line["c"] == line["v(K)"] == NONE_SHOWN
+    assert None not in line.values() and "None" not in map(str, line.values())
 
 
 def test_only_bench_files_that_race_the_draft_are_listed(tmp_path):
