@@ -3,6 +3,7 @@
 import streamlit as st
 
 from specviz import methods
+from specviz.engine.decode import forwards_run
 from specviz.engine.models import ASSETS, HEAD_KINDS, find_heads
 from specviz.errors import SpecvizError
 from specviz.measure.bench import environment, headline, recorded_benches
@@ -20,6 +21,7 @@ from specviz.ui.controls import active_pair, active_sources, exit_layer_fits, pr
 from specviz.ui.race_player import race_player
 from specviz.ui.render import apply_lecture_mode, draw, page_header, show_table
 from specviz.viz import race_charts as charts
+from specviz.viz import run_notes
 from specviz.viz.explain import BF16_GREEDY_NOTE
 
 page_header(
@@ -75,7 +77,7 @@ if st.button("Start the race", type="primary", disabled=controls.settings is Non
 
         raced = race(pair, prompt, settings, lanes, advance, tree)
         bar.empty()
-        state["race"] = (raced, settings, environment(pair))
+        state["race"] = (raced, settings, environment(pair) | {"forward": forwards_run(pair, settings)})
     except SpecvizError as exc:
         st.error(str(exc))
 
@@ -91,7 +93,8 @@ if "race" in state:
         timing_words(REPEATS, raced_settings.sampling.temperature, None, tokens=raced_settings.max_new_tokens)
         + " Tokens/s is each lane's median over the repeats (the playback shows that median repeat); speedup vs "
         "plain is the median of its per-repeat speedups (each against plain in the same repeat), with their range. "
-        "Nothing was drawn while a lane decoded, so tokens/s here are the bench's for the same lane and settings."
+        "Nothing was drawn while a lane decoded, so tokens/s here are the bench's for the same lane and settings. "
+        + run_notes.forward_words(env.get("forward", {}))
     )
     doubts = implausible_lanes(results, raced.timings)
     if doubts:

@@ -4,6 +4,8 @@ lecture's moment, and Streamlit serves them (static serving on, files under its 
 
 from __future__ import annotations
 
+import base64
+import gzip
 import tomllib
 from pathlib import Path
 
@@ -129,3 +131,20 @@ def test_an_index_name_that_cannot_be_a_file_name_in_a_url_is_refused(tmp_path):
     (tmp_path / "index.json").write_text('{"../escape": {"file": "x.json"}, "ok-1": {"file": "y.json"}}')
     with pytest.raises(SpecvizError, match="'../escape' cannot be file names in a URL"):
         lectures.lecture_index(tmp_path)
+
+
+def test_the_round_page_reads_a_lectures_bundle_from_its_prebuilt_page():
+    """The packed bundle inside a committed page (what the exporter gives today: the test above) is used for that
+    very trace, title and description, and for nothing else."""
+    from dataclasses import replace
+
+    from specviz.viz.player_bundle import load_bundle
+
+    name, info = next(iter(lectures.lecture_index().items()))
+    trace = lectures.lecture_trace(info)
+    found = lectures.prebuilt_packed(trace, info["title"], info["what"])
+    page = (lectures.LECTURES_DIR / f"{name}.html").read_text(encoding="utf-8")
+    assert found and f">{found}</script>" in page
+    assert load_bundle(gzip.decompress(base64.b64decode(found)).decode("utf-8")).doc["title"] == info["title"]
+    assert lectures.prebuilt_packed(trace, info["title"], "other words") is None
+    assert lectures.prebuilt_packed(replace(trace, prompt=trace.prompt + " "), info["title"], info["what"]) is None

@@ -219,7 +219,7 @@ def k_sweep(
     `repeats` times in alternating order: one plain run timed once, shared by every K, made one slow or fast moment
     scale every point), and predicted from measured tau and costs (no prediction when the costs cannot be true: see
     MeasuredCosts.implausible)."""
-    costs = measure_costs(pair, k_max=max(ks), repeats=5, draft_vocab=settings.draft_vocab)
+    costs = measure_costs(pair, k_max=max(ks), repeats=5, draft_vocab=settings.draft_vocab, forward=settings.forward)
     warm_up(pair, prompt, settings, [methods.PLAIN, methods.DRAFT])
     for k in ks:  # every K once: a K's first run must not be its timed one
         run_method(pair, prompt, replace(settings, k=k, max_new_tokens=min(8, settings.max_new_tokens)), methods.DRAFT)

@@ -18,8 +18,10 @@ import os
 
 import streamlit as st
 
+from specviz.core.trace import Trace
 from specviz.ui.render import cached_player_bundle
 from specviz.viz.export_html import packed, player_css
+from specviz.viz.lectures import prebuilt_packed
 
 NAME = "specviz_player"
 BROWSER_STEPPING = "browser_stepping"  # session key of the round page's "Step in the browser" toggle
@@ -102,8 +104,11 @@ export default function (component) {
 
 @st.cache_data(show_spinner="Preparing every step of this run for the browser (once per run)…", max_entries=16)
 def cached_packed_bundle(trace_json: str, title: str = "", about: str = "") -> tuple[str, str]:
-    """A run's bundle as the component's data -> (gzip + base64 text, its short hash), cached for every session."""
-    text = packed(cached_player_bundle(trace_json, title, about))
+    """A run's bundle as the component's data -> (gzip + base64 text, its short hash), cached for every session; a
+    bundled lecture's is read from its prebuilt static page (milliseconds, where building it takes seconds)."""
+    text = prebuilt_packed(Trace.from_json(trace_json), title, about) or packed(
+        cached_player_bundle(trace_json, title, about)
+    )
     return text, hashlib.sha256(text.encode("ascii")).hexdigest()[:16]
 
 

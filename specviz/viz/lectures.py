@@ -103,3 +103,20 @@ def lecture_url(name: str, fragment: str = "", base_url_path: str = "") -> str:
     """A lecture page's address on the app's server, from its root: /<base URL path>/app/static/lectures/<name>.html."""
     base = base_url_path.strip("/")
     return "/" + (base + "/" if base else "") + f"{SERVED_AT}/{page_file(name)}{fragment}"
+
+
+_PACKED = re.compile(r'<script id="bundle" type="application/octet-stream">([A-Za-z0-9+/=]+)</script>')
+
+
+def prebuilt_packed(trace: Trace, title: str, about: str, folder: Path = LECTURES_DIR) -> str | None:
+    """The packed player bundle inside a lecture's prebuilt page, when `trace`, `title` and `about` are exactly what
+    that page was built from (so the round page opens a bundled lecture without building its bundle again, which
+    takes seconds); None otherwise. The committed pages are checked to be what the exporter gives today (tests)."""
+    for name, info in lecture_index().items():
+        if (info.get("title", ""), info.get("what", "")) != (title, about):
+            continue
+        page = folder / page_file(name)
+        if page.exists() and lecture_trace(info) == trace:
+            found = _PACKED.search(page.read_text(encoding="utf-8"))
+            return found.group(1) if found else None
+    return None

@@ -13,6 +13,8 @@ import json
 import re
 from dataclasses import dataclass
 
+from altair.utils.schemapi import debug_mode
+
 from specviz.core.trace import Trace
 from specviz.errors import PlayerFormatError
 from specviz.viz import run_notes, steps
@@ -144,7 +146,10 @@ def player_bundle(trace: Trace, title: str = "", about: str = "", views: tuple[s
     index = {cursor: i for i, cursor in enumerate(moments)}
     tables, memo, out = _Tables(), {}, []
     for cursor in moments:
-        shown = {name: sv.step_view(trace, cursor, VIEWS[name], memo) for name in views}
+        with debug_mode(False):  # Altair validates every chart object as it is made, a fifth of the time: the specs
+            #                      the builders make are the page's own (tests validate them), so checking them again
+            #                      for every step and view gains nothing
+            shown = {name: sv.step_view(trace, cursor, VIEWS[name], memo) for name in views}
         first = next(iter(shown.values()))
         out.append(
             {

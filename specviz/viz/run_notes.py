@@ -132,3 +132,17 @@ FIRST_ROUND_NOTE = (
 def verify_time_note(round_index: int, live: bool) -> str:
     """A caveat for a round's measured times: the first round of a live run is a cold start."""
     return FIRST_ROUND_NOTE if live and round_index == 0 else ""
+
+
+def forward_words(ran: dict) -> str:
+    """Which forward pass the specviz lanes ran (plain decoding too, so their speedups compare like with like), and
+    that Hugging Face's lanes run their own generate(), the reference a user would pick."""
+    kinds = {"lean": "specviz's lean forward", "hf": "Hugging Face's forward"}
+    target, draft = ran.get("target"), ran.get("draft")
+    said = kinds.get(target, str(target)) + (
+        "" if draft in (None, target) else f" for the target and {kinds.get(draft, str(draft))} for the draft"
+    )
+    return (
+        f"The specviz lanes, plain decoding among them, ran {said} (Advanced in the sidebar); Hugging Face's lanes "
+        "run its generate(), the library's own forward, as a user of transformers would."
+    )
