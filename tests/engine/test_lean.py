@@ -139,3 +139,24 @@ def test_bench_measures_both_forwards_on_the_same_prompts(model_dirs, tmp_path, 
     assert "| lean |" in out and "| hf |" in out
     assert main([*argv, "--forward", "lean,fast"]) == 2
     assert "forward must be one of auto, lean, hf; got 'fast'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind", ["qwen2", "mistral"])
+@torch.inference_mode()
+def test_qwen2_biases_and_mistrals_window_run_lean_and_equal_hf(kind):
+    """Qwen2's q, k and v carry biases; Mistral has a sliding window, which a run shorter than it never reaches."""
+    from transformers import MistralConfig, MistralForCausalLM, Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(0)
+    shape = dict(vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4)
+    shape |= dict(num_key_value_heads=2, max_position_embeddings=64)
+    if kind == "qwen2":
+        model = Qwen2ForCausalLM(Qwen2Config(**shape)).eval()
+        assert model.model.layers[0].self_attn.q_proj.bias is not None
+    else:
+        model = MistralForCausalLM(MistralConfig(**shape, sliding_window=32)).eval()
+    assert chosen_forward(FORWARD_AUTO, model) == FORWARD_LEAN
+    ids = [3, 9, 27, 4, 11, 50, 7]
+    hf, lean = both(model, 64, ids)
+    drafts = torch.tensor([5, 6, 8])
+    assert close(hf.forward(drafts, logits_to_keep=4), lean.forward(drafts, logits_to_keep=4))
