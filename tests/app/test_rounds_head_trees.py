@@ -3,7 +3,7 @@ the run drafts the head's tree (the URL names method and shape), and its rounds 
 head's words (who drafted each depth, judged one-hot), not the draft model's; a shared link reopens it as a tree."""
 
 import pytest
-from app_helpers import click, open_page, page, text
+from app_helpers import click, open_page, page, step_phases
 
 from specviz import methods
 from specviz.ui.controls import HEAD_TREE
@@ -13,16 +13,6 @@ SAYS = {
     methods.EAGLE3: "drafts a tree of shape 2,2,1,1 (14 nodes), as EAGLE-2 grows one",
     methods.MEDUSA: "draft their Cartesian tree of shape 2,2,1,1 (14 nodes) in one pass over one feature",
 }
-
-
-def step_through(at, phases: int = 10) -> list[str]:
-    said = []
-    for _ in range(phases):
-        at = click(at, "Next phase")
-        assert not at.exception
-        assert not at.error
-        said += [text(m) for m in at.markdown]
-    return said
 
 
 @pytest.mark.parametrize("method", methods.BRANCHING)
@@ -38,7 +28,7 @@ def test_a_head_tree_runs_on_the_rounds_page_and_steps_through_its_phases(tiny_d
     assert not at.error
     assert at.query_params["method"] == method
     assert at.query_params["tree"] == "2,2,1,1"
-    said = step_through(at)
+    at, said = step_phases(at, 10)
     assert any(SAYS[method] in s for s in said)
     assert any("judged as a one-hot proposal" in s for s in said)
     assert not any("The draft model drafts a tree" in s for s in said)
