@@ -30,7 +30,6 @@ class CachedModel:
         forward: "hf" (Hugging Face's, the reference) or "lean" (engine/lean.py; the same function, less overhead)."""
         self.model = model
         self.vocab_size = vocab_size
-        self.forward_kind = forward
         self.device = model.device
         self.kept = None if kept is None else kept.to(self.device)
         if forward == FORWARD_LEAN:

@@ -26,7 +26,6 @@ from specviz.viz.lectures import prebuilt_packed
 NAME = "specviz_player"
 BROWSER_STEPPING = "browser_stepping"  # session key of the round page's "Step in the browser" toggle
 STEPPING_ENV = "SPECVIZ_STEPPING"  # "server": the toggle starts off (AppTests, which run no JavaScript; old browsers)
-LIBRARIES = ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js", "specviz-player.js")  # load order
 
 JS = r"""
 const FILES = [["vega", "vega.min.js"], ["vegaLite", "vega-lite.min.js"], ["vegaEmbed", "vega-embed.min.js"],

@@ -20,6 +20,7 @@ from specviz.ui.loaders import cached_pair
 from specviz.viz import tables
 from specviz.viz.export_html import export_html
 from specviz.viz.layout import lectured, readable
+from specviz.viz.lectures import prebuilt_page
 from specviz.viz.player_bundle import player_bundle
 from specviz.viz.text import legend_html, trace_html
 
@@ -176,5 +177,7 @@ def cached_player_bundle(trace_json: str, title: str = "", about: str = "") -> d
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def cached_export_html(trace_json: str, title: str = "", about: str = "") -> bytes:
-    """A run as the offline HTML file (python -m specviz export-html gives the same), from the cached bundle."""
-    return export_html(cached_player_bundle(trace_json, title, about)).encode("utf-8")
+    """A run as the offline HTML file (python -m specviz export-html gives the same): a bundled lecture's prebuilt page,
+    else built from the cached bundle."""
+    page = prebuilt_page(Trace.from_json(trace_json), title, about)
+    return (page or export_html(cached_player_bundle(trace_json, title, about))).encode("utf-8")

@@ -108,15 +108,21 @@ def lecture_url(name: str, fragment: str = "", base_url_path: str = "") -> str:
 _PACKED = re.compile(r'<script id="bundle" type="application/octet-stream">([A-Za-z0-9+/=]+)</script>')
 
 
-def prebuilt_packed(trace: Trace, title: str, about: str, folder: Path = LECTURES_DIR) -> str | None:
-    """The packed player bundle inside a lecture's prebuilt page, when `trace`, `title` and `about` are exactly what
-    that page was built from (so the round page opens a bundled lecture without building its bundle again, which
-    takes seconds); None otherwise. The committed pages are checked to be what the exporter gives today (tests)."""
+def prebuilt_page(trace: Trace, title: str, about: str, folder: Path = LECTURES_DIR) -> str | None:
+    """A lecture's prebuilt page, when `trace`, `title` and `about` are exactly what it was built from (the committed
+    pages are checked to be what the exporter gives today: tests); None otherwise."""
     for name, info in lecture_index().items():
         if (info.get("title", ""), info.get("what", "")) != (title, about):
             continue
         page = folder / page_file(name)
         if page.exists() and lecture_trace(info) == trace:
-            found = _PACKED.search(page.read_text(encoding="utf-8"))
-            return found.group(1) if found else None
+            return page.read_text(encoding="utf-8")
     return None
+
+
+def prebuilt_packed(trace: Trace, title: str, about: str, folder: Path = LECTURES_DIR) -> str | None:
+    """The packed player bundle inside that page (so the round page opens a bundled lecture without building its
+    bundle again, which takes seconds); None where there is no such page."""
+    page = prebuilt_page(trace, title, about, folder)
+    found = _PACKED.search(page) if page else None
+    return found.group(1) if found else None
