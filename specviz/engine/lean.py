@@ -8,6 +8,7 @@ tests hold its logits to Hugging Face's within float32 tolerance at prefill, one
 
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from transformers import PreTrainedModel
 
-from specviz.core.settings import FORWARD_HF, FORWARD_LEAN
+from specviz.core.settings import FORWARD_AUTO, FORWARD_HF, FORWARD_LEAN
 from specviz.errors import SettingsError
 
 LEAN_TYPES = ("llama", "qwen2", "mistral")  # decoders whose layer is exactly the one `layer_forward` computes
@@ -33,11 +34,14 @@ def lean_refusal(model: PreTrainedModel) -> str | None:
     return None  # a sliding window needs nothing: runs stay shorter than it (decode.check_fits), so attention is full
 
 
+AUTO_ENV = "SPECVIZ_FORWARD"  # "hf": auto means Hugging Face's forward in this process (to run a suite on the reference)
+
+
 def chosen_forward(choice: str, model: PreTrainedModel, needs_hf: str | None = None) -> str:
     """The forward one model runs under the run's choice: Hugging Face's when asked or where the lean one cannot run
     (under auto); lean where it can; asking for lean where it cannot is refused, naming why. needs_hf: why this run
     needs Hugging Face's forward whatever the architecture (early exit reads its cache objects)."""
-    if choice == FORWARD_HF:
+    if choice == FORWARD_HF or (choice == FORWARD_AUTO and os.environ.get(AUTO_ENV) == FORWARD_HF):
         return FORWARD_HF
     why = needs_hf or lean_refusal(model)
     if why and choice == FORWARD_LEAN:
@@ -93,16 +97,47 @@ class LeanWeights:
     heads: int
     kv_heads: int
     head_dim: int
+    rotary_table: RotaryTable | None  # None: the model's RoPE varies with the pass's length, so the module runs
 
     @property
     def dtype(self) -> torch.dtype:
         return self.embed.dtype
 
-    def rotary(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(L, d) cos and sin at these positions, from the model's own rotary module (every RoPE variant it has)."""
-        base = self.model.base_model
-        cos, sin = base.rotary_emb(self.embed[:1][None], position_ids=positions[None])
-        return cos[0], sin[0]
+    def rotary(self, positions: torch.Tensor, bound: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(L, d) cos and sin at these positions, all below bound (known on the host: no device sync): rows of a table the model's own rotary module filled (every RoPE
+        variant it has), or that module itself for the variants whose values depend on the pass's length."""
+        if self.rotary_table is None:
+            return _rotary_rows(self.model, self.embed, positions)
+        return self.rotary_table.rows(positions, bound)
+
+
+def _rotary_rows(model: PreTrainedModel, embed: torch.Tensor, positions: torch.Tensor):
+    """(L, d) cos and sin from the model's rotary module, which reads only the dtype and device of its first input."""
+    cos, sin = model.base_model.rotary_emb(embed[:1][None], position_ids=positions[None])
+    return cos[0], sin[0]
+
+
+class RotaryTable:
+    """cos and sin for positions 0..n-1, computed once by the model's rotary module and grown by doubling: a step then
+    indexes two rows instead of calling the module (its cat, cos, sin and casts cost about a layer's small operations).
+    The values are the module's own, position by position (each is a function of its position alone)."""
+
+    def __init__(self, model: PreTrainedModel, embed: torch.Tensor, length: int = 512):
+        self.model, self.embed = model, embed
+        self.table = self._filled(length)  # (cos, sin), each (n, d); replaced whole when grown, never written into
+
+    def _filled(self, length: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return _rotary_rows(self.model, self.embed, torch.arange(length, device=self.embed.device))
+
+    def rows(self, positions: torch.Tensor, bound: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The rows at positions (L,), every one below bound."""
+        cos, sin = self.table
+        if bound > cos.shape[0]:
+            cos, sin = self.table = self._filled(max(2 * cos.shape[0], bound))
+        return cos[positions], sin[positions]
+
+
+LENGTH_DEPENDENT_ROPE = ("dynamic", "longrope")  # RoPE variants that rescale with the pass's length: no table
 
 
 _BUILT: weakref.WeakKeyDictionary[PreTrainedModel, LeanWeights] = weakref.WeakKeyDictionary()
@@ -148,16 +183,19 @@ def _build(model: PreTrainedModel, share: bool | None = None) -> LeanWeights:
                 )
             )
     heads = config.num_attention_heads
+    embed = base.embed_tokens.weight.detach()
+    rope = (getattr(config, "rope_parameters", None) or {}).get("rope_type", "default")
     return LeanWeights(
         model=model,
         layers=tuple(layers),
-        embed=base.embed_tokens.weight.detach(),
+        embed=embed,
         final_norm=base.norm.weight.detach(),
         head=model.get_output_embeddings().weight.detach().t().contiguous(),
         eps=float(config.rms_norm_eps),
         heads=heads,
         kv_heads=getattr(config, "num_key_value_heads", None) or heads,
         head_dim=getattr(config, "head_dim", None) or config.hidden_size // heads,
+        rotary_table=None if rope in LENGTH_DEPENDENT_ROPE else RotaryTable(model, embed),
     )
 
 
@@ -221,7 +259,7 @@ def lean_forward(
         positions = torch.arange(cached, cached + n, device=device)
     mask = None if allowed is None and n == 1 else (causal_allowed(cached, n, device) if allowed is None else allowed)
     cache.reserve(cached + n)
-    cos, sin = weights.rotary(positions)  # (L, d)
+    cos, sin = weights.rotary(positions, cached + n)  # (L, d); every position is below cached + n
     hidden = F.embedding(ids, weights.embed)  # (L, H)
     states = [hidden]  # every layer's output, kept only as references: Hugging Face's hidden_states
     for index, layer in enumerate(weights.layers):

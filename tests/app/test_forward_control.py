@@ -5,7 +5,8 @@ from app_helpers import open_page
 from specviz.viz.run_notes import NEW_RUN
 
 
-def test_the_forward_choice_reaches_the_run_and_its_trace(tiny_default):
+def test_the_forward_choice_reaches_the_run_and_its_trace(tiny_default, monkeypatch):
+    monkeypatch.delenv("SPECVIZ_FORWARD", raising=False)  # auto's own meaning, whatever the suite runs on
     at = open_page("pages/rounds.py")
     assert not at.exception
     (choice,) = [box for box in at.sidebar.selectbox if box.label == "Forward pass"]

@@ -73,6 +73,24 @@ def test_the_prefill_reads_every_row_and_the_cache_grows_past_its_first_buffer(b
 
 
 @torch.inference_mode()
+def test_the_rotary_table_grows_and_holds_the_modules_own_values(bundled):
+    weights = _build(bundled.target)
+    first = weights.rotary_table.table[0].shape[0]
+    positions = torch.tensor([3, first + 5])  # the second is past the first table: it doubles
+    cos, sin = weights.rotary(positions, first + 6)
+    assert weights.rotary_table.table[0].shape[0] == 2 * first
+    module_cos, module_sin = bundled.target.model.rotary_emb(weights.embed[:1][None], position_ids=positions[None])
+    assert torch.equal(cos, module_cos[0]) and torch.equal(sin, module_sin[0])
+
+
+def test_a_rope_that_rescales_with_length_runs_the_module_each_pass(model_dirs):
+    model = AutoModelForCausalLM.from_pretrained(
+        model_dirs["llama-target"], rope_parameters={"rope_type": "dynamic", "factor": 2.0, "rope_theta": 10000.0}
+    ).eval()
+    assert _build(model).rotary_table is None  # its values at a position depend on the pass's length: no table
+
+
+@torch.inference_mode()
 def test_sharing_the_weights_leaves_the_models_own_forward_as_it_was(model_dirs):
     model = AutoModelForCausalLM.from_pretrained(model_dirs["llama-target"]).eval()
     ids = torch.tensor([[5, 9, 11, 3, 7]])
@@ -96,7 +114,8 @@ def test_greedy_runs_are_identical_across_forwards(bundled, method):
     assert runs[FORWARD_HF].meta["forward"]["target"] == FORWARD_HF
 
 
-def test_auto_falls_back_where_lean_cannot_run_and_lean_says_why(load, bundled):
+def test_auto_falls_back_where_lean_cannot_run_and_lean_says_why(load, bundled, monkeypatch):
+    monkeypatch.delenv("SPECVIZ_FORWARD", raising=False)
     gpt2 = load("gpt2-target")
     assert "Llama, Qwen2 and Mistral" in lean_refusal(gpt2.target)
     assert chosen_forward(FORWARD_AUTO, gpt2.target) == FORWARD_HF
@@ -107,6 +126,12 @@ def test_auto_falls_back_where_lean_cannot_run_and_lean_says_why(load, bundled):
     assert forwards_run(bundled, RunSettings(method="draft")) == {"target": FORWARD_LEAN, "draft": FORWARD_LEAN}
     with pytest.raises(SettingsError, match="forward must be one of auto, lean, hf"):
         RunSettings(forward="fast")
+
+
+def test_the_environment_can_make_auto_mean_hugging_faces_forward(bundled, monkeypatch):
+    monkeypatch.setenv("SPECVIZ_FORWARD", "hf")  # how the whole suite runs on the reference forward
+    assert chosen_forward(FORWARD_AUTO, bundled.target) == FORWARD_HF
+    assert chosen_forward(FORWARD_LEAN, bundled.target) == FORWARD_LEAN  # an explicit choice is kept
 
 
 def test_the_default_forward_stays_out_of_the_settings_json():
