@@ -34,7 +34,7 @@ def lean_refusal(model: PreTrainedModel) -> str | None:
     return None  # a sliding window needs nothing: runs stay shorter than it (decode.check_fits), so attention is full
 
 
-AUTO_ENV = "SPECVIZ_FORWARD"  # "hf": auto means Hugging Face's forward in this process (to run a suite on the reference)
+AUTO_ENV = "SPECVIZ_FORWARD"  # "hf": auto means Hugging Face's forward in this process (a suite on the reference)
 
 
 def chosen_forward(choice: str, model: PreTrainedModel, needs_hf: str | None = None) -> str:
@@ -104,8 +104,9 @@ class LeanWeights:
         return self.embed.dtype
 
     def rotary(self, positions: torch.Tensor, bound: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """(L, d) cos and sin at these positions, all below bound (known on the host: no device sync): rows of a table the model's own rotary module filled (every RoPE
-        variant it has), or that module itself for the variants whose values depend on the pass's length."""
+        """(L, d) cos and sin at these positions, all below bound (known on the host: no device sync): rows of a
+        table the model's own rotary module filled (every RoPE variant it has), or that module itself for the
+        variants whose values depend on the pass's length."""
         if self.rotary_table is None:
             return _rotary_rows(self.model, self.embed, positions)
         return self.rotary_table.rows(positions, bound)

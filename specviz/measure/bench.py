@@ -183,7 +183,34 @@ def _summarise(lane: str, k: int, pairs: list[tuple[RunRecord, RunRecord]], cost
         "efficiency": measured / prediction.speedup if prediction else None,
         "identical_to_plain": all(run.output_ids == plain.output_ids for run, plain in pairs),
         "runs": len(records),
+        **in_run_costs(pairs),
     }
+
+
+def in_run_costs(pairs: list[tuple[RunRecord, RunRecord]]) -> dict:
+    """c and the verify pass as the lane's own rounds paid them, relative to its paired plain run's time per token:
+    c_in_run = drafting time per drafted token, verify_in_run = verify time (pass and accept test) per round.
+    The costs' c times one draft step alone, after a target pass has pushed the draft's weights out of the CPU's
+    caches; a round's K draft steps run back to back, so the chain's c is what the speedup formula's K·c pays.
+    Medians over the runs; {} for a lane that does not time its phases (Hugging Face's)."""
+    c, verify = [], []
+    for run, plain in pairs:
+        tally, plain_step_ms = stats.tally([run]), plain_step_s(plain) * 1000
+        if run.draft_ms is None or run.verify_ms is None or not tally.rounds or not plain_step_ms:
+            return {}
+        if tally.proposed:
+            c.append(run.draft_ms / tally.proposed / plain_step_ms)
+        verify.append(run.verify_ms / tally.rounds / plain_step_ms)
+    return {
+        **({"c_in_run": statistics.median(c)} if c else {}),
+        "verify_in_run": statistics.median(verify),
+    }
+
+
+def plain_step_s(plain: RunRecord) -> float:
+    """Plain decoding's seconds per token after its first (which holds the prefill); 0 for a run of one round."""
+    ends = plain.round_end_s
+    return (ends[-1] - ends[0]) / (len(ends) - 1) if len(ends) > 1 else 0.0
 
 
 CONSTANT_PLAN = {"k_schedule": schedule.CONSTANT}
@@ -332,6 +359,8 @@ def forward_comparison(docs: dict[str, dict]) -> list[dict]:
                 "plain_tokens_per_s": plain["tokens_per_s"],
                 "c": costs.get("c"),
                 "verify_relative": costs.get("verify_relative"),
+                "c_in_run": best.get("c_in_run") if best else None,  # the best draft lane's own rounds
+                "verify_in_run": best.get("verify_in_run") if best else None,
                 "best_k": best["k"] if best else None,
                 "best_speedup_vs_plain": best["speedup_vs_plain"] if best else None,
             }
@@ -346,8 +375,9 @@ def forward_table(doc: dict) -> str:
     """The forwards side by side, as Markdown."""
     fmt = lambda v, f: "–" if v is None else format(v, f)  # noqa: E731
     lines = [
-        "| forward | plain tokens/s | × the last forward's | c | v(4) | best K | draft speedup vs plain |",
-        "|---|---|---|---|---|---|---|",
+        "| forward | plain tokens/s | × the last forward's | c | v(4) | best K | c in its rounds "
+        "| verify in its rounds | draft speedup vs plain |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for row in doc["forward_comparison"]:
         relative = row["verify_relative"] or []
@@ -355,6 +385,7 @@ def forward_table(doc: dict) -> str:
         lines.append(
             f"| {row['forward']} | {row['plain_tokens_per_s']:.1f} | {row['plain_vs_last_forward']:.2f}x | "
             f"{fmt(row['c'], '.3f')} | {fmt(v4, '.2f')} | {fmt(row['best_k'], 'd')} | "
+            f"{fmt(row.get('c_in_run'), '.3f')} | {fmt(row.get('verify_in_run'), '.2f')} | "
             f"{fmt(row['best_speedup_vs_plain'], '.2f')}x |"
         )
     return "\n".join(lines)

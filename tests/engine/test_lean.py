@@ -161,6 +161,7 @@ def test_bench_measures_both_forwards_on_the_same_prompts(model_dirs, tmp_path, 
     rows = doc["forward_comparison"]
     assert [row["forward"] for row in rows] == ["lean", "hf"] and rows[-1]["plain_vs_last_forward"] == 1.0
     assert all(row["plain_tokens_per_s"] > 0 and row["c"] > 0 for row in rows)
+    assert all(row["c_in_run"] > 0 and row["verify_in_run"] > 0 for row in rows)  # as the lane's own rounds paid
     assert "| lean |" in out and "| hf |" in out
     assert main([*argv, "--forward", "lean,fast"]) == 2
     assert "forward must be one of auto, lean, hf; got 'fast'" in capsys.readouterr().err
