@@ -27,7 +27,17 @@ from specviz.cli.remote import add_server_arguments, check_server_options, cmd_m
 from specviz.cli.serve import add_serve_parser
 from specviz.cli.theory import add_theory_parser
 from specviz.core import schedule
-from specviz.core.settings import DEFAULT_EXIT_LAYER, FORWARD_AUTO, MAX_K, RunSettings, check_prompt
+from specviz.core.settings import (
+    AUTO_THREADS,
+    DEFAULT_EXIT_LAYER,
+    FORWARD_AUTO,
+    MAX_K,
+    NARROW_WIDTH,
+    THREADS_ENV,
+    RunSettings,
+    check_prompt,
+    parse_threads,
+)
 from specviz.core.suffix_tree import SuffixMemory, SuffixOptions
 from specviz.core.trace import Trace
 from specviz.core.verify import tree_size
@@ -144,6 +154,12 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         "--dtype", default="auto", help="auto (float32 on CPU, bfloat16 on CUDA), float32, bfloat16 or float16"
     )
     parser.add_argument("--allow-pickle", action="store_true", help="allow non-safetensors weights (runs their code!)")
+    parser.add_argument(
+        "--threads",
+        default=os.environ.get(THREADS_ENV, AUTO_THREADS),
+        help=f"torch threads on a CPU: auto (one for a model up to {NARROW_WIDTH} wide, which a shared CPU cannot "
+        f"stall, torch's default for wider ones) or a number (default: ${THREADS_ENV}, else auto)",
+    )
 
 
 def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
@@ -262,7 +278,13 @@ def load_for(args: argparse.Namespace, method_names) -> ModelPair:
 
     draft = args.draft if methods.loads_draft(method_names) else None
     pair = load_pair(
-        args.target, draft, device=args.device, dtype=args.dtype, allow_pickle=args.allow_pickle, head=args.head
+        args.target,
+        draft,
+        device=args.device,
+        dtype=args.dtype,
+        allow_pickle=args.allow_pickle,
+        head=args.head,
+        threads=parse_threads(args.threads),
     )
     for name in method_names:
         if methods.get(name).loads_head:

@@ -193,3 +193,22 @@ def check_prompt(prompt: object) -> str:
     if not isinstance(prompt, str) or not prompt.strip():
         raise SettingsError("The prompt is empty: type some text for the model to continue.")
     return prompt
+
+
+# torch's threads on a CPU (engine/threads.py applies them)
+THREADS_ENV = "SPECVIZ_THREADS"  # the app's setting (the CLI's --threads): auto or a number
+AUTO_THREADS = "auto"
+NARROW_WIDTH = 1024  # hidden sizes up to this run on one thread under auto
+
+
+def parse_threads(text: str | int | None) -> str | int:
+    """auto or a whole number of threads from 1 up, from the CLI or the environment; anything else is refused."""
+    if text is None or str(text).strip().lower() in ("", AUTO_THREADS):
+        return AUTO_THREADS
+    try:
+        count = int(str(text).strip())
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise SettingsError(f"threads must be auto or a whole number from 1 up; got {text!r}.")
+    return count

@@ -20,9 +20,11 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache, PreT
 from transformers.utils import logging as hf_logging
 
 from specviz import methods
+from specviz.core.settings import AUTO_THREADS
 from specviz.engine.eagle3 import is_eagle3_head, load_head3
 from specviz.engine.heads import is_eagle_head, load_head
 from specviz.engine.medusa import is_medusa_head, load_medusa
+from specviz.engine.threads import apply_threads
 from specviz.engine.vocab import COUNTS_FILE, TokenCounts, check_trimmable, load_counts
 from specviz.errors import IncompatiblePairError, ModelLoadError, SettingsError
 
@@ -195,10 +197,12 @@ def load_pair(
     allow_pickle: bool = False,
     trust_remote_code: bool = False,
     head: str | None = None,
+    threads: str | int = AUTO_THREADS,
 ) -> ModelPair:
     """Load target (and draft, unless None) onto one device, check they share a tokenizer, and freeze them for reuse.
     head: a feature head directory (EAGLE-1, EAGLE-3 or Medusa, told apart by its config) for its own method; the
-    other kinds are looked for beside the target (each loaded only when a run uses it)."""
+    other kinds are looked for beside the target (each loaded only when a run uses it). threads: torch's thread
+    count on a CPU, auto or a number (engine/threads.py)."""
     if not Path(BUNDLED_TARGET).is_dir() and BUNDLED_TARGET in (target, draft):
         raise ModelLoadError(
             f"The bundled model pair is missing from {BUNDLED_PAIR}: build it with `python -m specviz train-tiny`, "
@@ -214,6 +218,7 @@ def load_pair(
         check_same_tokenizer(tokenizer, load_tokenizer(draft, trust_remote_code), target, draft)
         draft_model = load_model(draft, dev, dtype, allow_pickle, trust_remote_code)
     models = [m for m in (target_model, draft_model) if m is not None]
+    apply_threads(threads, target_model)
     vocab_size = min([len(tokenizer)] + [m.get_output_embeddings().weight.shape[0] for m in models])
     return ModelPair(
         target=target_model,

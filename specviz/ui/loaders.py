@@ -7,6 +7,7 @@ import os
 import streamlit as st
 
 from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET, ModelPair, load_pair
+from specviz.engine.threads import threads_from_environment
 
 
 def default_sources() -> tuple[str, str]:
@@ -16,4 +17,4 @@ def default_sources() -> tuple[str, str]:
 
 @st.cache_resource(show_spinner="Loading the model pair…", max_entries=3)
 def cached_pair(target: str, draft: str | None, device: str = "auto", dtype: str = "auto") -> ModelPair:
-    return load_pair(target, draft, device=device, dtype=dtype)
+    return load_pair(target, draft, device=device, dtype=dtype, threads=threads_from_environment())
