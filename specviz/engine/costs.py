@@ -54,6 +54,8 @@ class MeasuredCosts:
     medusa_heads: int = 0  # the drafts that pass makes
     exit_layer: int = 0  # the E an early-exit draft step was timed at (0 = not timed)
     exit_step_s: float | None = None  # one early-exit draft step: layers 0..E-1 over one token and the LM head
+    exit_target_step_s: float | None = None  # a target step on Hugging Face's forward, which early exit runs, when
+    #                                          the other timings ran the lean one: exit_c compares like with like
     forward: tuple[tuple[str, str], ...] = ()  # (model, forward) each timed model ran (engine/lean.py); () = unrecorded
 
     @property
@@ -83,7 +85,7 @@ class MeasuredCosts:
     def exit_c(self) -> float | None:
         """An early-exit draft step as a fraction of a target step (about E/L, plus the LM head's share); None when
         none was timed."""
-        return None if self.exit_step_s is None else self.exit_step_s / self.target_step_s
+        return None if self.exit_step_s is None else self.exit_step_s / (self.exit_target_step_s or self.target_step_s)
 
     @property
     def untrimmed_c(self) -> float | None:
@@ -150,6 +152,7 @@ class MeasuredCosts:
             "medusa_c": self.medusa_c,
             "exit_layer": self.exit_layer,
             "exit_step_ms": None if self.exit_step_s is None else self.exit_step_s * 1e3,
+            "exit_target_step_ms": None if self.exit_target_step_s is None else self.exit_target_step_s * 1e3,
             "exit_c": self.exit_c,
             "forward": dict(self.forward),
             "verify_relative": list(self.verify_relative),
@@ -210,6 +213,9 @@ def measure_costs(
     if exit_layer:
         exit_step = _ExitStep(pair, ids, exit_layer)
         calls["exit"] = (exit_step, exit_step.forward)
+        if ran["target"] != FORWARD_HF:  # early exit runs Hugging Face's forward: its c is against that target step
+            hf_target = _ready(pair.target, pair.vocab_size, ids, forward=FORWARD_HF)
+            calls["exit_target"] = (hf_target, lambda: hf_target.forward(logits_to_keep=1))
     for k in range(1, k_max + 1):
         calls[k] = (target, lambda k=k: target.forward(drafts[:k], logits_to_keep=k + 1))
     times: dict = {name: [] for name in calls}
@@ -242,6 +248,7 @@ def measure_costs(
         medusa_heads=pair.medusa_heads.num_heads if medusa else 0,
         exit_layer=exit_layer if "exit" in median else 0,
         exit_step_s=median.get("exit"),
+        exit_target_step_s=median.get("exit_target"),
         forward=tuple(ran.items()),
     )
 

@@ -83,3 +83,16 @@ def test_one_token_prompt_still_times_on_top_of_a_cache(load, timed_starts):
     (x,) = pair.tokenizer.encode("x")
     assert len(timed_starts) == (2 + 2) * (1 + 1)
     assert {start for _, start in timed_starts} == {(1, (x,))}  # "x" is in the cache and is read again as pending
+
+
+def test_an_early_exit_step_is_set_against_the_target_step_of_the_forward_it_runs(load):
+    """Early exit runs Hugging Face's forward; under the lean default its c is against a Hugging Face target step,
+    timed beside the lean one, not against the lean step (which made E = 4 of 10 layers cost about a whole step)."""
+    pair = load("llama-target", "llama-truncated")
+    lean = measure_costs(pair, k_max=2, repeats=1, exit_layer=1)
+    assert dict(lean.forward)["target"] == "lean" and lean.exit_target_step_s > 0
+    assert lean.exit_c == pytest.approx(lean.exit_step_s / lean.exit_target_step_s)
+    assert lean.to_dict()["exit_target_step_ms"] == pytest.approx(lean.exit_target_step_s * 1e3)
+    hf = measure_costs(pair, k_max=2, repeats=1, exit_layer=1, forward="hf")
+    assert hf.exit_target_step_s is None  # the target step is already Hugging Face's
+    assert hf.exit_c == pytest.approx(hf.exit_step_s / hf.target_step_s)
