@@ -323,9 +323,7 @@ def loads_head(names) -> bool:
 FAMILY = ("all", "family")  # the --method words (and the workload page's choice) for every runnable proposer
 
 
-def whole_family(
-    draft: bool, heads, exit_refusal: str = "", scheduled: bool = False
-) -> tuple[list[str], list[str]]:
+def whole_family(draft: bool, heads, exit_refusal: str = "", scheduled: bool = False) -> tuple[list[str], list[str]]:
     """Every chain proposer this pair can run, and "name: why not" for each one left out: the draft model needs a
     draft, a feature head its head beside the target (or given), early exit an exit layer this target has.
 

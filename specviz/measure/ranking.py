@@ -75,7 +75,8 @@ def schedule_words(settings: dict) -> str:
     name = settings.get("k_schedule", CONSTANT)
     if name != CONFIDENCE:
         return name
-    return f"{CONFIDENCE} {FITTED if settings.get('fit_threshold') else format(settings.get('confidence_threshold'), 'g')}"
+    threshold = FITTED if settings.get("fit_threshold") else format(settings.get("confidence_threshold", 0.4), "g")
+    return f"{CONFIDENCE} {threshold}"
 
 
 def setting_words(method: str, k: int, tree: tuple[int, ...] = (), plan: str = CONSTANT) -> str:
