@@ -43,7 +43,7 @@ def paired(method, k, speedups, prompt, tag, drafted=(4, 4), accepted=(3, 2), **
 
 def family():
     """Code: draft wins (1.5x), suffix 1.2x, EAGLE 0.9x. Prose: suffix wins (1.3x), draft 0.8x, EAGLE 0.7x. Suffix
-    drafts 1, 3, then 1 per round (its K varies); the draft model and EAGLE draft 4 a round. Every run makes 7 tokens."""
+    drafts 1, 3, then 1 per round (its K varies); the draft model and EAGLE 4 a round. Every run makes 7 tokens."""
     out = []
     for i in range(3):
         out += [
