@@ -323,9 +323,10 @@ def loads_head(names) -> bool:
 FAMILY = ("all", "family")  # the --method words (and the workload page's choice) for every runnable proposer
 
 
-def whole_family(draft: bool, heads, exit_refusal: str = "", scheduled: bool = False) -> tuple[list[str], list[str]]:
+def whole_family(draft: bool, heads, exit_refusal: str = "") -> tuple[list[str], list[str]]:
     """Every chain proposer this pair can run, and "name: why not" for each one left out: the draft model needs a
-    draft, a feature head its head beside the target (or given), early exit an exit layer this target has.
+    draft, a feature head its head beside the target (or given), early exit an exit layer this target has (a K
+    schedule is no reason: the methods it does not apply to run with a constant K, as settings.for_method makes them).
 
     draft: whether the pair has a draft model; heads: the feature-head methods whose head was found; exit_refusal:
     why early exit cannot run here ("" when it can). Tree methods need a shape, so they are never in the family."""
@@ -338,8 +339,6 @@ def whole_family(draft: bool, heads, exit_refusal: str = "", scheduled: bool = F
             why = f"no {entry.label} found beside the target (give one with --head DIR)"
         elif entry.exits_early and exit_refusal:
             why = exit_refusal
-        elif scheduled and not entry.adaptive:
-            why = f"a K schedule does not apply: it {entry.refuses_schedule or 'does not draft such a chain'}"
         else:
             runnable.append(name)
             continue

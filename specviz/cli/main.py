@@ -293,9 +293,7 @@ def load_family(args: argparse.Namespace, base: RunSettings) -> tuple[ModelPair,
     except SpecvizError as exc:
         exit_refusal = str(exc)
     heads = find_heads(args.target, args.head)
-    names, left_out = methods.whole_family(
-        pair.draft is not None, heads, exit_refusal, base.k_schedule != schedule.CONSTANT
-    )
+    names, left_out = methods.whole_family(pair.draft is not None, heads, exit_refusal)
     for line in left_out:
         print(f"left out {line}", file=sys.stderr)
     for name in names:
