@@ -73,6 +73,21 @@ def open_server(
     return connect(url.strip(), model.strip() or None, api_key or None, timeout_s, method)
 
 
+def whole_family(settings: RunSettings | None, target: str, draft: str | None) -> tuple[list[str], list[str]]:
+    """The page's "the whole family": every method the pair in use can run (the heads found beside its target, early
+    exit at the sidebar's E), and "name: why not" for each one left out."""
+    from specviz.engine.models import find_heads
+    from specviz.ui.controls import exit_layer_fits
+
+    try:
+        heads = find_heads(target, None)
+    except SpecvizError:
+        heads = {}
+    has_draft = bool(draft) and str(draft).strip().lower() != methods.NGRAM
+    hint = "`python -m specviz train-tiny` trains each kind for the bundled target"
+    return methods.whole_family(has_draft, heads, exit_layer_fits(settings, target) or "", hint)
+
+
 def server_summary(server: Server, limits: Limits, asked: str, pairs: Sequence[tuple[str, str]]) -> dict:
     """What "Check connection" shows, with names as public mode may show them, and the local pair (among `pairs`)
     that serves the same target, for the engine comparison."""
@@ -96,7 +111,7 @@ def run_here(
     clear_results(planned=len(rows) * len(method_names) * len(ks))  # results; each timed `repeats` times
     bar, progress = progress_bar()
     bar.progress(0.0, text="Measuring step costs…")
-    costs = step_costs(pair, ks, base)
+    costs = step_costs(pair, ks, base, method_names)  # each head and early exit it runs too: their c
     st.session_state[SETTINGS] = (base, pair.describe(), method_names, sorted(ks), costs)
     st.session_state[ENVIRONMENT] = environment(pair)  # where the speedups are timed: for the bench comparison
     bar.progress(0.0, text="Warming up…")
