@@ -203,14 +203,19 @@ if start and where == SERVER:
     drive.run_on_server(open_server, rows, too_many, controls.settings, int(concurrency), LIMITS)
 
 
-if where == SERVER and found and found.get("local_pair") and found["asked"] == url.strip():
+if where == SERVER and found and found.get("local_engine") and found["asked"] == url.strip():
     st.subheader("Same pair, two engines")
-    target, draft = found["local_pair"]
+    target, draft = found["local_engine"]
+    drafter = (
+        f"the draft {literal(repr(display_source(draft, LIMITS)))}: vLLM does not say which draft it runs"
+        if draft
+        else f"the {methods.label(found['method'])} beside it: vLLM does not say which head it runs"
+    )
     st.caption(
-        f"The server serves {literal(repr(display_source(target, LIMITS)))}, which this app can load too (with the "
-        f"draft {literal(repr(display_source(draft, LIMITS)))}: vLLM does not say which draft it runs; if it runs "
-        f"another, the steps differ). Both decode the same prompts greedily with K = {found['k']} and the sidebar's "
-        "max new tokens; this app in float32 on the CPU."
+        f"The server serves {literal(repr(display_source(target, LIMITS)))}, which this app can load too (with "
+        f"{drafter}; if it runs another, the steps differ). Both decode the same prompts greedily with "
+        f"{methods.label(found['method'])}, K = {found['k']} and the sidebar's max new tokens; this app in float32 on "
+        "the CPU."
     )
     available = len(workload.rows) if workload else 0
     n_compare = st.number_input(

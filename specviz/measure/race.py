@@ -38,6 +38,8 @@ def three_lanes(offered: Sequence[str]) -> list[str]:
     head), then whatever else is offered, so the first race already compares unlike methods."""
     ranked = [lane for lane in PICKED_FIRST if lane in offered] + [lane for lane in offered if lane not in PICKED_FIRST]
     return ranked[:MAX_PICKED]
+
+
 MEASURED = "measured"
 
 

@@ -18,7 +18,7 @@ from specviz.core.settings import RunSettings
 from specviz.engine.models import ModelPair
 from specviz.errors import SettingsError, SpecvizError
 from specviz.measure.bench import environment
-from specviz.measure.identity import local_pair_for
+from specviz.measure.identity import local_engine_for, local_pair_for
 from specviz.measure.load import failure_words
 from specviz.measure.local import engine_source, step_costs
 from specviz.measure.prompts import PromptRow
@@ -99,7 +99,8 @@ def server_summary(server: Server, limits: Limits, asked: str, pairs: Sequence[t
         "per_request": server.per_request,
         "counters": server.counters,
         "max_model_len": server.max_model_len,
-        "local_pair": local_pair_for(server.model, pairs) if server.method == methods.DRAFT else None,
+        "local_pair": local_pair_for(server.model, pairs) if server.method == methods.DRAFT else None,  # the roofline's
+        "local_engine": local_engine_for(server.model, server.method, pairs),  # the two engines' comparison
         "asked": asked,  # shown while the URL field still says this
     }
 
@@ -154,10 +155,12 @@ def run_on_server(
         st.error(literal(str(exc)) + kept_note)  # a server's own words may be in it: shown as text
 
 
-def compare_with_server(server: Server, target: str, draft: str, base: RunSettings, rows: list) -> list[dict]:
-    """Each prompt on the server and on this app's engine (float32 on the CPU), greedy, the server's K: agreement
-    per prompt and per step, as the page's table rows (viz/workload_charts.py agreement_row)."""
+def compare_with_server(server: Server, target: str, draft: str | None, base: RunSettings, rows: list) -> list[dict]:
+    """Each prompt on the server and on this app's engine (float32 on the CPU), greedy, the server's method and K:
+    agreement per prompt and per step, as the page's table rows (viz/workload_charts.py agreement_row). draft: None
+    for a feature head, which the pair finds beside its target."""
     pair = cached_pair(target, draft, "cpu", "float32")
+    pair.load_head_for(server.method)  # a head that does not fit this target: refused now, before any request
     greedy = replace(  # the whole draft, as vLLM runs it: a trimmed vocabulary would compare unlike drafts
         base, sampling=SamplingSettings(0.0, 0, 1.0), stop_at_eos=False, draft_vocab=0
     )
