@@ -77,3 +77,11 @@ def test_measure_all_refuses_a_tree_shape(capsys, tmp_path):
     code, _, err = run_cli(capsys, "measure", str(prompts), "--method", "all", "--tree", "2,1")
     assert code == 2
     assert "--method all measures the chain methods; a tree needs a tree method" in err
+
+
+def test_measure_all_through_a_server_is_refused_before_any_request(capsys, tmp_path):
+    prompts = tmp_path / "w.txt"
+    prompts.write_text("def add\n")
+    code, _, err = run_cli(capsys, "measure", str(prompts), "--method", "all", "--server", "http://127.0.0.1:9")
+    assert code == 2
+    assert "--method all measures the whole family in this process; a server runs the one method" in err

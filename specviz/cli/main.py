@@ -409,6 +409,11 @@ def cmd_measure(args: argparse.Namespace) -> int:
     check_outputs(args)
     if args.method is not None and not args.method.strip():
         raise SpecvizError(f"--method is empty: give one or more of {', '.join(methods.PROPOSERS)}, or leave it out.")
+    if args.server and (args.method or "").strip().lower() in methods.FAMILY:
+        raise SpecvizError(
+            f"--method {args.method.strip()} measures the whole family in this process; a server runs the one method "
+            "it was started with: drop --server, or give that one method."
+        )
     if args.server:  # measured through a vLLM server: no model loads here
         return cmd_measure_server(args)
     tree = one_tree(args)
