@@ -85,3 +85,28 @@ def test_measure_all_through_a_server_is_refused_before_any_request(capsys, tmp_
     code, _, err = run_cli(capsys, "measure", str(prompts), "--method", "all", "--server", "http://127.0.0.1:9")
     assert code == 2
     assert "--method all measures the whole family in this process; a server runs the one method" in err
+
+
+def test_measure_through_a_server_writes_its_one_setting_ranked_by_tau(capsys, tmp_path):
+    """A scripted server (no vLLM): its files hold the ranking too, with no speedup (no plain baseline)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent / "remote"))
+    from fake_server import fake_server
+    from test_client import vllm_like
+
+    prompts = tmp_path / "w.txt"
+    prompts.write_text("def add\n---\nclass A\n")
+    with fake_server(vllm_like()) as (url, _):
+        code, _, err = run_cli(
+            capsys, "measure", str(prompts), "--server", url, "--max-new-tokens", "6", "--json", str(tmp_path / "r.json")
+        )
+    assert code == 0, err
+    ranked = json.loads((tmp_path / "r.json").read_text())["ranking"]
+    assert [(r["tag"], r["rank"], r["method"], r["speedup"]) for r in ranked] == [
+        ("all", 1, "draft", None),
+        ("untagged", 1, "draft", None),
+    ]
+    assert ranked[0]["speedup_ci"] == [None, None]  # not measured: null, never NaN
+    assert ranked[0]["tau"] > 1 and ranked[0]["c"] is None
