@@ -99,9 +99,8 @@ def test_measure_through_a_server_writes_its_one_setting_ranked_by_tau(capsys, t
     prompts = tmp_path / "w.txt"
     prompts.write_text("def add\n---\nclass A\n")
     with fake_server(vllm_like()) as (url, _):
-        code, _, err = run_cli(
-            capsys, "measure", str(prompts), "--server", url, "--max-new-tokens", "6", "--json", str(tmp_path / "r.json")
-        )
+        out = str(tmp_path / "r.json")
+        code, _, err = run_cli(capsys, "measure", str(prompts), "--server", url, "--max-new-tokens", "6", "--json", out)
     assert code == 0, err
     ranked = json.loads((tmp_path / "r.json").read_text())["ranking"]
     assert [(r["tag"], r["rank"], r["method"], r["speedup"]) for r in ranked] == [
