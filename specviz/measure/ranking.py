@@ -96,7 +96,7 @@ def _best_words(row: dict) -> str:
     if measured is None:
         return f"Best for {scope} by τ (speedup not measured: no plain run): {row['setting']}, τ {row['tau']:.2f}."
     low, high = row["speedup_ci"]
-    alpha = "α not reported" if row["alpha"] is None else f"α {row['alpha']:.2f}"
+    alpha = "no α (nothing was drafted)" if row["alpha"] is None else f"α {row['alpha']:.2f}"
     figure = f"{measured:.2f}x (95% CI {low:.2f}x–{high:.2f}x), {alpha}, τ {row['tau']:.2f}"
     if low > 1.0:
         beats = "it beats plain decoding (the interval's lower end is above 1.00x)"

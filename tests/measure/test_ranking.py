@@ -91,6 +91,8 @@ def test_the_best_of_each_tag_is_named_and_said_whether_it_beats_plain():
     slow = [paired("eagle", 4, (0.9, 0.9), f"c{i}", "code") for i in range(3)]
     every, code = best_lines(ranking(slow, COSTS))  # all prompts, and their one tag
     assert "no setting is faster than plain decoding here: decode plainly" in code
+    missed = [paired("ngram", 4, (0.95,), f"c{i}", "code", drafted=(0,) * 7, accepted=(0,) * 7) for i in range(2)]
+    assert "no α (nothing was drafted), τ 1.00" in best_lines(ranking(missed, COSTS))[0]  # lookups that found nothing
 
 
 def test_without_measured_costs_c_is_unknown_and_without_plain_runs_the_order_is_by_tau():
