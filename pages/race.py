@@ -8,7 +8,16 @@ from specviz.engine.models import ASSETS, HEAD_KINDS, find_heads
 from specviz.errors import SpecvizError
 from specviz.measure.bench import environment, headline, recorded_benches
 from specviz.measure.lanes import refusal
-from specviz.measure.race import RACE_TREES, SWEEP_KS, k_sweep, race, sweep_warnings, tree_label
+from specviz.measure.race import (
+    MAX_PICKED,
+    RACE_TREES,
+    SWEEP_KS,
+    k_sweep,
+    race,
+    sweep_warnings,
+    three_lanes,
+    tree_label,
+)
 from specviz.measure.timing import (
     DISAGREES,
     REPEATS,
@@ -38,7 +47,32 @@ runnable = [lane for lane in methods.LANES if lane in heads or not methods.get(l
 if exit_refused := exit_layer_fits(controls.settings, active_sources()[0]):  # early exit's E beyond this target's
     runnable = [lane for lane in runnable if not methods.get(lane).exits_early]
     st.caption(exit_refused)
-lanes = st.multiselect("Lanes", runnable, default=runnable, format_func=methods.lane_label)
+EVERY, THREE = "every lane offered", "up to three of my choice, beside plain"
+picking = st.radio(
+    "Race",
+    [EVERY, THREE],
+    horizontal=True,
+    key="race_picking",
+    help="Every lane (specviz's and Hugging Face's, the heads found beside the target) or the speculative lanes you "
+    "pick, at most three, each beside plain decoding (always raced: the baseline of every speedup).",
+)
+if picking == EVERY:
+    lanes = st.multiselect("Lanes", runnable, default=runnable, format_func=methods.lane_label)
+else:
+    offered = [lane for lane in runnable if lane != methods.PLAIN]
+    lanes = st.multiselect(
+        "Speculative lanes (at most three), raced beside plain decoding",
+        offered,
+        default=three_lanes(offered),
+        max_selections=MAX_PICKED,
+        format_func=methods.lane_label,
+        key="race_three",
+    )
+    st.caption(
+        f"{len(lanes)} of at most {MAX_PICKED} chosen"
+        + (f": {', '.join(methods.lane_label(lane) for lane in lanes)}" if lanes else "")
+        + ", each beside plain decoding. Remove one to choose another."
+    )
 missing = [lane for lane in methods.LANES if methods.get(lane).loads_head and lane not in heads]
 if missing:
     names = [methods.label(lane) for lane in missing]
@@ -59,6 +93,12 @@ if methods.PLAIN not in lanes:
 TREE_CHOICES = {"no tree lane": ()} | {tree_label(shape): shape for shape in RACE_TREES}
 tree_pick = st.radio("Add a draft-tree lane", list(TREE_CHOICES), horizontal=True, key="race_tree")
 tree = TREE_CHOICES[tree_pick]
+if tree and picking == THREE and len([lane for lane in lanes if lane != methods.PLAIN]) >= MAX_PICKED:
+    st.warning(
+        f"The tree lane would be a fourth speculative lane: remove one of the {MAX_PICKED} chosen above to race it, "
+        "or choose no tree lane. It is left out of this race."
+    )
+    tree = ()
 if tree:
     lanes = [*lanes, methods.TREE]
     st.caption(

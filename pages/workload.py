@@ -10,8 +10,9 @@ from specviz.errors import SpecvizError
 from specviz.measure.bench import recorded_benches
 from specviz.measure.predict import predict
 from specviz.measure.prompts import TAG_LINE, Workload, parse_workload, tags_found
+from specviz.measure.ranking import best_lines, ranking
 from specviz.measure.recommend import judge, verdict_document
-from specviz.measure.summary import results_csv, results_json, summarize
+from specviz.measure.summary import ALL, results_csv, results_json, summarize
 from specviz.measure.timing import DISAGREES, against_bench, agreement_words, timing_words, workload_interval_kind
 from specviz.measure.workload import runnable_rows
 from specviz.ui import render
@@ -85,9 +86,22 @@ where = st.radio(
 )
 if where == HERE:
     left, middle, right = st.columns(3)
-    chosen_methods = left.multiselect(
-        "Methods", list(methods.PROPOSERS), default=[methods.DRAFT], format_func=methods.label
+    whole = left.checkbox(
+        "The whole family",
+        key="whole_family",
+        help="Every method this pair can run: the draft model, n-gram lookup, suffix decoding, the feature heads found "
+        "beside the target (EAGLE-1, EAGLE-3, Medusa) and early exit at the sidebar's E; ranked by measured speedup "
+        "per tag below.",
     )
+    if whole:
+        chosen_methods, left_out = drive.whole_family(controls.settings, *active_sources()[:2])
+        left.caption("Measures " + ", ".join(methods.label(name) for name in chosen_methods) + ".")
+        for line in left_out:
+            left.caption(f"Left out {literal(line)}.")
+    else:
+        chosen_methods = left.multiselect(
+            "Methods", list(methods.PROPOSERS), default=[methods.DRAFT], format_func=methods.label
+        )
     offered = list(range(1, LIMITS.max_k + 1))  # public mode's K cap holds here too
     ks = middle.multiselect(
         "K values", offered, default=[min(controls.settings.k if controls.settings else 4, offered[-1])]
@@ -189,14 +203,19 @@ if start and where == SERVER:
     drive.run_on_server(open_server, rows, too_many, controls.settings, int(concurrency), LIMITS)
 
 
-if where == SERVER and found and found.get("local_pair") and found["asked"] == url.strip():
+if where == SERVER and found and found.get("local_engine") and found["asked"] == url.strip():
     st.subheader("Same pair, two engines")
-    target, draft = found["local_pair"]
+    target, draft = found["local_engine"]
+    drafter = (
+        f"the draft {literal(repr(display_source(draft, LIMITS)))}: vLLM does not say which draft it runs"
+        if draft
+        else f"the {methods.label(found['method'])} beside it: vLLM does not say which head it runs"
+    )
     st.caption(
-        f"The server serves {literal(repr(display_source(target, LIMITS)))}, which this app can load too (with the "
-        f"draft {literal(repr(display_source(draft, LIMITS)))}: vLLM does not say which draft it runs; if it runs "
-        f"another, the steps differ). Both decode the same prompts greedily with K = {found['k']} and the sidebar's "
-        "max new tokens; this app in float32 on the CPU."
+        f"The server serves {literal(repr(display_source(target, LIMITS)))}, which this app can load too (with "
+        f"{drafter}; if it runs another, the steps differ). Both decode the same prompts greedily with "
+        f"{methods.label(found['method'])}, K = {found['k']} and the sidebar's max new tokens; this app in float32 on "
+        "the CPU."
     )
     available = len(workload.rows) if workload else 0
     n_compare = st.number_input(
@@ -337,6 +356,21 @@ for verdict in deployable if not served else ():
     right.markdown("Hugging Face `generate()`")
     right.code(verdict.hf_generate, language="python")
 
+ranked = ranking(records, costs, base.seed, summary)
+if len({(r["method"], r["k"]) for r in ranked}) > 1:  # several settings: the family ranked, best first per tag
+    st.subheader("The family ranked")
+    for line in best_lines(ranked):
+        st.markdown("- " + literal(line))
+    render.show_table(st, charts.ranking_frame(ranked, speedup_measured))
+    st.caption(
+        "Per tag and over all prompts, best measured speedup first (★ marks each tag's best): α, τ (tokens per target "
+        "pass), c (a draft step relative to a target step, timed on this machine before the workload; 0 for a lookup "
+        "on the host) and the mean drafts per round (K for a fixed chain, fewer for suffix decoding and adaptive K "
+        "schedules, which size each draft themselves)."
+    )
+    if speedup_measured:
+        draw(st, charts.ranking_chart(ranked, ALL))
+
 st.subheader("Per tag and overall")
 render.show_table(st, charts.summary_frame(summary, speedup_measured))
 st.caption(ALPHA_HELP)
@@ -387,13 +421,13 @@ exported = {"methods": run_methods, "ks": run_ks, **shown_meta(meta, LIMITS)}
 verdict_doc = verdict_document(verdicts)
 left.download_button(
     "Download CSV (one row per prompt × method × K)",
-    results_csv(records, verdict_doc, exported),
+    results_csv(records, verdict_doc, exported, ranked),
     "specviz-workload.csv",
     "text/csv",
 )
 right.download_button(
     "Download JSON (everything, with vLLM-shaped metrics)",
-    results_json(records, base, exported, costs, base.seed, verdict_doc),
+    results_json(records, base, exported, costs, base.seed, verdict_doc, ranked),
     "specviz-workload.json",
     "application/json",
 )

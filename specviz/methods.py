@@ -318,3 +318,32 @@ def loads_draft(names) -> bool:
 def loads_head(names) -> bool:
     """Whether any of these methods drafts with a feature head (so the pair must find one)."""
     return any(get(n).loads_head for n in names)
+
+
+FAMILY = ("all", "family")  # the --method words (and the workload page's choice) for every runnable proposer
+
+
+def whole_family(
+    draft: bool, heads, exit_refusal: str = "", head_hint: str = "give one with --head DIR"
+) -> tuple[list[str], list[str]]:
+    """Every chain proposer this pair can run, and "name: why not" for each one left out: the draft model needs a
+    draft, a feature head its head beside the target (or given), early exit an exit layer this target has (a K
+    schedule is no reason: the methods it does not apply to run with a constant K, as settings.for_method makes them).
+
+    draft: whether the pair has a draft model; heads: the feature-head methods whose head was found; exit_refusal:
+    why early exit cannot run here ("" when it can); head_hint: how to get a missing head, where the reader is.
+    Tree methods need a shape, so they are never in the family."""
+    runnable, left_out = [], []
+    for name in PROPOSERS:
+        entry = REGISTRY[name]
+        if entry.loads_draft and not draft:
+            why = "no draft model is loaded"
+        elif entry.loads_head and name not in heads:
+            why = f"no {entry.label} found beside the target ({head_hint})"
+        elif entry.exits_early and exit_refusal:
+            why = exit_refusal
+        else:
+            runnable.append(name)
+            continue
+        left_out.append(f"{name}: {why}")
+    return runnable, left_out

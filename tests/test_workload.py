@@ -12,7 +12,7 @@ from specviz.core.settings import RunSettings
 from specviz.core.stats import bootstrap_ci
 from specviz.core.trace import ExtraToken, Position, Round, Totals, Trace
 from specviz.measure.prompts import WorkloadError, parse_workload
-from specviz.measure.summary import SETTING_COLUMNS, VERDICT_COLUMNS, results_csv, results_json, summarize
+from specviz.measure.summary import RANK_COLUMNS, SETTING_COLUMNS, VERDICT_COLUMNS, results_csv, results_json, summarize
 from specviz.measure.workload import PairedRun, run_workload
 
 
@@ -136,7 +136,7 @@ def test_exports_have_the_documented_shape():
     assert {"runs", "summary", "settings"} <= doc.keys()
     run = doc["runs"][0]
     # the CSV's header is the schema's CSV view, in its order, then how the row was produced and its verdict
-    assert list(rows[0]) == [*result_columns(CSV), *SETTING_COLUMNS, *VERDICT_COLUMNS]
+    assert list(rows[0]) == [*result_columns(CSV), *SETTING_COLUMNS, *VERDICT_COLUMNS, *RANK_COLUMNS]
     for key in result_columns(JSON):  # every column of the one schema (core/record.py), and the paired extras
         assert key in run
     assert {"speedup_repeats", "vllm_metrics"} <= run.keys()

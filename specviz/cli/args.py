@@ -166,7 +166,7 @@ def summary_table(rows: list[dict]) -> str:
     """The summary per tag, method and K as aligned text; figures not measured show as "–"."""
     num = lambda v, spec, width: f"{'–' if v is None else format(v, spec):>{width}}"  # noqa: E731
     header = (
-        f"{'source':<8} {'tag':<12} {'method':<6} {'K':>2} {'prompts':>7} {'alpha':>6} {'95% CI':>13} {'tau':>5} "
+        f"{'source':<8} {'tag':<12} {'method':<10} {'K':>2} {'prompts':>7} {'alpha':>6} {'95% CI':>13} {'tau':>5} "
         f"{'tok/s':>7} "
         f"{'plain':>7} {'speedup':>7} {'predicted':>9}"
     )
@@ -174,9 +174,28 @@ def summary_table(rows: list[dict]) -> str:
     for r in rows:
         ci = "{:.2f}-{:.2f}".format(*r["alpha_ci"])
         lines.append(
-            f"{r.get('source', 'specviz'):<8} {r['tag'][:12]:<12} {r['method']:<6} {r['k']:>2} {r['prompts']:>7} "
+            f"{r.get('source', 'specviz'):<8} {r['tag'][:12]:<12} {r['method']:<10} {r['k']:>2} {r['prompts']:>7} "
             f"{num(r['alpha'], '.3f', 6)} {ci:>13} "
             f"{num(r['tau'], '.2f', 5)} {num(r['tokens_per_s'], '.1f', 7)} {num(r['plain_tokens_per_s'], '.1f', 7)} "
             f"{num(r['speedup'], '.2f', 6)}x {num(r['predicted_speedup'], '.2f', 8)}x"
+        )
+    return "\n".join(lines)
+
+
+def ranking_table(rows: list[dict]) -> str:
+    """The whole family ranked per tag, best first (measure/ranking.py's rows) as aligned text; "–": not measured."""
+    num = lambda v, spec, width: f"{'–' if v is None else format(v, spec):>{width}}"  # noqa: E731
+    header = (
+        f"{'tag':<12} {'#':>2} {'setting':<44} {'speedup':>8} {'95% CI':>13} {'alpha':>6} {'tau':>5} {'c':>6} "
+        f"{'drafts/round':>12}"
+    )
+    lines = [header, "-" * len(header)]
+    for r in rows:
+        low, high = r["speedup_ci"]
+        ci = "–" if r["speedup"] is None else f"{low:.2f}-{high:.2f}"
+        lines.append(
+            f"{r['tag'][:12]:<12} {r['rank']:>2} {r['setting'][:44]:<44} {num(r['speedup'], '.2f', 7)}x {ci:>13} "
+            f"{num(r['alpha'], '.3f', 6)} {num(r['tau'], '.2f', 5)} {num(r['c'], '.3f', 6)} "
+            f"{num(r['drafts_per_round'], '.2f', 12)}"
         )
     return "\n".join(lines)

@@ -16,6 +16,7 @@ from specviz.cli.args import (
     check_writable,
     int_list,
     one_tree,
+    ranking_table,
     schedule_variants,
     settings_from,
     summary_table,
@@ -97,7 +98,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_model_arguments(measure)
     add_sampling_arguments(measure)
     choices = ", ".join(methods.PROPOSERS)
-    measure.add_argument("--method", default=None, help=f"comma-separated: {choices} (default draft)")
+    measure.add_argument(
+        "--method",
+        default=None,
+        help=f"comma-separated: {choices} (default draft); all (or family) = every one this pair can run (the heads "
+        "found beside the target or given by --head; each one left out is named with the reason), ranked by "
+        "measured speedup per tag",
+    )
     measure.add_argument("--repeats", type=int, default=1, help="time every prompt this many times (clock noise)")
     measure.set_defaults(k=None)  # 4, or with --server the server's K
     measure.add_argument("--json", dest="json_out", help="write every run and the summary to this JSON file")
@@ -292,6 +299,32 @@ def load_for(args: argparse.Namespace, method_names) -> ModelPair:
     return pair
 
 
+def load_family(args: argparse.Namespace, base: RunSettings) -> tuple[ModelPair, list[str]]:
+    """--method all: the pair with every method it can run (draft model, lookups, the heads found beside the target
+    or given, early exit at --exit-layer); each one left out is named on stderr with the reason."""
+    from specviz.engine.early_exit import check_exit_layer
+    from specviz.engine.models import find_heads, load_pair
+
+    draft = None if args.draft.strip().lower() == methods.NGRAM else args.draft
+    pair = load_pair(
+        args.target, draft, device=args.device, dtype=args.dtype, allow_pickle=args.allow_pickle, head=args.head
+    )
+    try:
+        check_exit_layer(pair.target, base.exit_layer)
+        exit_refusal = ""
+    except SpecvizError as exc:
+        exit_refusal = str(exc)
+    heads = find_heads(args.target, args.head)
+    names, left_out = methods.whole_family(pair.draft is not None, heads, exit_refusal)
+    for line in left_out:
+        print(f"left out {line}", file=sys.stderr)
+    for name in names:
+        if methods.get(name).loads_head:
+            pair.load_head_for(name)  # a head that does not fit this target is refused before any run
+    print(f"the whole family: {', '.join(names)}", file=sys.stderr)
+    return pair, names
+
+
 def read_prompt(args: argparse.Namespace) -> str:
     """--prompt, or at most MAX_PROMPT_FILE_BYTES of --prompt-file (so /dev/zero is refused, not read forever)."""
     from specviz.measure.prompts import read_capped
@@ -385,9 +418,10 @@ def _exit_lanes_that_fit(pair: ModelPair, lanes: tuple[str, ...], base: RunSetti
 
 
 def cmd_measure(args: argparse.Namespace) -> int:
-    from specviz.engine.costs import measure_costs
     from specviz.measure.lanes import run_method
+    from specviz.measure.local import step_costs
     from specviz.measure.prompts import read_workload, tags_found
+    from specviz.measure.ranking import best_lines, ranking
     from specviz.measure.recommend import judge, verdict_document, verdict_line
     from specviz.measure.summary import results_csv, results_json, summarize
     from specviz.measure.timing import timing_words, workload_interval_kind
@@ -397,21 +431,39 @@ def cmd_measure(args: argparse.Namespace) -> int:
     check_outputs(args)
     if args.method is not None and not args.method.strip():
         raise SpecvizError(f"--method is empty: give one or more of {', '.join(methods.PROPOSERS)}, or leave it out.")
+    if args.server and (args.method or "").strip().lower() in methods.FAMILY:
+        raise SpecvizError(
+            f"--method {args.method.strip()} measures the whole family in this process; a server runs the one method "
+            "it was started with: drop --server, or give that one method."
+        )
     if args.server:  # measured through a vLLM server: no model loads here
         return cmd_measure_server(args)
     tree = one_tree(args)
+    family = (args.method or "").strip().lower() in methods.FAMILY
+    if family and tree:
+        raise SpecvizError(
+            f"--method {args.method.strip()} measures the chain methods; a tree needs a tree method "
+            f"({', '.join(methods.SHAPED + methods.BRANCHING)}): drop --tree, or name the methods."
+        )
     args.method, args.k = args.method or (methods.TREE if tree else methods.DRAFT), args.k or "4"
     tree_drafters = methods.SHAPED + methods.BRANCHING
-    method_names = methods.parse_list(args.method, "--method", tree_drafters if tree else methods.PROPOSERS)
+    method_names = (
+        list(methods.PROPOSERS)
+        if family
+        else methods.parse_list(args.method, "--method", tree_drafters if tree else methods.PROPOSERS)
+    )
     ks = [len(tree)] if tree else int_list(args.k, "--k")
     check_ks(ks)
     if args.repeats < 1:
         raise SpecvizError("--repeats must be at least 1.")
-    base = settings_from(args, method_names[0])
+    base = settings_from(args, methods.DRAFT if family else method_names[0])
     workload = read_workload(args.prompts_file)
     for problem in workload.problems:
         print(f"skipped {problem}", file=sys.stderr)
-    pair = load_for(args, method_names)
+    if family:
+        pair, method_names = load_family(args, base)
+    else:
+        pair = load_for(args, method_names)
     base = with_draft_vocab(base, args, pair)
     rows, skipped = runnable_rows(pair, workload.rows, [replace(base, method=name) for name in method_names])
     for problem in skipped:
@@ -423,17 +475,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
         print(f"\r[{p.done}/{p.total}] {p.elapsed_s:.0f} s{eta}   ", end="", file=sys.stderr, flush=True)
 
     print("measuring step costs", file=sys.stderr)
-    costs = measure_costs(
-        pair,
-        k_max=max(ks),
-        repeats=5,
-        draft_vocab=base.draft_vocab,
-        head=methods.EAGLE in method_names,
-        head3=methods.EAGLE3 in method_names,
-        medusa=methods.MEDUSA in method_names,
-        exit_layer=base.exit_layer if any(methods.get(name).exits_early for name in method_names) else 0,
-        forward=base.forward,
-    )
+    costs = step_costs(pair, ks, base, method_names)
     memories: dict[tuple[str, int], SuffixMemory] = {}  # suffix decoding remembers earlier outputs per method x K
 
     def run(prompt, settings, tag):
@@ -444,6 +486,12 @@ def cmd_measure(args: argparse.Namespace) -> int:
     print(file=sys.stderr)
     summary = summarize(results, costs, args.seed)
     print(summary_table(summary))
+    ranked = ranking(results, costs, args.seed, summary)
+    print()
+    print("Ranked by measured speedup over plain decoding, per tag (c: a draft step / a target step, measured here):")
+    print(ranking_table(ranked))
+    for line in best_lines(ranked):
+        print(line)
     if base.k_schedule != schedule.CONSTANT:
         print(f"K schedule: {schedule.label(base)} (K = {', '.join(map(str, ks))} is its start or cap)")
     print(
@@ -458,8 +506,8 @@ def cmd_measure(args: argparse.Namespace) -> int:
     meta, verdict = {"methods": method_names, "ks": ks, **pair.describe()}, verdict_document(verdicts)
     written = write_all(
         [
-            (args.json_out, lambda: results_json(results, base, meta, costs, args.seed, verdict)),
-            (args.csv_out, lambda: results_csv(results, verdict, meta)),
+            (args.json_out, lambda: results_json(results, base, meta, costs, args.seed, verdict, ranked)),
+            (args.csv_out, lambda: results_csv(results, verdict, meta, ranked)),
         ]
     )
     if error is not None:  # reported after the finished runs are written

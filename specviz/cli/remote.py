@@ -74,6 +74,7 @@ def check_server_options(args: argparse.Namespace) -> None:
 
 def cmd_measure_server(args: argparse.Namespace) -> int:
     from specviz.measure.prompts import read_workload, tags_found
+    from specviz.measure.ranking import ranking
     from specviz.measure.recommend import judge, verdict_document, verdict_line
     from specviz.measure.summary import results_csv, results_json, summarize
     from specviz.remote.vllm import connect, measure
@@ -131,10 +132,12 @@ def cmd_measure_server(args: argparse.Namespace) -> int:
         print(line)  # no plain baseline on a server: each says there is no go / no-go
     meta = {"methods": [server.method], "ks": [server.k], **server.describe(), "concurrency": args.concurrency}
     verdict = verdict_document(verdicts)
+    ranked = ranking(results, None, args.seed, summary)  # the files' shape: one setting, no speedup, ranked by τ
     if args.json_out:
-        write_file(args.json_out, results_json(results, server.settings(base), meta, None, args.seed, verdict))
+        doc = results_json(results, server.settings(base), meta, None, args.seed, verdict, ranked)
+        write_file(args.json_out, doc)
     if args.csv_out:
-        write_file(args.csv_out, results_csv(results, verdict, meta))
+        write_file(args.csv_out, results_csv(results, verdict, meta, ranked))
     if error is not None:
         print(f"error: {error}", file=sys.stderr)
         return 2

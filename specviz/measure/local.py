@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from specviz import methods
 from specviz.core.settings import RunSettings
 from specviz.core.suffix_tree import SuffixMemory
 from specviz.engine.costs import MeasuredCosts, measure_costs
@@ -17,9 +18,22 @@ from specviz.measure.workload import RunSource
 COST_REPEATS = 5  # timings per step cost measured before a workload
 
 
-def step_costs(pair: ModelPair, ks: Sequence[int], base: RunSettings) -> MeasuredCosts:
-    """The draft and verify costs up to the largest K, timed on this machine before the workload (for predictions)."""
-    return measure_costs(pair, k_max=max(ks), repeats=COST_REPEATS, draft_vocab=base.draft_vocab, forward=base.forward)
+def step_costs(
+    pair: ModelPair, ks: Sequence[int], base: RunSettings, method_names: Sequence[str] = ()
+) -> MeasuredCosts:
+    """The draft and verify costs up to the largest K, timed on this machine before the workload (for predictions
+    and each method's c): with a step of each feature head and of early exit that method_names run."""
+    return measure_costs(
+        pair,
+        k_max=max(ks),
+        repeats=COST_REPEATS,
+        draft_vocab=base.draft_vocab,
+        head=methods.EAGLE in method_names,
+        head3=methods.EAGLE3 in method_names,
+        medusa=methods.MEDUSA in method_names,
+        exit_layer=base.exit_layer if any(methods.get(name).exits_early for name in method_names) else 0,
+        forward=base.forward,
+    )
 
 
 def engine_source(pair: ModelPair, memory: SuffixMemory | None = None) -> RunSource:

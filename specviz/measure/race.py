@@ -29,6 +29,17 @@ from specviz.measure.predict import predict
 from specviz.measure.timing import REPEATS, Timing, alternate, implausible_points, overlap, paired_ratios, timing_words
 
 SWEEP_KS = (1, 2, 4, 8)
+MAX_PICKED = 3  # speculative lanes a chosen race holds beside plain: three fit side by side
+PICKED_FIRST = (methods.DRAFT, methods.SUFFIX, methods.EAGLE3, methods.EAGLE, methods.MEDUSA, methods.EARLY_EXIT)
+
+
+def three_lanes(offered: Sequence[str]) -> list[str]:
+    """A chosen race's first three lanes: one of each kind of drafter offered (a draft model, a lookup, a feature
+    head), then whatever else is offered, so the first race already compares unlike methods."""
+    ranked = [lane for lane in PICKED_FIRST if lane in offered] + [lane for lane in offered if lane not in PICKED_FIRST]
+    return ranked[:MAX_PICKED]
+
+
 MEASURED = "measured"
 
 

@@ -54,6 +54,10 @@ VERDICT_COLUMNS = (
     "overall_verdict",
     "rule",
 )
+# The whole family ranked (measure/ranking.py): this row's setting's rank among its tag's settings (tag_rank; 1 =
+# best) and among all prompts' (overall_rank), its c (a draft step / a target step, measured before the workload) and
+# the run's mean drafts per round (K for a fixed chain, less for suffix decoding and adaptive schedules).
+RANK_COLUMNS = ("tag_rank", "overall_rank", "c", "drafts_per_round")
 
 
 def groups(results: Sequence[PairedRun], by_tag: bool = True) -> dict[tuple[str, str, str, int], list[PairedRun]]:
@@ -106,17 +110,36 @@ def mean_of(values: Sequence[float | None]) -> float | None:
     return float(np.mean(known)) if known else None
 
 
-def results_csv(results: Sequence[PairedRun], verdict: dict | None = None, environment: dict | None = None) -> str:
+def results_csv(
+    results: Sequence[PairedRun],
+    verdict: dict | None = None,
+    environment: dict | None = None,
+    ranking: Sequence[dict] | None = None,
+) -> str:
     """One row per prompt x method x K: the scalar fields, the settings and pair that produced it (environment: the
-    JSON's settings meta, e.g. the pair's describe()), and the go / no-go of its prompts (verdict: the document
-    recommend.verdict_document makes). Cells not known are empty."""
+    JSON's settings meta, e.g. the pair's describe()), the go / no-go of its prompts (verdict: the document
+    recommend.verdict_document makes) and its setting's ranks (ranking: measure/ranking.py's rows). Cells not known
+    are empty."""
     buffer = io.StringIO()
-    columns = (*CSV_COLUMNS, *SETTING_COLUMNS, *VERDICT_COLUMNS)
+    columns = (*CSV_COLUMNS, *SETTING_COLUMNS, *VERDICT_COLUMNS, *RANK_COLUMNS)
     writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
+    ranks = {(r["tag"], r["source"], r["method"], r["k"]): r for r in ranking or ()}
     for res in results:
-        writer.writerow({**res.to_dict(), **_setting_cells(res, environment or {}), **_verdict_cells(res, verdict)})
+        cells = {**res.to_dict(), **_setting_cells(res, environment or {}), **_verdict_cells(res, verdict)}
+        writer.writerow({**cells, **_rank_cells(res, ranks)})
     return buffer.getvalue()
+
+
+def _rank_cells(res: PairedRun, ranks: dict) -> dict:
+    """The row's setting's rank in its tag and overall, its c, and the run's own mean drafts per round."""
+    own, overall = ranks.get((res.tag, res.source, res.method, res.k)), ranks.get((ALL, res.source, res.method, res.k))
+    return {
+        "tag_rank": own["rank"] if own else None,
+        "overall_rank": overall["rank"] if overall else None,
+        "c": (overall or own or {}).get("c"),
+        "drafts_per_round": stats.tally([res.run]).drafts_per_round,
+    }
 
 
 def _setting_cells(res: PairedRun, environment: dict) -> dict:
@@ -156,6 +179,11 @@ def _verdict_cells(res: PairedRun, verdict: dict | None) -> dict:
     }
 
 
+def _finite(interval) -> list:
+    """An interval as JSON holds it: a bound not measured (NaN) is null."""
+    return [v if v is not None and math.isfinite(v) else None for v in interval]
+
+
 def results_json(
     results: Sequence[PairedRun],
     settings: RunSettings,
@@ -163,9 +191,11 @@ def results_json(
     costs: MeasuredCosts | None = None,
     seed: int = 0,
     verdict: dict | None = None,
+    ranking: Sequence[dict] | None = None,
 ) -> str:
-    """Everything: settings, one entry per run (with vLLM-shaped metrics), the measured costs, the summary and the go
-    / no-go (verdict: the document recommend.verdict_document makes; version 2 added it)."""
+    """Everything: settings, one entry per run (with vLLM-shaped metrics), the measured costs, the summary, the go
+    / no-go (verdict: the document recommend.verdict_document makes; version 2 added it) and the ranking of every
+    setting per tag (measure/ranking.py's rows, best first)."""
     doc = {
         "format": "specviz.workload",
         "version": 2,
@@ -174,5 +204,6 @@ def results_json(
         "costs": costs.to_dict() if costs else None,
         "summary": summarize(results, costs, seed),
         "verdict": verdict,
+        "ranking": [{**row, "speedup_ci": _finite(row["speedup_ci"])} for row in ranking or ()],
     }
     return json.dumps(doc, indent=2, ensure_ascii=False)

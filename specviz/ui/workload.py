@@ -18,7 +18,7 @@ from specviz.core.settings import RunSettings
 from specviz.engine.models import ModelPair
 from specviz.errors import SettingsError, SpecvizError
 from specviz.measure.bench import environment
-from specviz.measure.identity import local_pair_for
+from specviz.measure.identity import local_engine_for, local_pair_for
 from specviz.measure.load import failure_words
 from specviz.measure.local import engine_source, step_costs
 from specviz.measure.prompts import PromptRow
@@ -73,6 +73,21 @@ def open_server(
     return connect(url.strip(), model.strip() or None, api_key or None, timeout_s, method)
 
 
+def whole_family(settings: RunSettings | None, target: str, draft: str | None) -> tuple[list[str], list[str]]:
+    """The page's "the whole family": every method the pair in use can run (the heads found beside its target, early
+    exit at the sidebar's E), and "name: why not" for each one left out."""
+    from specviz.engine.models import find_heads
+    from specviz.ui.controls import exit_layer_fits
+
+    try:
+        heads = find_heads(target, None)
+    except SpecvizError:
+        heads = {}
+    has_draft = bool(draft) and str(draft).strip().lower() != methods.NGRAM
+    hint = "`python -m specviz train-tiny` trains each kind for the bundled target"
+    return methods.whole_family(has_draft, heads, exit_layer_fits(settings, target) or "", hint)
+
+
 def server_summary(server: Server, limits: Limits, asked: str, pairs: Sequence[tuple[str, str]]) -> dict:
     """What "Check connection" shows, with names as public mode may show them, and the local pair (among `pairs`)
     that serves the same target, for the engine comparison."""
@@ -84,7 +99,8 @@ def server_summary(server: Server, limits: Limits, asked: str, pairs: Sequence[t
         "per_request": server.per_request,
         "counters": server.counters,
         "max_model_len": server.max_model_len,
-        "local_pair": local_pair_for(server.model, pairs) if server.method == methods.DRAFT else None,
+        "local_pair": local_pair_for(server.model, pairs) if server.method == methods.DRAFT else None,  # the roofline's
+        "local_engine": local_engine_for(server.model, server.method, pairs),  # the two engines' comparison
         "asked": asked,  # shown while the URL field still says this
     }
 
@@ -96,7 +112,7 @@ def run_here(
     clear_results(planned=len(rows) * len(method_names) * len(ks))  # results; each timed `repeats` times
     bar, progress = progress_bar()
     bar.progress(0.0, text="Measuring step costs…")
-    costs = step_costs(pair, ks, base)
+    costs = step_costs(pair, ks, base, method_names)  # each head and early exit it runs too: their c
     st.session_state[SETTINGS] = (base, pair.describe(), method_names, sorted(ks), costs)
     st.session_state[ENVIRONMENT] = environment(pair)  # where the speedups are timed: for the bench comparison
     bar.progress(0.0, text="Warming up…")
@@ -139,10 +155,12 @@ def run_on_server(
         st.error(literal(str(exc)) + kept_note)  # a server's own words may be in it: shown as text
 
 
-def compare_with_server(server: Server, target: str, draft: str, base: RunSettings, rows: list) -> list[dict]:
-    """Each prompt on the server and on this app's engine (float32 on the CPU), greedy, the server's K: agreement
-    per prompt and per step, as the page's table rows (viz/workload_charts.py agreement_row)."""
+def compare_with_server(server: Server, target: str, draft: str | None, base: RunSettings, rows: list) -> list[dict]:
+    """Each prompt on the server and on this app's engine (float32 on the CPU), greedy, the server's method and K:
+    agreement per prompt and per step, as the page's table rows (viz/workload_charts.py agreement_row). draft: None
+    for a feature head, which the pair finds beside its target."""
     pair = cached_pair(target, draft, "cpu", "float32")
+    pair.load_head_for(server.method)  # a head that does not fit this target: refused now, before any request
     greedy = replace(  # the whole draft, as vLLM runs it: a trimmed vocabulary would compare unlike drafts
         base, sampling=SamplingSettings(0.0, 0, 1.0), stop_at_eos=False, draft_vocab=0
     )

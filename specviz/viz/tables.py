@@ -42,6 +42,15 @@ COLUMNS: dict[str, Column] = {
     "speedup_low": Column("Slowest repeat", "%.2f×", help="the lowest of this prompt's per-repeat speedups"),
     "speedup_high": Column("Fastest repeat", "%.2f×", help="the highest of this prompt's per-repeat speedups"),
     "predicted_speedup": Column("Predicted speedup", "%.2f×", help="τ / (drafts per round · c + v)"),
+    # workload: the whole family ranked per tag
+    "rank": Column("Rank", width=70, help="by measured speedup within the tag; ★ = the tag's best"),
+    "setting": Column("Setting", width=300, help="method and K (or tree shape), with its K schedule if not constant"),
+    "drafts per round": Column(
+        "Drafts per round",
+        "%.2f",
+        help="mean drafts per target pass: K for a fixed chain, less for suffix decoding "
+        "and the adaptive K schedules, which size each draft themselves",
+    ),
     # calculator
     "ops": Column("Operations factor", "%.2f"),
     "c": Column("c", "%.3f", help="draft step / target step"),
@@ -109,7 +118,19 @@ COLUMNS: dict[str, Column] = {
     "end-to-end p99 (ms)": Column("End-to-end p99 (ms)", "%.0f"),
 }
 # Shown first, in this order, when a table has them: what a row is, then the figures a reader came for.
-KEY_FIRST = ("file", "prompt", "example", "lane", "shape", "tag", "method", "speedup", "expected_tokens")
+KEY_FIRST = (
+    "file",
+    "prompt",
+    "example",
+    "lane",
+    "shape",
+    "rank",
+    "tag",
+    "method",
+    "setting",
+    "speedup",
+    "expected_tokens",
+)
 
 
 def header(name: str) -> str:

@@ -326,3 +326,78 @@ def agreement_verdict(rows: Sequence[dict]) -> tuple[bool, str]:
         "step(s) came before that."
     )
     return equal == len(rows) and agree == after, sentence
+
+
+RANKING_COLUMNS = ("rank", "tag", "setting", "speedup", "speedup 95% CI", "alpha", "tau", "c", "drafts per round")
+
+
+def ranking_frame(rows: Sequence[dict], speedup: bool = True) -> pd.DataFrame:
+    """The whole family ranked per tag (measure/ranking.py's rows), best first: one row per setting, the best of each
+    tag marked; without a measured speedup (a server) its columns are left out."""
+    out = [
+        {
+            "rank": ("★ " if row["best"] else "") + str(row["rank"]),
+            "tag": row["tag"],
+            "setting": row["setting"],
+            "speedup": row["speedup"],
+            "speedup 95% CI": _interval(row["speedup_ci"]) if row["speedup"] is not None else "–",
+            "alpha": row["alpha"],
+            "tau": row["tau"],
+            "c": row["c"],
+            "drafts per round": row["drafts_per_round"],
+        }
+        for row in rows
+    ]
+    return _without_speedup(pd.DataFrame(out, columns=list(RANKING_COLUMNS)), speedup)
+
+
+def _interval(bounds) -> str:
+    low, high = bounds
+    return f"{low:.2f}–{high:.2f}"
+
+
+def ranking_chart(rows: Sequence[dict], tag: str) -> alt.LayerChart:
+    """One tag's settings as bars of measured speedup, best on top, each with its 95% interval; the dashed line is
+    plain decoding (1×)."""
+    chosen = [r for r in rows if r["tag"] == tag and r["speedup"] is not None]
+    frame = pd.DataFrame(
+        [
+            {
+                "setting": r["setting"],
+                "method": methods.label(r["method"]),
+                "speedup": r["speedup"],
+                "low": r["speedup_ci"][0],
+                "high": r["speedup_ci"][1],
+                "alpha": r["alpha"],
+                "tau": r["tau"],
+                "c": r["c"],
+                "drafts per round": r["drafts_per_round"],
+            }
+            for r in chosen
+        ],
+        columns=["setting", "method", "speedup", "low", "high", "alpha", "tau", "c", "drafts per round"],
+    )
+    order = list(frame["setting"])  # best first: the ranking's order
+    scope = "all prompts" if tag == "all" else f"prompts tagged {tag!r}"
+    base = alt.Chart(frame, title=f"The family ranked on {scope}: measured speedup over plain (95% CI)")
+    y = alt.Y("setting:N", sort=order, title=None)
+    bars = base.mark_bar().encode(
+        x=alt.X("speedup:Q", title="speedup over plain decoding (×)"),
+        y=y,
+        color=alt.Color("method:N", title="method"),
+        tooltip=[
+            "setting:N",
+            alt.Tooltip("speedup:Q", format=".2f"),
+            alt.Tooltip("low:Q", format=".2f", title="95% interval from"),
+            alt.Tooltip("high:Q", format=".2f", title="95% interval to"),
+            alt.Tooltip("alpha:Q", format=".2f", title="α"),
+            alt.Tooltip("tau:Q", format=".2f", title="τ (tokens per target pass)"),
+            alt.Tooltip("c:Q", format=".3f", title="c (draft step / target step)"),
+            alt.Tooltip("drafts per round:Q", format=".2f"),
+        ],
+    )
+    intervals = base.mark_errorbar(ticks=True, color="black").encode(
+        x=alt.X("low:Q", title="speedup over plain decoding (×)"), x2="high:Q", y=y
+    )
+    even = alt.Chart(pd.DataFrame({"x": [1.0]})).mark_rule(strokeDash=[4, 4], color="black").encode(x="x:Q")
+    return (bars + intervals + even).properties(height=max(120, 28 * len(frame)))

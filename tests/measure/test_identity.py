@@ -27,3 +27,22 @@ def test_the_local_pair_is_the_first_whose_target_is_served_and_that_has_a_draft
     copy = model_dir(tmp_path / "t2")
     assert local_pair_for(copy, [(target, ""), (target, "d")]) == (target, "d")  # the first has no draft
     assert local_pair_for("org/else", [(target, "d")]) is None
+
+
+def test_the_local_engine_of_a_head_server_is_its_target_with_the_head_beside_it(model_dirs, tmp_path):
+    """#22 item 6: the two-engine comparison found a local pair only for a draft-model server; a feature head's server
+    runs here as its target with the head of that kind beside it (no draft)."""
+    import shutil
+
+    from specviz.measure.identity import local_engine_for
+
+    target, draft = str(model_dirs["llama-target"]), str(model_dirs["llama-truncated"])
+    for method in ("eagle", "eagle3", "medusa"):  # the tiny models have one of each beside them
+        assert local_engine_for(target, method, [(target, draft)]) == (target, None)
+    assert local_engine_for(target, "draft", [(target, draft)]) == (target, draft)
+    assert local_engine_for(target, "ngram", [(target, draft)]) is None  # vLLM skips its steps that find nothing
+    alone = tmp_path / "alone" / "target"
+    shutil.copytree(target, alone)  # the same model, with no head beside it
+    assert local_engine_for(target, "eagle", [(str(alone), draft)]) is None
+    assert local_engine_for(target, "eagle", [(str(alone), draft), (target, draft)]) == (target, None)
+    assert local_engine_for("org/else", "eagle", [(target, draft)]) is None
