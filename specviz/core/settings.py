@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 from specviz import methods
 from specviz.core import schedule, verify
+from specviz.core.dyntree import DynamicTree
 from specviz.core.sampling import SamplingSettings
 from specviz.core.suffix_tree import SuffixOptions
 from specviz.errors import SettingsError
@@ -42,6 +43,8 @@ class RunSettings:
     #                                       against the model's L when the run starts); other methods ignore it
     forward: str = FORWARD_AUTO  # whose forward pass runs the models (engine/lean.py): auto (lean where the
     #                              architecture is supported), lean, or hf (Hugging Face's, the reference)
+    dynamic: DynamicTree | None = None  # a dynamic (EAGLE-2) tree instead of a static shape (core/dyntree.py): the
+    #                                     tree method and the EAGLE-1 / EAGLE-3 heads grow one per round
 
     def __post_init__(self) -> None:
         if self.method not in methods.ENGINE_METHODS:
@@ -52,6 +55,9 @@ class RunSettings:
         _require_int("n-gram minimum n", self.ngram_min, 1, 32)
         _require_int("n-gram maximum n", self.ngram_max, self.ngram_min, 32)
         object.__setattr__(self, "tree", tuple(self.tree))  # JSON gives a list
+        if isinstance(self.dynamic, dict):  # JSON gives a dict
+            object.__setattr__(self, "dynamic", DynamicTree(**self.dynamic))
+        check_dynamic(self)
         methods.get(self.method).check(self)
         check_tree_shape(self.tree)
         _require_int("draft vocabulary (0 = all tokens)", self.draft_vocab, 0, 10_000_000)
@@ -65,20 +71,27 @@ class RunSettings:
     @property
     def is_tree(self) -> bool:
         """Whether this run drafts a tree: a shape, and a method that takes one (plain ignores a shape)."""
-        return bool(self.tree) and methods.get(self.method).takes_tree
+        return bool(self.tree or self.dynamic) and methods.get(self.method).takes_tree
+
+    @property
+    def tree_label(self) -> str:
+        """The tree as typed: '3,2,1,1', or 'dynamic:16,5,4'; empty for a chain."""
+        if self.dynamic is not None:
+            return self.dynamic.text
+        return ",".join(map(str, self.tree))
 
     @property
     def draft_length(self) -> int:
         """Tokens proposed per round: K, or 0 for plain decoding; for a tree, its depth (the longest acceptable run)."""
         if self.is_tree:
-            return len(self.tree)
+            return self.dynamic.depth if self.dynamic else len(self.tree)
         return self.k if methods.get(self.method).speculative else 0
 
     @property
     def draft_slots(self) -> int:
         """Draft tokens one round can hold: K for a chain, every node for a tree, 0 for plain decoding."""
         if self.is_tree:
-            return verify.tree_size(self.tree)
+            return self.dynamic.budget if self.dynamic else verify.tree_size(self.tree)
         if self.adaptive == schedule.HEURISTIC:
             return MAX_K  # the heuristic may grow K up to the ceiling
         return self.draft_length
@@ -99,6 +112,8 @@ class RunSettings:
             del body["tree"]  # chain runs keep the settings JSON they always had
         else:
             body["tree"] = list(self.tree)
+        if self.dynamic is None:
+            del body["dynamic"]  # static trees and chains keep the settings JSON they always had
         if not methods.get(self.method).exits_early:
             del body["exit_layer"]  # runs of other methods keep the settings JSON they always had
         if self.forward == FORWARD_AUTO:
@@ -141,6 +156,27 @@ def check_tree_shape(tree: tuple[int, ...]) -> None:
         )
 
 
+def check_dynamic(settings: RunSettings) -> None:
+    """A dynamic tree in range, not together with a static shape, and for a method that can grow one."""
+    d = settings.dynamic
+    if d is None:
+        return
+    if not isinstance(d, DynamicTree):
+        raise SettingsError(f"dynamic must be a dynamic tree (budget, depth, top-k); got {d!r}.")
+    d.check(MAX_TREE_NODES, MAX_K, MAX_BRANCHING)
+    if settings.tree:
+        raise SettingsError(
+            f"Give a static tree shape or a dynamic tree, not both (got {','.join(map(str, settings.tree))} and "
+            f"{d.text})."
+        )
+    if settings.method == methods.MEDUSA:
+        raise SettingsError(
+            "Medusa cannot grow a dynamic tree: its heads all read one feature and never see a drafted token, so "
+            "expanding a node gives every node of a depth the same children. Use a static Medusa tree (e.g. 3,2,1), "
+            f"or a dynamic tree with {methods.TREE}, {methods.EAGLE} or {methods.EAGLE3}."
+        )
+
+
 def for_method(settings: RunSettings, method: str, **changes) -> RunSettings:
     """These settings for another method (a race or workload lane): a K schedule it cannot take (lookup, a tree) is
     dropped for the constant one, so one sidebar's heuristic applies to the lanes where K means a chain of drafts."""
@@ -165,7 +201,7 @@ def check_schedule(settings: RunSettings) -> None:
     if name != schedule.CONSTANT and settings.is_tree and method.branches:  # a head's tree (the tree method: below)
         raise SettingsError(
             f"The {name} K schedule changes how many tokens a chain drafter drafts per round; a tree of a fixed shape "
-            f"({','.join(map(str, settings.tree))}) sets its depth itself. Drop the tree shape, or use the constant "
+            f"({settings.tree_label}) sets its depth itself. Drop the tree shape, or use the constant "
             "schedule."
         )
     if name != schedule.CONSTANT and method.speculative and not method.adaptive:
