@@ -117,6 +117,21 @@ class GrownSoFar:
     parents: list[int]
     expanded: list[int]  # candidates expanded so far, in the order they were read (a drafter's cache order)
 
+    def depth(self, c: int) -> int:
+        """Level of candidate c (1 for the root's children)."""
+        return 1 if self.parents[c] < 0 else self.depth(self.parents[c]) + 1
+
+    def sees(self, frontier: list[int]) -> torch.Tensor:
+        """(m, E + m) bool: frontier node r may attend to tree token j, over the E candidates expanded so far (in
+        cache order) and then the frontier itself: its ancestors (all expanded) and itself (a drafter's tree mask)."""
+        order = {c: i for i, c in enumerate(self.expanded + frontier)}
+        sees = torch.zeros(len(frontier), len(order), dtype=torch.bool)
+        for row, c in enumerate(frontier):
+            while c >= 0:
+                sees[row, order[c]] = True
+                c = self.parents[c]
+        return sees
+
 
 def grow_dynamic_tree(root_logp: torch.Tensor, expand: Expand, shape: DynamicTree) -> GrownTree:
     """Grow one round's dynamic tree (see the module docstring).
