@@ -5,6 +5,8 @@ through JSON; sampled runs emit the target's distribution (a fixed-seed χ² ove
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 from test_eagle_bundled import HELD_OUT, PROMPT, SAMPLED, target_p
@@ -14,6 +16,7 @@ from specviz.core.chisq import chi2_goodness_of_fit
 from specviz.core.dyntree import DynamicTree
 from specviz.core.settings import RunSettings
 from specviz.core.trace import Trace
+from specviz.engine import proposers
 from specviz.engine.decode import generate
 from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET, load_pair
 
@@ -79,9 +82,8 @@ def test_medusa_refuses_a_dynamic_tree():
         RunSettings(method=methods.MEDUSA, dynamic=DynamicTree(16, 4, 4))
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("method", [methods.TREE, methods.EAGLE])
-def test_sampled_dynamic_trees_emit_the_targets_distribution(bundled, method):
+def first_token_p_value(bundled, method: str) -> float:
+    """χ² p-value of the first committed token of SEEDS sampled runs (one round) against p(. | prompt)."""
     ids = bundled.tokenizer.encode(PROMPT)
     firsts = []
     for seed in range(SEEDS):
@@ -90,4 +92,24 @@ def test_sampled_dynamic_trees_emit_the_targets_distribution(bundled, method):
         )
         firsts.append(generate(bundled, PROMPT, settings).output_ids[0])
     counts = torch.bincount(torch.tensor(firsts), minlength=bundled.vocab_size)
-    assert chi2_goodness_of_fit(counts, target_p(bundled, ids)).p_value > 1e-3
+    return chi2_goodness_of_fit(counts, target_p(bundled, ids)).p_value
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", [methods.TREE, methods.EAGLE])
+def test_sampled_dynamic_trees_emit_the_targets_distribution(bundled, method):
+    assert first_token_p_value(bundled, method) > 1e-3
+
+
+@pytest.mark.slow
+def test_chosen_children_judged_with_the_drafts_softmax_fail_the_same_check(bundled, monkeypatch):
+    """The control: the same top-k children, judged with the draft's soft q instead of one-hot (they were chosen,
+    not drawn from it), bias the first token."""
+    grow = proposers.dynamic_proposal
+
+    def with_soft_q(*args):
+        proposal = grow(*args)
+        return replace(proposal, q=proposal.soft_q)
+
+    monkeypatch.setattr(proposers, "dynamic_proposal", with_soft_q)
+    assert first_token_p_value(bundled, methods.TREE) < 1e-3
