@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 from specviz import methods
 from specviz.core import schedule, verify
-from specviz.core.dyntree import DynamicTree
+from specviz.core.dyntree import DynamicTree, parse_dynamic
 from specviz.core.sampling import SamplingSettings
 from specviz.core.suffix_tree import SuffixOptions
 from specviz.errors import SettingsError
@@ -49,15 +49,18 @@ class RunSettings:
     def __post_init__(self) -> None:
         if self.method not in methods.ENGINE_METHODS:
             raise SettingsError(f"method must be one of {', '.join(methods.ENGINE_METHODS)}; got {self.method!r}.")
+        if isinstance(self.dynamic, dict):  # JSON gives a dict
+            known = {"budget", "depth", "topk"}
+            if set(self.dynamic) - known:
+                raise SettingsError(f"A dynamic tree has budget, depth and topk; got {sorted(self.dynamic)}.")
+            object.__setattr__(self, "dynamic", DynamicTree(**self.dynamic))
+        check_dynamic(self)
         _require_int("K (draft length)", self.k, 1, MAX_K)
         _require_int("max new tokens", self.max_new_tokens, 1, 100_000)
         _require_int("seed", self.seed, 0, 2**63 - 1)
         _require_int("n-gram minimum n", self.ngram_min, 1, 32)
         _require_int("n-gram maximum n", self.ngram_max, self.ngram_min, 32)
         object.__setattr__(self, "tree", tuple(self.tree))  # JSON gives a list
-        if isinstance(self.dynamic, dict):  # JSON gives a dict
-            object.__setattr__(self, "dynamic", DynamicTree(**self.dynamic))
-        check_dynamic(self)
         methods.get(self.method).check(self)
         check_tree_shape(self.tree)
         _require_int("draft vocabulary (0 = all tokens)", self.draft_vocab, 0, 10_000_000)
@@ -222,6 +225,27 @@ def parse_tree(text: str) -> tuple[int, ...]:
             f"A tree shape is children per depth as whole numbers separated by commas, e.g. 2,2,1,1; got {text!r}."
         ) from None
     return shape
+
+
+TreeSpec = tuple[int, ...] | DynamicTree  # a static shape or a dynamic tree, as the CLI and the bench take them
+
+
+def parse_tree_spec(text: str) -> TreeSpec:
+    """'3,2,1,1' -> (3, 2, 1, 1); 'dynamic:16,5,4' -> DynamicTree(16, 5, 4): a tree as typed anywhere."""
+    dynamic = parse_dynamic(text)
+    return parse_tree(text) if dynamic is None else dynamic
+
+
+def tree_fields(spec: TreeSpec) -> dict:
+    """RunSettings fields for a tree spec (its K is its depth, capped at MAX_K)."""
+    if isinstance(spec, DynamicTree):
+        return {"tree": (), "dynamic": spec, "k": min(spec.depth, MAX_K)}
+    return {"tree": tuple(spec), "dynamic": None, "k": min(max(len(spec), 1), MAX_K)}
+
+
+def spec_label(spec: TreeSpec) -> str:
+    """How a tree spec is written: '3,2,1,1' or 'dynamic:16,5,4'."""
+    return spec.text if isinstance(spec, DynamicTree) else ",".join(map(str, spec))
 
 
 def check_prompt(prompt: object) -> str:

@@ -545,9 +545,13 @@ def _check_tree(rnd: Round, where: str) -> None:
         parent = node_id
     for i, cand in enumerate(rnd.scored):
         if not -1 <= cand.parent < i:
-            raise _wrong(cand.parent, f"{where}.scored[{i}].parent", f"-1 (the root) or an earlier candidate (0 to {i - 1})")
+            raise _wrong(
+                cand.parent, f"{where}.scored[{i}].parent", f"-1 (the root) or an earlier candidate (0 to {i - 1})"
+            )
         if not -1 <= cand.node < len(rnd.nodes):
-            raise _wrong(cand.node, f"{where}.scored[{i}].node", f"-1 (pruned) or a node id (0 to {len(rnd.nodes) - 1})")
+            raise _wrong(
+                cand.node, f"{where}.scored[{i}].node", f"-1 (pruned) or a node id (0 to {len(rnd.nodes) - 1})"
+            )
 
 
 def _describe(exc: Exception) -> str:

@@ -15,11 +15,11 @@ from numpy.lib.stride_tricks import sliding_window_view
 from transformers import PreTrainedModel
 
 from specviz import methods
+from specviz.core.dyntree import DynamicTree, GrownSoFar, GrownTree, grow_dynamic_tree
 from specviz.core.lab.exits import EXIT_EXACT, ExitVariant
 from specviz.core.sampling import SamplingSettings, logits_to_probs, one_hot, sample
 from specviz.core.settings import FORWARD_HF, RunSettings
 from specviz.core.suffix_tree import SuffixCache, SuffixDraft, SuffixMemory, SuffixOptions
-from specviz.core.dyntree import DynamicTree, GrownSoFar, GrownTree, grow_dynamic_tree
 from specviz.core.verify import TOP_B, WITHOUT_REPLACEMENT, draw_children, tree_depths, tree_parents
 from specviz.engine.early_exit import SplitTarget, check_exit_layer
 from specviz.engine.kv import CachedModel

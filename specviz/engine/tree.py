@@ -28,9 +28,9 @@ from specviz.core.trace import (
     UNREACHED,
     ExtraToken,
     Node,
-    Scored,
     Position,
     Round,
+    Scored,
     TokenProb,
 )
 from specviz.core.verify import TreeVerdict, tree_depths, verify_tree
