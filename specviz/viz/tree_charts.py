@@ -37,11 +37,14 @@ SUBTITLES = {
 
 
 CHOSEN_SUBTITLE = "each node's children are its top tokens, chosen, not drawn: q = 1 (one-hot)"
+DYNAMIC_SUBTITLE = "kept: the best nodes by cumulative draft log q; ⊕ expanded, +n pruned children; judged one-hot"
 
 
 def subtitle(r: Round, step: steps.Step) -> str:
     """What this phase of the tree shows; a tree of chosen children (the feature heads' top-b, q one-hot) is not said
     to be drawn from q."""
+    if step.phase == steps.DRAFT and r.scored:
+        return DYNAMIC_SUBTITLE
     if step.phase == steps.DRAFT and r.nodes and all(node.q == 1.0 for node in r.nodes):
         return CHOSEN_SUBTITLE
     return SUBTITLES.get(step.phase, "")
