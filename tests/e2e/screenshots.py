@@ -149,7 +149,7 @@ def shots(server_url: str | None) -> dict:
     found |= {
         "rounds-desktop": (DESKTOP, rounds),
         "rounds-lecture-1920": (PROJECTOR, lambda tab, url: rounds(tab, url, lecture=True)),
-        "rounds-dynamic-tree-desktop": ((1280, 1400), dynamic_tree),
+        "rounds-dynamic-tree-desktop": ((1280, 2300), dynamic_tree),
         "workload-measured-desktop": (DESKTOP, workload_measured()),
         "workload-measured-lecture-1920": (PROJECTOR, workload_measured(lecture=True)),
         **{name: (PROJECTOR, lecture(query)) for name, query in LECTURE_MOMENTS.items()},
