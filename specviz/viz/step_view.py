@@ -177,7 +177,7 @@ def _tree(out: _Blocks, trace: Trace, cursor: steps.Cursor, step: steps.Step, pl
     pending = earlier[-1][1] if earlier else "prompt"
     shape = trace.settings.dynamic or trace.settings.tree  # a dynamic tree's title says scored, expanded, kept
     out.chart(trees.tree_chart, r, step, shape, pending, place=place, large=large)
-    out.add(HTML, key_html(trees.tree_key()), place)
+    out.add(HTML, key_html(trees.tree_key(dynamic=bool(r.scored))), place)
 
 
 def _beside_tree(out: _Blocks, trace: Trace, cursor: steps.Cursor, step: steps.Step) -> str:

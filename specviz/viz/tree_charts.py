@@ -242,9 +242,14 @@ TREE_KEY = {  # status -> the shape's character, for the key under the chart (te
 }
 
 
-def tree_key() -> list[tuple[str, str, str]]:
-    """(colour, shape and mark, words) per node status: the chart's key, drawn as text under it."""
-    return [(NODE_STYLES[s][0], f"{TREE_KEY[s]} {NODE_STYLES[s][2]}".strip(), s) for s in TREE_KEY]
+DYNAMIC_KEY = [("#111111", "⊕", "expanded (its top-k children scored)"), ("#111111", "+n", "children pruned")]
+
+
+def tree_key(dynamic: bool = False) -> list[tuple[str, str, str]]:
+    """(colour, shape and mark, words) per node status: the chart's key, drawn as text under it; a dynamic tree's
+    adds its two marks."""
+    key = [(NODE_STYLES[s][0], f"{TREE_KEY[s]} {NODE_STYLES[s][2]}".strip(), s) for s in TREE_KEY]
+    return key + (DYNAMIC_KEY if dynamic else [])
 
 
 def mask_frame(r: Round, committed: int) -> pd.DataFrame:

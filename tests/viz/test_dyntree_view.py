@@ -51,3 +51,9 @@ def test_the_draft_sentence_counts_them_and_the_summary_names_the_tree(trace):
     assert f"expanded {sum(c.expanded for c in r.scored)} of them" in said
     assert "judged one-hot" in said
     assert "tree dynamic:8,3,3" in settings_summary(trace.settings)
+
+
+def test_the_key_adds_the_dynamic_marks_only_for_a_dynamic_round(trace):
+    words = [w for _, _, w in trees.tree_key(dynamic=True)]
+    assert "expanded (its top-k children scored)" in words and "children pruned" in words
+    assert "children pruned" not in [w for _, _, w in trees.tree_key()]
