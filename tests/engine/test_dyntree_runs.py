@@ -96,7 +96,7 @@ def first_token_p_value(bundled, method: str) -> float:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method", [methods.TREE, methods.EAGLE])
+@pytest.mark.parametrize("method", METHODS)
 def test_sampled_dynamic_trees_emit_the_targets_distribution(bundled, method):
     assert first_token_p_value(bundled, method) > 1e-3
 
