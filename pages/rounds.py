@@ -34,6 +34,7 @@ from specviz.ui.render import (
 from specviz.ui.step_render import show_section
 from specviz.viz import run_notes, steps
 from specviz.viz import step_view as sv
+from specviz.viz.explain import DYNAMIC_NOTE
 from specviz.viz.player_bundle import step_index
 from specviz.viz.step_view import ViewOptions, step_view
 from specviz.viz.text import literal
@@ -159,10 +160,11 @@ def describe_run(trace: Trace) -> None:
         if static:
             about_run.markdown(static)
     else:
-        if settings.tree:
+        if settings.tree or settings.dynamic:
             about_run.caption(
                 "A draft tree: when the draft's first guess at a position is rejected, its sibling may still be "
                 "accepted (judged against the residual), so one target pass can commit more."
+                + (DYNAMIC_NOTE if settings.dynamic else "")
             )
         if is_first_run(settings, trace.prompt, controls.target):
             about_run.caption(FIRST_RUN_NOTE)

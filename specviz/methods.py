@@ -46,7 +46,8 @@ VLLM_EAGLE3, VLLM_MEDUSA = "eagle3", "medusa"
 
 NEEDS_SHAPE = (
     "Tree speculation needs a tree shape: children per depth, e.g. 3,2,1,1 "
-    "(3 children of the root, 2 under each, then single children); 1,1,1,1 is the chain with K = 4."
+    "(3 children of the root, 2 under each, then single children); 1,1,1,1 is the chain with K = 4; or a dynamic "
+    "(EAGLE-2) tree, dynamic:BUDGET,DEPTH,TOPK, e.g. dynamic:16,5,4."
 )
 
 
@@ -91,9 +92,9 @@ class Method:
     def check(self, settings: RunSettings) -> None:
         """Refuse settings this method cannot run: a tree method needs a shape, a chain method takes none (plain
         ignores one: it is the baseline a tree run is measured by)."""
-        if self.shaped and not settings.tree:
+        if self.shaped and not (settings.tree or settings.dynamic):
             raise SettingsError(NEEDS_SHAPE)
-        if settings.tree and not self.takes_tree and self.speculative:
+        if (settings.tree or settings.dynamic) and not self.takes_tree and self.speculative:
             raise SettingsError(
                 self.refuses_tree
                 or f"A tree shape is only used by the {TREE} method and the feature heads that draft trees "

@@ -23,3 +23,17 @@ def test_local_paths_are_hidden_in_public_mode():
     for limits in (public, private):  # the bundled pair: where the repository was cloned is nobody's business
         assert sidebar_source(BUNDLED_TARGET, limits) == "assets/models/pystdlib/target"
     assert sidebar_source("/srv/models/pystdlib/target", public) == "target"
+
+
+def test_public_mode_caps_a_dynamic_tree_by_depth_and_by_the_nodes_it_scores():
+    import pytest
+
+    from specviz.core.dyntree import DynamicTree
+    from specviz.errors import SettingsError
+
+    public = Limits.from_env({"SPECVIZ_PUBLIC": "1"})
+    public.check_tree(DynamicTree(8, 3, 2))  # scores 2 + 2 * 4 = 10 nodes: fine
+    with pytest.raises(SettingsError, match="scores"):
+        public.check_tree(DynamicTree(8, 8, 16))  # 16 + 7 * 256 nodes scored a round
+    with pytest.raises(SettingsError, match="deep"):
+        public.check_tree(DynamicTree(8, public.max_k + 1, 1))

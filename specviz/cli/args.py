@@ -13,18 +13,23 @@ from pathlib import Path
 
 from specviz import methods
 from specviz.core import schedule
+from specviz.core.dyntree import parse_dynamic
 from specviz.core.sampling import SamplingSettings
-from specviz.core.settings import DEFAULT_EXIT_LAYER, FORWARD_AUTO, MAX_K, RunSettings
+from specviz.core.settings import DEFAULT_EXIT_LAYER, FORWARD_AUTO, RunSettings, TreeSpec, tree_fields
 from specviz.core.suffix_tree import SuffixOptions
 from specviz.errors import SpecvizError
 
 
-def tree_shapes(args: argparse.Namespace) -> list[tuple[int, ...]]:
-    """Every --tree SHAPE given, as tuples of children per depth."""
-    return [tuple(int_list(shape, "--tree")) for shape in (getattr(args, "tree", None) or [])]
+def tree_shapes(args: argparse.Namespace) -> list[TreeSpec]:
+    """Every --tree given: a static shape as a tuple of children per depth, or a dynamic tree (dynamic:B,D,K)."""
+    specs = []
+    for text in getattr(args, "tree", None) or []:
+        dynamic = parse_dynamic(text)
+        specs.append(tuple(int_list(text, "--tree")) if dynamic is None else dynamic)
+    return specs
 
 
-def one_tree(args: argparse.Namespace) -> tuple[int, ...]:
+def one_tree(args: argparse.Namespace) -> TreeSpec:
     shapes = tree_shapes(args)
     if len(shapes) > 1:
         raise SpecvizError("Give one --tree shape here (only bench compares several).")
@@ -38,11 +43,12 @@ def settings_from(args: argparse.Namespace, method: str) -> RunSettings:
     if tree and method == methods.DRAFT:
         method = methods.TREE
     takes = methods.get(method).takes_tree if method in methods.REGISTRY else False
-    k = len(tree) if takes and 1 <= len(tree) <= MAX_K else int_list(args.k, "--k")[0]
+    fields = tree_fields(tree) if tree else {}
+    if not (takes and tree):  # K is the tree's depth only where the method drafts the tree
+        fields["k"] = int_list(args.k, "--k")[0]
     return RunSettings(
         method=method,
-        tree=tree,
-        k=k,
+        **fields,
         sampling=SamplingSettings(args.temperature, args.top_k, args.top_p),
         max_new_tokens=args.max_new_tokens,
         seed=args.seed,

@@ -32,16 +32,15 @@ from specviz.core.settings import (
     AUTO_THREADS,
     DEFAULT_EXIT_LAYER,
     FORWARD_AUTO,
-    MAX_K,
     NARROW_WIDTH,
     THREADS_ENV,
     RunSettings,
     check_prompt,
     parse_threads,
+    tree_fields,
 )
 from specviz.core.suffix_tree import SuffixMemory, SuffixOptions
 from specviz.core.trace import Trace
-from specviz.core.verify import tree_size
 from specviz.errors import SpecvizError
 
 if TYPE_CHECKING:
@@ -200,7 +199,10 @@ def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=None,
         metavar="SHAPE",
-        help="draft a tree: children per depth, e.g. 3,2,1,1 (1,1,1,1 = the chain with K=4); bench takes several",
+        help="draft a tree: children per depth, e.g. 3,2,1,1 (1,1,1,1 = the chain with K=4), or a dynamic (EAGLE-2) "
+        "tree grown per round, dynamic:BUDGET,DEPTH,TOPK, e.g. dynamic:16,5,4 (expand the top-k children of the "
+        "top-k frontier nodes for DEPTH levels, keep the BUDGET best by cumulative draft log-prob; draft model, "
+        "eagle, eagle3); bench takes several",
     )
     parser.add_argument(
         "--k-schedule",
@@ -385,7 +387,8 @@ def summary_line(trace: Trace) -> str:
         drafted = t.proposed / t.rounds if t.rounds else 0.0
         what += f" ({schedule.label(s)} schedule, {drafted:.2f} drafts per round)"
     if s.is_tree:
-        what = f"tree {','.join(map(str, s.tree))} ({tree_size(s.tree)} nodes, depth {len(s.tree)})"
+        what = f"tree {s.tree_label} ({s.draft_slots} nodes, depth {s.draft_length})"
+        what = what.replace("nodes,", "nodes kept,") if s.dynamic else what
         what = what if s.method == methods.TREE else f"{s.method} {what}"
     return (
         f"{what}, {how}: {t.committed} tokens in {t.rounds} rounds · α {alpha} · τ {t.tau:.2f} · "
@@ -452,7 +455,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
         if family
         else methods.parse_list(args.method, "--method", tree_drafters if tree else methods.PROPOSERS)
     )
-    ks = [len(tree)] if tree else int_list(args.k, "--k")
+    ks = [tree_fields(tree)["k"]] if tree else int_list(args.k, "--k")
     check_ks(ks)
     if args.repeats < 1:
         raise SpecvizError("--repeats must be at least 1.")
@@ -549,7 +552,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     )
     for shape in trees:  # validate before the slow model load
         for name in tree_methods:
-            RunSettings(method=name, tree=shape, k=min(len(shape), MAX_K))
+            RunSettings(method=name, **tree_fields(shape))
     args.tree = None
     plans = schedule_variants(args)
     for plan in plans:  # validate before the slow model load

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 from specviz import methods
 from specviz.core import schedule, verify
+from specviz.core.dyntree import DynamicTree, parse_dynamic
 from specviz.core.sampling import SamplingSettings
 from specviz.core.suffix_tree import SuffixOptions
 from specviz.errors import SettingsError
@@ -42,10 +43,18 @@ class RunSettings:
     #                                       against the model's L when the run starts); other methods ignore it
     forward: str = FORWARD_AUTO  # whose forward pass runs the models (engine/lean.py): auto (lean where the
     #                              architecture is supported), lean, or hf (Hugging Face's, the reference)
+    dynamic: DynamicTree | None = None  # a dynamic (EAGLE-2) tree instead of a static shape (core/dyntree.py): the
+    #                                     tree method and the EAGLE-1 / EAGLE-3 heads grow one per round
 
     def __post_init__(self) -> None:
         if self.method not in methods.ENGINE_METHODS:
             raise SettingsError(f"method must be one of {', '.join(methods.ENGINE_METHODS)}; got {self.method!r}.")
+        if isinstance(self.dynamic, dict):  # JSON gives a dict
+            known = {"budget", "depth", "topk"}
+            if set(self.dynamic) - known:
+                raise SettingsError(f"A dynamic tree has budget, depth and topk; got {sorted(self.dynamic)}.")
+            object.__setattr__(self, "dynamic", DynamicTree(**self.dynamic))
+        check_dynamic(self)
         _require_int("K (draft length)", self.k, 1, MAX_K)
         _require_int("max new tokens", self.max_new_tokens, 1, 100_000)
         _require_int("seed", self.seed, 0, 2**63 - 1)
@@ -65,20 +74,27 @@ class RunSettings:
     @property
     def is_tree(self) -> bool:
         """Whether this run drafts a tree: a shape, and a method that takes one (plain ignores a shape)."""
-        return bool(self.tree) and methods.get(self.method).takes_tree
+        return bool(self.tree or self.dynamic) and methods.get(self.method).takes_tree
+
+    @property
+    def tree_label(self) -> str:
+        """The tree as typed: '3,2,1,1', or 'dynamic:16,5,4'; empty for a chain."""
+        if self.dynamic is not None:
+            return self.dynamic.text
+        return ",".join(map(str, self.tree))
 
     @property
     def draft_length(self) -> int:
         """Tokens proposed per round: K, or 0 for plain decoding; for a tree, its depth (the longest acceptable run)."""
         if self.is_tree:
-            return len(self.tree)
+            return self.dynamic.depth if self.dynamic else len(self.tree)
         return self.k if methods.get(self.method).speculative else 0
 
     @property
     def draft_slots(self) -> int:
         """Draft tokens one round can hold: K for a chain, every node for a tree, 0 for plain decoding."""
         if self.is_tree:
-            return verify.tree_size(self.tree)
+            return self.dynamic.budget if self.dynamic else verify.tree_size(self.tree)
         if self.adaptive == schedule.HEURISTIC:
             return MAX_K  # the heuristic may grow K up to the ceiling
         return self.draft_length
@@ -99,6 +115,8 @@ class RunSettings:
             del body["tree"]  # chain runs keep the settings JSON they always had
         else:
             body["tree"] = list(self.tree)
+        if self.dynamic is None:
+            del body["dynamic"]  # static trees and chains keep the settings JSON they always had
         if not methods.get(self.method).exits_early:
             del body["exit_layer"]  # runs of other methods keep the settings JSON they always had
         if self.forward == FORWARD_AUTO:
@@ -141,6 +159,27 @@ def check_tree_shape(tree: tuple[int, ...]) -> None:
         )
 
 
+def check_dynamic(settings: RunSettings) -> None:
+    """A dynamic tree in range, not together with a static shape, and for a method that can grow one."""
+    d = settings.dynamic
+    if d is None:
+        return
+    if not isinstance(d, DynamicTree):
+        raise SettingsError(f"dynamic must be a dynamic tree (budget, depth, top-k); got {d!r}.")
+    d.check(MAX_TREE_NODES, MAX_K, MAX_BRANCHING)
+    if settings.tree:
+        raise SettingsError(
+            f"Give a static tree shape or a dynamic tree, not both (got {','.join(map(str, settings.tree))} and "
+            f"{d.text})."
+        )
+    if settings.method == methods.MEDUSA:
+        raise SettingsError(
+            "Medusa cannot grow a dynamic tree: its heads all read one feature and never see a drafted token, so "
+            "expanding a node gives every node of a depth the same children. Use a static Medusa tree (e.g. 3,2,1), "
+            f"or a dynamic tree with {methods.TREE}, {methods.EAGLE} or {methods.EAGLE3}."
+        )
+
+
 def for_method(settings: RunSettings, method: str, **changes) -> RunSettings:
     """These settings for another method (a race or workload lane): a K schedule it cannot take (lookup, a tree) is
     dropped for the constant one, so one sidebar's heuristic applies to the lanes where K means a chain of drafts."""
@@ -165,7 +204,7 @@ def check_schedule(settings: RunSettings) -> None:
     if name != schedule.CONSTANT and settings.is_tree and method.branches:  # a head's tree (the tree method: below)
         raise SettingsError(
             f"The {name} K schedule changes how many tokens a chain drafter drafts per round; a tree of a fixed shape "
-            f"({','.join(map(str, settings.tree))}) sets its depth itself. Drop the tree shape, or use the constant "
+            f"({settings.tree_label}) sets its depth itself. Drop the tree shape, or use the constant "
             "schedule."
         )
     if name != schedule.CONSTANT and method.speculative and not method.adaptive:
@@ -186,6 +225,27 @@ def parse_tree(text: str) -> tuple[int, ...]:
             f"A tree shape is children per depth as whole numbers separated by commas, e.g. 2,2,1,1; got {text!r}."
         ) from None
     return shape
+
+
+TreeSpec = tuple[int, ...] | DynamicTree  # a static shape or a dynamic tree, as the CLI and the bench take them
+
+
+def parse_tree_spec(text: str) -> TreeSpec:
+    """'3,2,1,1' -> (3, 2, 1, 1); 'dynamic:16,5,4' -> DynamicTree(16, 5, 4): a tree as typed anywhere."""
+    dynamic = parse_dynamic(text)
+    return parse_tree(text) if dynamic is None else dynamic
+
+
+def tree_fields(spec: TreeSpec) -> dict:
+    """RunSettings fields for a tree spec (its K is its depth, capped at MAX_K)."""
+    if isinstance(spec, DynamicTree):
+        return {"tree": (), "dynamic": spec, "k": min(spec.depth, MAX_K)}
+    return {"tree": tuple(spec), "dynamic": None, "k": min(max(len(spec), 1), MAX_K)}
+
+
+def spec_label(spec: TreeSpec) -> str:
+    """How a tree spec is written: '3,2,1,1' or 'dynamic:16,5,4'."""
+    return spec.text if isinstance(spec, DynamicTree) else ",".join(map(str, spec))
 
 
 def check_prompt(prompt: object) -> str:

@@ -79,6 +79,20 @@ class Node:
 
 
 @dataclass(frozen=True)
+class Scored:
+    """One candidate a dynamic (EAGLE-2) tree round scored (core/dyntree.py): kept and verified, or pruned."""
+
+    parent: int  # the parent candidate's index in the round's `scored`; -1 for a child of the root
+    depth: int  # 1 for the root's children
+    token_id: int
+    text: str
+    q: float  # the draft's probability of this token at its parent (softmax of its logits)
+    score: float  # cumulative draft log-probability from the root down: the ranking score
+    expanded: bool  # the draft read it to score its children (it was in a frontier)
+    node: int  # its id among the round's nodes when kept; -1 when pruned
+
+
+@dataclass(frozen=True)
 class ExtraToken:
     """The token the target adds after the accepted drafts: a correction, a bonus, or (plain decoding) the next
     token."""
@@ -111,6 +125,8 @@ class Round:
     path: tuple[int, ...] = ()  # tree rounds only: ids of the accepted nodes from the root down
     schedule: ScheduleStep | None = None  # adaptive-K runs only (core/schedule.py): the K this round allowed, why its
     #                                       draft stopped, and the next round's K; None for constant-K runs
+    scored: tuple[Scored, ...] = ()  # dynamic-tree rounds only: every candidate scored, in scoring order (the kept
+    #                                  ones are the nodes; the rest were pruned)
 
     @property
     def is_tree(self) -> bool:
@@ -220,6 +236,8 @@ class Trace:
         for r in body["rounds"]:
             if r["schedule"] is None:  # constant-K runs: the document they always had
                 del r["schedule"]
+            if not r["scored"]:  # all but dynamic trees: the document they always had
+                del r["scored"]
         return {"format": TRACE_FORMAT, "version": TREE_TRACE_VERSION if tree else TRACE_VERSION, **body}
 
     def to_json(self, indent: int | None = None) -> str:
@@ -420,6 +438,13 @@ NODE = {
     "verdict": _one_of(VERDICTS),
     **dict.fromkeys(("p_top", "q_top"), _tops),
 }
+SCORED = {
+    **dict.fromkeys(("parent", "depth", "node"), _int),
+    "token_id": _token_id,
+    "text": _text,
+    **dict.fromkeys(("q", "score"), _number),
+    "expanded": _flag,
+}
 EXTRA = {
     "token_id": _token_id,
     "text": _text,
@@ -468,6 +493,7 @@ ROUND = {
     "stop": _one_of((None, *STOPS)),
     "nodes": _many(Node, NODE),
     "schedule": _optional_schedule,
+    "scored": _many(Scored, SCORED),
 }
 
 
@@ -517,6 +543,15 @@ def _check_tree(rnd: Round, where: str) -> None:
         if node_id >= len(rnd.nodes) or rnd.nodes[node_id].parent != parent:
             raise _wrong(node_id, f"{where}.path[{j}]", f"a child of {parent} among the round's {len(rnd.nodes)} nodes")
         parent = node_id
+    for i, cand in enumerate(rnd.scored):
+        if not -1 <= cand.parent < i:
+            raise _wrong(
+                cand.parent, f"{where}.scored[{i}].parent", f"-1 (the root) or an earlier candidate (0 to {i - 1})"
+            )
+        if not -1 <= cand.node < len(rnd.nodes):
+            raise _wrong(
+                cand.node, f"{where}.scored[{i}].node", f"-1 (pruned) or a node id (0 to {len(rnd.nodes) - 1})"
+            )
 
 
 def _describe(exc: Exception) -> str:

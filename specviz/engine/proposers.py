@@ -6,7 +6,7 @@ that run's state (a KV cache, or the token history for n-gram lookup).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 import numpy as np
@@ -15,6 +15,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from transformers import PreTrainedModel
 
 from specviz import methods
+from specviz.core.dyntree import DynamicTree, GrownSoFar, GrownTree, grow_dynamic_tree
 from specviz.core.lab.exits import EXIT_EXACT, ExitVariant
 from specviz.core.sampling import SamplingSettings, logits_to_probs, one_hot, sample
 from specviz.core.settings import FORWARD_HF, RunSettings
@@ -42,6 +43,9 @@ class Proposal:
     #                                         (core/verify.py tree_parents); None: a chain, each token after the last
     confidence: tuple[float, ...] = ()  # chains under the confidence K schedule: the draft's own probability of each
     #                                     token it drafted (core/schedule.py); empty otherwise
+    grown: GrownTree | None = None  # a dynamic tree: every candidate scored, expanded, kept (core/dyntree.py)
+    soft_q: torch.Tensor | None = None  # (n, V) a dynamic tree: the draft's softmax at each node's parent, for the
+    #                                     trace (the judgement is one-hot: q above)
 
     @property
     def is_tree(self) -> bool:
@@ -214,28 +218,34 @@ class TreeProposer:
     shape: tuple[int, ...]
     kept: torch.Tensor | None = None  # (N,) a trimmed draft vocabulary (engine/vocab.py); None = every token
     forward: str = FORWARD_HF  # the draft's forward pass (engine/lean.py)
+    dynamic: DynamicTree | None = None  # grow a dynamic (EAGLE-2) tree per round instead of the static shape
 
     @classmethod
     def for_run(cls, pair: ModelPair, settings: RunSettings) -> TreeProposer:
         kept, forward = pair.draft_kept(settings.draft_vocab), chosen_forward(settings.forward, pair.draft)
-        return cls(pair.draft, pair.vocab_size, settings.sampling, settings.tree, kept, forward)
+        return cls(pair.draft, pair.vocab_size, settings.sampling, settings.tree, kept, forward, settings.dynamic)
 
     def start(self, prompt_ids: list[int], features: torch.Tensor | None = None) -> TreeDrafter:
         state = CachedModel(self.model, self.vocab_size, prompt_ids, self.kept, forward=self.forward)
-        return TreeDrafter(state, self.sampling, self.shape)
+        return TreeDrafter(state, self.sampling, self.shape, self.dynamic)
 
 
 class TreeDrafter:
-    def __init__(self, state: CachedModel, sampling: SamplingSettings, shape: tuple[int, ...]):
+    def __init__(
+        self, state: CachedModel, sampling: SamplingSettings, shape: tuple[int, ...], dynamic: DynamicTree | None
+    ):
         self.state = state
         self.sampling = sampling
         self.shape = shape
+        self.dynamic = dynamic
         self.how = TOP_B if sampling.greedy else WITHOUT_REPLACEMENT
         state.prefill()
 
     def propose(self, depth: int, u: torch.Tensor) -> Proposal:
         """Draft the run's tree cut to `depth` levels; u (N,) one uniform per node for sampling it (unused for top-b
         children)."""
+        if self.dynamic is not None:
+            return self.propose_dynamic(depth)
         shape = self.shape[:depth]
         if not shape:
             return empty_tree(self.state.device, self.state.vocab_size)
@@ -262,6 +272,21 @@ class TreeDrafter:
             level = children
         return Proposal(tokens, q_rows, parents)
 
+    def propose_dynamic(self, depth: int) -> Proposal:
+        """Grow the round's dynamic tree cut to `depth` levels (core/dyntree.py): one draft pass per level over the
+        expanded frontier (its top-k nodes), under a tree mask over the cache of the nodes expanded before them, as
+        the static tree's passes (a frontier node sees the committed sequence and its ancestors, all expanded)."""
+        if min(depth, self.dynamic.depth) < 1:
+            return empty_tree(self.state.device, self.state.vocab_size)
+        root = self.state.forward()[-1]  # (V,) after the committed sequence (the root)
+
+        def expand(frontier: list[int], so_far: GrownSoFar) -> torch.Tensor:
+            tokens = torch.tensor([so_far.tokens[c] for c in frontier], device=self.state.device)  # (m,)
+            depths = torch.tensor([so_far.depth(c) for c in frontier], dtype=torch.long)  # (m,)
+            return self.state.forward_tree(tokens, depths, so_far.sees(frontier))  # (m, V)
+
+        return dynamic_proposal(root, expand, self.dynamic, depth, self.state.vocab_size)
+
     def advance(self, committed: list[int], n_accepted: int, features: torch.Tensor | None = None) -> None:
         self.state.advance(committed, 0)  # drop every tree node; the committed path is re-read next round
 
@@ -285,13 +310,15 @@ class EagleProposer:
     vocab_size: int
     sampling: SamplingSettings
     shape: tuple[int, ...] = ()  # a tree's children per depth (EagleDrafter.propose_tree); empty: a chain
+    dynamic: DynamicTree | None = None  # a dynamic (EAGLE-2) tree per round (EagleDrafter.propose_dynamic)
 
     @classmethod
     def for_run(cls, pair: ModelPair, settings: RunSettings) -> EagleProposer:
         target = pair.target
         head = pair.eagle_head
         embed, lm_head = target.get_input_embeddings(), target.get_output_embeddings()
-        return cls(head, embed, lm_head, pair.vocab_size, settings.sampling, tree_shape(settings))
+        shape, dynamic = tree_shape(settings), settings.dynamic if settings.is_tree else None
+        return cls(head, embed, lm_head, pair.vocab_size, settings.sampling, shape, dynamic)
 
     def start(self, prompt_ids: list[int], features: torch.Tensor | None = None) -> EagleDrafter:
         return EagleDrafter(self, prompt_ids, features)
@@ -346,6 +373,8 @@ class EagleDrafter:
     def propose(self, k: int, u: torch.Tensor, stop_below: float | None = None) -> Proposal:
         """Draft k tokens; with stop_below (the confidence K schedule), stop after the first whose own draft
         probability is below it (core/schedule.py)."""
+        if self.proposer.dynamic is not None:
+            return self.propose_dynamic(k, u.device)
         if self.proposer.shape:
             return self.propose_tree(k, u.device)
         if k < 1 or self.last is None:  # a one-token prompt: no feature yet, the target decodes one token
@@ -398,6 +427,32 @@ class EagleDrafter:
 
         return grow_top_b_tree(shape, p.logits(state), expand, p.vocab_size)
 
+    def propose_dynamic(self, depth: int, device: torch.device) -> Proposal:
+        """The round's dynamic tree cut to `depth` levels (core/dyntree.py), EAGLE-2's own way: one head pass per
+        level over the expanded frontier, each node reading its parent's state with its own token, under a tree mask
+        over the committed pairs and the expanded nodes' pairs (its ancestors), at position cached - 1 + depth (as
+        propose_tree). The head's logits rank the children by their log-softmax."""
+        p = self.proposer
+        if min(depth, p.dynamic.depth) < 1 or self.last is None:  # a one-token prompt: no feature yet
+            return empty_tree(device, p.vocab_size)
+        committed = self.cache.get_seq_length()  # pairs of the committed rows
+        state_of = {-1: rows_of(self.last)}  # candidate -> its state, (1, H) (or a tuple of such); -1 = the root
+
+        def expand(frontier: list[int], so_far: GrownSoFar) -> torch.Tensor:
+            parent_state = cat_rows([state_of[so_far.parents[c]] for c in frontier])  # (m, H) each parent's state
+            tokens = torch.tensor([so_far.tokens[c] for c in frontier], device=device)  # (m,)
+            sees = so_far.sees(frontier).to(device)  # (m, expanded + m)
+            allowed = torch.cat([sees.new_ones(len(frontier), committed), sees], dim=1)  # (m, cached + m)
+            positions = torch.full((1, len(frontier)), committed + so_far.depth(frontier[0]) - 1, device=device)
+            mask = additive_mask(allowed, p.embed.weight.dtype)  # (1, 1, m, cached + m)
+            state = p.step_nodes(tokens, parent_state, self.cache, positions, mask)
+            self.fed_extra += len(frontier)
+            for row, c in enumerate(frontier):
+                state_of[c] = take_rows(state, torch.tensor([row], device=device))
+            return p.logits(state)  # (m, V)
+
+        return dynamic_proposal(p.logits(self.last), expand, p.dynamic, depth, p.vocab_size)
+
     def advance(self, committed: list[int], n_accepted: int, features: torch.Tensor | None = None) -> None:
         if self.fed_extra:
             self.cache.crop(-self.fed_extra)  # drop every drafted pair: accepted rows are re-read with real features
@@ -426,12 +481,14 @@ class Eagle3Proposer:
     sampling: SamplingSettings
     hidden_layers: tuple[int, ...] = (2, 5, 7)  # the head's layers read (its config): vLLM's default for 10 layers
     shape: tuple[int, ...] = ()  # a tree's children per depth (EagleDrafter.propose_tree); empty: a chain
+    dynamic: DynamicTree | None = None  # a dynamic (EAGLE-2) tree per round (EagleDrafter.propose_dynamic)
 
     @classmethod
     def for_run(cls, pair: ModelPair, settings: RunSettings) -> Eagle3Proposer:
         head = pair.eagle3_head
         embed = pair.target.get_input_embeddings()
-        return cls(head, embed, pair.vocab_size, settings.sampling, head.layers_read, tree_shape(settings))
+        shape, dynamic = tree_shape(settings), settings.dynamic if settings.is_tree else None
+        return cls(head, embed, pair.vocab_size, settings.sampling, head.layers_read, shape, dynamic)
 
     def start(self, prompt_ids: list[int], features: torch.Tensor | None = None) -> EagleDrafter:
         return EagleDrafter(self, prompt_ids, features)
@@ -733,6 +790,30 @@ def grow_top_b_tree(shape: tuple[int, ...], root_logits: torch.Tensor, expand, v
             logits = expand(depth, nodes, tokens, rows)  # (m, V)
         start += count
     return Proposal(tokens, one_hot(tokens, vocab_size), parents)  # q (N, V) one-hot
+
+
+def dynamic_proposal(root_logits: torch.Tensor, expand, dynamic: DynamicTree, depth: int, vocab_size: int) -> Proposal:
+    """A dynamic tree cut to `depth` levels as a Proposal: root_logits (V,) and expand(frontier, so_far) -> (m, V)
+    draft logits, ranked by their log-softmax (EAGLE-2 ranks by the raw draft's, whatever the temperature: the
+    children are chosen, not sampled, so they are judged one-hot and the round is exact at any temperature)."""
+    rows = {-1: root_logits.float().log_softmax(-1)}  # parent candidate -> (V,) log q after it
+
+    def scored(frontier: list[int], so_far: GrownSoFar) -> torch.Tensor:
+        logp = expand(frontier, so_far).float().log_softmax(-1)  # (m, V)
+        rows.update(zip(frontier, logp))
+        return logp
+
+    grown = grow_dynamic_tree(rows[-1], scored, replace(dynamic, depth=min(depth, dynamic.depth)))
+    tokens = torch.tensor([grown.tokens[c] for c in grown.kept], dtype=torch.long, device=root_logits.device)  # (n,)
+    soft_q = torch.stack([rows[grown.parents[c]].exp() for c in grown.kept])  # (n, V) the draft's q at each parent
+    return Proposal(tokens, one_hot(tokens, vocab_size), grown.node_parents, grown=grown, soft_q=soft_q)
+
+
+def cat_rows(states: list):
+    """Head states with a leading row axis, (1, H) or tuples of such -> one (n, H) (or a tuple of such)."""
+    if isinstance(states[0], tuple):
+        return tuple(torch.cat(parts) for parts in zip(*states))
+    return torch.cat(states)
 
 
 def rows_of(state):

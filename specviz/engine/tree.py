@@ -30,6 +30,7 @@ from specviz.core.trace import (
     Node,
     Position,
     Round,
+    Scored,
     TokenProb,
 )
 from specviz.core.verify import TreeVerdict, tree_depths, verify_tree
@@ -91,6 +92,7 @@ def _make_round(
     on_path = {node: i for i, node in enumerate(verdict.path)}
     q_x = proposal.q.gather(-1, proposal.tokens[:, None]).squeeze(-1).tolist()  # (N,) known for every node
     kept = len(committed) - 1 if len(committed) > len(verdict.path) else len(committed)  # path nodes committed
+    shown_q = proposal.q if proposal.soft_q is None else proposal.soft_q  # (N, V) a dynamic tree shows the draft's
 
     def node_verdict(i: int) -> str:
         if i in on_path:
@@ -113,7 +115,7 @@ def _make_round(
             u=u_accept[i],
             verdict=node_verdict(i),
             p_top=tops(verdict.against[i]) if verdict.against[i] is not None else (),
-            q_top=tops(proposal.q[i]),
+            q_top=tops(shown_q[i]),
         )
         for i in range(len(tokens))
     )
@@ -129,7 +131,7 @@ def _make_round(
             accepted=depth < kept,
             verdict=ACCEPTED if depth < kept else AFTER_STOP,
             p_top=tops(p[proposal.parents[node] + 1]),
-            q_top=tops(proposal.q[node]),
+            q_top=tops(shown_q[node]),
         )
         for depth, node in enumerate(verdict.path)
     )
@@ -148,7 +150,7 @@ def _make_round(
                 accepted=False,
                 verdict=REJECTED if len(committed) > i else AFTER_STOP,
                 p_top=tops(p[proposal.parents[last] + 1]),
-                q_top=tops(proposal.q[last]),
+                q_top=tops(shown_q[last]),
             ),
         )
     extra = None
@@ -168,5 +170,20 @@ def _make_round(
         stop=stop,
         nodes=nodes,
         path=verdict.path,
+        scored=_scored(proposal, texts),
         **timing_and_caches,
+    )
+
+
+def _scored(proposal: Proposal, texts) -> tuple[Scored, ...]:
+    """A dynamic tree's candidates for the trace (empty for a static tree)."""
+    grown = proposal.grown
+    if grown is None:
+        return ()
+    depths = tree_depths(grown.parents)
+    return tuple(
+        Scored(parent, depths[c], token, texts[token], math.exp(logp), score, expanded, node)
+        for c, (parent, token, logp, score, expanded, node) in enumerate(
+            zip(grown.parents, grown.tokens, grown.logp, grown.scores, grown.expanded, grown.node_of)
+        )
     )

@@ -21,10 +21,10 @@ import transformers
 
 from specviz import __version__, methods
 from specviz.core import schedule, stats
+from specviz.core.dyntree import DynamicTree
 from specviz.core.record import RunRecord
-from specviz.core.settings import MAX_K, RunSettings
+from specviz.core.settings import MAX_K, RunSettings, TreeSpec, spec_label, tree_fields
 from specviz.core.suffix_tree import SuffixMemory
-from specviz.core.verify import tree_size
 from specviz.engine.costs import measure_costs
 from specviz.engine.decode import forwards_run
 from specviz.engine.models import ModelPair, recorded_name
@@ -80,7 +80,7 @@ def run_bench(
     repeats: int = 1,
     lanes: tuple[str, ...] = methods.LANES,
     on_progress: Callable[[str], None] | None = None,
-    trees: list[tuple[int, ...]] | None = None,
+    trees: list[TreeSpec] | None = None,
     schedules: list[dict] | None = None,
     tree_methods: tuple[str, ...] = (methods.TREE,),
 ) -> dict:
@@ -146,7 +146,7 @@ def run_bench(
             "repeats": repeats,
             "prompts": len(prompts),
             "lanes": list(lanes),
-            "trees": [list(shape) for shape in trees],
+            "trees": [spec_label(shape) if isinstance(shape, DynamicTree) else list(shape) for shape in trees],
             **({"tree_methods": list(tree_methods)} if trees and tuple(tree_methods) != (methods.TREE,) else {}),
             **({"k_schedules": list(schedules)} if schedules and schedules != [CONSTANT_PLAN] else {}),
         },
@@ -240,11 +240,13 @@ def _plan_key(plan: dict) -> tuple:
     return tuple(sorted(plan.items())) if plan.get("k_schedule", schedule.CONSTANT) != schedule.CONSTANT else ()
 
 
-def _summarise_tree(method: str, shape: tuple[int, ...], pairs: list[tuple[RunRecord, RunRecord]]) -> dict:
+def _summarise_tree(method: str, shape: TreeSpec, pairs: list[tuple[RunRecord, RunRecord]]) -> dict:
     """A tree lane's row: measured figures only. The cost model (drafts per round x c + v(K)) describes a chain; a
-    tree drafts one pass per depth but verifies every node, so no prediction is made for it."""
-    row = _summarise(method, len(shape), pairs, None)
-    return {**row, "tree": ",".join(map(str, shape)), "nodes": tree_size(shape)}
+    tree drafts one pass per depth but verifies every node, so no prediction is made for it. A dynamic tree's nodes
+    are its budget (the most it keeps; a round near the end of a run keeps fewer)."""
+    settings = RunSettings(method=method, **tree_fields(shape))
+    row = _summarise(method, settings.draft_length, pairs, None)
+    return {**row, "tree": spec_label(shape), "nodes": settings.draft_slots}
 
 
 def timing_note(doc: dict) -> str:

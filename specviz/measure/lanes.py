@@ -16,7 +16,7 @@ from transformers.generation.streamers import BaseStreamer
 
 from specviz import methods
 from specviz.core.record import HF, RunRecord
-from specviz.core.settings import MAX_K, RunSettings, for_method
+from specviz.core.settings import RunSettings, TreeSpec, for_method, tree_fields
 from specviz.core.suffix_tree import SuffixMemory
 from specviz.engine.compare import assisted_refusal, hf_generate
 from specviz.engine.decode import build_trace, decode_rounds, encode_prompt
@@ -44,10 +44,10 @@ class DecodingClock:
             self.outside += time.perf_counter() - entered
 
 
-def tree_settings(base: RunSettings, shape: tuple[int, ...], method: str = methods.TREE) -> RunSettings:
-    """The settings of a tree lane of this shape: the draft tree method (or a feature head that drafts trees,
-    methods.BRANCHING), K = the tree's depth."""
-    return replace(base, method=method, tree=shape, k=min(len(shape), MAX_K))
+def tree_settings(base: RunSettings, shape: TreeSpec, method: str = methods.TREE) -> RunSettings:
+    """The settings of a tree lane of this shape (a static shape or a dynamic tree): the draft tree method (or a
+    feature head that drafts trees, methods.BRANCHING), K = the tree's depth."""
+    return replace(base, method=method, **tree_fields(shape))
 
 
 def refusal(lane: str, settings: RunSettings) -> str:

@@ -14,6 +14,7 @@ import streamlit as st
 
 from specviz import methods
 from specviz.core import schedule
+from specviz.core.dyntree import DynamicTree
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import (
     DEFAULT_EXIT_LAYER,
@@ -21,9 +22,10 @@ from specviz.core.settings import (
     FORWARD_HF,
     FORWARD_LEAN,
     FORWARDS,
-    MAX_K,
     RunSettings,
-    parse_tree,
+    TreeSpec,
+    parse_tree_spec,
+    tree_fields,
 )
 from specviz.core.verify import tree_size
 from specviz.engine.catalogue import CATALOGUE, presets_for
@@ -99,7 +101,8 @@ def is_first_run(settings: RunSettings, prompt: str, target: str) -> bool:
     return settings == first_run_settings(settings.draft_vocab) and prompt == presets_for(target)["code"]
 
 
-TREE_PRESETS = ("2,2,1,1", "3,2,1,1", "4,2,2,1")  # children per depth; the rounds page offers the tree method
+TREE_PRESETS = ("2,2,1,1", "3,2,1,1", "4,2,2,1", "dynamic:16,5,4")  # children per depth, or a dynamic (EAGLE-2)
+#                                                                   tree; the rounds page offers the tree method
 TREE_CUSTOM = "Custom shape…"
 HEAD_TREE = "head_tree"  # the sidebar's toggle: a feature head drafts a tree (the shape picker's shape)
 TREE_PAGES = ("rounds",)  # pages whose runs can be trees (the race and workload lanes are chains)
@@ -177,8 +180,9 @@ def head_tree_toggle(method: str) -> bool:
     )
 
 
-def tree_controls() -> tuple[int, ...] | None:
-    """The tree shape picker (presets or a custom shape); None after showing why a typed shape is unreadable."""
+def tree_controls() -> TreeSpec | None:
+    """The tree shape picker (presets or a custom shape, static or dynamic:BUDGET,DEPTH,TOPK); None after showing why
+    a typed shape is unreadable."""
     choice = st.sidebar.selectbox(
         "Tree shape: children per depth",
         [*TREE_PRESETS, TREE_CUSTOM],
@@ -186,20 +190,25 @@ def tree_controls() -> tuple[int, ...] | None:
         on_change=remember,
         args=("tree_shape",),
         help="3,2,1,1: 3 children of the root, 2 under each, then single children; 1,1,1,1 is the chain with K = 4. "
-        "The tree's depth is its K.",
+        "dynamic:16,5,4 grows an EAGLE-2 tree each round: for 5 levels it expands the top-4 children of the 4 best "
+        "frontier nodes by cumulative draft log-probability, then keeps the 16 best nodes. The tree's depth is its K.",
     )
     text = choice
     if choice == TREE_CUSTOM:
         text = st.sidebar.text_input(
-            "Custom tree shape (e.g. 3,2,1,1)", key=keep("tree_custom", "2,2,1,1"), on_change=remember,
-            args=("tree_custom",),
+            "Custom tree shape (e.g. 3,2,1,1 or dynamic:16,5,4)", key=keep("tree_custom", "2,2,1,1"),
+            on_change=remember, args=("tree_custom",),
         )  # fmt: skip
     try:
-        shape = parse_tree(text)
+        shape = parse_tree_spec(text)
     except SpecvizError as exc:
         st.sidebar.error(str(exc))
         return None
-    if shape and all(b >= 1 for b in shape):
+    if isinstance(shape, DynamicTree):
+        st.sidebar.caption(
+            f"Dynamic tree: {shape.candidates} nodes scored per round, {shape.budget} kept, depth {shape.depth}."
+        )
+    elif shape and all(b >= 1 for b in shape):
         st.sidebar.caption(f"Tree {','.join(map(str, shape))}: {tree_size(shape)} nodes, depth {len(shape)}.")
     return shape
 
@@ -390,14 +399,13 @@ def sidebar_controls(page: str = "") -> Controls:
         if tree is not None:  # None: the tree shape was refused (its message is already shown)
             if tree:
                 limits.check_tree(tree)  # public mode's caps: depth <= its K cap, nodes <= its node cap
-            k = len(tree) if 1 <= len(tree) <= MAX_K else k  # a tree's K is its depth
+            fields = tree_fields(tree) if tree else {"k": int(k)}  # a tree's K is its depth
             settings = RunSettings(
                 method=method,
-                k=int(k),
                 sampling=sampling,
                 max_new_tokens=int(max_new),
                 seed=int(seed),
-                tree=tree,
+                **fields,
                 draft_vocab=int(draft_vocab),
                 forward=forward,
                 **plan,

@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from specviz.core.dyntree import DynamicTree
 from specviz.core.settings import MAX_K, MAX_TREE_NODES
 from specviz.core.verify import tree_size
 from specviz.errors import SettingsError
@@ -72,8 +73,17 @@ class Limits:
         """Raise HostNotAllowed for a server public mode may not measure."""
         check_host(url, self.public, self.servers)
 
-    def check_tree(self, shape: tuple[int, ...]) -> None:
-        """Refuse a tree deeper than the K cap or with more nodes than one verify pass may read here."""
+    def check_tree(self, shape) -> None:
+        """Refuse a tree (a shape or a dynamic tree) deeper than the K cap or with more nodes than one verify pass
+        may read here (a dynamic tree: its budget, and the nodes it scores, which its draft passes read)."""
+        if isinstance(shape, DynamicTree):
+            if shape.depth > self.max_k or max(shape.budget, shape.candidates) > self.max_tree_nodes:
+                raise SettingsError(
+                    f"This deployment allows trees up to {self.max_k} deep and {self.max_tree_nodes} nodes; "
+                    f"{shape.text} is {shape.depth} deep and scores {shape.candidates} nodes a round. Use a smaller "
+                    "depth or top-k."
+                )
+            return
         if len(shape) > self.max_k:
             raise SettingsError(
                 f"This deployment allows trees up to {self.max_k} deep (its K cap); this one is {len(shape)} deep. "

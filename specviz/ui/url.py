@@ -15,7 +15,7 @@ import streamlit as st
 
 from specviz import methods
 from specviz.core.sampling import SamplingSettings
-from specviz.core.settings import RunSettings, parse_tree
+from specviz.core.settings import RunSettings, parse_tree_spec, tree_fields
 from specviz.core.trace import Trace
 from specviz.engine.models import recorded_name
 from specviz.ui.controls import HEAD_TREE, active_sources, set_setting, set_tree_shape
@@ -52,8 +52,8 @@ def settings_params(settings: RunSettings, prompt: str) -> dict[str, str]:
         "dv": str(settings.draft_vocab),
         "prompt": prompt,
     }
-    if settings.tree:
-        params["tree"] = ",".join(map(str, settings.tree))
+    if settings.tree or settings.dynamic:
+        params["tree"] = settings.tree_label  # 2,2,1,1 or dynamic:16,5,4
     if methods.get(settings.method).exits_early:
         params["ee"] = str(settings.exit_layer)
     return params
@@ -98,11 +98,12 @@ class OpenedUrl:
     def run_settings(self, base: RunSettings) -> RunSettings:
         """The settings the link names, `base` for what it does not carry (the draft vocabulary, n-gram sizes)."""
         values, sampling = self.sidebar, base.sampling
-        tree = parse_tree(self.tree) if self.tree else ()
+        spec = parse_tree_spec(self.tree) if self.tree else ()
+        fields = tree_fields(spec) if spec else {"tree": (), "dynamic": None, "k": values.get("k", base.k)}
         return replace(
             base,
+            **fields,  # a tree's K is its depth, as the sidebar sets it
             method=values.get("method", base.method),
-            k=len(tree) if tree else values.get("k", base.k),  # a tree's K is its depth, as the sidebar sets it
             sampling=SamplingSettings(
                 values.get("temperature", sampling.temperature),
                 values.get("top_k", sampling.top_k),
@@ -112,7 +113,6 @@ class OpenedUrl:
             max_new_tokens=values.get("max_new_tokens", base.max_new_tokens),
             draft_vocab=values.get("draft_vocab", base.draft_vocab),
             exit_layer=values.get("exit_layer", base.exit_layer),
-            tree=tree,
         )
 
 

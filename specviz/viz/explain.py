@@ -86,6 +86,30 @@ def head_tree_sentence(trace: Trace, r: Round, shape: str, size: str, depth: int
     )
 
 
+DYNAMIC_NOTE = (
+    " A dynamic tree (EAGLE-2) is grown anew each round where the draft is confident: it expands the best nodes by "
+    "cumulative draft log-probability and keeps only the best of all it scored."
+)
+
+
+def dynamic_tree_sentence(trace: Trace, r: Round) -> str:
+    """A dynamic (EAGLE-2) tree round: how many nodes were scored, expanded and kept, and why its children are judged
+    one-hot at any temperature (core/dyntree.py)."""
+    d = trace.settings.dynamic
+    expanded = sum(c.expanded for c in r.scored)
+    levels = len({c.depth for c in r.scored if c.expanded})
+    who = "The draft model" if trace.settings.method == methods.TREE else f"The {methods.label(trace.settings.method)}"
+    return (
+        f"{who} grows a dynamic tree ({d.text}: keep {d.budget} nodes, {d.depth} levels, top-{d.topk}), as EAGLE-2 "
+        f"does: it scored {len(r.scored)} nodes by their cumulative draft log-probability, expanded {expanded} of "
+        f"them (the {d.topk} best of each level, one draft pass per level: {levels} passes after the root's, "
+        f"{r.draft_ms:.1f} ms in all), and kept the {len(r.nodes)} best for the target's one pass; the other "
+        f"{len(r.scored) - len(r.nodes)} were pruned. Each kept child was chosen, not sampled, so it is judged one-hot "
+        "(q = 1): kept with probability p(x), and a rejected sibling's x is removed from p before the next is tried; "
+        "beside each token, q is the draft's probability of it, ⊕ marks an expanded node and '+n' its pruned children."
+    )
+
+
 def draft_sentence(trace: Trace, r: Round) -> str:
     """What drafting cost this round: forward passes of the draft model, or a lookup that runs no model at all."""
     if trace.settings.method == methods.SUFFIX:
@@ -100,6 +124,8 @@ def draft_sentence(trace: Trace, r: Round) -> str:
             f"The n-gram lookup copies {r.proposed} token(s) that followed an earlier occurrence of the last few "
             f"tokens: a search of the text, no model run ({r.draft_ms:.1f} ms):"
         )
+    if r.is_tree and r.scored:
+        return dynamic_tree_sentence(trace, r)
     if r.is_tree:
         shape = ",".join(map(str, trace.settings.tree))
         how = (

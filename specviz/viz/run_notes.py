@@ -17,7 +17,7 @@ def settings_summary(settings: RunSettings) -> str:
     method = methods.get(settings.method)
     parts = [method.label]
     if settings.is_tree:
-        parts.append(f"tree {','.join(map(str, settings.tree))}")
+        parts.append(f"tree {settings.tree_label}")
     elif method.speculative:
         parts.append(f"K = {settings.k}")
         if settings.adaptive != schedule.CONSTANT:
@@ -35,7 +35,7 @@ def settings_summary(settings: RunSettings) -> str:
 
 
 def _shape(settings: RunSettings) -> str:
-    return ",".join(map(str, settings.tree)) if settings.is_tree else "none (a chain)"
+    return settings.tree_label if settings.is_tree else "none (a chain)"
 
 
 def settings_differences(shown: RunSettings, sidebar: RunSettings) -> list[str]:

@@ -175,8 +175,9 @@ def _tree(out: _Blocks, trace: Trace, cursor: steps.Cursor, step: steps.Step, pl
     r = trace.rounds[cursor.round]
     earlier = trace.tokens(cursor.round)
     pending = earlier[-1][1] if earlier else "prompt"
-    out.chart(trees.tree_chart, r, step, trace.settings.tree, pending, place=place, large=large)
-    out.add(HTML, key_html(trees.tree_key()), place)
+    shape = trace.settings.dynamic or trace.settings.tree  # a dynamic tree's title says scored, expanded, kept
+    out.chart(trees.tree_chart, r, step, shape, pending, place=place, large=large)
+    out.add(HTML, key_html(trees.tree_key(dynamic=bool(r.scored))), place)
 
 
 def _beside_tree(out: _Blocks, trace: Trace, cursor: steps.Cursor, step: steps.Step) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from specviz.core.dyntree import DynamicTree
 from specviz.core.trace import ACCEPTED, AFTER_STOP, REJECTED, Node, Round
 from specviz.core.verify import tree_size
 from specviz.viz import steps
@@ -36,11 +37,14 @@ SUBTITLES = {
 
 
 CHOSEN_SUBTITLE = "each node's children are its top tokens, chosen, not drawn: q = 1 (one-hot)"
+DYNAMIC_SUBTITLE = "kept: the best nodes by cumulative draft log q; ⊕ expanded, +n pruned children; judged one-hot"
 
 
 def subtitle(r: Round, step: steps.Step) -> str:
     """What this phase of the tree shows; a tree of chosen children (the feature heads' top-b, q one-hot) is not said
     to be drawn from q."""
+    if step.phase == steps.DRAFT and r.scored:
+        return DYNAMIC_SUBTITLE
     if step.phase == steps.DRAFT and r.nodes and all(node.q == 1.0 for node in r.nodes):
         return CHOSEN_SUBTITLE
     return SUBTITLES.get(step.phase, "")
@@ -81,12 +85,17 @@ def tree_frames(r: Round, step: steps.Step, pending: str = "prefix") -> tuple[pd
     at = tree_layout(r)
     shown_extra = r.extra is not None and step.phase in (steps.RESOLVE, steps.COMMIT)
     committed = step.phase == steps.COMMIT
-    rows = [_node_row(-1, at[-1], "prefix", f"▶ {visible(pending)}", "the committed text ends here")]
+    grown = {c.node: (i, c) for i, c in enumerate(r.scored) if c.node >= 0}  # node id -> (candidate, Scored)
+    pruned = _pruned_children(r)
+    root = f"▶ {visible(pending)}" + (f"\n+{pruned[-1]} pruned" if pruned.get(-1) else "")
+    rows = [_node_row(-1, at[-1], "prefix", root, "the committed text ends here")]
     for node in r.nodes:
         status = node_status(r, node, step)
         current = step.phase == steps.JUDGE and node.id == step.position
         label = f"{NODE_STYLES[status][2]} {visible(node.text)}".strip() + (" ◀" if current else "") + f"\n{_q(node.q)}"
         tip = f"node {node.id + 1}, depth {node.depth}, q={node.q:.4f}"
+        if node.id in grown:  # a dynamic tree: the draft's own q, whether it was expanded, its pruned children
+            label, tip = _dynamic_label(label, node, grown[node.id], pruned.get(grown[node.id][0], 0), tip)
         if status in (ACCEPTED, REJECTED):
             tip += f", p={node.p:.4f}, min(1,p/q)={node.ratio:.3f}, u={node.u:.3f}"
         rows.append(_node_row(node.id, at[node.id], status, label, tip, current))
@@ -117,6 +126,28 @@ def tree_frames(r: Round, step: steps.Step, pending: str = "prefix") -> tuple[pd
     return nodes, edges
 
 
+def _pruned_children(r: Round) -> dict[int, int]:
+    """A dynamic round: per candidate (-1 = the root), how many of its scored children were pruned."""
+    out: dict[int, int] = {}
+    for c in r.scored:
+        if c.node < 0:
+            out[c.parent] = out.get(c.parent, 0) + 1
+    return out
+
+
+def _dynamic_label(label: str, node: Node, grown, pruned: int, tip: str) -> tuple[str, str]:
+    """A dynamic tree node's label and tooltip: the draft's q (not the one-hot 1 it is judged with), ⊕ when it was
+    expanded, +n for its pruned children."""
+    _, scored = grown
+    head = label.split("\n")[0] + (" ⊕" if scored.expanded else "")
+    more = f" +{pruned}" if pruned else ""
+    tip = (
+        f"node {node.id + 1}, depth {node.depth}, draft q={scored.q:.4f} (judged one-hot), cumulative log q="
+        f"{scored.score:.3f}, {'expanded' if scored.expanded else 'not expanded'}, {pruned} pruned children"
+    )
+    return f"{head}\n{_q(scored.q)}{more}", tip
+
+
 def _q(q: float) -> str:
     """q as a short label (the tooltip has it exactly): two decimals, or '<0.01' for the long tail."""
     return f"q={q:.2f}" if q >= 0.005 else "q<0.01"
@@ -135,7 +166,7 @@ def _node_row(node_id: int, at: tuple[int, float], status: str, label: str, tip:
     return {"id": node_id, "depth": at[0], "row": at[1], "status": status, "label": label, "tip": tip, "now": current}
 
 
-def tree_chart(r: Round, step: steps.Step, shape: tuple[int, ...], pending: str = "prefix") -> alt.LayerChart:
+def tree_chart(r: Round, step: steps.Step, shape, pending: str = "prefix") -> alt.LayerChart:
     """The draft tree by depth (edges parent -> child, each token with its q), coloured and marked by what the walk
     has decided at this step; at commit the accepted path is drawn thick."""
     nodes, edges = tree_frames(r, step, pending)
@@ -192,7 +223,12 @@ def tree_chart(r: Round, step: steps.Step, shape: tuple[int, ...], pending: str 
             color=alt.condition("datum.status == 'never tried'", alt.value("#8a8a8a"), alt.value("#111111")),
         )
     )
-    title = chart_title(f"The draft tree {','.join(map(str, shape))}: {nodes_said(r, shape)}", subtitle(r, step))
+    if isinstance(shape, DynamicTree):
+        expanded = sum(c.expanded for c in r.scored)
+        said = f"{len(r.scored)} scored, {expanded} expanded (⊕), {len(r.nodes)} kept"
+        title = chart_title(f"The dynamic draft tree {shape.text}: {said}", subtitle(r, step))
+    else:
+        title = chart_title(f"The draft tree {','.join(map(str, shape))}: {nodes_said(r, shape)}", subtitle(r, step))
     return (lines + points + labels).properties(title=title, height=rows * ROW_PX + FRAME_PX, padding=PADDING)
 
 
@@ -206,9 +242,14 @@ TREE_KEY = {  # status -> the shape's character, for the key under the chart (te
 }
 
 
-def tree_key() -> list[tuple[str, str, str]]:
-    """(colour, shape and mark, words) per node status: the chart's key, drawn as text under it."""
-    return [(NODE_STYLES[s][0], f"{TREE_KEY[s]} {NODE_STYLES[s][2]}".strip(), s) for s in TREE_KEY]
+DYNAMIC_KEY = [("#111111", "⊕", "expanded (its top-k children scored)"), ("#111111", "+n", "children pruned")]
+
+
+def tree_key(dynamic: bool = False) -> list[tuple[str, str, str]]:
+    """(colour, shape and mark, words) per node status: the chart's key, drawn as text under it; a dynamic tree's
+    adds its two marks."""
+    key = [(NODE_STYLES[s][0], f"{TREE_KEY[s]} {NODE_STYLES[s][2]}".strip(), s) for s in TREE_KEY]
+    return key + (DYNAMIC_KEY if dynamic else [])
 
 
 def mask_frame(r: Round, committed: int) -> pd.DataFrame:

@@ -112,6 +112,15 @@ PAGES = {  # name -> (path, text shown once the page is ready)
 }
 
 
+DYNAMIC_TREE = "method=tree&tree=dynamic:12,4,3&round=1&phase=draft"  # the round page's dynamic (EAGLE-2) tree
+
+
+def dynamic_tree(tab, url: str) -> None:
+    """A dynamic tree's first round at its draft phase: scored, expanded (⊕) and kept nodes, pruned counts (+n)."""
+    open_app_page(tab, url, f"rounds?{DYNAMIC_TREE}")
+    wait_shown(tab, "grows a dynamic tree")
+
+
 def lecture(query: str):
     def shoot(tab, url: str) -> None:
         open_app_page(tab, url, f"rounds?{query}&view=focus&lecture=1")
@@ -140,6 +149,7 @@ def shots(server_url: str | None) -> dict:
     found |= {
         "rounds-desktop": (DESKTOP, rounds),
         "rounds-lecture-1920": (PROJECTOR, lambda tab, url: rounds(tab, url, lecture=True)),
+        "rounds-dynamic-tree-desktop": ((1280, 2300), dynamic_tree),
         "workload-measured-desktop": (DESKTOP, workload_measured()),
         "workload-measured-lecture-1920": (PROJECTOR, workload_measured(lecture=True)),
         **{name: (PROJECTOR, lecture(query)) for name, query in LECTURE_MOMENTS.items()},

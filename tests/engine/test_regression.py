@@ -46,6 +46,11 @@ def test_same_settings_and_seed_give_the_recorded_trace(bundled, path):
         ]
         for a, b in zip(new.nodes, old.nodes):
             assert (a.q, a.p, a.ratio) == pytest.approx((b.q, b.p, b.ratio), rel=1e-4, abs=1e-6)
+        assert [(c.parent, c.token_id, c.expanded, c.node) for c in new.scored] == [
+            (c.parent, c.token_id, c.expanded, c.node) for c in old.scored
+        ]  # a dynamic tree's candidates (the dynamic fixtures were recorded when dynamic trees were merged)
+        for a, b in zip(new.scored, old.scored):
+            assert (a.q, a.score) == pytest.approx((b.q, b.score), rel=1e-4, abs=1e-5)
         assert (new.extra is None) == (old.extra is None)
         if new.extra:
             assert (new.extra.token_id, new.extra.kind, new.extra.u) == (
