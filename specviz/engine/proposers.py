@@ -6,6 +6,7 @@ that run's state (a KV cache, or the token history for n-gram lookup).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
@@ -19,6 +20,7 @@ from specviz.core.lab.exits import EXIT_EXACT, ExitVariant
 from specviz.core.sampling import SamplingSettings, logits_to_probs, one_hot, sample
 from specviz.core.settings import FORWARD_HF, RunSettings
 from specviz.core.suffix_tree import SuffixCache, SuffixDraft, SuffixMemory, SuffixOptions
+from specviz.core.trace import SUFFIX_REQUEST, SuffixMatch
 from specviz.core.verify import TOP_B, WITHOUT_REPLACEMENT, draw_children, tree_depths, tree_parents
 from specviz.engine.early_exit import SplitTarget, check_exit_layer
 from specviz.engine.kv import CachedModel
@@ -576,6 +578,7 @@ class SuffixDrafter:
 
     def propose(self, k: int, u: torch.Tensor) -> Proposal:
         if k < 1:
+            self.last = SuffixDraft()  # nothing drafted this round (match() must not report the last one's)
             return empty_chain(self.proposer.device)
         o = self.proposer.options
         self.last = self.proposer.cache.speculate(
@@ -591,6 +594,14 @@ class SuffixDrafter:
         """The run's last round: its tokens join the global trie, the prompt's trie is dropped."""
         self.proposer.cache.add(self.request, committed)
         self.proposer.cache.stop(self.request)
+
+    def match(self, texts: Sequence[str]) -> SuffixMatch:
+        """Where the last propose's draft came from, for the round's trace: its trie, the matched end of the text
+        (before this round's drafts) and each draft's path probability."""
+        d = self.last
+        matched = tuple(self.history[len(self.history) - d.match_len :]) if d.match_len else ()
+        source = d.source or SUFFIX_REQUEST
+        return SuffixMatch(source, matched, tuple(texts[t] for t in matched), d.probs, d.score)
 
     @property
     def cache_length(self) -> int:
