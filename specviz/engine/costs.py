@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
+from specviz import methods
 from specviz.core.settings import FORWARD_AUTO, FORWARD_HF
 from specviz.core.theory import MAX_K, VerifyCost
 from specviz.engine.kv import CachedModel
@@ -26,6 +27,16 @@ from specviz.errors import SettingsError
 
 NOISE_FACTOR = 1.5  # a pass over fewer tokens timed this many times slower than one over more: noise, not cost
 MIN_VERIFY_RELATIVE = 0.9  # a pass over K + 1 tokens reads at least the same weights as a step: below this, noise
+# The drafters whose c the calculator measures: the draft model, the feature heads, early exit, and the lookups (c 0).
+C_DRAFTERS = (
+    methods.DRAFT,
+    methods.EAGLE,
+    methods.EAGLE3,
+    methods.MEDUSA,
+    methods.EARLY_EXIT,
+    methods.NGRAM,
+    methods.SUFFIX,
+)
 Progress = Callable[[int, int], None]  # (rounds of timings done, rounds in all, the warm-up included)
 DEFAULT_PROMPT = (
     "def mean(values):\n    return sum(values) / len(values)\n\n\nclass Stack:\n    def push(self, item):\n"
@@ -84,6 +95,24 @@ class MeasuredCosts:
         """An early-exit draft step as a fraction of a target step (about E/L, plus the LM head's share); None when
         none was timed."""
         return None if self.exit_step_s is None else self.exit_step_s / self.target_step_s
+
+    def c_of(self, method: str) -> float | None:
+        """c of the drafter `method` drafts with (one of C_DRAFTERS): its measured step over a target step, 0 for a
+        host lookup (a search over tokens already known runs no model), None when this measurement did not time it."""
+        cost = methods.get(method).draft_cost
+        if cost == methods.HOST_LOOKUP:
+            return 0.0
+        if cost == methods.DRAFT_MODEL_STEP:
+            return self.c
+        if cost == methods.EXIT_LAYERS_STEP:
+            return self.exit_c
+        return {methods.EAGLE: self.head_c, methods.EAGLE3: self.head3_c, methods.MEDUSA: self.medusa_c}.get(method)
+
+    def step_s_of(self, method: str) -> float | None:
+        """The measured seconds of one draft step of `method` (a Medusa pass's share per draft), None when untimed
+        or when it runs no model (a host lookup)."""
+        c = self.c_of(method)
+        return None if not c else c * self.target_step_s
 
     @property
     def untrimmed_c(self) -> float | None:
@@ -244,6 +273,16 @@ def measure_costs(
         exit_step_s=median.get("exit"),
         forward=tuple(ran.items()),
     )
+
+
+def timing_options(method: str, exit_layer: int = 0) -> dict:
+    """measure_costs' keyword arguments that also time `method`'s draft step (the draft model and a lookup need
+    none: the draft model is always timed where the pair has one, a lookup runs no model)."""
+    if method in (methods.EAGLE, methods.EAGLE3, methods.MEDUSA):
+        return {{methods.EAGLE: "head", methods.EAGLE3: "head3", methods.MEDUSA: "medusa"}[method]: True}
+    if methods.get(method).draft_cost == methods.EXIT_LAYERS_STEP:
+        return {"exit_layer": exit_layer}
+    return {}
 
 
 class _Restorable:

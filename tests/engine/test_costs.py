@@ -83,3 +83,18 @@ def test_one_token_prompt_still_times_on_top_of_a_cache(load, timed_starts):
     (x,) = pair.tokenizer.encode("x")
     assert len(timed_starts) == (2 + 2) * (1 + 1)
     assert {start for _, start in timed_starts} == {(1, (x,))}  # "x" is in the cache and is read again as pending
+
+
+def test_each_drafters_c_and_what_to_time_for_it():
+    from specviz.engine.costs import C_DRAFTERS, MeasuredCosts, timing_options
+
+    costs = MeasuredCosts(
+        "t", "d", "cpu", "float32", 30, 5, 0.001, 0.01, (0.011,),
+        head_step_s=0.002, medusa_pass_s=0.004, medusa_heads=4, exit_layer=3, exit_step_s=0.003,
+    )  # fmt: skip
+    assert [costs.c_of(m) for m in C_DRAFTERS] == pytest.approx([0.1, 0.2, None, 0.1, 0.3, 0.0, 0.0])
+    assert costs.step_s_of("eagle") == pytest.approx(0.002) and costs.step_s_of("ngram") is None
+    assert costs.step_s_of("eagle3") is None  # not timed
+    assert [timing_options(m, 3) for m in C_DRAFTERS] == [
+        {}, {"head": True}, {"head3": True}, {"medusa": True}, {"exit_layer": 3}, {}, {},
+    ]  # fmt: skip
