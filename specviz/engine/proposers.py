@@ -781,11 +781,30 @@ def empty_tree(device: torch.device, vocab_size: int) -> Proposal:
     return Proposal(torch.empty(0, dtype=torch.long, device=device), torch.empty(0, vocab_size, device=device), ())
 
 
+@dataclass(frozen=True)
+class MtpProposer(EagleProposer):
+    """One MTP module (engine/mtp.py), chained across depths: EAGLE-1's drafter, caches and trees, the module in the
+    head's place; its logits read the module's output norm before the target's LM head (DeepSeek's shared head)."""
+
+    method: ClassVar[str] = methods.MTP
+
+    @classmethod
+    def for_run(cls, pair: ModelPair, settings: RunSettings) -> MtpProposer:
+        target = pair.target
+        embed, lm_head = target.get_input_embeddings(), target.get_output_embeddings()
+        return cls(pair.mtp_head, embed, lm_head, pair.vocab_size, settings.sampling, tree_shape(settings))
+
+    def logits(self, h: torch.Tensor) -> torch.Tensor:
+        """(..., V) the target's LM head on the module's normed output(s) h (..., H)."""
+        return self.lm_head(self.head.normed(h))[..., : self.vocab_size]
+
+
 PROPOSER_CLASSES = (
     DraftModelProposer,
     NgramProposer,
     TreeProposer,
     EagleProposer,
+    MtpProposer,
     Eagle3Proposer,
     MedusaProposer,
     SuffixProposer,

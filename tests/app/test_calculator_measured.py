@@ -42,10 +42,12 @@ def test_a_measured_c_in_use_is_the_one_the_slider_shows():
     assert any(m.label == "Measured c" and m.value == f"{QUIET.c:.3f}" for m in at.metric)
 
 
-# Every drafter timed: an EAGLE-1 head step, an EAGLE-3 one, a pass of 4 Medusa heads, an early exit at E = 4.
+# Every drafter timed: an EAGLE-1 head step, an EAGLE-3 one, a pass of 4 Medusa heads, an early exit at E = 4, an
+# MTP module step.
 EVERY = MeasuredCosts(
     "t", "d", "cpu", "float32", 30, 5, 0.0005, 0.005, (0.0055, 0.006, 0.0065, 0.007),
     head_step_s=0.0012, head3_step_s=0.0009, medusa_pass_s=0.0016, medusa_heads=4, exit_layer=4, exit_step_s=0.002,
+    mtp_step_s=0.0011,
 )  # fmt: skip
 
 
@@ -65,20 +67,23 @@ def formulas_speedup(at, c: float) -> float:
 def test_the_picker_offers_the_draft_the_heads_beside_the_target_early_exit_and_the_lookups():
     at = measured(EVERY)  # the bundled pair: a draft model, and EAGLE-1, EAGLE-3 and Medusa heads beside its target
     assert at.selectbox(key="c_drafter").options == [
-        "draft model", "EAGLE-1 head", "EAGLE-3 head", "Medusa heads", "early exit (self-speculation)",
+        "draft model", "EAGLE-1 head", "EAGLE-3 head", "Medusa heads", "MTP module", "early exit (self-speculation)",
         "n-gram lookup (prompt lookup)", "Suffix decoding",
     ]  # fmt: skip
     assert at.selectbox(key="c_drafter").value == "draft"  # the draft model's c, as before
 
 
 def test_a_heads_measured_c_is_the_one_the_formulas_use_and_the_page_says_whose():
-    for drafter, c in (("eagle", EVERY.head_c), ("eagle3", EVERY.head3_c), ("medusa", EVERY.medusa_c)):
+    heads = {"eagle": EVERY.head_c, "eagle3": EVERY.head3_c, "medusa": EVERY.medusa_c, "mtp": EVERY.mtp_c}
+    for drafter, c in heads.items():
         at = picked(EVERY, drafter)
         slider = at.slider(key="c")
         assert slider.disabled and f"measured {c:.3f} is used" in slider.label
         assert any(m.label == "Measured c" and m.value == f"{c:.3f}" for m in at.metric)
         assert metric(at, "Speedup (with verify cost)") == pytest.approx(formulas_speedup(at, c), abs=0.006)
     assert EVERY.medusa_c == pytest.approx(0.0016 / 4 / 0.005)  # a Medusa pass's share per draft
+    assert any("c of the MTP module: one head step" in c.value for c in at.caption)
+    at = picked(EVERY, "medusa")
     assert any("one pass of all 4 heads / 4" in c.value for c in at.caption)
 
 

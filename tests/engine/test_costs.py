@@ -90,11 +90,11 @@ def test_each_drafters_c_and_what_to_time_for_it():
 
     costs = MeasuredCosts(
         "t", "d", "cpu", "float32", 30, 5, 0.001, 0.01, (0.011,),
-        head_step_s=0.002, medusa_pass_s=0.004, medusa_heads=4, exit_layer=3, exit_step_s=0.003,
+        head_step_s=0.002, medusa_pass_s=0.004, medusa_heads=4, exit_layer=3, exit_step_s=0.003, mtp_step_s=0.0025,
     )  # fmt: skip
-    assert [costs.c_of(m) for m in C_DRAFTERS] == pytest.approx([0.1, 0.2, None, 0.1, 0.3, 0.0, 0.0])
+    assert [costs.c_of(m) for m in C_DRAFTERS] == pytest.approx([0.1, 0.2, None, 0.1, 0.25, 0.3, 0.0, 0.0])
     assert costs.step_s_of("eagle") == pytest.approx(0.002) and costs.step_s_of("ngram") is None
     assert costs.step_s_of("eagle3") is None  # not timed
     assert [timing_options(m, 3) for m in C_DRAFTERS] == [
-        {}, {"head": True}, {"head3": True}, {"medusa": True}, {"exit_layer": 3}, {}, {},
+        {}, {"head": True}, {"head3": True}, {"medusa": True}, {"mtp": True}, {"exit_layer": 3}, {}, {},
     ]  # fmt: skip
