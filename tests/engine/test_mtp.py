@@ -115,3 +115,18 @@ def test_cli_runs_the_mtp_method_on_the_bundled_target(capsys):
     out, err = capsys.readouterr()
     assert code == 0, err
     assert json.loads(out)["settings"]["method"] == MTP
+
+
+def test_bench_times_an_mtp_step_and_predicts_the_mtp_lane_with_it(load):
+    from specviz.measure.bench import run_bench
+
+    pair = load("llama-target")  # the random module beside the tiny targets (tests/conftest.py)
+    doc = run_bench(pair, [PROMPTS[0]], [2], RunSettings(max_new_tokens=6), lanes=(methods.PLAIN, MTP))
+    costs = doc["costs"]
+    assert doc["environment"]["mtp_head"] == pair.mtp_dir
+    assert costs["mtp_step_ms"] > 0 and costs["mtp_c"] == pytest.approx(costs["mtp_step_ms"] / costs["target_step_ms"])
+    assert costs["head_step_ms"] is None  # only the MTP module's step was asked for
+    row = next(r for r in doc["results"] if r["method"] == MTP)
+    assert row["identical_to_plain"]
+    if costs["implausible"] is None:  # a busy machine's timings build no prediction
+        assert row["c"] == pytest.approx(costs["mtp_c"])
