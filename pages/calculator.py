@@ -4,9 +4,11 @@ import json
 
 import streamlit as st
 
+from specviz import methods
 from specviz.core import stats, tree_theory
 from specviz.core.record import RunRecord
 from specviz.core.roofline import HARDWARE, MODELS, LoadSettings, break_even_batch, load_curve, log_batches
+from specviz.core.settings import DEFAULT_EXIT_LAYER, MAX_EXIT_LAYER
 from specviz.core.theory import (
     MAX_K,
     TheoryInputs,
@@ -20,9 +22,10 @@ from specviz.core.theory import (
     leviathan_table,
     parse_rates,
 )
-from specviz.engine.models import ASSETS
+from specviz.engine.costs import C_DRAFTERS
+from specviz.engine.models import ASSETS, find_heads
 from specviz.errors import SpecvizError
-from specviz.ui.controls import model_sidebar, pair_or_error
+from specviz.ui.controls import active_sources, model_sidebar, pair_or_error, target_layers
 from specviz.ui.render import apply_lecture_mode, draw, page_header, show_table
 from specviz.viz import theory_charts as charts
 
@@ -35,21 +38,42 @@ page_header("Speedup calculator", LESSON["teaching_point"])
 apply_lecture_mode(model_sidebar())
 
 
+def c_drafters() -> list[str]:
+    """The drafters whose c can be measured for the pair in use: the draft model where it has one, the feature heads
+    found beside its target (as the race finds them), early exit, and the lookups (c = 0)."""
+    target, draft = active_sources()[:2]
+    heads = find_heads(target, None)
+    offered = [
+        m
+        for m in C_DRAFTERS
+        if (m == methods.DRAFT and draft) or m in heads or not (m == methods.DRAFT or methods.get(m).loads_head)
+    ]
+    return offered
+
+
+def chosen_drafter(offered: list[str]) -> str:
+    """Whose c the measured mode uses (read before its picker is drawn): the picker's choice, else the first offered."""
+    picked = st.session_state.get("c_drafter")
+    return picked if picked in offered else offered[0]
+
+
 def measure_now() -> None:
-    from specviz.engine.costs import measure_costs
+    from specviz.engine.costs import measure_costs, timing_options
 
     pair = pair_or_error()
     if pair is None:
         return
-    if pair.draft is None:
-        st.error("Measuring c needs a draft model: pick a pair with a draft in the sidebar.")
+    drafter = chosen_drafter(c_drafters())
+    if drafter == methods.DRAFT and pair.draft is None:
+        st.error("Measuring the draft model's c needs a draft model: pick a pair with a draft in the sidebar.")
         return
     bar = st.progress(0.0, text="Timing draft step, target step and verify passes…")
     try:
         costs = measure_costs(
             pair,
             on_progress=lambda done, total: bar.progress(done / total, text=f"round {done}/{total} of timings"),
-            draft_vocab=pair.recommended_draft_vocab,  # the draft as the other pages run it by default
+            draft_vocab=pair.recommended_draft_vocab if pair.draft is not None else 0,  # as the other pages run it
+            **timing_options(drafter, int(st.session_state.get("calc_exit_layer", DEFAULT_EXIT_LAYER))),
         )
     except SpecvizError as exc:
         st.error(str(exc))
@@ -65,6 +89,23 @@ def state_says_measured_c() -> bool:
     return state.get("verify_mode") == VERIFY_MODES[2] and state.get("use_measured_c", True)
 
 
+def whose_c(costs, drafter: str, exit_layer: int) -> str:
+    """What the measured c of `drafter` is a ratio of, in words (early exit: beside E/L, what it should be near)."""
+    name = methods.label(drafter)
+    cost = methods.get(drafter).draft_cost
+    if cost == methods.HOST_LOOKUP:
+        return f"c of {name}: 0, a search over tokens already known on the host, no model run"
+    if cost == methods.MEDUSA_HEADS_PASS:
+        return f"c of the {name}: one pass of all {costs.medusa_heads} heads / {costs.medusa_heads} / one target step"
+    if cost == methods.EXIT_LAYERS_STEP:
+        layers = target_layers(active_sources()[0])
+        ratio = f" (E/L = {costs.exit_layer}/{layers} = {costs.exit_layer / layers:.2f})" if layers else ""
+        return f"c of {name} at E = {costs.exit_layer}: its first E layers + LM head / one target step{ratio}"
+    if cost == methods.FEATURE_HEAD_STEP:
+        return f"c of the {name}: one head step (its layer + an LM head) / one target step"
+    return f"c of the {name}: one draft step / one target step"
+
+
 # ---- inputs ----------------------------------------------------------------------------------------------------------
 st.caption(LESSON["inputs"])
 left, middle, right = st.columns(3)
@@ -72,9 +113,13 @@ alpha = left.slider("α (per-token acceptance probability)", 0.0, 1.0, 0.8, 0.01
 k = middle.slider("K (draft tokens per round)", 1, MAX_K, 4, key="k")
 costs = st.session_state.get("measured_costs")
 usable = costs if costs is not None and not costs.implausible else None  # a busy machine's timings are never used
-measured_c = usable is not None and state_says_measured_c()
+offered = c_drafters()
+drafter = chosen_drafter(offered)
+drafter_c = usable.c_of(drafter) if usable is not None else None  # None: this measurement did not time it
+measured_c = drafter_c is not None and state_says_measured_c()
+used = f": the {methods.label(drafter)}'s measured {drafter_c:.3f} is used" if measured_c else ""
 c = right.slider(
-    f"c (draft step / target step){f': the measured {usable.c:.3f} is used' if measured_c else ''}",
+    f"c (draft step / target step){used}",
     0.0,
     1.0,
     0.05,
@@ -93,6 +138,28 @@ if mode == VERIFY_MODES[1]:
     verify = VerifyCost.linear(per_token)
 elif mode == VERIFY_MODES[2]:
     st.caption(LESSON["measured"])
+    pick, at_layer = st.columns([2, 1])
+    pick.selectbox(
+        "Whose c to measure",
+        offered,
+        index=offered.index(drafter),
+        format_func=methods.label,
+        key="c_drafter",
+        help="The drafter whose step the formulas' c is: the draft model, a feature head beside the target "
+        "(EAGLE-1, EAGLE-3, Medusa), early exit at E (c near E/L), or a lookup (n-gram, suffix: c = 0).",
+    )
+    exit_layer = DEFAULT_EXIT_LAYER
+    if methods.get(drafter).exits_early:
+        layers = target_layers(active_sources()[0]) or MAX_EXIT_LAYER
+        exit_layer = at_layer.number_input(
+            "Exit layer E", 1, max(1, layers - 1), min(DEFAULT_EXIT_LAYER, max(1, layers - 1)), key="calc_exit_layer"
+        )
+    missing = [m for m in C_DRAFTERS if m not in offered]
+    if missing:
+        st.caption(
+            f"Not offered for this pair: {', '.join(methods.label(m) for m in missing)} (no draft model, or no such "
+            "head beside the target: `python -m specviz train-tiny` trains the bundled target's heads)."
+        )
     st.button("Measure on this machine", key="measure", on_click=measure_now)
     if costs is None:
         st.warning("No measurement yet: press the button. Until then the ideal verify cost is used.")
@@ -103,24 +170,37 @@ elif mode == VERIFY_MODES[2]:
         )
     else:
         verify = costs.verify_cost()
+        if drafter_c is None:
+            st.warning(
+                f"This measurement did not time the {methods.label(drafter)}'s step: press Measure again to time it. "
+                "Until then the c slider is used (the verify cost is measured)."
+            )
+        elif methods.get(drafter).exits_early and costs.exit_layer != exit_layer:
+            st.caption(f"Measured at E = {costs.exit_layer}: press Measure again for E = {exit_layer}.")
+        step_s = costs.step_s_of(drafter)
         cols = st.columns(4)
-        cols[0].metric("Draft step", f"{costs.draft_step_s * 1e3:.2f} ms")
+        cols[0].metric(
+            "Draft step",
+            "no model run" if drafter_c == 0 else "not timed" if step_s is None else f"{step_s * 1e3:.2f} ms",
+        )
         cols[1].metric("Target step", f"{costs.target_step_s * 1e3:.2f} ms")
-        cols[2].metric("Measured c", f"{costs.c:.3f}")
+        cols[2].metric("Measured c", "—" if drafter_c is None else f"{drafter_c:.3f}")
         cols[3].metric(f"Verify pass, K = {k}", f"{costs.verify_relative[k - 1]:.2f} target steps")
+        if drafter_c is not None:
+            st.caption(whose_c(costs, drafter, exit_layer))
         trimmed = (
             f" · draft proposing from its {costs.draft_vocab} most frequent tokens (the whole draft: c = "
             f"{costs.untrimmed_c:.3f})"
-            if costs.draft_vocab
+            if costs.draft_vocab and drafter == methods.DRAFT
             else ""
         )
         st.caption(
             f"{costs.target_name} ← {costs.draft_name} · {costs.device} · {costs.dtype} · median of {costs.repeats}"
             + trimmed
         )
-        if st.checkbox("Use the measured c", value=True, key="use_measured_c"):
-            c = costs.c
-        draw(st, charts.measured_costs_chart(costs.verify_relative, costs.c))
+        if drafter_c is not None and st.checkbox("Use the measured c", value=True, key="use_measured_c"):
+            c = drafter_c
+        draw(st, charts.measured_costs_chart(costs.verify_relative, c))
 
 try:
     inputs = TheoryInputs(alpha=alpha, k=k, c=c, c_hat=c_hat, verify=verify)

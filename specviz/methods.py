@@ -35,6 +35,7 @@ PLAIN, DRAFT, NGRAM, TREE = "plain", "draft", "ngram", "tree"
 EAGLE = "eagle"
 EAGLE3 = "eagle3"
 MEDUSA = "medusa"
+MTP = "mtp"  # one MTP module (DeepSeek-V3 style), post hoc on the frozen target: engine/mtp.py
 EARLY_EXIT = "early_exit"  # self-speculation by early exit (LayerSkip): engine/early_exit.py
 HF_EARLY_EXIT, HF_ASSISTANT_EARLY_EXIT = "hf_early_exit", "assistant_early_exit"  # its HF lane and generate() option
 SUFFIX = "suffix"  # suffix decoding (ArcticInference): core/suffix_tree.py, engine/proposers.py SuffixProposer
@@ -217,6 +218,17 @@ REGISTRY: dict[str, Method] = {
             draft_cost=MEDUSA_HEADS_PASS,
             vllm_method=VLLM_MEDUSA,
             loads_head=True,
+            branches=True,
+        ),
+        Method(
+            MTP,
+            "MTP module",
+            "specviz · MTP module",
+            SPECVIZ,
+            loads_draft=False,
+            draft_cost=FEATURE_HEAD_STEP,
+            loads_head=True,
+            adaptive=True,
             branches=True,
         ),
         Method(

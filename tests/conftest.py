@@ -81,6 +81,10 @@ def model_dirs(tmp_path_factory) -> dict[str, Path]:
     save_head3(new_head3(tiny_target, torch.arange(0, len(tokenizer), 2), seed=7), root / "eagle3", torch.float32)
     # and random Medusa heads (root/medusa), for the same reason (tests/medusa_heads.py has known ones)
     save_medusa(random_medusa(tiny_target, seed=7), root / "medusa")
+    # and a random MTP module (root/mtp; tests/engine/test_mtp.py checks the shipped one drafts)
+    from specviz.engine.mtp import new_mtp, save_mtp
+
+    save_mtp(new_mtp(tiny_target, seed=7), root / "mtp", torch.float32)
     other = build_tokenizer(root / "other-tokenizer", vocab_size=280, corpus="completely different text " * 50)
     build_model(root / "other-vocab", other, "llama", layers=1, seed=3)
     dirs["other-vocab"] = root / "other-vocab"

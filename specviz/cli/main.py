@@ -87,8 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         choices=methods.PROPOSERS,
         help="who drafts (default: the draft model, or n-gram lookup with --draft ngram); "
-        f"{methods.EAGLE} / {methods.EAGLE3} / {methods.MEDUSA} = the EAGLE-1 / EAGLE-3 head or the Medusa heads "
-        "beside the target or given by --head",
+        f"{methods.EAGLE} / {methods.EAGLE3} / {methods.MEDUSA} / {methods.MTP} = the EAGLE-1 / EAGLE-3 head, the "
+        "Medusa heads or the MTP module beside the target or given by --head",
     )
     run.add_argument("--json", action="store_true", help="print the full trace as JSON (format specviz.trace v1)")
     run.set_defaults(handler=cmd_run)
@@ -152,8 +152,9 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="DIR",
         help=f"a feature head directory: an EAGLE-1 or EAGLE-3 head for the {methods.EAGLE} or {methods.EAGLE3} "
-        f"method, Medusa heads for the {methods.MEDUSA} method, told apart by its config (default: the eagle/, "
-        "eagle3/ and medusa/ directories beside the target, as the bundled pair ships them)",
+        f"method, Medusa heads for the {methods.MEDUSA} method, an MTP module for the {methods.MTP} method, told "
+        "apart by its config (default: the eagle/, eagle3/, medusa/ and mtp/ directories beside the target, as the "
+        "bundled pair ships them)",
     )
     parser.add_argument("--device", default="auto", help="auto (cuda > mps > cpu), cpu, cuda or mps")
     parser.add_argument(

@@ -30,6 +30,9 @@ MAX_TRACE_BYTES = 64_000_000  # Trace.from_json's default cap (the command line)
 ACCEPTED, REJECTED, UNREACHED, AFTER_STOP = "accepted", "rejected", "unreached", "after_stop"
 # Origin of the token the target adds at the end of a round.
 CORRECTION, BONUS, TARGET = "correction", "bonus", "target"
+# Suffix decoding's tries (SuffixMatch.source): this request's prompt + output, or the session's earlier outputs.
+SUFFIX_REQUEST, SUFFIX_GLOBAL = "request", "global"
+SUFFIX_SOURCES = (SUFFIX_REQUEST, SUFFIX_GLOBAL)
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,18 @@ class ExtraToken:
 
 
 @dataclass(frozen=True)
+class SuffixMatch:
+    """Suffix decoding's round (core/suffix_tree.py): which trie drafted, the end of the text it matched, and each
+    drafted token's path probability (the counts' ratios multiplied along the walk; it stops below min_token_prob)."""
+
+    source: str  # "request" (this prompt + output) or "global" (the session's earlier outputs)
+    match_ids: tuple[int, ...]  # the matched suffix: the last match_len tokens of the text, oldest first
+    match_text: tuple[str, ...]  # their texts
+    probs: tuple[float, ...]  # one per drafted token, non-increasing
+    score: float  # sum(probs): how the best match and trie were chosen
+
+
+@dataclass(frozen=True)
 class Round:
     """Draft K, one target pass, accept/reject, commit: what happened, with timings and cache lengths."""
 
@@ -127,6 +142,7 @@ class Round:
     #                                       draft stopped, and the next round's K; None for constant-K runs
     scored: tuple[Scored, ...] = ()  # dynamic-tree rounds only: every candidate scored, in scoring order (the kept
     #                                  ones are the nodes; the rest were pruned)
+    suffix: SuffixMatch | None = None  # suffix decoding's rounds: where the draft came from; None for other methods
 
     @property
     def is_tree(self) -> bool:
@@ -238,6 +254,8 @@ class Trace:
                 del r["schedule"]
             if not r["scored"]:  # all but dynamic trees: the document they always had
                 del r["scored"]
+            if r["suffix"] is None:  # other methods (and older suffix traces): the document they always had
+                del r["suffix"]
         return {"format": TRACE_FORMAT, "version": TREE_TRACE_VERSION if tree else TRACE_VERSION, **body}
 
     def to_json(self, indent: int | None = None) -> str:
@@ -466,6 +484,10 @@ def _optional_extra(value: Any, where: str) -> ExtraToken | None:
     return None if value is None else _build(ExtraToken, value, where, EXTRA)
 
 
+def _texts(value: Any, where: str) -> tuple[str, ...]:
+    return tuple(_text(item, f"{where}[{i}]") for i, item in enumerate(_items(value, where)))
+
+
 def _numbers(value: Any, where: str) -> tuple[float, ...]:
     return tuple(_number(item, f"{where}[{i}]") for i, item in enumerate(_items(value, where)))
 
@@ -482,6 +504,25 @@ def _optional_schedule(value: Any, where: str) -> ScheduleStep | None:
     return None if value is None else _build(ScheduleStep, value, where, SCHEDULE_STEP)
 
 
+SUFFIX_MATCH = {
+    "source": _one_of(SUFFIX_SOURCES),
+    "match_ids": _token_ids,
+    "match_text": _texts,
+    "probs": _numbers,
+    "score": _number,
+}
+
+
+def _optional_suffix(value: Any, where: str) -> SuffixMatch | None:
+    """A suffix round's match, its texts one per matched token."""
+    if value is None:
+        return None
+    match = _build(SuffixMatch, value, where, SUFFIX_MATCH)
+    if len(match.match_text) != len(match.match_ids):
+        raise _damaged(f"{where} has {len(match.match_ids)} match_ids but {len(match.match_text)} match_text entries")
+    return match
+
+
 ROUND = {
     "index": _int,
     "positions": _many(Position, POSITION),
@@ -494,6 +535,7 @@ ROUND = {
     "nodes": _many(Node, NODE),
     "schedule": _optional_schedule,
     "scored": _many(Scored, SCORED),
+    "suffix": _optional_suffix,
 }
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
+from specviz import methods
 from specviz.core.settings import FORWARD_AUTO, FORWARD_HF
 from specviz.core.theory import MAX_K, VerifyCost
 from specviz.engine.kv import CachedModel
@@ -26,6 +27,17 @@ from specviz.errors import SettingsError
 
 NOISE_FACTOR = 1.5  # a pass over fewer tokens timed this many times slower than one over more: noise, not cost
 MIN_VERIFY_RELATIVE = 0.9  # a pass over K + 1 tokens reads at least the same weights as a step: below this, noise
+# The drafters whose c the calculator measures: the draft model, the feature heads, early exit, and the lookups (c 0).
+C_DRAFTERS = (
+    methods.DRAFT,
+    methods.EAGLE,
+    methods.EAGLE3,
+    methods.MEDUSA,
+    methods.MTP,
+    methods.EARLY_EXIT,
+    methods.NGRAM,
+    methods.SUFFIX,
+)
 Progress = Callable[[int, int], None]  # (rounds of timings done, rounds in all, the warm-up included)
 DEFAULT_PROMPT = (
     "def mean(values):\n    return sum(values) / len(values)\n\n\nclass Stack:\n    def push(self, item):\n"
@@ -50,6 +62,7 @@ class MeasuredCosts:
     #                                              Face's assisted generation pays per draft step
     head_step_s: float | None = None  # one EAGLE-1 head step (its layer + the target's LM head), when timed
     head3_step_s: float | None = None  # one EAGLE-3 head step (its layer + its draft-vocabulary LM head), when timed
+    mtp_step_s: float | None = None  # one MTP module step (its block + its norm + the target's LM head), when timed
     medusa_pass_s: float | None = None  # one pass of every Medusa head over one feature (all its drafts), when timed
     medusa_heads: int = 0  # the drafts that pass makes
     exit_layer: int = 0  # the E an early-exit draft step was timed at (0 = not timed)
@@ -74,6 +87,11 @@ class MeasuredCosts:
         return None if self.head3_step_s is None else self.head3_step_s / self.target_step_s
 
     @property
+    def mtp_c(self) -> float | None:
+        """An MTP module step as a fraction of a target step (None when none was timed)."""
+        return None if self.mtp_step_s is None else self.mtp_step_s / self.target_step_s
+
+    @property
     def medusa_c(self) -> float | None:
         """A Medusa pass per draft it makes (one head: a residual block and an LM head), as a fraction of a target
         step (None when no Medusa heads were timed)."""
@@ -86,6 +104,25 @@ class MeasuredCosts:
         """An early-exit draft step as a fraction of a target step (about E/L, plus the LM head's share); None when
         none was timed."""
         return None if self.exit_step_s is None else self.exit_step_s / (self.exit_target_step_s or self.target_step_s)
+
+    def c_of(self, method: str) -> float | None:
+        """c of the drafter `method` drafts with (one of C_DRAFTERS): its measured step over a target step, 0 for a
+        host lookup (a search over tokens already known runs no model), None when this measurement did not time it."""
+        cost = methods.get(method).draft_cost
+        if cost == methods.HOST_LOOKUP:
+            return 0.0
+        if cost == methods.DRAFT_MODEL_STEP:
+            return self.c
+        if cost == methods.EXIT_LAYERS_STEP:
+            return self.exit_c
+        heads = {methods.EAGLE: self.head_c, methods.EAGLE3: self.head3_c, methods.MEDUSA: self.medusa_c}
+        return (heads | {methods.MTP: self.mtp_c}).get(method)
+
+    def step_s_of(self, method: str) -> float | None:
+        """The measured seconds of one draft step of `method` (a Medusa pass's share per draft), None when untimed
+        or when it runs no model (a host lookup)."""
+        c = self.c_of(method)
+        return None if not c else c * self.target_step_s
 
     @property
     def untrimmed_c(self) -> float | None:
@@ -147,6 +184,8 @@ class MeasuredCosts:
             "head_c": self.head_c,
             "head3_step_ms": None if self.head3_step_s is None else self.head3_step_s * 1e3,
             "head3_c": self.head3_c,
+            "mtp_step_ms": None if self.mtp_step_s is None else self.mtp_step_s * 1e3,
+            "mtp_c": self.mtp_c,
             "medusa_pass_ms": None if self.medusa_pass_s is None else self.medusa_pass_s * 1e3,
             "medusa_heads": self.medusa_heads,
             "medusa_c": self.medusa_c,
@@ -172,13 +211,15 @@ def measure_costs(
     head3: bool = False,
     medusa: bool = False,
     exit_layer: int = 0,
+    mtp: bool = False,
     forward: str = FORWARD_AUTO,
 ) -> MeasuredCosts:
     """Time a draft step (when the pair has a draft; with the run's draft vocabulary, 0 = all tokens), a target step
     and verify passes for K = 1..k_max (median of `repeats`, after a warm-up); with head=True also a step of the
     pair's EAGLE-1 head, with head3=True one of its EAGLE-3 head, with medusa=True a pass of its Medusa heads, with
-    exit_layer=E an early-exit draft step at E (0: none). forward: the run setting (auto, lean, hf) each model's
-    timings run under (an early-exit step always runs Hugging Face's: it reads its cache objects)."""
+    exit_layer=E an early-exit draft step at E (0: none), with mtp=True a step of its MTP module. forward: the run
+    setting (auto, lean, hf) each model's timings run under (an early-exit step always runs Hugging Face's: it reads
+    its cache objects)."""
     if not isinstance(k_max, int) or not 1 <= k_max <= MAX_K:
         raise SettingsError(f"the largest K to measure must be from 1 to {MAX_K}; got {k_max!r}.")
     if not isinstance(repeats, int) or not 1 <= repeats <= 50:
@@ -203,7 +244,8 @@ def measure_costs(
     if draft is not None and draft_vocab:
         whole = _ready(pair.draft, pair.vocab_size, ids, forward=ran["draft"])
         calls["untrimmed"] = (whole, lambda: whole.forward(logits_to_keep=1))
-    for name, wanted, proposer in (("head", head, "EagleProposer"), ("head3", head3, "Eagle3Proposer")):
+    heads = (("head", head, "EagleProposer"), ("head3", head3, "Eagle3Proposer"), ("mtp", mtp, "MtpProposer"))
+    for name, wanted, proposer in heads:
         if wanted:
             step = _HeadStep(pair, ids, proposer, ran["target"])
             calls[name] = (step, step.forward)
@@ -244,6 +286,7 @@ def measure_costs(
         untrimmed_draft_step_s=median.get("untrimmed"),
         head_step_s=median.get("head"),
         head3_step_s=median.get("head3"),
+        mtp_step_s=median.get("mtp"),
         medusa_pass_s=median.get("medusa"),
         medusa_heads=pair.medusa_heads.num_heads if medusa else 0,
         exit_layer=exit_layer if "exit" in median else 0,
@@ -251,6 +294,17 @@ def measure_costs(
         exit_target_step_s=median.get("exit_target"),
         forward=tuple(ran.items()),
     )
+
+
+def timing_options(method: str, exit_layer: int = 0) -> dict:
+    """measure_costs' keyword arguments that also time `method`'s draft step (the draft model and a lookup need
+    none: the draft model is always timed where the pair has one, a lookup runs no model)."""
+    flags = {methods.EAGLE: "head", methods.EAGLE3: "head3", methods.MEDUSA: "medusa", methods.MTP: "mtp"}
+    if method in flags:
+        return {flags[method]: True}
+    if methods.get(method).draft_cost == methods.EXIT_LAYERS_STEP:
+        return {"exit_layer": exit_layer}
+    return {}
 
 
 class _Restorable:

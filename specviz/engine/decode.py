@@ -191,6 +191,7 @@ def decode_rounds(
         synchronize(pair.device)  # so the draft time is the draft's
         drafted = time.perf_counter()
         draft_cache = drafter.cache_length if drafter else 0
+        suffix = drafter.match(pair.token_texts) if hasattr(drafter, "match") else None  # suffix: where it drafted
 
         # 2. one target pass over the pending tokens + every draft: p at the root and after each draft
         read, base = len(target.pending), target.length  # base: the first row this pass reads
@@ -231,7 +232,7 @@ def decode_rounds(
             target_cache=(target_cache, target.length),
             draft_cache=(draft_cache, drafter.cache_length if drafter else 0),
         )
-        yield replace(rnd, schedule=step) if step else rnd
+        yield replace(rnd, schedule=step, suffix=suffix) if step or suffix else rnd
         if stop:
             if hasattr(drafter, "finish"):  # a drafter that remembers runs learns the last round too
                 drafter.finish(committed)

@@ -24,6 +24,7 @@ from specviz.core.settings import AUTO_THREADS
 from specviz.engine.eagle3 import is_eagle3_head, load_head3
 from specviz.engine.heads import is_eagle_head, load_head
 from specviz.engine.medusa import is_medusa_head, load_medusa
+from specviz.engine.mtp import is_mtp, load_mtp
 from specviz.engine.threads import apply_threads
 from specviz.engine.vocab import COUNTS_FILE, TokenCounts, check_trimmable, load_counts
 from specviz.errors import IncompatiblePairError, ModelLoadError, SettingsError
@@ -35,6 +36,7 @@ BUNDLED_DRAFT = str(BUNDLED_PAIR / "draft")
 HEAD_BESIDE = "eagle"  # where a pair's EAGLE-1 head is found: beside the target directory (the bundled pair's eagle/)
 HEAD3_BESIDE = "eagle3"  # and its EAGLE-3 head (the bundled pair's eagle3/)
 MEDUSA_BESIDE = "medusa"  # and its Medusa heads (the bundled pair's medusa/)
+MTP_BESIDE = "mtp"  # and its MTP module (the bundled pair's mtp/)
 DEVICES = ("auto", "cpu", "cuda", "mps")
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
@@ -60,6 +62,7 @@ class ModelPair:
     head_dir: str | None = None  # an EAGLE-1 head for this target (given, or found beside it), loaded when first used
     head3_dir: str | None = None  # an EAGLE-3 head for this target (given, or found beside it), loaded when first used
     medusa_dir: str | None = None  # Medusa heads for this target (given, or found beside it), loaded when first used
+    mtp_dir: str | None = None  # an MTP module for this target (given, or found beside it), loaded when first used
 
     @cached_property
     def eagle_head(self):
@@ -79,16 +82,22 @@ class ModelPair:
         none or they do not fit this target."""
         return self._load_head(methods.MEDUSA)
 
+    @cached_property
+    def mtp_head(self):
+        """The MTP module (engine/mtp.py), loaded once on first use, read-only; a clear error when there is none or
+        it does not fit this target."""
+        return self._load_head(methods.MTP)
+
     def head_dir_for(self, method: str) -> str | None:
         """The head directory a feature-head method drafts with (None: the method reads none, or none was found)."""
-        return {methods.EAGLE: self.head_dir, methods.EAGLE3: self.head3_dir, methods.MEDUSA: self.medusa_dir}.get(
-            method
-        )
+        dirs = {methods.EAGLE: self.head_dir, methods.EAGLE3: self.head3_dir, methods.MEDUSA: self.medusa_dir}
+        return (dirs | {methods.MTP: self.mtp_dir}).get(method)
 
     def load_head_for(self, method: str):
         """Load (once) the head a feature-head method drafts with: refused now when missing or misfit; None for a
         method that reads no head."""
         loaded = {methods.EAGLE: "eagle_head", methods.EAGLE3: "eagle3_head", methods.MEDUSA: "medusa_heads"}
+        loaded[methods.MTP] = "mtp_head"
         return getattr(self, loaded[method]) if method in loaded else None
 
     def _load_head(self, method: str):
@@ -237,6 +246,7 @@ def load_pair(
         head_dir=heads.get(methods.EAGLE),
         head3_dir=heads.get(methods.EAGLE3),
         medusa_dir=heads.get(methods.MEDUSA),
+        mtp_dir=heads.get(methods.MTP),
     )
 
 
@@ -291,6 +301,17 @@ HEAD_KINDS = {
             'Medusa heads (a config naming "MedusaModel"; blocks.* and lm_heads.*)',
             is_medusa_head,
             load_medusa,
+        ),
+        HeadKind(
+            methods.MTP,
+            "MTP",
+            MTP_BESIDE,
+            "an MTP module",
+            "one",
+            "mtp",
+            'an MTP module (a config naming "SpecvizMTP"; enorm, hnorm, eh_proj, mtp_block.* and shared_head.norm)',
+            is_mtp,
+            load_mtp,
         ),
     )
 }

@@ -6,6 +6,7 @@ that run's state (a KV cache, or the token history for n-gram lookup).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
@@ -20,6 +21,7 @@ from specviz.core.lab.exits import EXIT_EXACT, ExitVariant
 from specviz.core.sampling import SamplingSettings, logits_to_probs, one_hot, sample
 from specviz.core.settings import FORWARD_HF, RunSettings
 from specviz.core.suffix_tree import SuffixCache, SuffixDraft, SuffixMemory, SuffixOptions
+from specviz.core.trace import SUFFIX_REQUEST, SuffixMatch
 from specviz.core.verify import TOP_B, WITHOUT_REPLACEMENT, draw_children, tree_depths, tree_parents
 from specviz.engine.early_exit import SplitTarget, check_exit_layer
 from specviz.engine.kv import CachedModel
@@ -633,6 +635,7 @@ class SuffixDrafter:
 
     def propose(self, k: int, u: torch.Tensor) -> Proposal:
         if k < 1:
+            self.last = SuffixDraft()  # nothing drafted this round (match() must not report the last one's)
             return empty_chain(self.proposer.device)
         o = self.proposer.options
         self.last = self.proposer.cache.speculate(
@@ -648,6 +651,14 @@ class SuffixDrafter:
         """The run's last round: its tokens join the global trie, the prompt's trie is dropped."""
         self.proposer.cache.add(self.request, committed)
         self.proposer.cache.stop(self.request)
+
+    def match(self, texts: Sequence[str]) -> SuffixMatch:
+        """Where the last propose's draft came from, for the round's trace: its trie, the matched end of the text
+        (before this round's drafts) and each draft's path probability."""
+        d = self.last
+        matched = tuple(self.history[len(self.history) - d.match_len :]) if d.match_len else ()
+        source = d.source or SUFFIX_REQUEST
+        return SuffixMatch(source, matched, tuple(texts[t] for t in matched), d.probs, d.score)
 
     @property
     def cache_length(self) -> int:
@@ -851,11 +862,30 @@ def empty_tree(device: torch.device, vocab_size: int) -> Proposal:
     return Proposal(torch.empty(0, dtype=torch.long, device=device), torch.empty(0, vocab_size, device=device), ())
 
 
+@dataclass(frozen=True)
+class MtpProposer(EagleProposer):
+    """One MTP module (engine/mtp.py), chained across depths: EAGLE-1's drafter, caches and trees, the module in the
+    head's place; its logits read the module's output norm before the target's LM head (DeepSeek's shared head)."""
+
+    method: ClassVar[str] = methods.MTP
+
+    @classmethod
+    def for_run(cls, pair: ModelPair, settings: RunSettings) -> MtpProposer:
+        target = pair.target
+        embed, lm_head = target.get_input_embeddings(), target.get_output_embeddings()
+        return cls(pair.mtp_head, embed, lm_head, pair.vocab_size, settings.sampling, tree_shape(settings))
+
+    def logits(self, h: torch.Tensor) -> torch.Tensor:
+        """(..., V) the target's LM head on the module's normed output(s) h (..., H)."""
+        return self.lm_head(self.head.normed(h))[..., : self.vocab_size]
+
+
 PROPOSER_CLASSES = (
     DraftModelProposer,
     NgramProposer,
     TreeProposer,
     EagleProposer,
+    MtpProposer,
     Eagle3Proposer,
     MedusaProposer,
     SuffixProposer,

@@ -55,6 +55,8 @@ def environment(pair: ModelPair, lanes: tuple[str, ...] = ()) -> dict:
         env["head3"] = recorded_name(pair.head3_dir)
     if methods.MEDUSA in lanes:
         env["medusa_head"] = recorded_name(pair.medusa_dir)
+    if methods.MTP in lanes:
+        env["mtp_head"] = recorded_name(pair.mtp_dir)
     if pair.device.type == "cuda":
         env["gpu"] = torch.cuda.get_device_name(pair.device)
     return env
@@ -101,6 +103,7 @@ def run_bench(
         head=methods.EAGLE in lanes,
         head3=methods.EAGLE3 in lanes,
         medusa=methods.MEDUSA in lanes,
+        mtp=methods.MTP in lanes,
         exit_layer=base.exit_layer if any(methods.get(name).exits_early for name in lanes) else 0,
         forward=base.forward,
     )

@@ -31,6 +31,7 @@ def step_costs(
         head=methods.EAGLE in method_names,
         head3=methods.EAGLE3 in method_names,
         medusa=methods.MEDUSA in method_names,
+        mtp=methods.MTP in method_names,
         exit_layer=base.exit_layer if any(methods.get(name).exits_early for name in method_names) else 0,
         forward=base.forward,
     )

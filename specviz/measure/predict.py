@@ -31,7 +31,7 @@ def draft_step_cost(method: methods.Method, costs: MeasuredCosts, exit_layer: in
     if method.draft_cost == methods.DRAFT_MODEL_STEP:
         return costs.untrimmed_c if method.engine == methods.HF else costs.c
     if method.draft_cost == methods.FEATURE_HEAD_STEP:
-        return costs.head3_c if method.name == methods.EAGLE3 else costs.head_c
+        return {methods.EAGLE3: costs.head3_c, methods.MTP: costs.mtp_c}.get(method.name, costs.head_c)
     if method.draft_cost == methods.MEDUSA_HEADS_PASS:
         return costs.medusa_c
     if method.draft_cost == methods.EXIT_LAYERS_STEP:  # timed at one E: runs at another have no measured c

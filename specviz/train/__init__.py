@@ -15,6 +15,9 @@ Stages (each resumable; `all` runs them in order, skipping finished ones):
              eagle stage's tokens, resumable, --eagle3-minutes -> <work>/eagle3/..., exported to .../pystdlib/eagle3
   medusa     (not part of `all`) K = 4 Medusa heads on the exported target's features (specviz/train/medusa.py),
              resumable, --medusa-minutes of training -> <work>/medusa/..., exported to assets/models/pystdlib/medusa
+  mtp        (not part of `all`) one MTP module (DeepSeek-V3 style) post hoc on the exported target's features
+             (specviz/train/mtp.py), resumable, --mtp-minutes (15: a short run) -> <work>/mtp/..., exported to
+             assets/models/pystdlib/mtp
   vocab      (not part of `all`: export writes it) count the training split's tokens -> draft/token_counts.json, the
              frequency order of the draft's trimmed vocabulary (specviz/engine/vocab.py)
   card       (not part of `all`: export ends with it) measure the exported pair with `python -m specviz run |
@@ -62,7 +65,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="python -m specviz train-tiny", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    extra = ("vocab", "card", "eagle", "eagle3", "medusa", "all", "check-workloads")
+    extra = ("vocab", "card", "eagle", "eagle3", "medusa", "mtp", "all", "check-workloads")
     p.add_argument("stage", nargs="?", default="all", choices=STAGES + extra)
     p.add_argument("--work-dir", type=Path, default=Path(os.path.expanduser("~/.cache/specviz/train-tiny")))
     p.add_argument("--out-dir", type=Path, default=DEFAULT_OUT, help="export destination")
@@ -130,6 +133,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--medusa-minutes", type=float, default=25.0, help="training budget of the Medusa heads")
     p.add_argument("--medusa-steps", type=int, default=None, help="fix the Medusa heads' step count instead")
     p.add_argument("--medusa-lr", type=float, default=1e-3, help="peak learning rate of the Medusa heads")
+    p.add_argument("--mtp-minutes", type=float, default=15.0, help="training budget of the MTP module (a short run)")
+    p.add_argument("--mtp-steps", type=int, default=None, help="fix the MTP module's step count instead")
+    p.add_argument("--mtp-lr", type=float, default=1e-3, help="peak learning rate of the MTP module")
     p.add_argument("--no-baseline", action="store_true", help="skip the CE-only draft control run")
     card = p.add_argument_group("model card (export and card stages; the defaults are what the shipped card quotes)")
     card.add_argument(

@@ -16,6 +16,7 @@ from .loop import RunConfig, eval_windows, evaluate, train
 from .measurements import CardSettings
 from .medusa import train_medusa
 from .models import build, n_params
+from .mtp import train_mtp
 from .paths import WORKLOADS
 from .runs import archs, fresh_draft, load_target, tokenizer_ids
 from .tok import build_tokenizer_stage, encode_split, load_tokens
@@ -265,6 +266,12 @@ def stage_medusa(args, work: Path, device, log) -> None:
     """K = 4 Medusa heads for the exported target (train/medusa.py), over the corpus this stage gathers if needed."""
     stage_corpus(args, work, device, log)
     train_medusa(args, work, device, log)
+
+
+def stage_mtp(args, work: Path, device, log) -> None:
+    """One MTP module for the exported target (train/mtp.py), over the corpus this stage gathers if needed."""
+    stage_corpus(args, work, device, log)
+    train_mtp(args, work, device, log)
 
 
 def stage_card(args, work: Path, device, log) -> None:

@@ -65,6 +65,37 @@ def suffix_sentence(trace: Trace, r: Round) -> str:
     )
 
 
+SUFFIX_TRIES = {
+    "request": "this request's trie (its prompt + output so far)",
+    "global": "the global trie of the session's earlier outputs",
+}
+MATCH_SHOWN = 12  # tokens of a long matched suffix shown (its end, the part nearest the drafts)
+
+
+def suffix_source_html(r: Round) -> str:
+    """Where a suffix round's draft came from: which trie, and the matched end of the text (its tokens) it grew
+    from; empty for a round that records no match (another method, or a trace older than the record)."""
+    m = r.suffix
+    if m is None:
+        return ""
+    shown = m.match_text[-MATCH_SHOWN:]
+    cut = "… " if len(m.match_text) > MATCH_SHOWN else ""
+    boxes = "".join(f'<span style="{DRAFT_BOX}">{literal(visible(t))}</span>' for t in shown)
+    if not m.match_ids:
+        return '<div style="margin:.3rem 0">No end of the text was found in either trie.</div>'
+    if not m.probs:
+        what = (
+            f"The longest match ({len(m.match_ids)} token(s)) is in {SUFFIX_TRIES[m.source]}, but no continuation "
+            f"of it was likely enough:"
+        )
+    else:
+        what = (
+            f"Drafted from <b>{SUFFIX_TRIES[m.source]}</b>, after the matched suffix of {len(m.match_ids)} "
+            f"token(s) (score {m.score:.3g}, the sum of the drafts' path probabilities):"
+        )
+    return f'<div style="margin:.3rem 0">{what}<div style="margin:.3rem 0">{cut}{boxes}</div></div>'
+
+
 def head_tree_sentence(trace: Trace, r: Round, shape: str, size: str, depth: int) -> str:
     """A feature head's tree (EAGLE-2-style for EAGLE-1 / EAGLE-3, Medusa's Cartesian tree): who drafts each depth,
     and why its children are judged one-hot at any temperature."""

@@ -59,6 +59,18 @@ FLOWS = {
         sentence="one pass of the head each: the first reads the target's hidden states at three depths, fused by "
         "the head's fc, each later one the head's own output the step before; each line shows what one draft read",
     ),
+    methods.MTP: HeadFlow(
+        head="MTP module",
+        first_feature="target's f",
+        later_feature="module's h'",
+        turns_into_q="norm + target's LM head",
+        key="f: the target's last-layer feature (after its final norm) at that token, known from the last verify "
+        "pass · h': the module's own output one step before (DeepSeek-V3's MTP chains its depths through it), fed "
+        "back where the target has computed none yet · each input is normed (enorm, hnorm) before the module's "
+        "projection and block · its output norm and the target's own LM head turn each h' into q",
+        sentence="one pass of the module each: the first reads the target's own feature, each later one the "
+        "module's own output the step before; each line shows what one draft read",
+    ),
     methods.MEDUSA: HeadFlow(
         head="Medusa heads",
         first_feature="target's f",

@@ -308,3 +308,52 @@ def accepted_length_chart(rounds: tuple[Round, ...], k: int) -> alt.Chart:
         )
         .properties(height=200, padding=PADDING)
     )
+
+
+def suffix_prob_frame(r: Round, min_token_prob: float) -> pd.DataFrame:
+    """One row per drafted token of a suffix round: its path probability and whether it cleared min_token_prob."""
+    probs = r.suffix.probs if r.suffix else ()
+    rows = [
+        {
+            "draft": f"{i + 1} {visible(pos.text)}",
+            "path_prob": p,
+            "min_token_prob": min_token_prob,
+            "verdict": pos.verdict,
+        }
+        for i, (pos, p) in enumerate(zip(r.positions, probs, strict=False))
+    ]
+    return pd.DataFrame(rows, columns=["draft", "path_prob", "min_token_prob", "verdict"])
+
+
+def suffix_prob_chart(r: Round, min_token_prob: float) -> alt.LayerChart | None:
+    """Suffix decoding's walk: each drafted token's path probability (counts' ratios multiplied) against the
+    min_token_prob line the walk stops under; None when the round drafted nothing (or records no match)."""
+    frame = suffix_prob_frame(r, min_token_prob)
+    if frame.empty:
+        return None
+    order = list(frame["draft"])
+    y = alt.Y("path_prob:Q", title="path probability (trie counts)", scale=alt.Scale(domain=[0, 1]))
+    bars = (
+        alt.Chart(frame)
+        .mark_bar(color=Q_COLOR)
+        .encode(
+            x=alt.X("draft:N", sort=order, title="drafted token, in order", axis=alt.Axis(labelAngle=0)),
+            y=y,
+            tooltip=[
+                "draft:N",
+                alt.Tooltip("path_prob:Q", title="path probability", format=".4f"),
+                alt.Tooltip("min_token_prob:Q", title="min_token_prob", format=".3g"),
+                "verdict:N",
+            ],
+        )
+    )
+    line = (
+        alt.Chart(pd.DataFrame([{"min_token_prob": min_token_prob}]))
+        .mark_rule(color="black", strokeDash=[5, 3], size=2)
+        .encode(y=alt.Y("min_token_prob:Q"), tooltip=[alt.Tooltip("min_token_prob:Q", format=".3g")])
+    )
+    title = chart_title(
+        "Each draft's path probability against min_token_prob",
+        f"the walk stops before a token whose path probability would fall below {min_token_prob:g} (dashed)",
+    )
+    return (bars + line).properties(title=title, height=200, padding=PADDING)

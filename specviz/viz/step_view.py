@@ -24,6 +24,7 @@ from specviz.viz.explain import (
     draft_sentence,
     judge_sentence,
     resolve_sentence,
+    suffix_source_html,
     tree_judge_sentence,
     verify_html,
     verify_reuse,
@@ -199,6 +200,9 @@ def _draft(out: _Blocks, trace: Trace, cursor: steps.Cursor, step: steps.Step) -
         out.add(HTML, feature_flow.flow_html(flow, feature_flow.feature_steps(flow, trace, cursor.round)))
     else:
         out.add(HTML, proposals_html(r))
+        if r.suffix is not None:  # suffix decoding: which trie, the matched suffix, each draft's path probability
+            out.add(HTML, suffix_source_html(r))
+            out.chart(charts.suffix_prob_chart, r, trace.settings.suffix.min_token_prob)
 
 
 def _verify(out: _Blocks, trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:

@@ -3,6 +3,7 @@ formulas use another (issue 27, item 3)."""
 
 from __future__ import annotations
 
+import pytest
 from app_helpers import open_page
 
 from specviz.engine.costs import MeasuredCosts
@@ -39,3 +40,82 @@ def test_a_measured_c_in_use_is_the_one_the_slider_shows():
     assert slider.disabled
     assert f"{QUIET.c:.3f}" in slider.label
     assert any(m.label == "Measured c" and m.value == f"{QUIET.c:.3f}" for m in at.metric)
+
+
+# Every drafter timed: an EAGLE-1 head step, an EAGLE-3 one, a pass of 4 Medusa heads, an early exit at E = 4, an
+# MTP module step.
+EVERY = MeasuredCosts(
+    "t", "d", "cpu", "float32", 30, 5, 0.0005, 0.005, (0.0055, 0.006, 0.0065, 0.007),
+    head_step_s=0.0012, head3_step_s=0.0009, medusa_pass_s=0.0016, medusa_heads=4, exit_layer=4, exit_step_s=0.002,
+    mtp_step_s=0.0011,
+)  # fmt: skip
+
+
+def picked(costs: MeasuredCosts, drafter: str):
+    at = measured(costs)
+    at.selectbox(key="c_drafter").set_value(drafter).run()
+    assert not at.exception and not at.error
+    return at
+
+
+def formulas_speedup(at, c: float) -> float:
+    from specviz.core.theory import TheoryInputs, analyse
+
+    return analyse(TheoryInputs(alpha=0.8, k=4, c=c, verify=EVERY.verify_cost())).speedup
+
+
+def test_the_picker_offers_the_draft_the_heads_beside_the_target_early_exit_and_the_lookups():
+    at = measured(EVERY)  # the bundled pair: a draft model, and EAGLE-1, EAGLE-3 and Medusa heads beside its target
+    assert at.selectbox(key="c_drafter").options == [
+        "draft model", "EAGLE-1 head", "EAGLE-3 head", "Medusa heads", "MTP module", "early exit (self-speculation)",
+        "n-gram lookup (prompt lookup)", "Suffix decoding",
+    ]  # fmt: skip
+    assert at.selectbox(key="c_drafter").value == "draft"  # the draft model's c, as before
+
+
+def test_a_heads_measured_c_is_the_one_the_formulas_use_and_the_page_says_whose():
+    heads = {"eagle": EVERY.head_c, "eagle3": EVERY.head3_c, "medusa": EVERY.medusa_c, "mtp": EVERY.mtp_c}
+    for drafter, c in heads.items():
+        at = picked(EVERY, drafter)
+        slider = at.slider(key="c")
+        assert slider.disabled and f"measured {c:.3f} is used" in slider.label
+        assert any(m.label == "Measured c" and m.value == f"{c:.3f}" for m in at.metric)
+        assert metric(at, "Speedup (with verify cost)") == pytest.approx(formulas_speedup(at, c), abs=0.006)
+    assert EVERY.medusa_c == pytest.approx(0.0016 / 4 / 0.005)  # a Medusa pass's share per draft
+    assert any("c of the MTP module: one head step" in c.value for c in at.caption)
+    at = picked(EVERY, "medusa")
+    assert any("one pass of all 4 heads / 4" in c.value for c in at.caption)
+
+
+def test_early_exits_c_is_shown_beside_e_over_l():
+    at = picked(EVERY, "early_exit")
+    assert at.number_input(key="calc_exit_layer").value == 4
+    assert any(m.label == "Measured c" and m.value == f"{EVERY.exit_c:.3f}" for m in at.metric)
+    assert any("at E = 4" in c.value and "E/L = 4/10 = 0.40" in c.value for c in at.caption)
+    at.number_input(key="calc_exit_layer").set_value(6).run()
+    assert any("Measured at E = 4: press Measure again for E = 6" in c.value for c in at.caption)
+
+
+def test_a_lookups_c_is_zero():
+    for drafter in ("ngram", "suffix"):
+        at = picked(QUIET, drafter)
+        assert any(m.label == "Measured c" and m.value == "0.000" for m in at.metric)
+        assert any(m.label == "Draft step" and m.value == "no model run" for m in at.metric)
+        assert metric(at, "Speedup (with verify cost)") == pytest.approx(formulas_speedup(at, 0.0), abs=0.006)
+
+
+def test_a_drafter_this_measurement_did_not_time_leaves_the_slider_in_use():
+    at = picked(QUIET, "eagle")  # QUIET timed the draft model only
+    assert any("did not time the EAGLE-1 head's step" in w.value for w in at.warning)
+    assert not at.slider(key="c").disabled
+    assert any(m.label == "Measured c" and m.value == "—" for m in at.metric)
+
+
+def test_measuring_an_eagle_head_times_its_step_on_the_bundled_pair():
+    at = picked(QUIET, "eagle")
+    at.button(key="measure").click().run()
+    assert not at.exception and not at.error
+    costs = at.session_state["measured_costs"]
+    assert costs.head_step_s is not None and costs.head3_step_s is None and costs.exit_step_s is None
+    if not costs.implausible:  # a busy machine's timings are refused (above)
+        assert any(m.label == "Measured c" and m.value == f"{costs.head_c:.3f}" for m in at.metric)

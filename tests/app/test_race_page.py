@@ -123,7 +123,7 @@ def test_a_target_with_no_head_beside_it_is_not_offered_the_head_lane(tiny_defau
     assert not at.exception
     assert not set(head_lanes) & set(at.multiselect[0].value)
     assert not {lane_label(m) for m in head_lanes} & set(at.multiselect[0].options)
-    assert "No EAGLE-1 head, EAGLE-3 head or Medusa heads sit beside this target" in " ".join(
+    assert "No EAGLE-1 head, EAGLE-3 head, Medusa heads or MTP module sit beside this target" in " ".join(
         c.value for c in at.caption
     )
 
@@ -134,7 +134,7 @@ def test_a_target_with_only_an_eagle_head_is_offered_its_lane_and_not_the_others
     assert not at.exception
     assert lane_label(EAGLE) in at.multiselect[0].options and lane_label(MEDUSA) not in at.multiselect[0].options
     assert lane_label(EAGLE3) not in at.multiselect[0].options
-    assert "No EAGLE-3 head or Medusa heads sit beside this target" in " ".join(c.value for c in at.caption)
+    assert "No EAGLE-3 head, Medusa heads or MTP module sit beside this target" in " ".join(c.value for c in at.caption)
 
 
 def test_a_fitted_threshold_leaves_the_hugging_face_assisted_lane_out_and_races_the_rest(tiny_default, monkeypatch):

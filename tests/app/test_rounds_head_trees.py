@@ -1,4 +1,4 @@
-"""The rounds page runs a feature head's tree: the sidebar's toggle gives EAGLE-1, EAGLE-3 and Medusa a tree shape,
+"""The rounds page runs a feature head's tree: the sidebar's toggle gives EAGLE-1, EAGLE-3, MTP and Medusa a tree shape,
 the run drafts the head's tree (the URL names method and shape), and its rounds step through every phase with the
 head's words (who drafted each depth, judged one-hot), not the draft model's; a shared link reopens it as a tree."""
 
@@ -11,6 +11,7 @@ from specviz.ui.controls import HEAD_TREE
 SAYS = {
     methods.EAGLE: "drafts a tree of shape 2,2,1,1 (14 nodes), as EAGLE-2 grows one",
     methods.EAGLE3: "drafts a tree of shape 2,2,1,1 (14 nodes), as EAGLE-2 grows one",
+    methods.MTP: "drafts a tree of shape 2,2,1,1 (14 nodes), as EAGLE-2 grows one",
     methods.MEDUSA: "draft their Cartesian tree of shape 2,2,1,1 (14 nodes) in one pass over one feature",
 }
 

@@ -96,3 +96,18 @@ def test_an_early_exit_step_is_set_against_the_target_step_of_the_forward_it_run
     hf = measure_costs(pair, k_max=2, repeats=1, exit_layer=1, forward="hf")
     assert hf.exit_target_step_s is None  # the target step is already Hugging Face's
     assert hf.exit_c == pytest.approx(hf.exit_step_s / hf.target_step_s)
+
+
+def test_each_drafters_c_and_what_to_time_for_it():
+    from specviz.engine.costs import C_DRAFTERS, MeasuredCosts, timing_options
+
+    costs = MeasuredCosts(
+        "t", "d", "cpu", "float32", 30, 5, 0.001, 0.01, (0.011,),
+        head_step_s=0.002, medusa_pass_s=0.004, medusa_heads=4, exit_layer=3, exit_step_s=0.003, mtp_step_s=0.0025,
+    )  # fmt: skip
+    assert [costs.c_of(m) for m in C_DRAFTERS] == pytest.approx([0.1, 0.2, None, 0.1, 0.25, 0.3, 0.0, 0.0])
+    assert costs.step_s_of("eagle") == pytest.approx(0.002) and costs.step_s_of("ngram") is None
+    assert costs.step_s_of("eagle3") is None  # not timed
+    assert [timing_options(m, 3) for m in C_DRAFTERS] == [
+        {}, {"head": True}, {"head3": True}, {"medusa": True}, {"mtp": True}, {"exit_layer": 3}, {}, {},
+    ]  # fmt: skip

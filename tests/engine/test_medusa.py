@@ -111,7 +111,11 @@ def test_a_one_token_prompt_drafts_after_the_first_target_pass(heads):
 def test_a_head_directory_is_told_apart_by_its_config(model_dirs, heads, tmp_path):
     target = str(model_dirs["llama-target"])
     beside = model_dirs["llama-target"].parent
-    found = {methods.EAGLE: str(beside / "eagle"), methods.EAGLE3: str(beside / "eagle3")}
+    found = {
+        methods.EAGLE: str(beside / "eagle"),
+        methods.EAGLE3: str(beside / "eagle3"),
+        methods.MTP: str(beside / "mtp"),
+    }
     assert find_heads(target, None) == {**found, MEDUSA: str(beside / "medusa")}
     given = str(tmp_path / "given")
     save_medusa(new_medusa(heads("random").target), given)

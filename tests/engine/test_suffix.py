@@ -97,3 +97,70 @@ def test_run_method_suffix_and_its_options_on_the_command_line(model_dirs, capsy
     _, err = capsys.readouterr()
     assert code == 2 and "suffix min token probability must be a number from 0 to 1" in err
     assert "Traceback" not in err
+
+
+def replayed_matches(trace: Trace, memory: SuffixMemory | None = None) -> list[tuple]:
+    """(source, matched suffix, path probabilities) the cache reports at each round's start, fed the trace."""
+    cache = (memory or SuffixMemory()).cache_for(trace.settings.suffix)
+    o, k = trace.settings.suffix, trace.settings.k
+    request, seq, out, produced = cache.start(list(trace.prompt_ids)), list(trace.prompt_ids), [], 0
+    for r in trace.rounds:
+        depth = min(k, trace.settings.max_new_tokens - produced - 1)
+        got = cache.speculate(request, seq, depth, o.max_spec_factor, o.max_spec_offset, o.min_token_prob)
+        if depth < 1:
+            out.append(("request", (), ()))
+        else:
+            out.append((got.source, tuple(seq[len(seq) - got.match_len :]) if got.match_len else (), got.probs))
+        cache.add(request, list(r.committed))
+        seq += r.committed
+        produced += len(r.committed)
+    return out
+
+
+def test_each_round_records_its_trie_its_match_and_each_drafts_path_probability(load):
+    pair = load("llama-target")
+    trace = generate(pair, PROMPTS[0], SUFFIX)
+    recorded = [(r.suffix.source, r.suffix.match_ids, r.suffix.probs) for r in trace.rounds]
+    assert recorded == replayed_matches(trace)
+    for r in trace.rounds:
+        m = r.suffix
+        assert len(m.probs) == len(r.positions) and m.score == pytest.approx(sum(m.probs), rel=1e-5)
+        assert all(p >= SUFFIX.suffix.min_token_prob for p in m.probs)
+        assert m.match_text == tuple(pair.token_texts[t] for t in m.match_ids)
+        assert m.match_ids or not m.probs  # a draft grows from a match (a match may find nothing likely enough)
+    assert {r.suffix.source for r in trace.rounds} == {"request"}  # no earlier outputs: only this request's trie
+    again = Trace.from_json(trace.to_json())
+    assert again == trace  # the match survives JSON
+
+
+def test_a_second_run_records_drafts_from_the_earlier_outputs_trie(load):
+    pair = load("llama-target")
+    memory = SuffixMemory()
+    generate(pair, "The quick brown fox", SUFFIX, memory=memory)
+    second = generate(pair, "The quick brown fox", SUFFIX, memory=memory)
+    sources = [r.suffix.source for r in second.rounds if r.proposed]
+    assert "global" in sources  # the first run's output, in the session's global trie, drafted some rounds
+
+
+def test_other_methods_and_older_suffix_traces_have_no_match_in_their_json(load):
+    pair = load("llama-target")
+    plain = generate(pair, PROMPTS[3], RunSettings(method="plain", max_new_tokens=8))
+    assert all(r.suffix is None for r in plain.rounds)
+    assert all("suffix" not in r for r in plain.to_dict()["rounds"])
+    doc = generate(pair, PROMPTS[3], SUFFIX).to_dict()
+    for r in doc["rounds"]:
+        del r["suffix"]  # a suffix trace written before rounds recorded their match
+    old = Trace.from_dict(doc)
+    assert all(r.suffix is None for r in old.rounds) and old.to_dict() == doc
+
+
+def test_a_damaged_suffix_match_is_refused_with_where_it_is(load):
+    from specviz.errors import TraceFormatError
+
+    doc = generate(load("llama-target"), PROMPTS[3], SUFFIX).to_dict()
+    doc["rounds"][0]["suffix"]["source"] = "elsewhere"
+    with pytest.raises(TraceFormatError, match=r"rounds\[0\]\.suffix\.source"):
+        Trace.from_dict(doc)
+    doc["rounds"][0]["suffix"].update(source="request", match_text=["a", "b", "c", "d", "e", "f", "g", "h", "i"])
+    with pytest.raises(TraceFormatError, match="match_text"):
+        Trace.from_dict(doc)
