@@ -23,21 +23,23 @@ def test_measure_all_runs_the_whole_family_and_ranks_it_per_tag(model_dirs, caps
     # the 3-layer target has no layer 4 to exit at (the default E): early exit is left out, with why
     assert "left out early_exit: The exit layer E must be from 1 to 2" in err
     family = [m for m in methods.PROPOSERS if m != methods.EARLY_EXIT]
-    assert f"the whole family: {', '.join(family)}" in err  # the three heads beside the target are in it
+    assert f"the whole family: {', '.join(family)}" in err  # the heads beside the target are in it
     doc = json.loads((tmp_path / "r.json").read_text())
     assert doc["settings"]["methods"] == family
     ranked = doc["ranking"]
-    assert [r["tag"] for r in ranked] == ["all"] * 6 + ["code"] * 6 + ["prose"] * 6
+    n = len(family)  # the heads beside the tiny target: EAGLE-1, EAGLE-3, Medusa and MTP
+    assert [r["tag"] for r in ranked] == ["all"] * n + ["code"] * n + ["prose"] * n
     for tag in ("all", "code", "prose"):
         rows = [r for r in ranked if r["tag"] == tag]
         assert sorted(r["method"] for r in rows) == sorted(family)
-        assert [r["rank"] for r in rows] == list(range(1, 7))
+        assert [r["rank"] for r in rows] == list(range(1, n + 1))
         speedups = [r["speedup"] for r in rows]
         assert speedups == sorted(speedups, reverse=True)  # best first
         assert all(r["c"] is not None and r["drafts_per_round"] is not None for r in rows)
     lookup = {r["method"]: r for r in ranked if r["tag"] == "all"}
     assert lookup["ngram"]["c"] == lookup["suffix"]["c"] == 0.0
     assert lookup["draft"]["c"] > 0 and lookup["eagle"]["c"] > 0 and lookup["medusa"]["c"] > 0
+    assert lookup["mtp"]["c"] > 0
     # the text: the ranked table, then the best per tag
     assert "Ranked by measured speedup over plain decoding, per tag" in out
     best = [line for line in out.splitlines() if line.startswith("Best for ")]
