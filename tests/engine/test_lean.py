@@ -169,8 +169,9 @@ def test_bench_measures_both_forwards_on_the_same_prompts(model_dirs, tmp_path, 
 
 @pytest.mark.parametrize("kind", ["qwen2", "mistral"])
 @torch.inference_mode()
-def test_qwen2_biases_and_mistrals_window_run_lean_and_equal_hf(kind):
+def test_qwen2_biases_and_mistrals_window_run_lean_and_equal_hf(kind, monkeypatch):
     """Qwen2's q, k and v carry biases; Mistral has a sliding window, which a run shorter than it never reaches."""
+    monkeypatch.delenv("SPECVIZ_FORWARD", raising=False)  # auto's own meaning, whatever the suite runs on
     from transformers import MistralConfig, MistralForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
     torch.manual_seed(0)
