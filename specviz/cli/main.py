@@ -310,7 +310,13 @@ def load_family(args: argparse.Namespace, base: RunSettings) -> tuple[ModelPair,
 
     draft = None if args.draft.strip().lower() == methods.NGRAM else args.draft
     pair = load_pair(
-        args.target, draft, device=args.device, dtype=args.dtype, allow_pickle=args.allow_pickle, head=args.head
+        args.target,
+        draft,
+        device=args.device,
+        dtype=args.dtype,
+        allow_pickle=args.allow_pickle,
+        head=args.head,
+        threads=parse_threads(args.threads),
     )
     try:
         check_exit_layer(pair.target, base.exit_layer)

@@ -101,6 +101,17 @@ def sample(probs: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     return torch.searchsorted(cdf, threshold).squeeze(-1).clamp_max(probs.shape[-1] - 1)
 
 
+def draw(logits: torch.Tensor, sampling: SamplingSettings, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A token drawn with u from the processed distribution of logits (V,), and that distribution: `sample` of
+    `logits_to_probs`, except that greedy takes the argmax directly (what sampling its one-hot gives for every u),
+    which spares a draft step a cumulative sum and a search over the vocabulary."""
+    if sampling.greedy:
+        token = logits.float().argmax(-1)
+        return token, one_hot(token, logits.shape[-1])
+    probs = logits_to_probs(logits, sampling)
+    return sample(probs, u), probs
+
+
 def uniforms(generator: torch.Generator, n: int) -> torch.Tensor:
     """n float64 draws in (0, 1] from a CPU generator: u = 0 would accept a token of probability 0."""
     return 1.0 - torch.rand(n, generator=generator, dtype=torch.float64)

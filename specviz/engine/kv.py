@@ -6,7 +6,7 @@ import torch
 from transformers import DynamicCache, PreTrainedModel
 
 from specviz.core.settings import FORWARD_HF, FORWARD_LEAN
-from specviz.engine.lean import LeanCache, lean_forward, lean_weights
+from specviz.engine.lean import LeanCache, Matrix, lean_forward, lean_weights, packed_copy
 
 
 class CachedModel:
@@ -35,7 +35,7 @@ class CachedModel:
         if forward == FORWARD_LEAN:
             self.lean = lean_weights(model)
             self.cache = LeanCache(self.lean)
-            self.head = self.lean.head if kept is None else self.lean.head[:, self.kept]  # (H, V or N)
+            self.head = self.lean.head if kept is None else _trimmed(self.lean.head, self.kept)  # (H, V or N)
         else:
             self.lean = None
             self.cache = DynamicCache(config=model.config)
@@ -151,7 +151,7 @@ class CachedModel:
         hidden, self.hidden = lean_forward(self.lean, self.cache, ids[0], positions, allowed, self.hidden_layers)
         if keep is not None:
             hidden = hidden[keep]  # (rows, H)
-        logits = hidden @ self.head  # (rows, V_head or N)
+        logits = self.head.times(hidden)  # (rows, V_head or N)
         return logits[:, : self.vocab_size] if self.kept is None else self._widened(logits)
 
     def _widened(self, small: torch.Tensor) -> torch.Tensor:
@@ -174,3 +174,9 @@ class CachedModel:
 
     def _ids(self, tokens: list[int]) -> torch.Tensor:
         return torch.tensor([tokens], dtype=torch.long, device=self.device)
+
+
+def _trimmed(head: Matrix, kept: torch.Tensor) -> Matrix:
+    """The kept columns of an input-major LM head (H, N), this run's own copy, packed as the whole head is."""
+    weight = head.weight[:, kept]
+    return Matrix(weight, None, packed_copy(weight) if head.packed is not None else None)

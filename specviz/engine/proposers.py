@@ -18,7 +18,7 @@ from transformers import PreTrainedModel
 from specviz import methods
 from specviz.core.dyntree import DynamicTree, GrownSoFar, GrownTree, grow_dynamic_tree
 from specviz.core.lab.exits import EXIT_EXACT, ExitVariant
-from specviz.core.sampling import SamplingSettings, logits_to_probs, one_hot, sample
+from specviz.core.sampling import SamplingSettings, draw, logits_to_probs, one_hot, sample
 from specviz.core.settings import FORWARD_HF, RunSettings
 from specviz.core.suffix_tree import SuffixCache, SuffixDraft, SuffixMemory, SuffixOptions
 from specviz.core.trace import SUFFIX_REQUEST, SuffixMatch
@@ -130,8 +130,7 @@ class DraftModelDrafter:
         logits = self.state.forward()[-1]  # (V,) reads the committed tokens this cache has not seen
         tokens, dists, confidence = [], [], []
         for i in range(k):
-            q_i = logits_to_probs(logits, self.sampling)  # (V,) exactly what x_i is drawn from
-            x_i = sample(q_i, u[i])
+            x_i, q_i = draw(logits, self.sampling, u[i])  # q_i (V,): exactly what x_i is drawn from
             tokens.append(x_i)
             dists.append(q_i)
             if stop_below is not None:

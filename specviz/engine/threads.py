@@ -1,8 +1,9 @@
 """How many threads torch runs on a CPU. A decoding step of a narrow model is a chain of small matrix-vector products
 (the bundled target's widest is 256 x 768): splitting one across cores gains little, and a thread that waits for a
-core another process holds stalls the whole step. On a 2-core machine with other work running, torch's default of
-two threads took plain decoding from 149 to 7.7 tokens/s (docs/speed.md). So `auto` runs narrow models on one thread
-and wider ones on torch's default (every core); a number asks for exactly that many."""
+core another process holds stalls the whole step. On the 2-core machine measured, a second thread gained at most 5 %
+when it was quiet, and with one core busy elsewhere it took plain decoding of the bundled target from 376 to 118
+tokens/s (docs/engine.md, "Threads"). So `auto` runs narrow models on one thread and wider ones on torch's default
+(every core); a number asks for exactly that many."""
 
 from __future__ import annotations
 
