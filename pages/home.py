@@ -67,10 +67,11 @@ else:
         f"{env['cpu']}, load average {env['load_average']}).{vocab_note} "
         f"{result.timing.words()} (Median {result.spec_tokens_per_s:.0f} vs {result.plain_tokens_per_s:.0f} tokens/s.) "
         f"{bench_note} This server keeps the result for every visitor until it restarts. {same} Measured on "
-        "an AMD EPYC (2 cores, float32, the lean forward): the bundled draft reads a tenth of the target's weights, "
-        "but its step costs about a sixth of the target's (c ≈ 0.17), since every step also pays fixed work "
-        "(embedding, norms, the LM head, Python) and the verify pass over K + 1 tokens costs more than one step, "
-        "so the speedup stays below what τ suggests: the calculator page explains the gap."
+        "an AMD EPYC (2 cores, float32, one torch thread, the lean forward, docs/speed.md): the bundled draft reads "
+        "a tenth of the target's weights, and in a round's back-to-back draft steps each costs about a ninth of a "
+        "target step (c ≈ 0.11); a verify pass over K + 1 tokens costs 1.1 steps and the round's bookkeeping (the "
+        "accept test, the numbers this page shows) about 0.1 more, so the bench's best is about 1.9x where τ "
+        "alone (3.5 at K = 5) would promise more: the calculator page explains the gap."
     )
     if bench.verdict == DISAGREES:
         st.warning(agreement_words(bench))

@@ -160,7 +160,8 @@ def _cheapest_cost(ms: dict) -> str:
     runs = sorted(ms["speed"], key=lambda r: r["dtype"] != "float32")
     parts = [f"{_fmt(r['costs']['c'], 2)} in {r['dtype']}" for r in runs if r["costs"]["c"] is not None]
     return (
-        "c = draft step / target step measured at " + " and ".join(parts) + " with HF eager at batch 1"
+        "c = draft step / target step measured at " + " and ".join(parts) + ", one step timed alone at batch 1 on "
+        "specviz's default forward (the lean one; in a round's back-to-back draft steps it is lower)"
         if parts
         else "one layer against ten"
     )

@@ -1,4 +1,4 @@
-"""The shipped EAGLE-1 and EAGLE-3 heads (assets/models/pystdlib/eagle and eagle3, `train-tiny eagle` and `eagle3`):
+"""The shipped EAGLE-1 and EAGLE-3 heads and MTP module (assets/models/pystdlib/eagle, eagle3 and mtp, `train-tiny`):
 found beside the bundled target, greedy output equal to plain decoding on held-out code and prose prompts, and sampled
 output with the target's distribution (a fixed-seed χ² that a lossy judge fails)."""
 
@@ -22,7 +22,7 @@ HELD_OUT = [json.loads(line)["prompt"] for line in (WORKLOADS / "code.jsonl").re
 HELD_OUT += [json.loads(line)["prompt"] for line in (WORKLOADS / "prose.jsonl").read_text().splitlines()[:2]]
 SAMPLED = SamplingSettings(temperature=1.0, top_k=12)  # twelve tokens: every one expected often enough for χ²
 SEEDS = 500
-HEADS = [methods.EAGLE, methods.EAGLE3]
+HEADS = [methods.EAGLE, methods.EAGLE3, methods.MTP]  # MTP drafts with EAGLE-1's drafter, its own module
 
 
 @pytest.fixture(scope="module")
