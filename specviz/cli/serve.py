@@ -69,7 +69,7 @@ def _restore(previous: dict) -> None:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from specviz.core.settings import MAX_K
-    from specviz.remote.launch import Launched, check_port, method_args, served_target, server_command, vllm_python
+    from specviz.remote.launch import Launched, check_port, method_args, served_model, server_command, vllm_python
 
     method = method_from(args.method)
     if not 1 <= args.k <= MAX_K:
@@ -77,7 +77,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     python = vllm_python()
     check_port(args.host, args.port)
     extra = method_args(method, args.k)
-    command = server_command(python, args.port, args.host, args.eager, extra, target=served_target(method))
+    model, tokenizer = served_model(method)
+    command = server_command(python, args.port, args.host, args.eager, extra, target=model, tokenizer=tokenizer)
     log = Path(args.log) if args.log else Path(tempfile.mkdtemp(prefix="specviz-serve-")) / "vllm.log"
     host = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{host}:{args.port}"

@@ -40,14 +40,17 @@ ARCHITECTURE = "MiMoForCausalLM"
 EXPORT_VERSION = 1  # bump when what is written changes: remote/launch.py's cached exports are keyed on it
 MTP_PREFIX = "model.mtp_layers.0."  # vLLM maps it onto its layer index and adds the `mtp_block.` wrapper itself
 BIASED = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj")  # Qwen2's (and so MiMo's) biased projections
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "generation_config.json")
+# no tokenizer files: with model_type qwen2, transformers 5 loads a generic tokenizer.json as Qwen2's, which splits
+# text differently (seen: "def add(a, b)" in 13 tokens, not 12); the server takes the target's (--tokenizer)
+COPIED = ("generation_config.json",)
 NOTE = "export.json"  # what was folded, from which files: for people, vLLM never reads it
 SMALLEST_NORM = 1e-3  # a norm weight below this (in size) cannot be divided out
 
 
 def export_mimo(target_dir: str | Path, mtp_dir: str | Path, out_dir: str | Path) -> Path:
-    """Write target + MTP module as a MiMoForCausalLM directory (config.json, float32 model.safetensors, the
-    target's tokenizer, export.json) that vLLM serves with {"method": "mtp"}; returns out_dir."""
+    """Write target + MTP module as a MiMoForCausalLM directory (config.json, float32 model.safetensors,
+    export.json; no tokenizer: serve it with the target's, --tokenizer TARGET) that vLLM serves with
+    {"method": "mtp"}; returns out_dir."""
     target, mtp, out = Path(target_dir).expanduser(), Path(mtp_dir).expanduser(), Path(out_dir).expanduser()
     config = read_llama_config(target)
     if not is_mtp(mtp):
@@ -69,7 +72,7 @@ def export_mimo(target_dir: str | Path, mtp_dir: str | Path, out_dir: str | Path
     out.mkdir(parents=True, exist_ok=True)
     save_file({k: v.contiguous() for k, v in weights.items()}, str(out / WEIGHTS), metadata={"format": "pt"})
     (out / "config.json").write_text(json.dumps(mimo_config(config), indent=2, sort_keys=True) + "\n")
-    for name in TOKENIZER_FILES:
+    for name in COPIED:
         if (target / name).is_file():
             shutil.copyfile(target / name, out / name)
     (out / NOTE).write_text(json.dumps(export_note(target, mtp, w_f), indent=2) + "\n")

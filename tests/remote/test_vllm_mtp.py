@@ -20,7 +20,7 @@ from specviz import methods
 from specviz.core.settings import RunSettings
 from specviz.engine.models import ASSETS, load_pair
 from specviz.measure.prompts import read_workload
-from specviz.remote.launch import method_args, mimo_export
+from specviz.remote.launch import method_args, served_model
 from specviz.remote.vllm import connect
 
 PROMPTS = read_workload(ASSETS / "workloads" / "code.jsonl").rows[:3]
@@ -30,8 +30,8 @@ MTP_CONFIG = method_args(methods.MTP, 4)
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    mimo = mimo_export(cache=tmp_path_factory.mktemp("mimo"))
-    for started in serve("mtp", [*MTP_CONFIG, *PER_REQUEST], tmp_path_factory, target=mimo):
+    mimo, tokenizer = served_model(methods.MTP, cache=tmp_path_factory.mktemp("mimo"))
+    for started in serve("mtp", [*MTP_CONFIG, *PER_REQUEST], tmp_path_factory, target=mimo, tokenizer=tokenizer):
         yield connect(started.url, method=methods.MTP)  # a server hides its method unless in dev mode: declared
 
 
