@@ -176,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     for run in compare_engines(engine_source(pair), server.run, rows, settings):
         found, local, served = run.found, run.local, run.served
         speeds = {"local_tokens_per_s": local.tokens_per_s, "served_tokens_per_s": served.tokens_per_s}
-        results.append({"prompt": run.prompt, **asdict(found), **speeds, "steps": run.steps})
+        # the steps side by side under their own key: "steps" is Agreement's count, which the summary adds up
+        results.append({"prompt": run.prompt, **asdict(found), **speeds, "side_by_side": run.steps})
         print(
             f"{len(results):>3} steps {found.steps:>3} same {found.same:>3} first same at {found.first_same} "
             f"text equal {found.text_equal}  specviz {local.tokens_per_s:6.1f} tok/s  "
