@@ -44,6 +44,8 @@ HF_ASSISTED, HF_PROMPT_LOOKUP = "hf_assisted", "hf_prompt_lookup"
 HF_ASSISTANT_MODEL, HF_PROMPT_LOOKUP_TOKENS = "assistant_model", "prompt_lookup_num_tokens"  # generate() options
 VLLM_DRAFT_MODEL, VLLM_NGRAM, VLLM_EAGLE = "draft_model", "ngram", "eagle"  # vLLM's --speculative-config methods
 VLLM_EAGLE3, VLLM_MEDUSA = "eagle3", "medusa"
+VLLM_MTP = "mtp"  # vLLM 0.32's one MTP method (mimo_mtp, deepseek_mtp, ... are deprecated aliases of it): the MTP
+#                   layers are the served model's own (a MiMoForCausalLM re-export, engine/mimo.py), so no "model"
 
 NEEDS_SHAPE = (
     "Tree speculation needs a tree shape: children per depth, e.g. 3,2,1,1 "
@@ -116,7 +118,7 @@ class Method:
             config.update(suffix.vllm_keys())
         if self.loads_draft:
             config["model"] = draft_source or "<draft model>"
-        if self.loads_head:
+        if self.loads_head and self.vllm_method != VLLM_MTP:
             config["model"] = draft_source or "<head directory>"
         return config
 
@@ -227,6 +229,7 @@ REGISTRY: dict[str, Method] = {
             SPECVIZ,
             loads_draft=False,
             draft_cost=FEATURE_HEAD_STEP,
+            vllm_method=VLLM_MTP,
             loads_head=True,
             adaptive=True,
             branches=True,

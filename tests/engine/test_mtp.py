@@ -46,7 +46,8 @@ def tiny(model_dirs, tmp_path_factory):
 def test_the_registry_and_the_command_line_name_it():
     m = methods.get(MTP)
     assert m.loads_head and m.branches and m.adaptive and m.draft_cost == methods.FEATURE_HEAD_STEP
-    assert m.vllm_method is None  # vLLM serves MTP only for a target that declares MTP layers: not checked here
+    assert m.vllm_method == methods.VLLM_MTP  # served on the target's MiMo re-export (engine/mimo.py)
+    assert m.vllm_config(4, "ignored") == {"method": "mtp", "num_speculative_tokens": 4}  # the served model's own layer
     assert MTP in methods.PROPOSERS and MTP in methods.LANES
     assert proposers.proposer_class(MTP) is proposers.MtpProposer
     assert HEAD_KINDS[MTP].beside == MTP_BESIDE == "mtp" and HEAD_KINDS[MTP].stage == "mtp"

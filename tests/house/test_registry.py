@@ -54,6 +54,7 @@ def test_lanes_mirror_registered_methods_and_costs_are_separate_from_loading():
         "eagle3": methods.EAGLE3,
         "medusa": methods.MEDUSA,
         "suffix": methods.SUFFIX,
+        "mtp": methods.MTP,
     }
 
 

@@ -64,3 +64,22 @@ def test_compare_engines_warms_both_up_then_runs_each_prompt_on_both():
     agreed, sentence = agreement_verdict(table)
     assert agreed
     assert sentence.startswith("2/2 texts equal.")
+
+
+def test_the_command_lines_totals_add_up_the_prompts_step_counts_beside_their_side_by_side_steps():
+    from dataclasses import asdict
+
+    from specviz.remote.agreement import Agreement, totals
+
+    def result(found: Agreement, speed: float) -> dict:  # one prompt's entry, as main() writes it
+        speeds = {"local_tokens_per_s": speed, "served_tokens_per_s": 2 * speed}
+        return {"prompt": "p", **asdict(found), **speeds, "side_by_side": [{"served": (0, 4, 2)}]}
+
+    results = [
+        result(Agreement(13, 12, 1, 12, True, None), 80.0),  # from step 1 on, all 12 agree
+        result(Agreement(10, 7, None, 0, False, 5), 60.0),  # never in line: counts in steps, not after the first
+    ]
+    got = totals(results)
+    assert (got["steps"], got["steps_same"], got["texts_equal"]) == (23, 19, 1)  # was a TypeError: steps a list
+    assert (got["steps_from_first_same"], got["steps_same_from_first_same"]) == (12, 12)
+    assert got["first_same_index"] == [1, None] and got["vllm_tokens_per_s_median"] == 140.0

@@ -17,7 +17,8 @@ import pytest
 from specviz import methods
 from specviz.cli import main
 from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_PAIR, BUNDLED_TARGET
-from specviz.remote.launch import free_port, method_args, server_command
+from specviz.remote import launch
+from specviz.remote.launch import free_port, method_args, served_model, server_command
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -74,6 +75,37 @@ def test_the_command_has_the_bundled_target_and_the_methods_config(method, expec
     assert flags.get("--per-request-spec-decode-metrics") == (None if expected is None else "detailed")
     assert flags["--compilation-config"] == '{"mode": 0}'
     assert config_of(command) == expected
+
+
+def test_an_mtp_server_serves_the_mimo_re_export_whose_own_mtp_layer_drafts(tmp_path):
+    assert config_of(method_args(methods.MTP, 3)) == {"method": "mtp", "num_speculative_tokens": 3}  # no "model"
+    target, tokenizer = served_model(methods.MTP, cache=tmp_path)
+    assert tokenizer == BUNDLED_TARGET  # the export has none: a qwen2 config would load it as Qwen2's tokenizer
+    assert json.loads((Path(target) / "config.json").read_text())["architectures"] == ["MiMoForCausalLM"]
+    written = (Path(target) / "model.safetensors").stat().st_mtime_ns
+    assert served_model(methods.MTP, cache=tmp_path) == (target, tokenizer)  # written once, found again by its digest
+    assert (Path(target) / "model.safetensors").stat().st_mtime_ns == written
+    assert [p.name for p in tmp_path.iterdir()] == [Path(target).name]  # no partial copy left behind
+    assert served_model(methods.EAGLE, cache=tmp_path) == (None, None)  # every other method: the bundled target
+    command = server_command(
+        "py", 8123, eager=True, extra=method_args(methods.MTP, 3), target=target, tokenizer=tokenizer
+    )
+    flags = dict(zip(command[3::2], command[4::2]))
+    assert flags["--model"] == target and flags["--tokenizer"] == BUNDLED_TARGET
+
+
+def test_serve_method_mtp_starts_vllm_on_the_re_export(tmp_path, capsys, monkeypatch):
+    telling = "import sys\nprint('ARGS', ' '.join(sys.argv[1:]), flush=True)\nsys.exit(3)\n"  # then dies
+    monkeypatch.setenv("SPECVIZ_VLLM_VENV", str(fake_venv(tmp_path / "venv", telling)))
+    monkeypatch.setattr(launch, "MIMO_CACHE", tmp_path / "mimo")
+    assert main(["serve", "--method", "mtp", "--port", str(free_port()), "--log", str(tmp_path / "log")]) == 2
+    (exported,) = (tmp_path / "mimo").iterdir()
+    log = (tmp_path / "log").read_text()
+    assert (
+        f"--model {exported} " in log
+        and f"--tokenizer {BUNDLED_TARGET} " in log
+        and '{"method": "mtp", "num_speculative_tokens": 4}' in log
+    )
 
 
 def test_compiled_is_the_default_and_no_flag_is_doubled():

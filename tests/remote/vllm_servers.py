@@ -34,13 +34,15 @@ class VllmServer:
     """One `python -m vllm.entrypoints.openai.api_server` process group, its log in a file: remote.launch.Launched
     (what `python -m specviz serve` runs), with a test's failure messages."""
 
-    def __init__(self, name: str, args: list[str], log_dir: Path):
+    def __init__(self, name: str, args: list[str], log_dir: Path, target: str | None = None, tokenizer=None):
         python = VENV / "bin" / "python"
         if not python.exists():
             pytest.fail(f"vLLM is not installed at {VENV}: run `sh tests/install_vllm.sh` (tests/install.sh does).")
         self.name, self.port = name, free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        command = server_command(python, self.port, eager=True, extra=args, per_request=False)
+        command = server_command(
+            python, self.port, eager=True, extra=args, target=target, per_request=False, tokenizer=tokenizer
+        )
         self.launched = launch.Launched.start(command, log_dir / f"vllm-{name}.log", self.url)
         self.process = self.launched.process
         self.startup_s: float | None = None
@@ -61,9 +63,10 @@ class VllmServer:
         self.launched.stop()
 
 
-def serve(name: str, args: list[str], tmp_path_factory):
-    """A started server for a fixture: yields it ready, stops it afterwards."""
-    server = VllmServer(name, args, tmp_path_factory.mktemp(f"vllm-{name}"))
+def serve(name: str, args: list[str], tmp_path_factory, target: str | None = None, tokenizer: str | None = None):
+    """A started server for a fixture (on `target` and `tokenizer`, the bundled target by default): yields it ready,
+    stops it afterwards."""
+    server = VllmServer(name, args, tmp_path_factory.mktemp(f"vllm-{name}"), target, tokenizer)
     try:
         yield server.wait_ready()
     finally:
