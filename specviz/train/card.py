@@ -106,6 +106,7 @@ def render(m: dict, ms: dict) -> str:
             *([_eagle(m)] if m.get("eagle") else []),
             *([_eagle3(m)] if m.get("eagle3") else []),
             *([_medusa(m)] if m.get("medusa") else []),
+            *([_mtp(m)] if m.get("mtp") else []),
             _acceptance(m, ms),
             _speed(ms),
             _samples(ms),
@@ -666,3 +667,32 @@ def card_command(settings: dict) -> str:
         if k in CARD_FLAGS and v != defaults[k]
     ]
     return " ".join(["python -m specviz train-tiny card", *flags])
+
+
+def _mtp(m: dict) -> str:
+    """The MTP module beside the pair (train-tiny mtp): its training and held-out teacher-forced agreement at depths 1
+    and 2 (depth 2 reads the module's own output), next to EAGLE-1's first draft on the same kind of windows."""
+    e = m["mtp"]
+    held, first = e["held_out_val_code_shipped"], m.get("eagle", {}).get("held_out_val_code_shipped", {})
+    curve = ", ".join(
+        f"{_fmt(p['greedy_agreement'], 2)} / {_fmt(p['greedy_agreement_depth2'], 2)} at {p['minutes']:g} min"
+        for p in e["curve"]
+    )
+    about = _wrap(
+        f"A {e['parameters'] / 1e6:.2f} M-parameter MTP module in DeepSeek-V3's style (`python -m specviz run "
+        f"--method {methods.MTP}`; docs/engine.md): eh_proj([enorm(emb(x)); hnorm(h)]) → one full decoder block → "
+        "its own output norm → the target's LM head, chained across depths on its own output; vLLM serves it through "
+        f"a re-export of the target as MiMoForCausalLM. {_trained(e)}; input noise {e['input_noise']}."
+    )
+    rows = [
+        ("MTP module, depth 1", held["overlap"], held["greedy_agreement"]),
+        ("MTP module, depth 2 (on its own depth-1 output)", None, held["greedy_agreement_depth2"]),  # overlap: n/a
+        ("EAGLE-1 head, draft step 1", first.get("overlap"), first.get("greedy_agreement")),
+    ]
+    return _head_section(
+        "MTP module (`mtp/`)",
+        about,
+        "teacher-forced",
+        rows,
+        f"Greedy agreement at depths 1 / 2 while training: {curve}.",
+    )
