@@ -282,12 +282,11 @@ def method_of(args: argparse.Namespace) -> str:
     return methods.NGRAM if args.draft.strip().lower() == methods.NGRAM else methods.DRAFT
 
 
-def load_for(args: argparse.Namespace, method_names) -> ModelPair:
-    """The pair the model arguments name; the draft is loaded only when one of the methods needs it."""
+def load_named(args: argparse.Namespace, draft: str | None) -> ModelPair:
+    """The target the model arguments name, with this draft (None: none), on their device, precision and threads."""
     from specviz.engine.models import load_pair
 
-    draft = args.draft if methods.loads_draft(method_names) else None
-    pair = load_pair(
+    return load_pair(
         args.target,
         draft,
         device=args.device,
@@ -296,6 +295,11 @@ def load_for(args: argparse.Namespace, method_names) -> ModelPair:
         head=args.head,
         threads=parse_threads(args.threads),
     )
+
+
+def load_for(args: argparse.Namespace, method_names) -> ModelPair:
+    """The pair the model arguments name; the draft is loaded only when one of the methods needs it."""
+    pair = load_named(args, args.draft if methods.loads_draft(method_names) else None)
     for name in method_names:
         if methods.get(name).loads_head:
             pair.load_head_for(name)  # loads it now: a head that is missing or does not fit is refused before any run
@@ -306,18 +310,9 @@ def load_family(args: argparse.Namespace, base: RunSettings) -> tuple[ModelPair,
     """--method all: the pair with every method it can run (draft model, lookups, the heads found beside the target
     or given, early exit at --exit-layer); each one left out is named on stderr with the reason."""
     from specviz.engine.early_exit import check_exit_layer
-    from specviz.engine.models import find_heads, load_pair
+    from specviz.engine.models import find_heads
 
-    draft = None if args.draft.strip().lower() == methods.NGRAM else args.draft
-    pair = load_pair(
-        args.target,
-        draft,
-        device=args.device,
-        dtype=args.dtype,
-        allow_pickle=args.allow_pickle,
-        head=args.head,
-        threads=parse_threads(args.threads),
-    )
+    pair = load_named(args, None if args.draft.strip().lower() == methods.NGRAM else args.draft)
     try:
         check_exit_layer(pair.target, base.exit_layer)
         exit_refusal = ""
