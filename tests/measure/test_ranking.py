@@ -135,7 +135,7 @@ def test_the_json_and_the_csv_carry_the_ranking():
 
 
 def test_the_whole_family_is_every_chain_method_the_pair_can_run_and_says_why_not_for_the_others():
-    names, left_out = methods.whole_family(True, {"eagle": "dir/eagle", "eagle3": "x", "medusa": "y"})
+    names, left_out = methods.whole_family(True, {"eagle": "dir/eagle", "eagle3": "x", "medusa": "y", "mtp": "z"})
     assert names == list(methods.PROPOSERS)  # the bundled pair ships every head
     assert methods.TREE not in names  # a tree needs a shape
     names, left_out = methods.whole_family(False, {"eagle": "dir/eagle"}, "E too deep")
