@@ -353,6 +353,8 @@ for verdict in deployable if not served else ():
     left, right = st.columns(2)
     left.markdown("vLLM `--speculative-config`")
     left.code(json.dumps(verdict.vllm_config), language="json")
+    if (method := methods.REGISTRY.get(verdict.method)) and method.vllm_note:
+        left.caption(method.vllm_note)
     right.markdown("Hugging Face `generate()`")
     right.code(verdict.hf_generate, language="python")
 

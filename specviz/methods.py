@@ -82,6 +82,7 @@ class Method:
     adaptive: bool = False  # K means a chain drafted token by token, so the K schedules apply (core/schedule.py)
     refuses_schedule: str = ""  # why an adaptive K schedule does not apply (the generic reason when empty)
     exits_early: bool = False  # drafts with the target's own first layers (RunSettings.exit_layer, CLI --exit-layer)
+    vllm_note: str = ""  # what else vLLM needs beyond its --speculative-config (shown beside it)
 
     @property
     def speculative(self) -> bool:
@@ -233,6 +234,9 @@ REGISTRY: dict[str, Method] = {
             loads_head=True,
             adaptive=True,
             branches=True,
+            vllm_note="vLLM reads MTP layers from the served model itself, so serve the target's MiMoForCausalLM "
+            "re-export with the MTP module inside it (`python -m specviz serve --method mtp` writes it once, into "
+            "~/.cache/specviz/mimo/), not the target's own directory.",
         ),
         Method(
             EARLY_EXIT,

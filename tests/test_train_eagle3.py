@@ -61,3 +61,24 @@ def test_a_few_steps_of_training_time_test_lower_the_loss(target):
         opt.step()
         losses.append(float(loss.detach()))
     assert losses[-1] < 0.8 * losses[0]
+
+
+def test_a_head_started_from_the_target_reads_features_as_the_target_does(target):
+    """init_from_target: fc passes the deepest state read through, and norm + lm_head are the target's final norm and
+    its LM head's rows for the draft vocabulary, so the head's first logits are the target's on those tokens."""
+    from specviz.train.eagle3 import init_from_target
+
+    kept = torch.arange(0, target.config.vocab_size, 3)
+    head = new_head3(target, kept, seed=4)
+    init_from_target(head, target)
+    states = torch.randn(2, 5, len(head.layers_read) * target.config.hidden_size)
+    width = target.config.hidden_size
+    with torch.no_grad():
+        torch.testing.assert_close(head.fuse(states), states[..., -width:])
+        feature = torch.randn(2, 5, width)
+        ours = head.lm_head(head.norm(feature))
+        theirs = target.lm_head(target.model.norm(feature))[..., kept]
+    torch.testing.assert_close(ours, theirs)
+    last = target.model.layers[-1]
+    torch.testing.assert_close(head.midlayer.mlp.down_proj.weight, last.mlp.down_proj.weight)
+    torch.testing.assert_close(head.midlayer.self_attn.q_proj.weight[:, width:], last.self_attn.q_proj.weight)

@@ -126,10 +126,22 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--eagle-minutes", type=float, default=25.0, help="training budget of the EAGLE-1 head")
     p.add_argument("--eagle-steps", type=int, default=None, help="fix the EAGLE-1 head's step count instead")
     p.add_argument("--eagle-lr", type=float, default=1e-3, help="peak learning rate of the EAGLE-1 head")
-    p.add_argument("--eagle3-minutes", type=float, default=28.0, help="training budget of the EAGLE-3 head")
+    p.add_argument("--eagle3-minutes", type=float, default=45.0, help="training budget of the EAGLE-3 head")
     p.add_argument("--eagle3-steps", type=int, default=None, help="fix the EAGLE-3 head's step count instead")
     p.add_argument("--eagle3-lr", type=float, default=1e-3, help="peak learning rate of the EAGLE-3 head")
     p.add_argument("--eagle3-vocab", type=int, default=2048, help="the EAGLE-3 head's draft vocabulary size")
+    p.add_argument(
+        "--eagle3-init",
+        choices=("target", "random"),
+        default="target",
+        help="start the EAGLE-3 head from the target's weights",
+    )
+    p.add_argument(
+        "--eagle3-gen-tokens",
+        type=int,
+        default=400_000,
+        help="also train the EAGLE-3 head on this many tokens the target wrote",
+    )
     p.add_argument("--medusa-minutes", type=float, default=25.0, help="training budget of the Medusa heads")
     p.add_argument("--medusa-steps", type=int, default=None, help="fix the Medusa heads' step count instead")
     p.add_argument("--medusa-lr", type=float, default=1e-3, help="peak learning rate of the Medusa heads")

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from .eagle import HEAD_DIR as EAGLE_DIR
-from .heads import EVAL_WINDOWS, HeadJob, code_tokens, train_head, write_training
+from .heads import EVAL_WINDOWS, HeadJob, code_tokens, continuation_tokens, train_head, write_training
 from .loop import eval_windows
 
 HEAD_DIR = "eagle3"
@@ -42,6 +42,33 @@ def ttt_mask(columns: int, step: int, dtype, device):
     allowed = torch.cat(blocks, dim=1)  # (T, (step + 1) T)
     mask = torch.zeros(allowed.shape, dtype=dtype, device=device)
     return mask.masked_fill(~allowed, torch.finfo(dtype).min)[None, None]
+
+
+def init_from_target(head, target) -> None:
+    """Start the head from the target's own weights instead of noise (a short CPU budget cannot learn them): the
+    decoder layer is the target's last one, its q/k/v reading the hidden half through that layer's weights and the
+    token half through the first layer's (the layer that reads embeddings); fc passes the deepest state read through;
+    norm and lm_head are the target's final norm and its LM head's rows for the draft vocabulary."""
+    import torch
+
+    layers = target.model.layers
+    first, last, width = layers[0], layers[-1], target.config.hidden_size
+    mid = head.midlayer
+    with torch.no_grad():
+        for name in ("q_proj", "k_proj", "v_proj"):
+            both = getattr(mid.self_attn, name).weight  # (out, 2H): [emb half | hidden half]
+            both[:, :width].copy_(getattr(first.self_attn, name).weight)
+            both[:, width:].copy_(getattr(last.self_attn, name).weight)
+        mid.self_attn.o_proj.weight.copy_(last.self_attn.o_proj.weight)
+        for name in ("gate_proj", "up_proj", "down_proj"):
+            getattr(mid.mlp, name).weight.copy_(getattr(last.mlp, name).weight)
+        mid.input_layernorm.weight.copy_(first.input_layernorm.weight)
+        mid.hidden_norm.weight.copy_(last.input_layernorm.weight)
+        mid.post_attention_layernorm.weight.copy_(last.post_attention_layernorm.weight)
+        head.fc.weight.zero_()
+        head.fc.weight[:, -width:].copy_(torch.eye(width))  # (H, n H): h = the deepest state read
+        head.norm.weight.copy_(target.model.norm.weight)
+        head.lm_head.weight.copy_(target.lm_head.weight[head.target_ids])
 
 
 def unroll(head, target, x, steps: int = TTT_STEPS):
@@ -124,6 +151,13 @@ def train_eagle3(args, work: Path, device, log) -> None:
         raise SystemExit(f"eagle3: no token counts in {out / 'draft'}: run `train-tiny vocab` first")
     kept = counts.kept(args.eagle3_vocab, target.config.vocab_size)
     head = new_head3(target, kept, seed=args.seed)
+    if args.eagle3_init == "target":
+        init_from_target(head, target)
+    if args.eagle3_gen_tokens:
+        generated = continuation_tokens(
+            work, out, HEAD_DIR, target, train_data, args.eagle3_gen_tokens, args, device, log
+        )
+        train_data = np.concatenate([np.asarray(train_data), np.asarray(generated)])  # windows from both
     n_params = sum(p.numel() for p in head.parameters())
     log(
         f"eagle3: EAGLE-3 head, {n_params / 1e6:.2f} M parameters, layers {list(head.layers_read)}, draft vocabulary "
@@ -144,7 +178,13 @@ def train_eagle3(args, work: Path, device, log) -> None:
             f"k < {TTT_STEPS}; no feature loss",
             "draft_vocab_size": len(kept),
             "layers_read": list(head.layers_read),
-            "data": "code documents of the training split",
+            "init": args.eagle3_init,
+            "data": "code documents of the training split"
+            + (
+                f" and {args.eagle3_gen_tokens:,} tokens the target wrote after their prefixes"
+                if args.eagle3_gen_tokens
+                else ""
+            ),
         },
     )
     result = train_head(job, args, work, train_data, device, log)

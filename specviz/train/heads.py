@@ -39,6 +39,37 @@ def code_tokens(work: Path, out: Path, name: str, log) -> tuple[np.ndarray, np.n
     return load("train"), load("val")
 
 
+def continuation_tokens(work: Path, out: Path, name: str, target, prefixes: np.ndarray, tokens: int, args, device, log):
+    """About `tokens` tokens the target wrote itself after prefixes taken from `prefixes` (half greedy, half sampled;
+    train/generate.py), generated once into <work>/<name>/gen.bin: the text a head drafts for while decoding."""
+    from .generate import target_continuations
+    from .tok import EOS, PAD, load_tokenizer
+
+    path = work / name / "gen.bin"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tok = load_tokenizer(out / "target")
+        prefix = args.context // 8
+        flat = target_continuations(
+            target,
+            prefixes,
+            tokens=tokens,
+            prefix_len=prefix,
+            new_tokens=args.context - prefix,
+            batch=64,
+            seed=args.seed + 3,
+            eos=tok.convert_tokens_to_ids(EOS),
+            pad=tok.convert_tokens_to_ids(PAD),
+            device=device,
+            log=lambda line: log(f"{name}: {line}"),
+        )
+        tmp = path.with_suffix(".tmp")
+        flat.tofile(tmp)
+        tmp.replace(path)
+        log(f"{name}: {len(flat)} tokens written by the target after code prefixes")
+    return np.memmap(path, dtype=np.uint16, mode="r")
+
+
 class Schedule:
     """The fields lr_at reads (loop.RunConfig's): peak, floor, warm-up."""
 
