@@ -336,7 +336,7 @@ class _HeadStep:
         from specviz.engine import proposers
 
         cls = getattr(proposers, proposer)
-        made = cls.for_run(pair, RunSettings(method=cls.method))
+        made = cls.for_run(pair, RunSettings(method=cls.method, forward=forward))  # the head runs the target's forward
         target = CachedModel(
             pair.target, pair.vocab_size, ids + ids[-1:], hidden_layers=made.hidden_layers, forward=forward
         )

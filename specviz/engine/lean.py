@@ -100,7 +100,7 @@ def onednn_packs() -> bool:
 class LayerWeights:
     """One decoder layer's weights (Matrix: input-major, and packed for passes over several rows)."""
 
-    in_norm: torch.Tensor  # (H,)
+    in_norm: torch.Tensor | None  # (H,) None: a layer without one (EAGLE-1's head)
     qkv: Matrix  # (H, heads·d + 2·kv_heads·d): q, k and v projections side by side
     out: Matrix  # (heads·d, H)
     post_norm: torch.Tensor  # (H,)
@@ -108,7 +108,7 @@ class LayerWeights:
     down: Matrix  # (I, H)
 
 
-def _input_major(*linears: torch.nn.Linear, share: bool = False) -> Matrix:
+def input_major(*linears: torch.nn.Linear, share: bool = False) -> Matrix:
     """Linears reading the same input as one (in, sum of outs) matrix, and their biases side by side (None when they
     have none). A copy, the model keeping its own; with share, the model's linears are then made views of it (the
     same values, so the model computes what it did, in one copy of the weights: on a GPU, where memory is short)."""
@@ -130,10 +130,10 @@ def _input_major(*linears: torch.nn.Linear, share: bool = False) -> Matrix:
 class LeanWeights:
     """What the lean pass reads from one loaded model: its layers, norms, head, rotary tables and shapes."""
 
-    model: PreTrainedModel
+    rotary_emb: torch.nn.Module  # the model's rotary module (not the model: the weights never keep it alive)
     layers: tuple[LayerWeights, ...]
     embed: torch.Tensor  # (V, H)
-    final_norm: torch.Tensor  # (H,)
+    final_norm: torch.Tensor | None  # (H,) None: a head without one (EAGLE-1)
     head: Matrix  # (H, V_head), input-major like the layers
     eps: float
     heads: int
@@ -150,13 +150,13 @@ class LeanWeights:
         table the model's own rotary module filled (every RoPE variant it has), or that module itself for the
         variants whose values depend on the pass's length."""
         if self.rotary_table is None:
-            return _rotary_rows(self.model, self.embed, positions)
+            return _rotary_rows(self.rotary_emb, self.embed, positions)
         return self.rotary_table.rows(positions, bound)
 
 
-def _rotary_rows(model: PreTrainedModel, embed: torch.Tensor, positions: torch.Tensor):
-    """(L, d) cos and sin from the model's rotary module, which reads only the dtype and device of its first input."""
-    cos, sin = model.base_model.rotary_emb(embed[:1][None], position_ids=positions[None])
+def _rotary_rows(rotary: torch.nn.Module, embed: torch.Tensor, positions: torch.Tensor):
+    """(L, d) cos and sin from a rotary module, which reads only the dtype and device of its first input."""
+    cos, sin = rotary(embed[:1][None], position_ids=positions[None])
     return cos[0], sin[0]
 
 
@@ -165,12 +165,12 @@ class RotaryTable:
     indexes two rows instead of calling the module (its cat, cos, sin and casts cost about a layer's small operations).
     The values are the module's own, position by position (each is a function of its position alone)."""
 
-    def __init__(self, model: PreTrainedModel, embed: torch.Tensor, length: int = 512):
-        self.model, self.embed = model, embed
+    def __init__(self, rotary: torch.nn.Module, embed: torch.Tensor, length: int = 512):
+        self.rotary, self.embed = rotary, embed
         self.table = self._filled(length)  # (cos, sin), each (n, d); replaced whole when grown, never written into
 
     def _filled(self, length: int) -> tuple[torch.Tensor, torch.Tensor]:
-        return _rotary_rows(self.model, self.embed, torch.arange(length, device=self.embed.device))
+        return _rotary_rows(self.rotary, self.embed, torch.arange(length, device=self.embed.device))
 
     def rows(self, positions: torch.Tensor, bound: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The rows at positions (L,), every one below bound."""
@@ -181,6 +181,12 @@ class RotaryTable:
 
 
 LENGTH_DEPENDENT_ROPE = ("dynamic", "longrope")  # RoPE variants that rescale with the pass's length: no table
+
+
+def rotary_table(config, rotary: torch.nn.Module, embed: torch.Tensor) -> RotaryTable | None:
+    """A table of the rotary module's rows, or None where its RoPE type rescales with the pass's length."""
+    rope = (getattr(config, "rope_parameters", None) or {}).get("rope_type", "default")
+    return None if rope in LENGTH_DEPENDENT_ROPE else RotaryTable(rotary, embed)
 
 
 _BUILT: weakref.WeakKeyDictionary[PreTrainedModel, LeanWeights] = weakref.WeakKeyDictionary()
@@ -203,26 +209,12 @@ def _build(model: PreTrainedModel, share: bool | None = None) -> LeanWeights:
         raise ValueError(why)
     config, base = model.config, model.base_model
     share = model.device.type != "cpu" if share is None else share
-    layers = []
-    with torch.no_grad():
-        for layer in base.layers:
-            attn, mlp = layer.self_attn, layer.mlp
-            layers.append(
-                LayerWeights(
-                    in_norm=layer.input_layernorm.weight.detach(),
-                    qkv=_input_major(attn.q_proj, attn.k_proj, attn.v_proj, share=share),
-                    out=_input_major(attn.o_proj, share=share),
-                    post_norm=layer.post_attention_layernorm.weight.detach(),
-                    gate_up=_input_major(mlp.gate_proj, mlp.up_proj, share=share),
-                    down=_input_major(mlp.down_proj, share=share),
-                )
-            )
+    layers = tuple(layer_weights(layer, share) for layer in base.layers)
     heads = config.num_attention_heads
     embed = base.embed_tokens.weight.detach()
-    rope = (getattr(config, "rope_parameters", None) or {}).get("rope_type", "default")
     return LeanWeights(
-        model=model,
-        layers=tuple(layers),
+        rotary_emb=base.rotary_emb,
+        layers=layers,
         embed=embed,
         final_norm=base.norm.weight.detach(),
         head=_head(model.get_output_embeddings().weight.detach(), share),
@@ -230,8 +222,23 @@ def _build(model: PreTrainedModel, share: bool | None = None) -> LeanWeights:
         heads=heads,
         kv_heads=getattr(config, "num_key_value_heads", None) or heads,
         head_dim=getattr(config, "head_dim", None) or config.hidden_size // heads,
-        rotary_table=None if rope in LENGTH_DEPENDENT_ROPE else RotaryTable(model, embed),
+        rotary_table=rotary_table(config, base.rotary_emb, embed),
     )
+
+
+def layer_weights(layer: torch.nn.Module, share: bool = False) -> LayerWeights:
+    """A Llama-style decoder layer's weights as the lean pass reads them (in_norm None where the layer has none)."""
+    attn, mlp = layer.self_attn, layer.mlp
+    norm = getattr(layer.input_layernorm, "weight", None)  # EAGLE-1's layer has nn.Identity there
+    with torch.no_grad():
+        return LayerWeights(
+            in_norm=None if norm is None else norm.detach(),
+            qkv=input_major(attn.q_proj, attn.k_proj, attn.v_proj, share=share),
+            out=input_major(attn.o_proj, share=share),
+            post_norm=layer.post_attention_layernorm.weight.detach(),
+            gate_up=input_major(mlp.gate_proj, mlp.up_proj, share=share),
+            down=input_major(mlp.down_proj, share=share),
+        )
 
 
 def _head(weight: torch.Tensor, share: bool) -> Matrix:
@@ -321,12 +328,16 @@ def layer_forward(
     cos: torch.Tensor,
     sin: torch.Tensor,
     mask: torch.Tensor | None,
+    reads: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """One decoder layer on hidden (L, H): pre-norm attention over the cache, then the gated MLP, each residual."""
+    """One decoder layer on hidden (L, H): pre-norm attention over the cache, then the gated MLP, each residual.
+    reads (L, in): what q, k and v read, when a head norms its own input (EAGLE-3: [norm(emb); norm(h)], 2H);
+    default the input norm of hidden, or hidden itself for a layer without one (EAGLE-1)."""
     n, heads, kv_heads, d = hidden.shape[0], weights.heads, weights.kv_heads, weights.head_dim
     start, end = cache.length, cache.length + n
-    x = F.rms_norm(hidden, hidden.shape[-1:], layer.in_norm, weights.eps)
-    qkv = layer.qkv.times(x).view(n, heads + 2 * kv_heads, d).transpose(0, 1)  # (heads', L, d)
+    if reads is None:
+        reads = hidden if layer.in_norm is None else F.rms_norm(hidden, hidden.shape[-1:], layer.in_norm, weights.eps)
+    qkv = layer.qkv.times(reads).view(n, heads + 2 * kv_heads, d).transpose(0, 1)  # (heads', L, d)
     rotated = qkv[: heads + kv_heads]  # q and k get the rotary embedding together
     half = d // 2
     turned = torch.cat((-rotated[..., half:], rotated[..., :half]), dim=-1)

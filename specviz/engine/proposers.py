@@ -26,6 +26,7 @@ from specviz.core.verify import TOP_B, WITHOUT_REPLACEMENT, draw_children, tree_
 from specviz.engine.early_exit import SplitTarget, check_exit_layer
 from specviz.engine.kv import CachedModel
 from specviz.engine.lean import chosen_forward
+from specviz.engine.lean_heads import LeanHead, lean_step
 from specviz.errors import SettingsError
 
 if TYPE_CHECKING:
@@ -312,6 +313,7 @@ class EagleProposer:
     sampling: SamplingSettings
     shape: tuple[int, ...] = ()  # a tree's children per depth (EagleDrafter.propose_tree); empty: a chain
     dynamic: DynamicTree | None = None  # a dynamic (EAGLE-2) tree per round (EagleDrafter.propose_dynamic)
+    lean: LeanHead | None = None  # the head's step on the lean forward (engine/lean_heads.py); None: its own modules
 
     @classmethod
     def for_run(cls, pair: ModelPair, settings: RunSettings) -> EagleProposer:
@@ -319,30 +321,45 @@ class EagleProposer:
         head = pair.eagle_head
         embed, lm_head = target.get_input_embeddings(), target.get_output_embeddings()
         shape, dynamic = tree_shape(settings), settings.dynamic if settings.is_tree else None
-        return cls(head, embed, lm_head, pair.vocab_size, settings.sampling, shape, dynamic)
+        lean = lean_step(head, target, settings.forward)
+        return cls(head, embed, lm_head, pair.vocab_size, settings.sampling, shape, dynamic, lean)
 
     def start(self, prompt_ids: list[int], features: torch.Tensor | None = None) -> EagleDrafter:
         return EagleDrafter(self, prompt_ids, features)
 
-    # What EagleDrafter asks of a feature-head proposer: read committed pairs, draft logits, one step on its own state.
+    # What EagleDrafter asks of a feature-head proposer: a cache, read committed pairs, draft logits, one step on its
+    # own state, one tree depth's nodes.
+
+    def new_cache(self):
+        """One run's head cache: a LeanCache for the lean step, the module's DynamicCache otherwise."""
+        return self.lean.new_cache() if self.lean is not None else self.head.new_cache()
 
     def read(self, following: torch.Tensor, features: torch.Tensor, cache) -> torch.Tensor:
         """Pairs (f_t, x_{t+1}) of newly committed rows, following (n,) and features (layers, n, H) -> the state
         after the last: g (H,), the predicted next feature."""
-        return self.head(self.embed(following)[None], features[:1], cache)[0, -1]
+        return self.head_pass(following, features[0], cache)[-1]
 
     def logits(self, g: torch.Tensor) -> torch.Tensor:
         """(..., V) the target's LM head on the head's feature(s) g (..., H)."""
+        if self.lean is not None:
+            return self.lean.logits(g, self.vocab_size)
         return self.lm_head(g)[..., : self.vocab_size]
 
     def step(self, token: torch.Tensor, g: torch.Tensor, cache) -> torch.Tensor:
         """The pair (g, x) predicts the next feature: the head reads its own output."""
-        return self.head(self.embed(token.view(1, 1)), g.view(1, 1, -1), cache)[0, -1]  # (H,)
+        return self.head_pass(token.view(1), g.view(1, -1), cache)[-1]  # (H,)
 
     def step_nodes(self, tokens: torch.Tensor, g: torch.Tensor, cache, positions, mask) -> torch.Tensor:
         """Tree nodes of one depth in one pass: tokens (m,) with their parents' features g (m, H), at positions
         (1, m) under the additive mask (1, 1, m, cached + m) -> (m, H) each node's predicted next feature."""
-        return self.head(self.embed(tokens)[None], g[None], cache, positions, mask)[0]
+        return self.head_pass(tokens, g, cache, positions, mask)
+
+    def head_pass(self, tokens: torch.Tensor, states: torch.Tensor, cache, positions=None, mask=None) -> torch.Tensor:
+        """The head over pairs: tokens (n,) x_{t+1} with states (n, H) -> (n, H) its outputs, on the lean step or
+        through the head's own modules (the reference)."""
+        if self.lean is not None:
+            return self.lean.forward(tokens, states, cache, positions, mask)
+        return self.head(self.embed(tokens)[None], states[None], cache, positions, mask)[0]
 
 
 class EagleDrafter:
@@ -357,7 +374,7 @@ class EagleDrafter:
 
     def __init__(self, proposer, prompt_ids: list[int], features: torch.Tensor | None):
         self.proposer = proposer
-        self.cache = proposer.head.new_cache()
+        self.cache = proposer.new_cache()
         self.tokens = list(prompt_ids)  # the committed sequence
         self.last = None  # the head's state after the last committed pair; None before any feature
         self.fed_extra = 0  # drafted pairs in the cache, dropped at advance
@@ -483,37 +500,53 @@ class Eagle3Proposer:
     hidden_layers: tuple[int, ...] = (2, 5, 7)  # the head's layers read (its config): vLLM's default for 10 layers
     shape: tuple[int, ...] = ()  # a tree's children per depth (EagleDrafter.propose_tree); empty: a chain
     dynamic: DynamicTree | None = None  # a dynamic (EAGLE-2) tree per round (EagleDrafter.propose_dynamic)
+    lean: LeanHead | None = None  # the head's step on the lean forward (engine/lean_heads.py); None: its own modules
 
     @classmethod
     def for_run(cls, pair: ModelPair, settings: RunSettings) -> Eagle3Proposer:
         head = pair.eagle3_head
         embed = pair.target.get_input_embeddings()
         shape, dynamic = tree_shape(settings), settings.dynamic if settings.is_tree else None
-        return cls(head, embed, pair.vocab_size, settings.sampling, head.layers_read, shape, dynamic)
+        lean = lean_step(head, pair.target, settings.forward)
+        return cls(head, embed, pair.vocab_size, settings.sampling, head.layers_read, shape, dynamic, lean)
 
     def start(self, prompt_ids: list[int], features: torch.Tensor | None = None) -> EagleDrafter:
         return EagleDrafter(self, prompt_ids, features)
 
+    def new_cache(self):
+        """One run's head cache: a LeanCache for the lean step, the module's DynamicCache otherwise."""
+        return self.lean.new_cache() if self.lean is not None else self.head.new_cache()
+
     def read(self, following: torch.Tensor, features: torch.Tensor, cache) -> tuple[torch.Tensor, torch.Tensor]:
-        """features (layers, n, H) -> fc over them side by side (1, n, layers H); the state (normed, s) after the
-        last pair, each (H,)."""
-        fused = features.transpose(0, 1).reshape(1, features.shape[1], -1)  # (1, n, layers * H) in the layers' order
-        normed, s = self.head(self.embed(following)[None], self.head.fuse(fused), cache)
-        return normed[0, -1], s[0, -1]
+        """features (layers, n, H) -> fc over them side by side (n, layers H); the state (normed, s) after the last
+        pair, each (H,)."""
+        fused = features.transpose(0, 1).reshape(features.shape[1], -1)  # (n, layers * H) in the layers' order
+        h = self.lean.project.times(fused) if self.lean is not None else self.head.fuse(fused)  # (n, H)
+        normed, s = self.head_pass(following, h, cache)
+        return normed[-1], s[-1]
 
     def logits(self, state: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
         """(..., V) the head's draft logits at their target ids, -inf elsewhere; state (normed, s), each (..., H)."""
+        if self.lean is not None:
+            return self.lean.logits(state, self.vocab_size)
         return self.head.target_logits(state[0], self.head.config.vocab_size)[..., : self.vocab_size]
 
     def step(self, token: torch.Tensor, state, cache) -> tuple[torch.Tensor, torch.Tensor]:
         """The head reads its own pre-norm output s back with the drafted token (no fc)."""
-        normed, s = self.head(self.embed(token.view(1, 1)), state[1].view(1, 1, -1), cache)
-        return normed[0, -1], s[0, -1]
+        normed, s = self.head_pass(token.view(1), state[1].view(1, -1), cache)
+        return normed[-1], s[-1]
 
     def step_nodes(self, tokens: torch.Tensor, state, cache, positions, mask) -> tuple[torch.Tensor, torch.Tensor]:
         """Tree nodes of one depth in one pass: tokens (m,) with their parents' states (normed, s), each (m, H), at
         positions (1, m) under the additive mask (1, 1, m, cached + m) -> each node's (normed, s), each (m, H)."""
-        normed, s = self.head(self.embed(tokens)[None], state[1][None], cache, positions, mask)
+        return self.head_pass(tokens, state[1], cache, positions, mask)
+
+    def head_pass(self, tokens: torch.Tensor, states: torch.Tensor, cache, positions=None, mask=None):
+        """The head over pairs: tokens (n,) x_{t+1} with states (n, H) (h: fc's output, or its own s) -> (normed, s),
+        each (n, H), on the lean step or through the head's own modules (the reference)."""
+        if self.lean is not None:
+            return self.lean.forward(tokens, states, cache, positions, mask)
+        normed, s = self.head(self.embed(tokens)[None], states[None], cache, positions, mask)
         return normed[0], s[0]
 
 
@@ -872,10 +905,13 @@ class MtpProposer(EagleProposer):
     def for_run(cls, pair: ModelPair, settings: RunSettings) -> MtpProposer:
         target = pair.target
         embed, lm_head = target.get_input_embeddings(), target.get_output_embeddings()
-        return cls(pair.mtp_head, embed, lm_head, pair.vocab_size, settings.sampling, tree_shape(settings))
+        lean = lean_step(pair.mtp_head, target, settings.forward)
+        return cls(pair.mtp_head, embed, lm_head, pair.vocab_size, settings.sampling, tree_shape(settings), lean=lean)
 
     def logits(self, h: torch.Tensor) -> torch.Tensor:
         """(..., V) the target's LM head on the module's normed output(s) h (..., H)."""
+        if self.lean is not None:
+            return self.lean.logits(h, self.vocab_size)  # the output norm included
         return self.lm_head(self.head.normed(h))[..., : self.vocab_size]
 
 
