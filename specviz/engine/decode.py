@@ -17,7 +17,7 @@ import torch
 from specviz import __version__, methods
 from specviz.core.sampling import logits_to_probs, one_hot, uniforms
 from specviz.core.schedule import CONSTANT, ScheduleState
-from specviz.core.settings import MAX_K, RunSettings, check_prompt
+from specviz.core.settings import FORWARD_HF, FORWARD_LEAN, MAX_K, RunSettings, check_prompt
 from specviz.core.suffix_tree import SuffixMemory
 from specviz.core.trace import (
     ACCEPTED,
@@ -38,6 +38,7 @@ from specviz.core.trace import (
 from specviz.core.verify import Verdict, overlap, tree_depths, verify
 from specviz.engine.kv import CachedModel
 from specviz.engine.lean import chosen_forward
+from specviz.engine.lean_heads import lean_step
 from specviz.engine.models import ModelPair, recorded_name, synchronize
 from specviz.engine.proposers import Proposal, Proposer, ancestor_matrix, empty_chain, proposer_class
 from specviz.engine.tree import judge_tree
@@ -95,6 +96,7 @@ def _head_named(pair: ModelPair, settings: RunSettings) -> dict:
     )
 
 
+LEAN_HEADS = {methods.EAGLE: "eagle_head", methods.EAGLE3: "eagle3_head", methods.MTP: "mtp_head"}  # pair attributes
 EARLY_EXIT_NEEDS_HF = "early exit reads the target's per-layer cache, which only Hugging Face's forward keeps"
 
 
@@ -112,6 +114,11 @@ def forwards_run(pair: ModelPair, settings: RunSettings) -> dict:
     ran = {"target": chosen_forward(settings.forward, pair.target, needs_hf)}
     if method.loads_draft and pair.draft is not None:
         ran["draft"] = chosen_forward(settings.forward, pair.draft)
+    if method.loads_head:  # EAGLE-1, EAGLE-3 and MTP follow the target where they can; Medusa runs its modules
+        head = getattr(pair, LEAN_HEADS[method.name]) if method.name in LEAN_HEADS else None
+        ran["head"] = (
+            FORWARD_LEAN if head is not None and lean_step(head, pair.target, settings.forward) else FORWARD_HF
+        )
     return ran
 
 

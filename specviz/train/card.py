@@ -349,7 +349,7 @@ def _eagle3(m: dict) -> str:
         f"(`LlamaForCausalLMEagle3`; `python -m specviz run --method {methods.EAGLE3}`): fc over the target's hidden "
         f"states {', '.join(map(str, e['layers_read']))} (pre-norm) → one decoder layer over [norm(emb); norm(h)] → "
         f"its own LM head over a {e['draft_vocab_size']}-token draft vocabulary (d2t to the target's ids); later "
-        f"draft steps read the head's own pre-norm output. {_trained(e)}."
+        f"draft steps read the head's own pre-norm output. {_started(e)}{_trained(e)}."
     )
     rows = [
         (f"EAGLE-3 head, draft step {k + 1}", overlap, greedy)
@@ -362,6 +362,16 @@ def _eagle3(m: dict) -> str:
         "teacher-forced tokens",
         rows,
         f"Greedy agreement (draft step 1) while training: {curve}.",
+    )
+
+
+def _started(e: dict) -> str:
+    """How the EAGLE-3 head was initialised (train/eagle3.py init_from_target), when not from noise."""
+    if e.get("init") != "target":
+        return ""
+    return (
+        "Started from the target's own weights: its last decoder layer (the first layer's q/k/v for the token half), "
+        "fc passing the deepest state read through, its final norm and its LM head's rows for the draft vocabulary. "
     )
 
 

@@ -110,3 +110,16 @@ def test_the_hf_forward_keeps_the_modules(bundled, monkeypatch):
     monkeypatch.setenv("SPECVIZ_FORWARD", "hf")  # auto then means Hugging Face's forward in this process
     for method, cls in HEADS.items():
         assert cls.for_run(bundled, RunSettings(method=method, forward=FORWARD_AUTO)).lean is None
+
+
+@pytest.mark.parametrize("method", ["eagle", "eagle3", "mtp", "medusa"])
+def test_a_head_runs_trace_names_the_forward_its_head_ran(bundled, method):
+    """EAGLE-1, EAGLE-3 and MTP draft on the lean forward with the target; Medusa's heads always run their modules."""
+    from specviz.engine.decode import forwards_run
+
+    lean = forwards_run(bundled, RunSettings(method=method, forward=FORWARD_LEAN))
+    assert lean == {"target": FORWARD_LEAN, "head": FORWARD_HF if method == "medusa" else FORWARD_LEAN}
+    assert forwards_run(bundled, RunSettings(method=method, forward=FORWARD_HF)) == {
+        "target": FORWARD_HF,
+        "head": FORWARD_HF,
+    }
