@@ -96,8 +96,7 @@ class LeanHead:
         logits = self.weights.head.times(rows)  # (rows, V_head), or (rows, N) over EAGLE-3's draft vocabulary
         if self.target_ids is not None:
             full = logits.new_full((rows.shape[0], self.placed_vocab), float("-inf"))
-            full[:, self.target_ids] = logits
-            logits = full
+            logits = full.index_copy_(1, self.target_ids, logits)
         return logits[:, :vocab_size].reshape(*x.shape[:-1], -1)
 
     def _norm(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:

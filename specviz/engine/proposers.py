@@ -401,8 +401,7 @@ class EagleDrafter:
         state, tokens, dists, confidence = self.last, [], [], []
         for i in range(k):
             logits = p.logits(state)  # (V,) the head's logits over the target's vocabulary
-            q_i = logits_to_probs(logits, p.sampling)  # (V,) exactly what x_i is drawn from (one-hot when greedy)
-            x_i = sample(q_i, u[i])
+            x_i, q_i = draw(logits, p.sampling, u[i])  # q_i (V,): exactly what x_i is drawn from
             tokens.append(x_i)
             dists.append(q_i)
             if stop_below is not None:

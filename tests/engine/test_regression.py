@@ -2,7 +2,8 @@
 the tree traces before the one decoding loop, b8947b7) must come out the same: same text, same drafts, same
 uniforms, same accept / reject decisions, same probabilities (to float tolerance: kernels may round differently on
 another CPU). The EAGLE-3 and Medusa traces were recorded when their branches were merged, with the EAGLE-1
-traces' prompt and settings; so were the early-exit ones (E = 4 greedy, E = 6 sampled) and the MTP ones."""
+traces' prompt and settings; so were the early-exit ones (E = 4 greedy, E = 6 sampled) and the MTP ones. The EAGLE-3
+traces were recorded again when the head was retrained (be6c90e): a new head drafts other tokens, by design."""
 
 from __future__ import annotations
 
