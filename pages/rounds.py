@@ -326,7 +326,14 @@ def in_page_player() -> None:
     lecture, focus = controls.lecture, bool(state.get("focus_view"))
     show_player(
         player_data(
-            shown_json, start_at, lecture, focus, others, bundled_info.get("title", ""), bundled_info.get("what", "")
+            shown_json,
+            start_at,
+            lecture,
+            focus,
+            others,
+            bundled_info.get("title", ""),
+            bundled_info.get("what", ""),
+            live=LIVE,
         )
     )
     state[url.WRITTEN] = url.url_now()  # the link that opened the page is handled: a rerun does not open it again

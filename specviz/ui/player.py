@@ -102,11 +102,12 @@ export default function (component) {
 
 
 @st.cache_data(show_spinner="Preparing every step of this run for the browser (once per run)…", max_entries=16)
-def cached_packed_bundle(trace_json: str, title: str = "", about: str = "") -> tuple[str, str]:
+def cached_packed_bundle(trace_json: str, title: str = "", about: str = "", live: bool = False) -> tuple[str, str]:
     """A run's bundle as the component's data -> (gzip + base64 text, its short hash), cached for every session; a
-    bundled lecture's is read from its prebuilt static page (milliseconds, where building it takes seconds)."""
-    text = prebuilt_packed(Trace.from_json(trace_json), title, about) or packed(
-        cached_player_bundle(trace_json, title, about)
+    bundled lecture's is read from its prebuilt static page (milliseconds, where building it takes seconds); live:
+    the round page's own run, whose times are this machine's."""
+    text = (None if live else prebuilt_packed(Trace.from_json(trace_json), title, about)) or packed(
+        cached_player_bundle(trace_json, title, about, live)
     )
     return text, hashlib.sha256(text.encode("ascii")).hexdigest()[:16]
 
@@ -123,10 +124,18 @@ def browser_stepping_default() -> bool:
 
 
 def player_data(
-    trace_json: str, start: int, lecture: bool, focus: bool, params: dict[str, str], title: str = "", about: str = ""
+    trace_json: str,
+    start: int,
+    lecture: bool,
+    focus: bool,
+    params: dict[str, str],
+    title: str = "",
+    about: str = "",
+    live: bool = False,
 ) -> dict:
-    """What the component is given: the packed bundle and its key, the start step, the view, the page's parameters."""
-    bundle, key = cached_packed_bundle(trace_json, title, about)
+    """What the component is given: the packed bundle and its key, the start step, the view, the page's parameters.
+    live: a run just made here (its times are this machine's)."""
+    bundle, key = cached_packed_bundle(trace_json, title, about, live)
     return {
         "bundle": bundle,
         "key": key,

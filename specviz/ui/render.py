@@ -169,10 +169,11 @@ def load_bundled_trace(name: str) -> Trace:
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def cached_player_bundle(trace_json: str, title: str = "", about: str = "") -> dict:
+def cached_player_bundle(trace_json: str, title: str = "", about: str = "", live: bool = False) -> dict:
     """A run's player bundle (viz.player_bundle), built once per trace for the whole server and shared by every
-    session: building every step's charts in every view takes seconds, handing it out again takes none."""
-    return player_bundle(Trace.from_json(trace_json), title, about)
+    session: building every step's charts in every view takes seconds, handing it out again takes none. live: the
+    round page's own run, timed on this machine."""
+    return player_bundle(Trace.from_json(trace_json), title, about, live=live)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from altair.utils.schemapi import debug_mode
 
@@ -136,9 +136,13 @@ def step_index(trace: Trace, cursor: steps.Cursor) -> int:
     return 0
 
 
-def player_bundle(trace: Trace, title: str = "", about: str = "", views: tuple[str, ...] = tuple(VIEWS)) -> dict:
+def player_bundle(
+    trace: Trace, title: str = "", about: str = "", views: tuple[str, ...] = tuple(VIEWS), live: bool = False
+) -> dict:
     """The trace as a player bundle: every step in every view named (VIEWS), de-duplicated, with its navigation and
-    moment. title and about: what the run is, in words (a bundled trace's own; otherwise its settings)."""
+    moment. title and about: what the run is, in words (a bundled trace's own; otherwise its settings). live: the
+    run was just made on this machine (the round page's live run), so its times are called this machine's; a file
+    handed out, a bundled or an uploaded trace keeps the recorded wording."""
     unknown = [v for v in views if v not in VIEWS]
     if unknown:
         raise PlayerFormatError(f"unknown player view(s) {', '.join(unknown)}: choose from {', '.join(VIEWS)}")
@@ -149,7 +153,7 @@ def player_bundle(trace: Trace, title: str = "", about: str = "", views: tuple[s
         with debug_mode(False):  # Altair validates every chart object as it is made, a fifth of the time: the specs
             #                      the builders make are the page's own (tests validate them), so checking them again
             #                      for every step and view gains nothing
-            shown = {name: sv.step_view(trace, cursor, VIEWS[name], memo) for name in views}
+            shown = {name: sv.step_view(trace, cursor, replace(VIEWS[name], live=live), memo) for name in views}
         first = next(iter(shown.values()))
         out.append(
             {
@@ -167,7 +171,8 @@ def player_bundle(trace: Trace, title: str = "", about: str = "", views: tuple[s
         "format": FORMAT,
         "version": VERSION,
         "title": title or f"A run of {run_notes.settings_summary(trace.settings)}",
-        "about": about or recorded_about(trace),
+        "about": about
+        or (f"A run of {run_notes.settings_summary(trace.settings)}, timed here." if live else recorded_about(trace)),
         "rounds": len(trace.rounds),
         "views": list(views),
         "phase_titles": steps.PHASE_TITLES,

@@ -89,3 +89,14 @@ def test_markdown_sentences_become_html_with_user_text_still_inert():
     assert pb.markdown_html("**Accepted** &#39;x&#39;: 0.42 < 0.5 & more") == (
         "<b>Accepted</b> &#39;x&#39;: 0.42 &lt; 0.5 &amp; more"
     )
+
+
+def test_a_live_runs_bundle_calls_its_times_this_machines():
+    """The round page's own run steps in the browser with its times called this machine's (its first round holds
+    the warm-up); a trace handed out or recorded elsewhere keeps "recorded on another machine". One view of a short
+    trace keeps this fast."""
+    trace = Trace.from_json((TRACES / NAMES[0]).read_text())
+    trace = Trace.from_dict({**trace.to_dict(), "rounds": trace.to_dict()["rounds"][:2]})
+    live, recorded = (json.dumps(pb.player_bundle(trace, views=("full",), live=flag)) for flag in (True, False))
+    assert "another machine" not in live and "first-call warm-up" in live
+    assert "another machine" in recorded and "first-call warm-up" not in recorded
