@@ -21,6 +21,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
 
+from specviz import methods
 from specviz.core import stats
 from specviz.core.record import RunRecord
 from specviz.core.settings import RunSettings
@@ -179,10 +180,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=0, help="first N prompts only (0 = all)")
     parser.add_argument("--target", default=BUNDLED_TARGET)
     parser.add_argument("--draft", default=BUNDLED_DRAFT)
+    parser.add_argument(
+        "--method",
+        choices=sorted(set(methods.FROM_VLLM.values())),
+        help="the server's speculative method, when it does not say (a server outside vLLM's dev mode hides it)",
+    )
+    parser.add_argument("--head", help="the feature head directory the server drafts with (default: beside the target)")
     parser.add_argument("--json", dest="json_out", help="write per-prompt results here")
     args = parser.parse_args(argv)
-    server = connect(args.server)
-    pair = load_pair(args.target, args.draft, device="cpu", dtype="float32")
+    server = connect(args.server, method=args.method)
+    pair = load_pair(args.target, args.draft, device="cpu", dtype="float32", head=args.head)
     rows = read_workload(args.prompts_file).rows
     rows = rows[: args.limit] if args.limit else rows
     settings = server.settings(RunSettings(max_new_tokens=args.max_new_tokens, stop_at_eos=False))

@@ -7,6 +7,7 @@ vLLM drops weights it does not expect without a word, so loading proves little: 
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -19,11 +20,12 @@ from vllm_servers import PER_REQUEST, greedy_steps_agree, serve  # noqa: E402
 
 from specviz import methods
 from specviz.core.settings import RunSettings
-from specviz.engine.models import BUNDLED_PAIR, HEAD3_BESIDE
+from specviz.engine.models import ASSETS, BUNDLED_PAIR, HEAD3_BESIDE
 from specviz.remote.launch import method_args
 from specviz.remote.vllm import connect
 
 HEAD = BUNDLED_PAIR / HEAD3_BESIDE
+PROMPTS_FILE = ASSETS / "workloads" / "code.jsonl"
 EAGLE3_CONFIG = method_args(methods.EAGLE3, 4, head=str(HEAD))
 
 
@@ -43,3 +45,17 @@ def test_greedy_text_and_steps_agree_with_specviz(server, pair):  # noqa: F811
     print(f"eagle3: {same} of {comparable} comparable steps agree")
     assert same >= 0.9 * comparable  # once a step starts where a specviz round starts, the steps after it are the
     #                                  same steps (issue #22: at least 90 %)
+
+
+def test_the_agreement_cli_compares_a_head_server_with_the_method_declared(server, capsys):
+    """`python -m specviz.remote.agreement --method eagle3` loads the head beside the target and compares step by step
+    (the figures in docs/vllm.md come from it, over every held-out prompt)."""
+    from specviz.remote.agreement import main
+
+    code = main(
+        [str(PROMPTS_FILE), "--server", server.url, "--method", "eagle3", "--limit", "2", "--max-new-tokens", "24"]
+    )
+    summary = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert summary["prompts"] == 2 and summary["texts_equal"] == 2
+    assert summary["steps_same_from_first_same"] >= 0.9 * summary["steps_from_first_same"] > 0
