@@ -65,7 +65,7 @@ else:
     st.caption(
         f"Measured at {measured_at} on {spec.meta.get('device', '?')} ({spec.meta.get('dtype', '?')}; "
         f"{env['cpu']}, load average {env['load_average']}).{vocab_note} "
-        f"{result.timing.words()} (Median {result.spec_tokens_per_s:.0f} vs {result.plain_tokens_per_s:.0f} tokens/s.) "
+        f"{result.timing.words()} {result.speeds_words()} "
         f"{bench_note} This server keeps the result for every visitor until it restarts. {same} Measured on "
         "an AMD EPYC (2 cores, float32, one torch thread, the lean forward, docs/speed.md): the bundled draft reads "
         "a tenth of the target's weights, and in a round's back-to-back draft steps each costs about a ninth of a "

@@ -129,6 +129,8 @@ if "race" in state:
     st.caption(charts.PLAYBACK_WORDS)
     race_player(charts.playback_data(results, raced.pieces))
     show_table(st, charts.lanes_frame(results, reference, raced.timings, raced.tokens_per_s))
+    if ratio_words := raced.ratio_words():  # a speedup that is not the ratio of the tokens/s beside it says why
+        st.caption(ratio_words)
     st.caption(
         timing_words(REPEATS, raced_settings.sampling.temperature, None, tokens=raced_settings.max_new_tokens)
         + " Tokens/s is each lane's median over the repeats (the playback shows that median repeat); speedup vs "
@@ -158,7 +160,7 @@ if "race" in state:
             "Sampling (temperature > 0): lanes draw different random numbers, so their texts differ; "
             "each follows the target's distribution."
         )
-    left, right = st.columns(2)
+    left, right = st.columns(2) if charts.side_by_side(results) else (st, st)  # many lanes: each the page's width
     draw(left, charts.arrivals_chart(results))
     draw(right, charts.latency_chart(results))
 
@@ -189,6 +191,7 @@ if recorded:
     show_table(st, [headline(doc) for doc in recorded])
     st.caption(
         "From `python -m specviz bench` (JSON in assets/bench, each with its environment; a file named prose ran the "
-        "prose workload, the others the held-out code prompts): greedy, the specviz draft lane at its best K. A speed "
-        "names its CPU: run the bench on yours, and the race above on your prompt."
+        "prose workload, the others the held-out code prompts): greedy, the specviz draft lane at its best K, its "
+        "speedup the median over prompts and repeats of each run's speed over plain's run of the same prompt and "
+        "repeat. A speed names its CPU: run the bench on yours, and the race above on your prompt."
     )

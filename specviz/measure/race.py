@@ -26,7 +26,19 @@ from specviz.engine.models import ModelPair
 from specviz.errors import SettingsError
 from specviz.measure.lanes import run_method, tree_settings
 from specviz.measure.predict import predict
-from specviz.measure.timing import REPEATS, Timing, alternate, implausible_points, overlap, paired_ratios, timing_words
+from specviz.measure.timing import (
+    PAIRED_NOT_MEDIANS,
+    REPEATS,
+    Timing,
+    alternate,
+    implausible_points,
+    median_repeat,
+    medians_apart_words,
+    overlap,
+    paired_ratios,
+    shown_ratio_differs,
+    timing_words,
+)
 
 SWEEP_KS = (1, 2, 4, 8)
 MAX_PICKED = 3  # speculative lanes a chosen race holds beside plain: three fit side by side
@@ -66,6 +78,24 @@ class Race:
     prompt: str = ""
     settings: RunSettings | None = None
     pieces: dict[str, tuple[Piece, ...]] = field(default_factory=dict)  # lane -> its record's text as it arrived
+    repeat_speeds: dict[str, tuple[float, ...]] = field(default_factory=dict)  # lane -> tokens/s, repeat by repeat
+
+    def ratio_words(self) -> str:
+        """Why a lane's speedup is not its tokens/s over plain's, lane by lane, when the two differ ("" when none
+        does): see measure.timing.medians_apart_words."""
+        plain = self.repeat_speeds.get(methods.PLAIN)
+        if not plain:
+            return ""
+        parts = [
+            medians_apart_words(methods.lane_label(lane), speeds, plain, self.timings[lane].speedup)
+            for lane, speeds in self.repeat_speeds.items()
+            if lane != methods.PLAIN and lane in self.timings
+        ]
+        parts = [part for part in parts if part]
+        if not parts:
+            return ""
+        moved = ", ".join(f"{v:.1f}" for v in plain)
+        return f"{PAIRED_NOT_MEDIANS} Plain ran at {moved} tokens/s in its repeats. " + "; ".join(parts) + "."
 
 
 def race(
@@ -95,15 +125,15 @@ def race(
 
     runs = alternate([runner(lane) for lane in lanes], repeats)  # runs[repeat][lane]
     plain = [row[lanes.index(methods.PLAIN)].tokens_per_s for row in runs]
-    timings, speeds, records = {}, {}, []
+    timings, speeds, records, repeat_speeds = {}, {}, [], {}
     for i, lane in enumerate(lanes):
         speed = [row[i].tokens_per_s for row in runs]
-        speeds[lane] = statistics.median(speed)
+        speeds[lane], repeat_speeds[lane] = statistics.median(speed), tuple(speed)
         timings[lane] = Timing(paired_ratios(speed, plain), settings.sampling.temperature, settings.max_new_tokens)
         records.append(median_run([row[i] for row in runs]))
     decode = lambda ids: pair.tokenizer.decode(ids, skip_special_tokens=True)  # noqa: E731
     pieces = {lane: arrival_pieces(record, decode) for lane, record in zip(lanes, records)}
-    return Race(records, speeds, timings, prompt, settings, pieces)
+    return Race(records, speeds, timings, prompt, settings, pieces, repeat_speeds)
 
 
 def median_run(runs: Sequence[RunRecord]) -> RunRecord:
@@ -169,6 +199,27 @@ class VersusPlain:
     plain_tokens_per_s: float
     timing: Timing  # the paired per-repeat speedups
     first_divergence: int | None  # None when the outputs are identical token for token
+    spec_repeats: tuple[float, ...] = ()  # tokens/s, repeat by repeat
+    plain_repeats: tuple[float, ...] = ()
+
+    def speeds_words(self) -> str:
+        """The two speeds a reader can divide to get the speedup shown: the median repeat's (an odd count: its
+        ratio is the median); for an even count each side's median, and why their ratio is another figure when it
+        is."""
+        i = median_repeat(self.spec_repeats, self.plain_repeats)
+        if i is not None:
+            spec, plain = self.spec_repeats[i], self.plain_repeats[i]
+            return f"In the median repeat {spec:.1f} vs {plain:.1f} tokens/s: {spec / plain:.2f}×."
+        spec, plain = self.spec_tokens_per_s, self.plain_tokens_per_s
+        head = f"Median {spec:.1f} vs {plain:.1f} tokens/s"
+        if not shown_ratio_differs(spec, plain, self.speedup):
+            return head + "."
+        moved = ", ".join(f"{v:.1f}" for v in self.plain_repeats)
+        return (
+            f"{head}, each side's median taken apart: {spec / plain:.2f}×, not the {self.speedup:.2f}× shown, which "
+            f"is the median of the repeats' paired ratios; plain ran at {moved} tokens/s in its repeats, and each "
+            "paired ratio cancels what slowed both sides of it."
+        )
 
     @property
     def timed_runs(self) -> int:
@@ -198,6 +249,8 @@ def versus_plain(pair: ModelPair, prompt: str, settings: RunSettings, repeats: i
         statistics.median(plain),
         Timing(paired_ratios(spec, plain), settings.sampling.temperature, settings.max_new_tokens),
         stats.first_divergence(last_plain.output_ids, last_spec.output_ids),
+        tuple(spec),
+        tuple(plain),
     )
 
 

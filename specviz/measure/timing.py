@@ -23,6 +23,7 @@ T = TypeVar("T")
 
 REPEATS = 3  # the pages' default: a range of 3 paired ratios, cheap enough for the home page (about 3 s on a CPU)
 AGREES, DISAGREES, NOT_COMPARABLE = "agrees", "disagrees", "not comparable"
+WITHIN_SPREAD = "within the bench's spread"  # the live figure misses the bench's, but meets its runs' range
 
 
 def alternate(runners: Sequence[Callable[[], T]], repeats: int) -> list[list[T]]:
@@ -72,6 +73,44 @@ class Timing:
     def cell(self) -> str:
         """'1.24× (1.10–1.31)': the figure with its range, as a table cell."""
         return with_interval(self.speedup, self.interval)
+
+
+def median_repeat(spec_tokens_per_s: Sequence[float], plain_tokens_per_s: Sequence[float]) -> int | None:
+    """The repeat whose paired ratio is the median speedup (an odd count of repeats); None for an even count, whose
+    median lies between two repeats."""
+    ratios = [s / p if p else math.nan for s, p in zip(spec_tokens_per_s, plain_tokens_per_s)]
+    if not ratios or len(ratios) % 2 == 0 or any(math.isnan(r) for r in ratios):
+        return None
+    order = sorted(range(len(ratios)), key=lambda i: ratios[i])
+    return order[len(order) // 2]
+
+
+def shown_ratio_differs(spec_shown: float, plain_shown: float, speedup: float) -> bool:
+    """Whether a speedup shown with two decimals is not the ratio of the two tokens/s shown beside it."""
+    return bool(plain_shown) and round(spec_shown / plain_shown, 2) != round(speedup, 2)
+
+
+def medians_apart_words(
+    name: str, spec_tokens_per_s: Sequence[float], plain_tokens_per_s: Sequence[float], speedup: float
+) -> str | None:
+    """Why a speedup is not the ratio of the two sides' median tokens/s, in words with the numbers (None when it is,
+    to two decimals): the speedup is the median of the repeats' paired ratios, and plain's speed moved between
+    repeats, which each paired ratio cancels and the medians taken apart do not."""
+    spec, plain = statistics.median(spec_tokens_per_s), statistics.median(plain_tokens_per_s)
+    if not shown_ratio_differs(spec, plain, speedup):
+        return None
+    ratios = ", ".join(f"{r:.2f}" for r in paired_ratios(spec_tokens_per_s, plain_tokens_per_s))
+    return (
+        f"{name}: {spec:.1f} / {plain:.1f} = {spec / plain:.2f}, while its repeats' paired ratios are {ratios}, "
+        f"whose median is {speedup:.2f}×"
+    )
+
+
+PAIRED_NOT_MEDIANS = (
+    "A speedup is not the ratio of the tokens/s beside it when the machine's speed moved between repeats: tokens/s is "
+    "each side's median run, taken apart, while the speedup is the median of the repeats' paired ratios (each run "
+    "over plain's run in the same repeat, so a slow moment slows both sides of its ratio and cancels)."
+)
 
 
 def with_interval(value: float | None, interval: tuple[float, float] | None) -> str:
@@ -149,9 +188,10 @@ def overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
 
 @dataclass(frozen=True)
 class Agreement:
-    """A live figure next to a recorded bench: agrees, disagrees, or not comparable, and why."""
+    """A live figure next to a recorded bench: agrees, lies within the bench's spread, disagrees, or not comparable,
+    and why."""
 
-    verdict: str  # AGREES, DISAGREES or NOT_COMPARABLE
+    verdict: str  # AGREES, WITHIN_SPREAD, DISAGREES or NOT_COMPARABLE
     reason: str
     bench_speedup: float | None = None
     file: str = ""
@@ -163,25 +203,102 @@ def _pair_name(source: str | None) -> str:
     return "assets/" + text.split("assets/", 1)[1] if "assets/" in text else text
 
 
-def _mismatch(doc: dict, env: dict, k: int, draft_vocab: int, temperature: float) -> str | None:
-    """Why a bench file cannot be compared with a live figure (None when it can)."""
+# The settings a bench must share with a live figure, in the order a reader needs the reason: how it was sampled and
+# what ran first (a greedy bench says nothing of a sampled run), then where and how it ran.
+TEMPERATURE, PAIR, DRAFT_MODEL, K_ROW = "temperature", "pair", "draft", "K"
+SETTINGS_ORDER = (
+    TEMPERATURE, PAIR, DRAFT_MODEL, K_ROW, "precision", "CPU", "CPU capability", "torch threads", "draft vocabulary"
+)  # fmt: skip
+
+
+Difference = tuple[str, object, object]  # a setting, a bench file's value, the live figure's
+
+
+def _differences(doc: dict, env: dict, k: int, draft_vocab: int, temperature: float) -> list[Difference]:
+    """Every setting in which a bench file differs from a live figure: (setting, the file's value, the live one);
+    K_ROW's file value is the Ks of its draft-model rows. Empty when the file can be compared."""
     bench_env, settings = doc.get("environment", {}), doc.get("settings", {})
     checks = [
-        ("pair", _pair_name(bench_env.get("target")), _pair_name(env.get("target"))),
-        ("draft", _pair_name(bench_env.get("draft")), _pair_name(env.get("draft"))),
+        (TEMPERATURE, settings.get("sampling", {}).get("temperature", 0.0), temperature),
+        (PAIR, _pair_name(bench_env.get("target")), _pair_name(env.get("target"))),
+        (DRAFT_MODEL, _pair_name(bench_env.get("draft")), _pair_name(env.get("draft"))),
+        ("precision", bench_env.get("dtype"), env.get("dtype")),
         ("CPU", bench_env.get("cpu"), env.get("cpu")),
         ("CPU capability", bench_env.get("cpu_capability"), env.get("cpu_capability")),
-        ("precision", bench_env.get("dtype"), env.get("dtype")),
         ("torch threads", bench_env.get("torch_threads"), env.get("torch_threads")),  # on a busy CPU 2 threads stall
         ("draft vocabulary", settings.get("draft_vocab") or 0, draft_vocab or 0),
-        ("temperature", settings.get("sampling", {}).get("temperature", 0.0), temperature),
     ]
-    for name, recorded, live in checks:
-        if recorded != live:
-            return f"{doc.get('file', 'the bench')} was recorded with {name} {recorded}, this figure has {live}"
-    if not any(r.get("method") == methods.DRAFT and r.get("k") == k for r in doc.get("results", [])):
-        return f"{doc.get('file', 'the bench')} has no draft-model row at K = {k}"
-    return None
+    out = [(name, recorded, live) for name, recorded, live in checks if recorded != live]
+    ks = sorted({r.get("k") for r in doc.get("results", []) if r.get("method") == methods.DRAFT})
+    if k not in ks:
+        out.append((K_ROW, tuple(ks), k))
+    return sorted(out, key=lambda d: SETTINGS_ORDER.index(d[0]))
+
+
+def _value(name: str, value: object) -> str:
+    if name == TEMPERATURE:
+        return "greedy, T = 0" if not value else f"sampled, T = {value:g}"
+    if name == "draft vocabulary":
+        return "the whole vocabulary" if not value else f"its {value} most frequent tokens"
+    return str(value)
+
+
+def _nobody(name: str, live: object, recorded: list) -> str:
+    """Why no recorded bench can be compared, for one setting every one of them differs in."""
+    theirs = ", ".join(dict.fromkeys(_value(name, v) for v in recorded))
+    if name == TEMPERATURE:
+        kind = "sampled" if live else "greedy"
+        return f"no recorded bench is {kind} (this figure is {_value(name, live)}; the benches are {theirs})"
+    if name == K_ROW:
+        ks = sorted({k for ks in recorded for k in ks})
+        return f"no recorded bench has a draft-model row at K = {live} (they have K = {', '.join(map(str, ks))})"
+    if name in (PAIR, DRAFT_MODEL):
+        what = "target" if name == PAIR else "draft model"
+        return f"no recorded bench ran this {what}, {live} (they ran {theirs})"
+    return f"no recorded bench has {name} {_value(name, live)} (they have {theirs})"
+
+
+def _not_comparable(docs: Sequence[dict], differences: list[list[Difference]]) -> str:
+    """The reason no recorded bench compares, grouped by setting: first the settings every file differs in (the real
+    reason, whichever file comes first by name), else the nearest file and what it differs in."""
+    every = [name for name in SETTINGS_ORDER if all(any(d[0] == name for d in diffs) for diffs in differences)]
+    count = f"{len(docs)} recorded bench{'es' if len(docs) > 1 else ''} checked"
+    if every:
+        live = {name: value for diffs in differences for name, _, value in diffs}
+        recorded = {name: [r for diffs in differences for n, r, _ in diffs if n == name] for name in every}
+        reasons = [_nobody(name, live[name], recorded[name]) for name in every]
+        more = f"; and {len(reasons) - 2} more settings" if len(reasons) > 2 else ""
+        return "; ".join(reasons[:2]) + more + f" ({count})"
+    nearest = min(range(len(docs)), key=lambda i: len(differences[i]))
+    parts = [
+        f"a draft-model row at K = {live} (it has K = {', '.join(map(str, recorded))})"
+        if name == K_ROW
+        else f"{name} ({_value(name, recorded)} there, {_value(name, live)} here)"
+        for name, recorded, live in differences[nearest]
+    ]
+    return f"the nearest, {docs[nearest].get('file', 'a bench')}, differs in " + "; ".join(parts) + f" ({count})"
+
+
+def _bench_row_words(doc: dict, k: int, row: dict) -> str:
+    """What a bench file's figure is, so it reads like with like: its lane, K, precision, prompts and the range its
+    runs spread over, and, when the race page's table lists another K of the file, that one too."""
+    settings, env = doc.get("settings", {}), doc.get("environment", {})
+    vocab = settings.get("draft_vocab") or 0
+    prompts, tokens = settings.get("prompts"), settings.get("max_new_tokens")
+    runs = f", {prompts} prompts × {tokens} tokens" if prompts and tokens else ""
+    what = (
+        f"{doc.get('file', 'the bench')} (the draft-model lane at K = {k}, {env.get('dtype', '?')}, "
+        f"{_value('draft vocabulary', vocab)}, greedy{runs})"
+    )
+    out = f"{what} measured {row['speedup_vs_plain']:.2f}×"
+    spread = row.get("speedup_range")
+    if spread:
+        out += f", the median of its runs, which ranged {spread[0]:.2f}–{spread[1]:.2f}× over its prompts"
+    drafts = [r for r in doc.get("results", []) if r.get("method") == methods.DRAFT]
+    best = max(drafts, key=lambda r: r["speedup_vs_plain"])
+    if best.get("k") != k:
+        out += f" (the bench table lists this file at its best K, {best['k']}: {best['speedup_vs_plain']:.2f}×)"
+    return out
 
 
 def against_bench(
@@ -195,40 +312,50 @@ def against_bench(
 ) -> Agreement:
     """Does a live draft-model speedup agree with a recorded bench for the same pair, CPU, precision and settings?
     env: the live run's environment (measure.bench.environment keys: target, draft, cpu, cpu_capability, dtype).
-    Agrees when the bench's figure (or its per-prompt range) and the live interval (or figure) meet."""
+    Agrees only when the live interval holds the bench's figure at the same K; when it does not, but the live figure
+    (or interval) meets the range the bench's runs spread over, the figure lies within the bench's spread (one prompt
+    against many: neither confirms it nor contradicts it); else it disagrees."""
     if not docs:
         return Agreement(NOT_COMPARABLE, "no bench is recorded")
-    reasons = []
-    for doc in docs:
-        why = _mismatch(doc, env, k, draft_vocab, temperature)
-        if why:
-            reasons.append(why)
-            continue
-        row = next(r for r in doc["results"] if r.get("method") == methods.DRAFT and r.get("k") == k)
-        bench = row["speedup_vs_plain"]
-        bench_range = tuple(row.get("speedup_range") or (bench, bench))
-        live = interval or (speedup, speedup)
-        file = doc.get("file", "")
-        if overlap(live, bench_range):
-            return Agreement(AGREES, f"the bench ({file}) measured {bench:.2f}× here", bench, file)
-        load = doc.get("environment", {}).get("load_average")
+    differences = [_differences(doc, env, k, draft_vocab, temperature) for doc in docs]
+    doc = next((doc for doc, diffs in zip(docs, differences) if not diffs), None)
+    if doc is None:
+        return Agreement(NOT_COMPARABLE, _not_comparable(docs, differences))
+    row = next(r for r in doc["results"] if r.get("method") == methods.DRAFT and r.get("k") == k)
+    bench = row["speedup_vs_plain"]
+    bench_range = tuple(row.get("speedup_range") or (bench, bench))
+    live = interval or (speedup, speedup)
+    file, said = doc.get("file", ""), _bench_row_words(doc, k, row)
+    this = with_interval(speedup, interval)
+    if interval is not None and interval[0] <= bench <= interval[1]:
+        return Agreement(AGREES, f"{said}; this figure, {this}, holds it", bench, file)
+    if overlap(live, bench_range):
         return Agreement(
-            DISAGREES,
-            f"the bench ({file}) measured {bench:.2f}× on this CPU and settings, outside this figure's range, and this "
-            "figure is outside the bench's. Why that can happen: a busy machine (timings swing with other work; "
-            f"the bench met a load average of {load}, this run {env.get('load_average', '?')}), other prompts (the "
-            "bench's held-out prompts, this page's one), another length, or a run too short to time well",
+            WITHIN_SPREAD,
+            f"{said}. This figure, {this}, does not hold {bench:.2f}×, but it lies within the spread of the bench's "
+            "runs: the bench ran many prompts, this page one, and one prompt's speedup differs from another's that "
+            "much, so it neither confirms the bench nor contradicts it",
             bench,
             file,
         )
-    more = f" (and {len(reasons) - 1} more files differ)" if reasons[1:] else ""
-    return Agreement(NOT_COMPARABLE, reasons[0] + more)
+    load = doc.get("environment", {}).get("load_average")
+    return Agreement(
+        DISAGREES,
+        f"{said}, on this CPU and settings, outside this figure's range ({this}), and this figure is outside the "
+        "bench's. Why that can happen: a busy machine (timings swing with other work; the bench met a load average "
+        f"of {load}, this run {env.get('load_average', '?')}), other prompts (the bench's held-out prompts, this "
+        "page's one), another length, or a run too short to time well",
+        bench,
+        file,
+    )
 
 
 def agreement_words(agreement: Agreement) -> str:
     """The sentence a page shows next to its figure."""
     if agreement.verdict == AGREES:
         return f"It agrees with the recorded bench: {agreement.reason}."
+    if agreement.verdict == WITHIN_SPREAD:
+        return f"Beside the recorded bench: {agreement.reason}."
     if agreement.verdict == DISAGREES:
         return f"It disagrees with the recorded bench: {agreement.reason}."
     return f"Not comparable with a recorded bench: {agreement.reason}."

@@ -11,6 +11,7 @@ import pandas as pd
 from specviz import methods
 from specviz.core import stats
 from specviz.core.record import RunRecord
+from specviz.viz.layout import band_height
 
 NOT_REPORTED = "not reported"
 PLAYBACK_WORDS = (
@@ -73,18 +74,41 @@ def arrivals_frame(results: list[RunRecord]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["lane", "ms", "tokens"])
 
 
+SIDE_BY_SIDE = 4  # lanes at most for the two timing charts to share a row: more, and each takes the page's width
+LEGEND_COLUMNS = 3  # a full-width arrivals chart's legend, below the plot: three lanes a row
+LEGEND_ROW = 20  # px per row of that legend (Streamlit keeps a chart's total height: the plot must not lose it)
+
+
+def side_by_side(results: list[RunRecord]) -> bool:
+    """Whether the arrivals and latency charts fit side by side in half-width columns: with more lanes the legend
+    alone takes a half column (12 lanes left the plot about 80 px) and the lanes' rows need the height."""
+    return len(results) <= SIDE_BY_SIDE
+
+
+def lane_colors(results: list[RunRecord]) -> alt.Scale:
+    """One colour per lane, the same in both charts, never repeated (category10 has ten; more lanes take tableau20)."""
+    labels = list(dict.fromkeys(methods.lane_label(r.method) for r in results))
+    return alt.Scale(domain=labels, scheme="category10" if len(labels) <= 10 else "tableau20")
+
+
 def arrivals_chart(results: list[RunRecord]) -> alt.Chart:
-    """Tokens delivered over time per lane: speculative lanes climb in steps (bursts), plain decoding evenly."""
+    """Tokens delivered over time per lane: speculative lanes climb in steps (bursts), plain decoding evenly. With more
+    lanes than fit side by side, the legend goes below the plot in columns, and the chart grows by its rows."""
+    legend = alt.Legend(title="lane")
+    height = 280
+    if not side_by_side(results):
+        legend = alt.Legend(title="lane", orient="bottom", columns=LEGEND_COLUMNS)
+        height += -(-len(results) // LEGEND_COLUMNS) * LEGEND_ROW
     return (
         alt.Chart(arrivals_frame(results), title="Tokens delivered over time")
         .mark_line(interpolate="step-after", point=True)
         .encode(
             x=alt.X("ms:Q", title="milliseconds since the start"),
             y=alt.Y("tokens:Q", title="tokens delivered"),
-            color=alt.Color("lane:N", title="lane"),
+            color=alt.Color("lane:N", scale=lane_colors(results), legend=legend),
             tooltip=["lane:N", alt.Tooltip("ms:Q", format=".1f"), "tokens:Q"],
         )
-        .properties(height=280)
+        .properties(height=height)
     )
 
 
@@ -98,17 +122,19 @@ def latency_frame(results: list[RunRecord]) -> pd.DataFrame:
 
 
 def latency_chart(results: list[RunRecord]) -> alt.Chart:
-    """Inter-token latency per lane: speculation gives many zero gaps (a burst) and some long ones."""
+    """Inter-token latency per lane: speculation gives many zero gaps (a burst) and some long ones. Every lane has its
+    row and its label (a fixed 200 px left 12 lanes 16 px each, and Vega hid 9 of their labels as overlapping)."""
+    lanes = list(dict.fromkeys(methods.lane_label(r.method) for r in results))
     return (
         alt.Chart(latency_frame(results), title="Inter-token latency (gap before each token)")
         .mark_tick(thickness=2, size=18, opacity=0.6)
         .encode(
             x=alt.X("gap_ms:Q", title="milliseconds since the previous token"),
-            y=alt.Y("lane:N", title=None),
-            color=alt.Color("lane:N", legend=None),
+            y=alt.Y("lane:N", title=None, sort=lanes, axis=alt.Axis(labelOverlap=False)),
+            color=alt.Color("lane:N", scale=lane_colors(results), legend=None),
             tooltip=["lane:N", alt.Tooltip("gap_ms:Q", format=".2f")],
         )
-        .properties(height=200)
+        .properties(height=max(200, band_height(len(lanes))))
     )
 
 

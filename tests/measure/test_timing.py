@@ -96,26 +96,47 @@ def test_against_bench_agrees_disagrees_or_is_not_comparable():
     docs = [bench_doc()]
     agrees = timing.against_bench(1.6, (1.5, 1.9), ENV, 4, 1024, 0.0, docs)  # the bench's 1.78 is in the range
     assert agrees.verdict == timing.AGREES and agrees.bench_speedup == 1.78
+    assert "the draft-model lane at K = 4, float32" in agrees.reason and "1.60× (1.50–1.90), holds it" in agrees.reason
     apart = timing.against_bench(0.38, (0.30, 0.45), ENV, 4, 1024, 0.0, docs)
     assert apart.verdict == timing.DISAGREES
     assert "busy machine" in apart.reason and "2.85" in apart.reason and "3.5" in apart.reason
     assert "disagrees" in timing.agreement_words(apart)
-    # the bench's own per-prompt range meets the live figure: agrees, even without a live interval
-    ranged = [bench_doc(speedup_range=[0.9, 2.4])]
-    assert timing.against_bench(1.0, None, ENV, 4, 1024, 0.0, ranged).verdict == timing.AGREES
-    assert timing.against_bench(1.0, None, ENV, 4, 1024, 0.0, docs).verdict == timing.DISAGREES
+
+
+def test_a_live_range_that_misses_the_bench_figure_but_meets_its_runs_spread_does_not_agree():
+    """Issue 42 item 9: 1.45× (1.33–1.51) beside a bench of 1.85× whose runs ranged 1.19–2.77× said "agrees"."""
+    ranged = [bench_doc(speedup=1.85, speedup_range=[1.19, 2.77])]
+    beside = timing.against_bench(1.45, (1.33, 1.51), ENV, 4, 1024, 0.0, ranged)
+    assert beside.verdict == timing.WITHIN_SPREAD
+    words = timing.agreement_words(beside)
+    assert "agrees" not in words
+    assert "measured 1.85×, the median of its runs, which ranged 1.19–2.77×" in words
+    assert "1.45× (1.33–1.51), does not hold 1.85×" in words
+    assert timing.against_bench(1.0, None, ENV, 4, 1024, 0.0, ranged).verdict == timing.DISAGREES  # below the spread
+    assert timing.against_bench(1.5, None, ENV, 4, 1024, 0.0, ranged).verdict == timing.WITHIN_SPREAD  # no range
+    assert timing.against_bench(1.85, None, ENV, 4, 1024, 0.0, ranged).verdict == timing.WITHIN_SPREAD  # can't hold
+    assert timing.against_bench(1.8, (1.7, 1.9), ENV, 4, 1024, 0.0, ranged).verdict == timing.AGREES
+
+
+def test_the_bench_words_name_the_k_they_compare_and_the_best_k_the_bench_table_lists():
+    doc = bench_doc(speedup=1.85)
+    doc["results"].append({"method": "draft", "k": 5, "speedup_vs_plain": 1.95})
+    said = timing.against_bench(1.8, (1.7, 1.9), ENV, 4, 1024, 0.0, [doc]).reason
+    assert "at K = 4" in said and "measured 1.85×" in said
+    assert "the bench table lists this file at its best K, 5: 1.95×" in said
+    assert "best K" not in timing.against_bench(1.8, (1.7, 1.9), ENV, 5, 1024, 0.0, [doc]).reason  # K 5 is the best
 
 
 @pytest.mark.parametrize(
     "env, k, vocab, temperature, why",
     [
-        ({**ENV, "cpu": "Intel(R) Xeon(R) Processor"}, 4, 1024, 0.0, "CPU AMD EPYC"),
-        ({**ENV, "dtype": "bfloat16"}, 4, 1024, 0.0, "precision float32"),
-        ({**ENV, "torch_threads": 1}, 4, 1024, 0.0, "torch threads 2"),
-        (ENV, 4, 0, 0.0, "draft vocabulary 1024"),
-        (ENV, 4, 1024, 1.0, "temperature 0.0"),
-        (ENV, 3, 1024, 0.0, "no draft-model row at K = 3"),
-        ({**ENV, "target": "gpt2"}, 4, 1024, 0.0, "pair"),
+        ({**ENV, "cpu": "Intel(R) Xeon(R) Processor"}, 4, 1024, 0.0, "no recorded bench has CPU Intel(R) Xeon(R)"),
+        ({**ENV, "dtype": "bfloat16"}, 4, 1024, 0.0, "no recorded bench has precision bfloat16 (they have float32)"),
+        ({**ENV, "torch_threads": 1}, 4, 1024, 0.0, "no recorded bench has torch threads 1 (they have 2)"),
+        (ENV, 4, 0, 0.0, "draft vocabulary the whole vocabulary (they have its 1024 most frequent tokens)"),
+        (ENV, 4, 1024, 1.0, "no recorded bench is sampled (this figure is sampled, T = 1; the benches are greedy"),
+        (ENV, 3, 1024, 0.0, "no recorded bench has a draft-model row at K = 3 (they have K = 4)"),
+        ({**ENV, "target": "gpt2"}, 4, 1024, 0.0, "no recorded bench ran this target, gpt2"),
     ],
 )
 def test_against_bench_is_not_comparable_on_another_cpu_or_setting(env, k, vocab, temperature, why):
@@ -123,6 +144,27 @@ def test_against_bench_is_not_comparable_on_another_cpu_or_setting(env, k, vocab
     assert found.verdict == timing.NOT_COMPARABLE
     assert why in found.reason
     assert timing.against_bench(1.0, None, ENV, 4, 1024, 0.0, []).verdict == timing.NOT_COMPARABLE
+
+
+def test_not_comparable_names_the_setting_no_bench_shares_first_not_the_first_file_by_name():
+    """Issue 42 item 12: a sampled figure against the greedy benches named cpu-bfloat16-trees-code.json's precision
+    "(and 15 more files differ)"; the reason is that no recorded bench is sampled."""
+    from specviz.engine.models import ASSETS
+    from specviz.measure.bench import recorded_benches
+
+    docs = recorded_benches(ASSETS / "bench")
+    assert docs[0]["file"] == "cpu-bfloat16-trees-code.json" and len(docs) == 16
+    forwards = next(d for d in docs if d["file"] == "cpu-float32-forwards-code.json")["environment"]
+    found = timing.against_bench(1.4, (1.3, 1.5), forwards, 4, 1024, 1.0, docs)
+    assert found.verdict == timing.NOT_COMPARABLE
+    assert found.reason.startswith("no recorded bench is sampled (this figure is sampled, T = 1")
+    assert "cpu-bfloat16" not in found.reason and "more files differ" not in found.reason
+    # every setting shared by some file, but no file shares all: the nearest file and what it differs in
+    intel = next(d for d in docs if d["file"] == "cpu-float32-eagle-k4.json")["environment"]
+    nearest = timing.against_bench(1.4, (1.3, 1.5), {**intel, "torch_threads": 2}, 4, 1024, 0.0, docs)
+    assert nearest.reason.startswith(
+        "the nearest, cpu-float32-eagle-k4.json, differs in torch threads (1 there, 2 here)"
+    )
 
 
 def sweep(points, settings=None, prompt="p"):
