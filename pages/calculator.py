@@ -216,12 +216,18 @@ cols[1].metric("Speedup (ideal verify)", f"{result.speedup_ideal:.2f}×")
 cols[2].metric("Speedup (with verify cost)", f"{result.speedup:.2f}×", help=verify.describe())
 cols[3].metric("Operations factor", f"{result.ops_factor:.2f}")
 cols[4].metric("Best K", f"{result.best_k}", help=f"speedup {result.best_speedup:.2f}× (K searched 1..{MAX_K})")
-be = result.break_even_alpha
-cols[5].metric("Break-even α", "none" if be is None else f"{be:.3f}", help="smallest α at which some K gives S > 1")
+be, be_any = result.break_even_alpha_at_k, result.break_even_alpha
+cols[5].metric(
+    f"Break-even α at K = {k}",
+    "none" if be is None else f"{be:.3f}",
+    help=f"the α at which K = {k} breaks even, S(α, {k}) = 1: above it this K pays. Over every K = 1..{MAX_K} the "
+    + ("smallest is none: no K pays" if be_any is None else f"smallest is {be_any:.3f}, at K = {result.break_even_k}"),
+)
 if result.speedup <= 1:
     st.warning(f"At these settings speculation is slower than plain decoding ({result.speedup:.2f}×).")
 f = formulas(result)
-order = ("expected_tokens", "speedup", "speedup_measured", "ops_factor", "best_k", "break_even_alpha")
+order = ("expected_tokens", "speedup", "speedup_measured", "ops_factor", "best_k")
+order += ("break_even_alpha", "break_even_alpha_any_k")
 st.code("\n".join(f[name] for name in order), language=None)
 st.caption(
     "What-if formulas: they assume K drafts every round, each accepted with the same probability α. Measured runs "

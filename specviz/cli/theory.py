@@ -42,7 +42,12 @@ def cmd_theory(args: argparse.Namespace) -> int:
     result = analyse(TheoryInputs(alpha=args.alpha, k=args.k, c=args.c, c_hat=args.c_hat))
     doc = result.to_dict()
     # A single --verify-cost is v(K) at the chosen K only: it changes the speedup at that K, not the K search.
-    for key in ("best_k_measured", "best_speedup_measured", "break_even_alpha_measured"):
+    for key in (
+        "best_k_measured",
+        "best_speedup_measured",
+        "break_even_alpha_measured",
+        "break_even_alpha_at_k_measured",
+    ):
         doc.pop(key)
     doc.update(speedup_measured=None, verify_cost=None, verify_model="ideal")
     if args.verify_cost is not None:
@@ -77,11 +82,14 @@ def render_text(result, doc: dict) -> str:
             f"speedup (verify = {doc['verify_cost']:g})     {doc['speedup_measured']:.3f}x   "
             f"S = E / (K·c + v) = {doc['expected_tokens']:.3f} / ({doc['k']}·{doc['c']:g} + {doc['verify_cost']:g})"
         )
-    be = doc["break_even_alpha"]
+    be, at_k = doc["break_even_alpha"], doc["break_even_alpha_at_k"]
+    at_k_label = f"break-even α at K = {doc['k']}"
     lines += [
         f"operations factor           {doc['ops_factor']:.3f}    {f['ops_factor']}",
         f"best K (1..{MAX_K}, ideal)       {doc['best_k']} -> {doc['best_speedup']:.3f}x",
-        f"break-even α                {'none (c >= 1: no K pays)' if be is None else f'{be:.3f}'}"
+        f"break-even α (any K)        {'none (c >= 1: no K pays)' if be is None else f'{be:.3f}'}"
         f"    (with ideal verify: any α > c pays; K = 1 gives (1 + α)/(1 + c))",
+        f"{at_k_label:<28}{'none' if at_k is None else f'{at_k:.3f}'}"
+        f"    (ideal verify: E(α, {doc['k']}) = {doc['k']}·{doc['c']:g} + 1)",
     ]
     return "\n".join(lines)

@@ -14,8 +14,9 @@ Conventions worked out against REFERENCE.md:
   to c (draft arithmetic proportional to draft time), which equals 0 in that table.
 - The best K is an integer search over K = 1..k_max (k_max = 16 by default, the engine's limit); as α → 1 with c = 0
   the speedup grows without bound in K, so the search bound is part of the answer.
-- The break-even α is the smallest α at which some K in 1..k_max gives S > 1. With the ideal verify cost it equals c
-  exactly (K = 1 gives (1 + α)/(1 + c) > 1 iff α > c, and for α ≤ c every K has Σ_{i≥1} α^i ≤ K·c).
+- A K's break-even α solves S(α, K) = 1, i.e. E(α, K) = K·c + v(K); the break-even α over every K is the smallest of
+  those (some K in 1..k_max gives S > 1 above it). With the ideal verify cost it equals c exactly, at K = 1 (K = 1
+  gives (1 + α)/(1 + c) > 1 iff α > c, and for α ≤ c every K has Σ_{i≥1} α^i ≤ K·c).
 """
 
 from __future__ import annotations
@@ -146,23 +147,44 @@ def best_k(alpha: float, c: float, verify: VerifyCost = IDEAL, k_max: int = MAX_
     return best, speedup(alpha, best, c, verify(best))
 
 
-def break_even_alpha(c: float, verify: VerifyCost = IDEAL, k_max: int = MAX_K, tol: float = 1e-12) -> float | None:
-    """The smallest α at which some K in 1..k_max gives S > 1; None if even α = 1 does not pay (0.0 if α = 0 does).
+def break_even_alpha_at(k: int, c: float, verify_cost: float = 1.0, tol: float = 1e-12) -> float | None:
+    """The α at which K drafts per round break even, S(α, K) = 1: E(α, K) = K·c + v(K). Above it this K pays.
 
-    Ideal verify cost: exactly c (for c < 1). Otherwise bisection: the best speedup over K rises with α.
-    """
-    if verify.kind == "ideal":
-        return c if c < 1 else None
-    pays = lambda a: best_k(a, c, verify, k_max)[1] > 1.0  # noqa: E731
-    if not pays(1.0):
-        return None
-    if pays(0.0):
+    0.0 when even α = 0 pays or breaks even (K·c + v ≤ 1); None when not even α = 1 pays (K·c + v ≥ K + 1, the
+    most E can be). K = 1 solves 1 + α = c + v directly; a larger K by bisection (E rises with α)."""
+    target = k * c + verify_cost  # a round's cost in target steps: E must reach it
+    if target <= 1.0:
         return 0.0
+    if target >= k + 1:
+        return None
+    if k == 1:
+        return target - 1.0
     low, high = 0.0, 1.0
     while high - low > tol:
         mid = (low + high) / 2
-        low, high = (low, mid) if pays(mid) else (mid, high)
+        low, high = (mid, high) if expected_tokens(mid, k) < target else (low, mid)
     return high
+
+
+def break_even(c: float, verify: VerifyCost = IDEAL, k_max: int = MAX_K) -> tuple[float | None, int | None]:
+    """The smallest α at which some K in 1..k_max gives S > 1, and that K (the smallest K of a tie); (None, None) if
+    even α = 1 does not pay. Ideal verify cost: exactly (c, 1) for c < 1."""
+    if verify.kind == "ideal":
+        return (c, 1) if c < 1 else (None, None)
+    found = [
+        (a, k)
+        for k in range(1, min(k_max, verify.k_max) + 1)
+        if (a := break_even_alpha_at(k, c, verify(k))) is not None
+    ]
+    return min(found) if found else (None, None)
+
+
+def break_even_alpha(c: float, verify: VerifyCost = IDEAL, k_max: int = MAX_K) -> float | None:
+    """The smallest α at which some K in 1..k_max gives S > 1; None if even α = 1 does not pay (0.0 if α = 0 does).
+
+    Ideal verify cost: exactly c (K = 1 gives (1 + α)/(1 + c) > 1 iff α > c, and for α ≤ c every K has
+    Σ_{i≥1} α^i ≤ K·c). Otherwise the smallest of every K's own break-even α (break_even_alpha_at)."""
+    return break_even(c, verify, k_max)[0]
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -215,8 +237,11 @@ class TheoryResult:
     best_speedup: float
     best_k_ideal: int
     best_speedup_ideal: float
-    break_even_alpha: float | None  # under the chosen verify model
+    break_even_alpha: float | None  # under the chosen verify model, the smallest over K = 1..k_max
     break_even_alpha_ideal: float | None
+    break_even_k: int | None = None  # the K at which break_even_alpha is reached
+    break_even_alpha_at_k: float | None = None  # for the chosen K, under the chosen verify model: S(α, K) = 1
+    break_even_alpha_at_k_ideal: float | None = None
 
     def to_dict(self) -> dict:
         i = self.inputs
@@ -237,6 +262,8 @@ class TheoryResult:
             "best_speedup_measured": self.best_speedup,
             "break_even_alpha": self.break_even_alpha_ideal,
             "break_even_alpha_measured": self.break_even_alpha,
+            "break_even_alpha_at_k": self.break_even_alpha_at_k_ideal,
+            "break_even_alpha_at_k_measured": self.break_even_alpha_at_k,
         }
 
 
@@ -246,6 +273,7 @@ def analyse(inputs: TheoryInputs) -> TheoryResult:
     v = verify(k)
     bk, bs = best_k(a, c, verify, inputs.k_max)
     bki, bsi = best_k(a, c, IDEAL, inputs.k_max)
+    be, be_k = break_even(c, verify, inputs.k_max)
     return TheoryResult(
         inputs=inputs,
         expected_tokens=expected_tokens(a, k),
@@ -257,8 +285,11 @@ def analyse(inputs: TheoryInputs) -> TheoryResult:
         best_speedup=bs,
         best_k_ideal=bki,
         best_speedup_ideal=bsi,
-        break_even_alpha=break_even_alpha(c, verify, inputs.k_max),
+        break_even_alpha=be,
         break_even_alpha_ideal=break_even_alpha(c, IDEAL, inputs.k_max),
+        break_even_k=be_k,
+        break_even_alpha_at_k=break_even_alpha_at(k, c, v),
+        break_even_alpha_at_k_ideal=break_even_alpha_at(k, c),
     )
 
 
@@ -267,7 +298,14 @@ def formulas(result: TheoryResult) -> dict[str, str]:
     i, r = result.inputs, result
     a, k, c, ch = i.alpha, i.k, i.c, i.ops_ratio
     e_text = f"(1 − {a:g}^{k + 1}) / (1 − {a:g})" if a < 1 else "K + 1 (α = 1)"
-    be = "none: no K pays" if r.break_even_alpha_ideal is None else f"{r.break_even_alpha_ideal:.3f}"
+    be_k = "none: not even α = 1 pays" if r.break_even_alpha_at_k is None else f"α = {r.break_even_alpha_at_k:.3f}"
+    if r.break_even_alpha is None:
+        be_any = f"none: no K in 1..{i.k_max} pays even at α = 1"
+    else:
+        at = r.break_even_k
+        be_any = (
+            f"the smallest is at K = {at}: E(α, {at}) = {at}·{c:g} + {i.verify(at):.3f} → α = {r.break_even_alpha:.3f}"
+        )
     return {
         "expected_tokens": f"E = {e_text} = {r.expected_tokens:.3f}",
         "speedup": f"S = E / (K·c + 1) = {r.expected_tokens:.3f} / ({k}·{c:g} + 1) = {r.speedup_ideal:.3f}",
@@ -278,7 +316,11 @@ def formulas(result: TheoryResult) -> dict[str, str]:
             f"ops = (K·ĉ + K + 1) / E = ({k}·{ch:g} + {k} + 1) / {r.expected_tokens:.3f} = {r.ops_factor:.3f}"
         ),
         "best_k": f"best K = argmax over K = 1..{i.k_max} of S(K) = {r.best_k} (S = {r.best_speedup:.3f})",
-        "break_even_alpha": f"break-even α (ideal verify): α > c = {c:g} → {be}; K = 1 gives (1 + α) / (1 + c)",
+        "break_even_alpha": (
+            f"break-even α at K = {k}: E(α, {k}) = K·c + v(K) = {k}·{c:g} + {r.verify_cost:.3f} = "
+            f"{k * c + r.verify_cost:.3f} → {be_k}"
+        ),
+        "break_even_alpha_any_k": f"break-even α over K = 1..{i.k_max}: {be_any}",
     }
 
 

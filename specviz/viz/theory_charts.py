@@ -85,7 +85,8 @@ def heatmap_frame(
 
 
 def heatmap_chart(frame: pd.DataFrame, alpha: float, k: int, title: str = "Speedup over α × K") -> alt.LayerChart:
-    """Cells coloured by speedup (diverging at 1), the best K per α outlined, the current (α, K) as a dot."""
+    """Cells coloured by speedup (diverging at 1), the best K per α as a black diamond, the current (α, K) as a black
+    ring (the lesson's caption names both)."""
     low, high = float(frame["speedup"].min()), float(frame["speedup"].max())
     domain = [min(low, 0.99), 1.0, max(high, 1.01)]
     alpha_order = sorted(frame["alpha"].unique(), reverse=True)
@@ -115,7 +116,7 @@ def heatmap_chart(frame: pd.DataFrame, alpha: float, k: int, title: str = "Speed
     nearest = min(frame["alpha"].unique(), key=lambda a: abs(a - alpha))
     here = (
         alt.Chart(pd.DataFrame({"alpha": [nearest], "k": [k], "label": [f"you: α≈{nearest:g}, K={k}"]}))
-        .mark_point(shape="circle", size=220, color="white", stroke="black", strokeWidth=2)
+        .mark_point(shape="circle", size=220, filled=False, stroke="black", strokeWidth=2)  # a black ring
         .encode(x="k:O", y=alt.Y("alpha:O", sort=alpha_order), tooltip=["label:N"])
     )
     return (cells + best + here).properties(title=title, height=360)

@@ -22,8 +22,8 @@ def shows(at, result) -> None:
     assert m["Speedup (with verify cost)"] == f"{result.speedup:.2f}×"
     assert m["Operations factor"] == f"{result.ops_factor:.2f}"
     assert m["Best K"] == str(result.best_k)
-    be = result.break_even_alpha
-    assert m["Break-even α"] == ("none" if be is None else f"{be:.3f}")
+    be = result.break_even_alpha_at_k
+    assert m[f"Break-even α at K = {result.inputs.k}"] == ("none" if be is None else f"{be:.3f}")
 
 
 @pytest.fixture
@@ -144,3 +144,45 @@ def test_a_missing_pair_is_a_message_not_a_traceback(monkeypatch, tmp_path):
     assert not page.exception
     assert any("Could not load the model pair" in e.value for e in page.error)
     assert metrics(page)["Expected tokens per round"] == "3.362"  # the rest of the page still works
+
+
+def formula_alpha(at, line_start: str) -> str:
+    """The α a formula line ends on ("… → α = 0.721")."""
+    line = next(line for line in at.code[0].value.splitlines() if line.startswith(line_start))
+    return line.rsplit("α = ", 1)[1]
+
+
+@pytest.mark.parametrize("mode", ["ideal (one target step)", "linear model"])
+def test_the_break_even_metric_is_its_formula_lines_alpha_for_the_chosen_k(page, mode):
+    """Issue 42 item 11: the metric showed the break-even over every K under the chosen verify model (0.330) while
+    its formula line gave the ideal one (→ 0.300); at α 0.6, K 8, c 0.3 it showed 0.300 (K = 1's) beside "slower than
+    plain (0.73×)". Now the metric is the chosen K's, named in its label, and equals its formula line."""
+    page.radio(key="verify_mode").set_value(mode).run()
+    page.slider(key="alpha").set_value(0.6).run()
+    page.slider(key="k").set_value(8).run()
+    page.slider(key="c").set_value(0.3).run()
+    shown = metrics(page)["Break-even α at K = 8"]
+    assert shown == formula_alpha(page, "break-even α at K = 8:")
+    assert float(shown) > 0.6  # α 0.6 is below K = 8's break-even: that is why it is slower than plain
+    assert "slower than plain decoding (0.73×)" in page.warning[0].value or mode != "ideal (one target step)"
+    if mode == "ideal (one target step)":
+        assert shown == "0.721"  # 1 + α + … + α^8 = 8·0.3 + 1 = 3.4
+        assert formula_alpha(page, "break-even α over K = 1..16:") == "0.300"  # at K = 1: α = c
+    else:  # v(K) = 1 + 0.03·K: at K = 1, 1 + α = 0.3 + 1.03, the smallest over K
+        assert formula_alpha(page, "break-even α over K = 1..16:") == "0.330"
+    assert "the smallest is at K = 1" in page.code[0].value
+
+
+def test_the_heatmap_caption_names_the_mark_it_draws_for_your_setting(page):
+    """Issue 42 item 11: the caption said "white circle" for a point mark Vega-Lite draws unfilled: a black ring."""
+    import json
+
+    (heatmap,) = [
+        spec
+        for spec in (json.loads(c.proto.spec) for c in page.get("vega_lite_chart"))
+        if "layer" in spec and any(layer.get("mark", {}).get("type") == "rect" for layer in spec["layer"])
+    ]
+    (here,) = [layer["mark"] for layer in heatmap["layer"] if layer["mark"].get("shape") == "circle"]
+    assert here["filled"] is False and here["stroke"] == "black"
+    captions = " ".join(c.value for c in page.caption)
+    assert "the black ring is your setting" in captions and "white circle" not in captions

@@ -13,7 +13,9 @@ from specviz.core.theory import (
     analyse,
     best_k,
     best_k_table,
+    break_even,
     break_even_alpha,
+    break_even_alpha_at,
     compare_positional,
     cost_examples_table,
     expected_tokens,
@@ -94,6 +96,52 @@ def test_break_even_alpha_with_a_verify_cost_model():
     assert break_even_alpha(1.0) is None
     assert break_even_alpha(0.5, VerifyCost.measured([20.0] * 16)) is None
     assert break_even_alpha(0.0, VerifyCost.measured([0.5])) == 0.0  # verify cheaper than a step: even α = 0 pays
+
+
+@pytest.mark.parametrize(
+    "k, c, v, alpha",
+    [
+        (1, 0.3, 1.0, 0.3),  # 1 + α = 0.3 + 1
+        (1, 0.3, 1.03, 0.33),  # the linear model's v(1) = 1.03
+        (2, 0.3, 1.0, (-1 + math.sqrt(3.4)) / 2),  # 1 + α + α² = 1.6: α = 0.42195
+        (3, 0.0, 1.875, 0.5),  # E(0.5, 3) = 1 + 0.5 + 0.25 + 0.125 = 1.875 = 3·0 + v
+        (1, 0.0, 0.5, 0.0),  # a verify pass cheaper than a step: even α = 0 pays
+        (2, 1.0, 1.0, None),  # a round costs 3 steps, the most E(α, 2) can be: no α pays
+    ],
+)
+def test_break_even_alpha_at_one_k_solves_s_equal_one(k, c, v, alpha):
+    got = break_even_alpha_at(k, c, v)
+    if alpha is None:
+        assert got is None
+        return
+    assert got == pytest.approx(alpha, abs=1e-9)
+    if alpha > 0:
+        assert speedup(got, k, c, v) == pytest.approx(1.0, abs=1e-9)
+
+
+def test_break_even_over_every_k_is_the_smallest_k_break_even_and_names_its_k():
+    assert break_even(0.3) == (0.3, 1)
+    linear = VerifyCost.linear(0.03)
+    assert break_even(0.3, linear) == (pytest.approx(0.33), 1)
+    alpha, k = break_even(0.1, VerifyCost.linear(0.05))
+    assert alpha == pytest.approx(min(break_even_alpha_at(j, 0.1, 1 + 0.05 * j) for j in range(1, 17)))
+    assert break_even_alpha_at(k, 0.1, 1 + 0.05 * k) == alpha
+    # a verify pass as dear at K = 1 as at K = 3, and a cheap draft: three drafts pay first, not one
+    alpha, k = break_even(0.01, VerifyCost.measured([1.5, 1.5, 1.5]))
+    assert k == 3 and alpha == pytest.approx(break_even_alpha_at(3, 0.01, 1.5))
+
+
+def test_analyse_gives_the_chosen_ks_break_even_beside_every_ks():
+    r = analyse(TheoryInputs(alpha=0.6, k=8, c=0.3))
+    assert r.break_even_alpha == 0.3 and r.break_even_k == 1
+    assert r.break_even_alpha_at_k == pytest.approx(break_even_alpha_at(8, 0.3))
+    assert expected_tokens(r.break_even_alpha_at_k, 8) == pytest.approx(8 * 0.3 + 1)
+    assert r.speedup < 1 and r.inputs.alpha < r.break_even_alpha_at_k  # slower than plain: below K = 8's
+    f = formulas(r)
+    assert f["break_even_alpha"] == (
+        f"break-even α at K = 8: E(α, 8) = K·c + v(K) = 8·0.3 + 1.000 = 3.400 → α = {r.break_even_alpha_at_k:.3f}"
+    )
+    assert f["break_even_alpha_any_k"].endswith("the smallest is at K = 1: E(α, 1) = 1·0.3 + 1.000 → α = 0.300")
 
 
 def test_measured_verify_cost_limits_k():
