@@ -132,6 +132,8 @@ def show_sweep(doc: dict, pair_sources: tuple[str, str] | None, recorded: bool) 
             "No roofline beside it: the servers' pair is not one this app can load (check the connection to find "
             "out), or no server reported its acceptance."
         )
+    if noisy := load_charts.noise_words(doc):  # a machine busier than its cores: its figures are that moment's
+        st.caption(literal(noisy))
     show_table(st, load_charts.level_frame(doc))
     left, right = st.columns(2)
     left.download_button("Download the sweep (JSON)", load.to_json(doc), "load-sweep.json", "application/json")

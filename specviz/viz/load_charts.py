@@ -110,3 +110,29 @@ def stops_paying_words(doc: dict) -> str:
         else:
             parts.append(f"speculation ({server}) stopped paying from concurrency {level} on")
     return "By median end-to-end latency: " + "; ".join(parts) + "."
+
+
+def noise_words(doc: dict) -> str | None:
+    """What the machine's load says about a sweep's figures, when it was busier than its cores (None when it was not,
+    or did not say): a load average above the core count means work waiting for a core the whole time, so every
+    latency was timed while sharing the cores, and the widest interval shows how far the figures swing."""
+    machine = doc.get("machine", {})
+    load, cores = machine.get("load_average"), machine.get("cores")
+    if not load or not cores or load <= cores:
+        return None
+    widest = max(
+        ((c["latency_speedup_ci"], c["latency_speedup"], c["concurrency"]) for level in doc["levels"]
+         for c in level["speedups"] if c.get("latency_speedup") is not None and c.get("latency_speedup_ci")),
+        key=lambda row: row[0][1] - row[0][0],
+        default=None,
+    )  # fmt: skip
+    swing = ""
+    if widest:
+        (low, high), figure, level = widest
+        swing = f" (at concurrency {level}, {figure:.2f}× with a 95% interval of {low:.2f}–{high:.2f}×)"
+    return (
+        f"A noisy measurement: the machine's load average was {load:g} on {cores} cores, about {load / cores:.0f} "
+        "times as much work as cores to run it, so every request was timed while other work took turns on the same "
+        f"cores, and the figures swing with it{swing}. Read them as one busy moment's, not as what speculation gives "
+        "on a quiet machine; the roofline models no other work, so a gap between the two says little here."
+    )

@@ -56,3 +56,16 @@ def test_the_level_table_has_a_row_per_server_and_level():
     frame = load_charts.level_frame(RECORDED)
     assert len(frame) == 2 * len(RECORDED["levels"])
     assert list(frame["server"][:2]) == ["plain", "draft model, K = 4"]
+
+
+def test_a_sweep_on_a_machine_busier_than_its_cores_says_its_figures_are_noisy():
+    """Issue 42 item 13: the recorded sweep, at load 15.51 on 2 cores, showed 2.68× against a roofline of 0.33× with
+    no word on the noise."""
+    recorded = json.loads((ASSETS / "bench" / "vllm-cpu-load-draft-k4-code.json").read_text())
+    words = load_charts.noise_words(recorded)
+    assert "load average was 15.51 on 2 cores, about 8 times as much work as cores" in words
+    assert "at concurrency 8, 2.68× with a 95% interval of 1.78–3.10×" in words  # the widest interval, the issue's
+    assert "a gap between the two says little here" in words
+    quiet = {**recorded, "machine": {**recorded["machine"], "load_average": 1.2}}
+    assert load_charts.noise_words(quiet) is None
+    assert load_charts.noise_words({**recorded, "machine": {}}) is None  # a sweep that did not record its load
