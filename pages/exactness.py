@@ -60,7 +60,7 @@ q_a = right.slider("q(A): draft", 0.0, 1.0, 0.9, 0.01, key="q_a")
 flow = lab.two_token_flow(p_a, q_a)
 chart_col, numbers_col = st.columns([3, 2])
 draw(chart_col, charts.flow_chart(flow))
-show_table(numbers_col, charts.flow_numbers(flow), key="flow_table")
+show_table(numbers_col, charts.flow_numbers(flow), key="flow_table", formats=charts.flow_formats(flow))
 cols = st.columns(3)
 cols[0].metric("Final P(A)", f"{flow.final[0]:.3f}")
 cols[1].metric("Final P(B)", f"{flow.final[1]:.3f}")
@@ -107,7 +107,7 @@ st.caption(
 
 # ---- bug switches ----------------------------------------------------------------------------------------------------
 st.header("3. Bug switches")
-st.caption(LESSON["bugs"])
+st.caption(f"{charts.switches_words()} {LESSON['bugs']}")
 bug_draft = st.radio("Draft for the bug switches", BUG_DRAFTS, horizontal=True, key="bug_draft")
 bug_rows = rows_of(table_frame(lab.POOR_DRAFT)) if bug_draft == BUG_DRAFTS[0] else draft_rows
 labels = {v.label: v.key for v in lab.VARIANTS}

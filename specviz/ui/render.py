@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -87,14 +88,16 @@ def draw(where, chart, lecture: bool | None = None) -> None:
     where.altair_chart(chart, width="stretch")
 
 
-def show_table(where, frame, key: str | None = None) -> None:
+def show_table(where, frame, key: str | None = None, formats: dict[str, str] | None = None) -> None:
     """Every table of the app: human headers, readable number formats, the key columns first and wide enough to
-    read (viz.tables says which; this turns it into Streamlit's column_config)."""
+    read (viz.tables says which; this turns it into Streamlit's column_config). formats: column -> printf format,
+    for a table whose columns no entry of viz.tables names and must read alike (the two-token table's tokens)."""
     frame = pd.DataFrame(frame)
     frame.columns = [str(c) for c in frame.columns]
     numeric = {c: frame[c].tolist() for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c])}
     config = {}
     for name, spec in tables.column_specs(list(frame.columns), numeric).items():
+        spec = replace(spec, format=(formats or {}).get(name, spec.format))
         common = {"label": spec.header, "width": spec.width, "help": spec.help}
         if spec.format == tables.P_VALUE:
             frame[name] = frame[name].map(tables.format_p)

@@ -9,13 +9,17 @@ import pandas as pd
 
 from specviz.core.chisq import detectable_tv
 from specviz.core.lab import (
+    CLASSIC,
     DETECTED_VERDICT,
     EXACT_VERDICT,
+    TYPICAL,
     UNSEEN_VERDICT,
+    VARIANTS,
     BugCheck,
     ShopExperiment,
     TreeCheck,
     TwoTokenFlow,
+    Variant,
     sequence_labels,
     verdict,
 )
@@ -148,6 +152,45 @@ def flow_numbers(flow: TwoTokenFlow) -> pd.DataFrame:
         "final": flow.final,
     }
     return pd.DataFrame([{"quantity": name, **dict(zip(flow.tokens, map(float, v)))} for name, v in rows.items()])
+
+
+FLOW_DIGITS = 3  # every number of the two-token table, as the final P(A), P(B) and the rejected mass beside it
+
+
+def flow_formats(flow: TwoTokenFlow) -> dict[str, str]:
+    """One format for every column of flow_numbers' table (each token's column would get its own from its values:
+    0.07 three decimals, 0.7 two)."""
+    return {token: f"%.{FLOW_DIGITS}f" for token in flow.tokens}
+
+
+NUMBER_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+
+
+def _count(n: int) -> str:
+    return NUMBER_WORDS[n] if n < len(NUMBER_WORDS) else str(n)
+
+
+def switches_words(variants: Sequence[Variant] = VARIANTS) -> str:
+    """What the bug switches are, counted from the variants themselves: the mistakes reported in public code, the
+    classic ones, and the design choice (Medusa's typical acceptance: lossy on purpose, not a bug)."""
+    switches = [v for v in variants if v.key != "exact"]
+    choices = [v for v in switches if v.key == TYPICAL]
+    bugs = [v for v in switches if v.key != TYPICAL]
+    reported = [v for v in bugs if v.seen_in != CLASSIC]
+    classic = [v for v in bugs if v.seen_in == CLASSIC]
+    names = lambda vs: "; ".join(v.label for v in vs)  # noqa: E731 (a label may hold a comma)
+    out = (
+        f"{_count(len(switches)).capitalize()} switches below, each swapping one part of the exact sampler. "
+        f"{_count(len(bugs)).capitalize()} are mistakes: {_count(len(reported))} reported in public code (the report "
+        f"is linked beside each: {names(reported)}), {_count(len(classic))} classic ({names(classic)})."
+    )
+    if choices:
+        verb = "is" if len(choices) == 1 else "are"
+        out += (
+            f" And {_count(len(choices))}, {names(choices)}, {verb} not a bug but a design choice, lossy on purpose: "
+            "it gives up the target's exact distribution for longer accepted runs, and the lab shows what that costs."
+        )
+    return out
 
 
 REAL_PAIR_LEVEL = 1e-3  # the loaded pair's test rejects below this p-value: an exact sampler fails it 1 time in 1000
