@@ -243,32 +243,34 @@ def _value(name: str, value: object) -> str:
     return str(value)
 
 
-def _nobody(name: str, live: object, recorded: list) -> str:
-    """Why no recorded bench can be compared, for one setting every one of them differs in."""
+def _nobody(name: str, live: object, recorded: list, benches: str) -> str:
+    """Why no recorded bench can be compared, for one setting every one of them differs in (benches: "the 16
+    recorded benches")."""
     theirs = ", ".join(dict.fromkeys(_value(name, v) for v in recorded))
+    are, have = ("are", "have") if benches.endswith("benches") else ("is", "has")
     if name == TEMPERATURE:
         kind = "sampled" if live else "greedy"
-        return f"no recorded bench is {kind} (this figure is {_value(name, live)}; the benches are {theirs})"
+        return f"no recorded bench is {kind} (this figure is {_value(name, live)}; {benches} {are} {theirs})"
     if name == K_ROW:
-        ks = sorted({k for ks in recorded for k in ks})
-        return f"no recorded bench has a draft-model row at K = {live} (they have K = {', '.join(map(str, ks))})"
+        ks = ", ".join(map(str, sorted({k for ks in recorded for k in ks})))
+        return f"no recorded bench has a draft-model row at K = {live} ({benches} {have} K = {ks})"
     if name in (PAIR, DRAFT_MODEL):
         what = "target" if name == PAIR else "draft model"
-        return f"no recorded bench ran this {what}, {live} (they ran {theirs})"
-    return f"no recorded bench has {name} {_value(name, live)} (they have {theirs})"
+        return f"no recorded bench ran this {what}, {live} ({benches} ran {theirs})"
+    return f"no recorded bench has {name} {_value(name, live)} ({benches} {have} {theirs})"
 
 
 def _not_comparable(docs: Sequence[dict], differences: list[list[Difference]]) -> str:
     """The reason no recorded bench compares, grouped by setting: first the settings every file differs in (the real
     reason, whichever file comes first by name), else the nearest file and what it differs in."""
     every = [name for name in SETTINGS_ORDER if all(any(d[0] == name for d in diffs) for diffs in differences)]
-    count = f"{len(docs)} recorded bench{'es' if len(docs) > 1 else ''} checked"
+    benches = f"the {len(docs)} recorded benches" if len(docs) > 1 else "the recorded bench"
     if every:
         live = {name: value for diffs in differences for name, _, value in diffs}
         recorded = {name: [r for diffs in differences for n, r, _ in diffs if n == name] for name in every}
-        reasons = [_nobody(name, live[name], recorded[name]) for name in every]
+        reasons = [_nobody(name, live[name], recorded[name], benches) for name in every]
         more = f"; and {len(reasons) - 2} more settings" if len(reasons) > 2 else ""
-        return "; ".join(reasons[:2]) + more + f" ({count})"
+        return "; ".join(reasons[:2]) + more
     nearest = min(range(len(docs)), key=lambda i: len(differences[i]))
     parts = [
         f"a draft-model row at K = {live} (it has K = {', '.join(map(str, recorded))})"
@@ -276,7 +278,7 @@ def _not_comparable(docs: Sequence[dict], differences: list[list[Difference]]) -
         else f"{name} ({_value(name, recorded)} there, {_value(name, live)} here)"
         for name, recorded, live in differences[nearest]
     ]
-    return f"the nearest, {docs[nearest].get('file', 'a bench')}, differs in " + "; ".join(parts) + f" ({count})"
+    return f"the nearest of {benches}, {docs[nearest].get('file', 'a bench')}, differs in " + "; ".join(parts)
 
 
 def _bench_row_words(doc: dict, k: int, row: dict) -> str:

@@ -131,11 +131,29 @@ def test_the_bench_words_name_the_k_they_compare_and_the_best_k_the_bench_table_
     "env, k, vocab, temperature, why",
     [
         ({**ENV, "cpu": "Intel(R) Xeon(R) Processor"}, 4, 1024, 0.0, "no recorded bench has CPU Intel(R) Xeon(R)"),
-        ({**ENV, "dtype": "bfloat16"}, 4, 1024, 0.0, "no recorded bench has precision bfloat16 (they have float32)"),
-        ({**ENV, "torch_threads": 1}, 4, 1024, 0.0, "no recorded bench has torch threads 1 (they have 2)"),
-        (ENV, 4, 0, 0.0, "draft vocabulary the whole vocabulary (they have its 1024 most frequent tokens)"),
-        (ENV, 4, 1024, 1.0, "no recorded bench is sampled (this figure is sampled, T = 1; the benches are greedy"),
-        (ENV, 3, 1024, 0.0, "no recorded bench has a draft-model row at K = 3 (they have K = 4)"),
+        (
+            {**ENV, "dtype": "bfloat16"},
+            4,
+            1024,
+            0.0,
+            "no recorded bench has precision bfloat16 (the recorded bench has float32)",
+        ),
+        ({**ENV, "torch_threads": 1}, 4, 1024, 0.0, "no recorded bench has torch threads 1 (the recorded bench has 2)"),
+        (
+            ENV,
+            4,
+            0,
+            0.0,
+            "draft vocabulary the whole vocabulary (the recorded bench has its 1024 most frequent tokens)",
+        ),
+        (
+            ENV,
+            4,
+            1024,
+            1.0,
+            "no recorded bench is sampled (this figure is sampled, T = 1; the recorded bench is greedy",
+        ),
+        (ENV, 3, 1024, 0.0, "no recorded bench has a draft-model row at K = 3 (the recorded bench has K = 4)"),
         ({**ENV, "target": "gpt2"}, 4, 1024, 0.0, "no recorded bench ran this target, gpt2"),
     ],
 )
@@ -157,13 +175,15 @@ def test_not_comparable_names_the_setting_no_bench_shares_first_not_the_first_fi
     forwards = next(d for d in docs if d["file"] == "cpu-float32-forwards-code.json")["environment"]
     found = timing.against_bench(1.4, (1.3, 1.5), forwards, 4, 1024, 1.0, docs)
     assert found.verdict == timing.NOT_COMPARABLE
-    assert found.reason.startswith("no recorded bench is sampled (this figure is sampled, T = 1")
+    assert found.reason == (
+        "no recorded bench is sampled (this figure is sampled, T = 1; the 16 recorded benches are greedy, T = 0)"
+    )
     assert "cpu-bfloat16" not in found.reason and "more files differ" not in found.reason
     # every setting shared by some file, but no file shares all: the nearest file and what it differs in
     intel = next(d for d in docs if d["file"] == "cpu-float32-eagle-k4.json")["environment"]
     nearest = timing.against_bench(1.4, (1.3, 1.5), {**intel, "torch_threads": 2}, 4, 1024, 0.0, docs)
     assert nearest.reason.startswith(
-        "the nearest, cpu-float32-eagle-k4.json, differs in torch threads (1 there, 2 here)"
+        "the nearest of the 16 recorded benches, cpu-float32-eagle-k4.json, differs in torch threads (1 there, 2 here)"
     )
 
 
