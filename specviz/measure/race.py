@@ -95,7 +95,7 @@ class Race:
         if not parts:
             return ""
         moved = ", ".join(f"{v:.1f}" for v in plain)
-        return f"{PAIRED_NOT_MEDIANS} Plain ran at {moved} tokens/s in its repeats. " + "; ".join(parts) + "."
+        return f"{PAIRED_NOT_MEDIANS} Plain ran at {moved} tokens/s in its repeats. Here: " + "; ".join(parts) + "."
 
 
 def race(

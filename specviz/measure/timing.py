@@ -100,10 +100,7 @@ def medians_apart_words(
     if not shown_ratio_differs(spec, plain, speedup):
         return None
     ratios = ", ".join(f"{r:.2f}" for r in paired_ratios(spec_tokens_per_s, plain_tokens_per_s))
-    return (
-        f"{name}: {spec:.1f} / {plain:.1f} = {spec / plain:.2f}, while its repeats' paired ratios are {ratios}, "
-        f"whose median is {speedup:.2f}×"
-    )
+    return f"{name} {spec:.1f} / {plain:.1f} = {spec / plain:.2f}, its repeats' ratios {ratios}: {speedup:.2f}×"
 
 
 PAIRED_NOT_MEDIANS = (
@@ -343,7 +340,7 @@ def against_bench(
     load = doc.get("environment", {}).get("load_average")
     return Agreement(
         DISAGREES,
-        f"{said}, on this CPU and settings, outside this figure's range ({this}), and this figure is outside the "
+        f"{said}, on this CPU and settings, outside this figure's range, {this}, and this figure is outside the "
         "bench's. Why that can happen: a busy machine (timings swing with other work; the bench met a load average "
         f"of {load}, this run {env.get('load_average', '?')}), other prompts (the bench's held-out prompts, this "
         "page's one), another length, or a run too short to time well",

@@ -280,3 +280,36 @@ def test_race_lanes_above_their_tau_or_spread_wider_than_their_figure_are_flagge
     assert found.startswith("specviz · draft model: its repeats spread from 0.15× to 12.10×")
     above = {**timings, "ngram": timing.Timing((11.0, 12.0, 12.5), 0.0, 10)}
     assert any("n-gram" in f and "is above τ = 10.00" in f for f in timing.implausible_lanes([ngram], above))
+
+
+def test_the_median_repeat_is_the_one_whose_ratio_is_the_median_speedup():
+    spec, plain = (220.0, 220.1, 198.2), (126.0, 131.0, 118.0)  # ratios 1.746, 1.680, 1.680 (the issue's home page)
+    i = timing.median_repeat(spec, plain)
+    assert i == 1 and spec[i] / plain[i] == timing.Timing(timing.paired_ratios(spec, plain), 0.0, 48).speedup
+    assert timing.median_repeat((1.0, 2.0), (1.0, 1.0)) is None  # an even count: the median lies between two
+    assert timing.median_repeat((), ()) is None
+
+
+def test_a_speedup_that_differs_from_the_medians_ratio_says_so_with_its_numbers():
+    plain, draft = (127.0, 137.7, 150.0), (127.0 * 1.45, 137.7 * 1.33, 150.0 * 1.51)  # the issue's race
+    speedup = timing.Timing(timing.paired_ratios(draft, plain), 0.0, 48).speedup
+    assert round(speedup, 2) == 1.45
+    assert timing.shown_ratio_differs(184.15, 137.7, speedup)
+    words = timing.medians_apart_words("draft", draft, plain, speedup)
+    assert words == "draft 184.2 / 137.7 = 1.34, its repeats' ratios 1.45, 1.33, 1.51: 1.45×"
+    steady = (100.0, 100.0, 100.0)
+    assert timing.medians_apart_words("draft", (150.0, 151.0, 149.0), steady, 1.5) is None  # 150 / 100: the same
+
+
+def test_home_words_for_an_even_count_of_repeats_say_why_the_medians_ratio_is_another_figure():
+    from dataclasses import replace
+
+    from specviz.measure.race import VersusPlain
+
+    spec, plain = (200.0, 150.0), (100.0, 120.0)  # ratios 2.0, 1.25: median 1.625; medians 175 / 110 = 1.59
+    result = VersusPlain(None, None, 175.0, 110.0, timing.Timing((2.0, 1.25), 0.0, 48), None, spec, plain)
+    words = result.speeds_words()
+    assert words.startswith("Median 175.0 vs 110.0 tokens/s, each side's median taken apart: 1.59×, not the 1.62×")
+    assert "plain ran at 100.0, 120.0 tokens/s" in words
+    odd = replace(result, spec_repeats=(200.0, 150.0, 160.0), plain_repeats=(100.0, 120.0, 100.0))
+    assert odd.speeds_words() == "In the median repeat 160.0 vs 100.0 tokens/s: 1.60×."
