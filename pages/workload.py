@@ -32,6 +32,7 @@ page_header(
 )
 controls = sidebar_controls("workload")
 apply_lecture_mode(controls.lecture)
+render.show_html(charts.CHIPS_WRAP_CSS)  # every chosen method's chip in sight: Streamlit scrolls them on one line
 state = st.session_state
 SAMPLES = {path.stem: path for path in sorted((ASSETS / "workloads").glob("*.jsonl"))}
 LIMITS = Limits.from_env()
@@ -85,7 +86,7 @@ where = st.radio(
     "decodes with the method and K it was started with, and specviz reads its speculative-decoding metrics.",
 )
 if where == HERE:
-    left, middle, right = st.columns(3)
+    left, middle, right = st.columns([2, 1, 1])  # the methods' chips carry the registry's labels: the widest
     whole = left.checkbox(
         "The whole family",
         key="whole_family",
@@ -308,7 +309,7 @@ if not speedup_measured:
         "same prompts on the same server started without --speculative-config."
     )
 elif advice.go is None:
-    st.info("No verdict yet. " + advice.reason)
+    st.info("No verdict yet. " + advice.reason[:1].upper() + advice.reason[1:])
 else:
     (st.success if advice.go else st.warning)(("GO: " if advice.go else "NO-GO: ") + advice.reason)
 for verdict in per_tag if speedup_measured else ():  # each tag judged on its own, by the same rule

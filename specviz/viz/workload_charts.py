@@ -18,6 +18,16 @@ from specviz.viz.layout import band_height
 from specviz.viz.text import literal
 
 
+# A multiselect's chips wrap onto more lines instead of scrolling on one: with two methods chosen, Streamlit scrolled
+# the first one out of its box (issue 42, item 8). Streamlit's own test id, on the workload page only.
+CHIPS_WRAP_CSS = (
+    "<style>[data-testid='stMultiSelectTagsContainer'], [data-testid='stMultiSelectTagsContainer'] > "
+    "span[role='group'] {flex-wrap: wrap !important; overflow: visible !important; height: auto !important;} "
+    "div[role='group']:has(> [data-testid='stMultiSelectTagsContainer']) {height: auto !important; max-height: none "
+    "!important;}</style>"
+)
+
+
 class Paired(Protocol):
     """A run and the plain run of the same prompt (measure.workload.PairedRun)."""
 
