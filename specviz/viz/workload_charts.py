@@ -17,7 +17,6 @@ from specviz.core.record import TABLE, RunRecord, result_columns
 from specviz.viz.layout import band_height
 from specviz.viz.text import literal
 
-
 # A multiselect's chips wrap onto more lines instead of scrolling on one: with two methods chosen, Streamlit scrolled
 # the first one out of its box (issue 42, item 8). Streamlit's own test id, on the workload page only.
 CHIPS_WRAP_CSS = (
