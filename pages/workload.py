@@ -346,7 +346,7 @@ if speedup_measured:
             agreement_words(bench) + " (A workload's prompts are its own; the bench ran its held-out prompts.)"
         )
     names = {(r["source"], r["method"], r["k"]): r["setting"] for r in ranked if r["tag"] == ALL}
-    for agree, sentence in drive.compared_with_earlier(summary, names):
+    for agree, sentence in drive.compared_with_earlier(summary, names, len(records) == planned):
         (st.caption if agree else st.warning)(sentence)
 if costs is not None and costs.implausible:
     st.warning(f"No predicted speedup is shown: {costs.implausible}")

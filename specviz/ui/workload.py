@@ -157,12 +157,13 @@ def start_measurement(rows: Sequence[PromptRow], method_names, ks, base: RunSett
     st.session_state[MEASUREMENT] = {"id": time.time_ns(), "key": key, "when": time.time(), "load": load}
 
 
-def compared_with_earlier(summary: list[dict], names: dict) -> list[tuple[bool, str]]:
+def compared_with_earlier(summary: list[dict], names: dict, complete: bool = True) -> list[tuple[bool, str]]:
     """This measurement's figures kept for later, and compared with the latest earlier measurement of the same
-    prompts and settings in this session (measure/summary.py compare_measurements); [] when there is none."""
+    prompts and settings in this session (measure/summary.py compare_measurements); [] when there is none, or when
+    this one was stopped early (`complete` False: its figures are over fewer prompts than the key names)."""
     state = st.session_state
     current = state.get(MEASUREMENT)
-    if not current:
+    if not current or not complete:
         return []
     history = state.setdefault(HISTORY, {})
     history[current["id"]] = {**current, "figures": measurement_figures(summary)}
