@@ -21,7 +21,8 @@ from specviz.viz.text import literal
 # the first one out of its box (issue 42, item 8). Streamlit's own test id, on the workload page only.
 CHIPS_WRAP_CSS = (
     "<style>[data-testid='stMultiSelectTagsContainer'], [data-testid='stMultiSelectTagsContainer'] > "
-    "span[role='group'] {flex-wrap: wrap !important; overflow: visible !important; height: auto !important;} "
+    "span[role='group'] {flex-wrap: wrap !important; overflow: visible !important; height: auto !important; "
+    "min-width: 0 !important; flex-shrink: 1 !important;} "
     "div[role='group']:has(> [data-testid='stMultiSelectTagsContainer']) {height: auto !important; max-height: none "
     "!important;}</style>"
 )
