@@ -70,10 +70,18 @@ def _without_speedup(frame: pd.DataFrame, speedup: bool) -> pd.DataFrame:
     return frame if speedup else frame.drop(columns=[c for c in SPEEDUP_COLUMNS if c in frame.columns])
 
 
+def _labelled(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame with each method named by the registry's label, as the verdicts and the ranking name it (the CSV and
+    the JSON keep the key: "draft", "ngram")."""
+    if "method" in frame.columns:
+        frame = frame.assign(method=[methods.label(m) for m in frame["method"]])
+    return frame
+
+
 def per_prompt_frame(records: Sequence[Paired], speedup: bool = True) -> pd.DataFrame:
     columns = [*(c for c in result_columns(TABLE) if c != "prompt"), "prompt"]  # the long text last
     frame = pd.DataFrame([{c: getattr(r, c) for c in columns} for r in records], columns=columns)
-    return _without_speedup(frame, speedup)
+    return _without_speedup(_labelled(frame), speedup)
 
 
 def summary_frame(summary: list[dict], speedup: bool = True) -> pd.DataFrame:
@@ -85,7 +93,7 @@ def summary_frame(summary: list[dict], speedup: bool = True) -> pd.DataFrame:
         }
         for row in summary
     ]
-    return _without_speedup(pd.DataFrame(rows), speedup)
+    return _without_speedup(_labelled(pd.DataFrame(rows)), speedup)
 
 
 STRIP_PROMPT_CHARS = 28  # of a prompt in its strip's label, which also names the method and K

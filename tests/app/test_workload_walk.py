@@ -149,6 +149,8 @@ def test_one_name_per_setting_and_one_prompt_is_singular(tiny_default):
     assert not [s for s in said if "draft, K" in s or "draft K=" in s or "over 1 prompts" in s]
     assert any("over 1 prompt and its timing repeats" in s for s in said)
     assert any(s.startswith("The speedup of draft model, K = 4: Timed on one prompt") for s in said)
+    tables = [d.value for d in at.dataframe if "method" in d.value.columns]  # the summary and the per-prompt table
+    assert len(tables) == 2 and all(set(t["method"]) == {"draft model"} for t in tables)
     assert any(
         s.startswith(
             "1 of 1 results (prompt × method × K) measured, each timed 2 times against plain runs of the same prompt"
