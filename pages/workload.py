@@ -434,7 +434,7 @@ if speedup_measured:
     for label, prediction in predictions.items():
         note = below_measured(label, prediction, measured_by.get(label), costs.context_tokens if costs else 0)
         if note:
-            st.caption(note)
+            st.caption(note[:1].upper() + note[1:])
 else:
     right.caption("Speedup: not measured through a server (no plain baseline).")
 with_tokens = [i for i, r in enumerate(records) if r.tokens]

@@ -105,7 +105,7 @@ def test_a_prediction_under_its_measured_figure_says_why(tiny_default):
         "more than one over more, so that is timing noise, and the predictions take each v(K) as the cheapest pass "
         "timed at K or more drafts."
     ) in said
-    below = [s for s in said if s.startswith("n-gram lookup (prompt lookup), K = 4: predicted ")]
+    below = [s for s in said if s.startswith("N-gram lookup (prompt lookup), K = 4: predicted ")]
     assert len(below) == 1 and "predicted 1.37x, below the measured 1.45x, so here it is no upper bound" in below[0]
 
 
