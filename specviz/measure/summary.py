@@ -16,6 +16,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from specviz import methods
 from specviz.core import stats
 from specviz.core.record import CSV, result_columns
 from specviz.core.settings import RunSettings
@@ -244,7 +245,7 @@ def compare_measurements(
         if key not in earlier["figures"]:
             continue
         mean0, low0, high0 = earlier["figures"][key]
-        name = (names or {}).get(key) or f"{key[1]}, K = {key[2]}"
+        name = (names or {}).get(key) or f"{methods.label(key[1])}, K = {key[2]}"
         both = f"{name}: {mean:.2f}x ({low:.2f}–{high:.2f}) now, {mean0:.2f}x ({low0:.2f}–{high0:.2f}) {ago} before"
         if low <= high0 and low0 <= high:
             out.append((True, f"Measured again, and the two agree: {both}; their intervals overlap."))

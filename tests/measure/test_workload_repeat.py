@@ -41,7 +41,7 @@ def test_two_measurements_apart_by_more_than_their_intervals_are_said_to_disagre
     assert high0 < low  # each interval holds its own measurement's noise only: they exclude each other
     said = compare_measurements({"figures": then, "when": 0, "load": 0.8}, {"figures": now, "when": 300, "load": 1.9})
     assert len(said) == 1 and said[0][0] is False
-    assert "Measured again, and the two disagree: ngram, K = 4:" in said[0][1]
+    assert "Measured again, and the two disagree: n-gram lookup (prompt lookup), K = 4:" in said[0][1]
     assert f"Taken together they span {low0:.2f}x–{high:.2f}x" in said[0][1]
     assert "(load average 0.8 then, 1.9 now)" in said[0][1] and "5 min before" in said[0][1]
     steady = drifting_machine(lambda call: 0.9)
