@@ -8,11 +8,11 @@ from specviz import methods
 from specviz.engine.models import ASSETS, BUNDLED_DRAFT, BUNDLED_TARGET
 from specviz.errors import SpecvizError
 from specviz.measure.bench import recorded_benches
-from specviz.measure.predict import predict
+from specviz.measure.predict import below_measured, predict
 from specviz.measure.prompts import TAG_LINE, Workload, parse_workload, tags_found
 from specviz.measure.ranking import best_lines, ranking
-from specviz.measure.recommend import judge, verdict_document
-from specviz.measure.summary import ALL, results_csv, results_json, summarize
+from specviz.measure.recommend import MIN_PROMPTS, RULE_BEFORE_A_RUN, judge, verdict_document
+from specviz.measure.summary import ALL, INTERVAL_COVERS, results_csv, results_json, summarize
 from specviz.measure.timing import DISAGREES, against_bench, agreement_words, timing_words, workload_interval_kind
 from specviz.measure.workload import runnable_rows
 from specviz.ui import render
@@ -32,6 +32,7 @@ page_header(
 )
 controls = sidebar_controls("workload")
 apply_lecture_mode(controls.lecture)
+render.show_html(charts.CHIPS_WRAP_CSS)  # every chosen method's chip in sight: Streamlit scrolls them on one line
 state = st.session_state
 SAMPLES = {path.stem: path for path in sorted((ASSETS / "workloads").glob("*.jsonl"))}
 LIMITS = Limits.from_env()
@@ -85,7 +86,7 @@ where = st.radio(
     "decodes with the method and K it was started with, and specviz reads its speculative-decoding metrics.",
 )
 if where == HERE:
-    left, middle, right = st.columns(3)
+    left, middle, right = st.columns([2, 1, 1])  # the methods' chips carry the registry's labels: the widest
     whole = left.checkbox(
         "The whole family",
         key="whole_family",
@@ -176,6 +177,8 @@ st.caption(
         else ""
     )
 )
+if where == HERE:
+    st.caption(RULE_BEFORE_A_RUN)  # the rule and the minimum before a run, from the constants the verdict uses
 state.setdefault("workload_records", [])
 
 
@@ -265,8 +268,8 @@ served = any(r.source == "vllm" for r in records)
 speedup_measured = any(r.speedup is not None for r in records)
 planned = state.get("workload_planned", len(records))
 st.caption(
-    f"{len(records)} of {planned} runs measured"
-    + ("" if len(records) == planned else " (stopped early: the finished runs are kept)")
+    drive.measured_words(len(records), planned, max(len(r.runs) for r in records), served)
+    + ("" if len(records) == planned else " (stopped early: the finished ones are kept)")
     + (
         f" through {meta['server']} ({meta['model']}, {methods.label(meta['method'])}, K = {meta['k']})"
         if served
@@ -293,6 +296,7 @@ if served and base.sampling.temperature > 0 and meta.get("method") == methods.DR
         '"draft_sample_method": "probabilistic" in --speculative-config to measure that instead.'
     )
 summary = summarize(records, costs, base.seed)
+ranked = ranking(records, costs, base.seed, summary)
 st.subheader("Recommendation")
 # all prompts, then each tag: their figures are the summary table's rows, the same seed's intervals
 verdicts = judge(records, meta.get("draft"), base.sampling.temperature, costs, base.seed, summary)
@@ -305,7 +309,7 @@ if not speedup_measured:
         "same prompts on the same server started without --speculative-config."
     )
 elif advice.go is None:
-    st.info("No verdict yet. " + advice.reason)
+    st.info("No verdict yet. " + advice.reason[:1].upper() + advice.reason[1:])
 else:
     (st.success if advice.go else st.warning)(("GO: " if advice.go else "NO-GO: ") + advice.reason)
 for verdict in per_tag if speedup_measured else ():  # each tag judged on its own, by the same rule
@@ -315,7 +319,7 @@ if speedup_measured:
     repeats_run = max(len(r.speedups) for r in records)
     best = [r for r in records if (r.method, r.k) == (advice.method, advice.k)]
     st.caption(
-        f"The speedup of {advice.method}, K = {advice.k}: "
+        f"The speedup of {advice.setting}: "
         + timing_words(
             repeats_run,
             base.sampling.temperature,
@@ -324,6 +328,8 @@ if speedup_measured:
             tokens=base.max_new_tokens,
             interval_kind=workload_interval_kind(repeats_run),
         )
+        + " "
+        + INTERVAL_COVERS
     )
     env = state.get(drive.ENVIRONMENT)
     if env and advice.method == methods.DRAFT and advice.measured_speedup is not None:
@@ -339,26 +345,39 @@ if speedup_measured:
         (st.warning if bench.verdict == DISAGREES else st.caption)(
             agreement_words(bench) + " (A workload's prompts are its own; the bench ran its held-out prompts.)"
         )
+    names = {(r["source"], r["method"], r["k"]): r["setting"] for r in ranked if r["tag"] == ALL}
+    for agree, sentence in drive.compared_with_earlier(summary, names, len(records) == planned):
+        (st.caption if agree else st.warning)(sentence)
 if costs is not None and costs.implausible:
     st.warning(f"No predicted speedup is shown: {costs.implausible}")
-deployable = [advice] if advice.go is not False else [v for v in per_tag if v.go]  # a NO-GO offers nothing to copy
-if not served and advice.go is False:
+deployable = [v for v in verdicts if v.offered]  # only a GO: the JSON's vllm_config and hf_generate say the same
+if not served and not advice.offered and speedup_measured:
+    why = {
+        False: "for a NO-GO: decoding plainly is the recommendation",
+        None: f"without a verdict (at least {MIN_PROMPTS} prompts): nothing is shown yet to pay",
+    }.get(advice.go, "for this setting: neither vLLM nor Hugging Face has it")
     st.caption(
-        "No deployment settings are offered for a NO-GO: decoding plainly is the recommendation"
-        + (", except for the tags that pass, below." if deployable else ".")
+        f"No deployment settings are offered {why}" + (", except for the tags that pass, below." if deployable else ".")
     )
 for verdict in deployable if not served else ():
     if verdict.tag != advice.tag:
-        st.markdown(f"For prompts tagged **{literal(verdict.tag)}** ({verdict.method}, K = {verdict.k}):")
+        st.markdown(f"For prompts tagged **{literal(verdict.tag)}** ({verdict.setting}):")
     left, right = st.columns(2)
     left.markdown("vLLM `--speculative-config`")
-    left.code(json.dumps(verdict.vllm_config), language="json")
+    if verdict.vllm_config is None:
+        left.caption("vLLM has no such method.")
+    else:
+        left.code(json.dumps(verdict.vllm_config), language="json")
     if (method := methods.REGISTRY.get(verdict.method)) and method.vllm_note:
         left.caption(method.vllm_note)
     right.markdown("Hugging Face `generate()`")
-    right.code(verdict.hf_generate, language="python")
+    if verdict.hf_generate is None:
+        right.caption("transformers' generate() has no such option.")
+    else:
+        right.code(verdict.hf_generate, language="python")
+    if verdict.deploy_note:
+        st.warning(verdict.deploy_note)
 
-ranked = ranking(records, costs, base.seed, summary)
 if len({(r["method"], r["k"]) for r in ranked}) > 1:  # several settings: the family ranked, best first per tag
     st.subheader("The family ranked")
     for line in best_lines(ranked):
@@ -402,10 +421,20 @@ if speedup_measured:
     st.caption(
         "The black bars on the measured speedups are the 95% interval the verdict quotes. "
         "Predicted speedup = τ / (drafts per round · c + v): this run's measured tokens per target pass τ, the draft's "
-        "cost per step c and the verify pass cost v, both timed on this machine before the workload and relative to a "
-        "plain target step. It is what the model passes alone allow; the measured bar also pays the loop's own "
-        "overhead. On a CPU with small models c and v are large, so measured gains are small."
+        "cost per step c and the verify pass cost v (averaged over the rounds: a round that drafted nothing is a "
+        "plain step), both timed on this machine before the workload and relative to a plain target step. It counts "
+        "the model passes alone: where the loop's own work is small next to them it bounds the measured bar from "
+        "above. On a CPU with small models c and v are large, so measured gains are small."
     )
+    if costs is not None and costs.verify_noise:
+        st.caption(costs.verify_noise)
+    measured_by = {
+        label: sum(r.speedup for r in group) / len(group) for label, group in charts.setting_groups(records).items()
+    }
+    for label, prediction in predictions.items():
+        note = below_measured(label, prediction, measured_by.get(label), costs.context_tokens if costs else 0)
+        if note:
+            st.caption(note[:1].upper() + note[1:])
 else:
     right.caption("Speedup: not measured through a server (no plain baseline).")
 with_tokens = [i for i, r in enumerate(records) if r.tokens]
@@ -414,7 +443,7 @@ if with_tokens:
     which = st.selectbox(
         "Run",
         with_tokens,
-        format_func=lambda i: f"{records[i].method} K={records[i].k} · {records[i].prompt[:50]!r}",
+        format_func=lambda i: f"{charts.setting_label(records[i].method, records[i].k)} · {records[i].prompt[:50]!r}",
     )
     render.show_html(charts.heatmap_html(records[which]))
 

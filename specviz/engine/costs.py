@@ -136,6 +136,31 @@ class MeasuredCosts:
         return tuple(v / self.target_step_s for v in self.verify_s)
 
     @property
+    def verify_monotone(self) -> tuple[float, ...]:
+        """v(K) as a cost must be, never dearer for fewer tokens: each v(K) is the cheapest pass timed at K or more
+        drafts. A pass over fewer tokens reads the same weights as one over more and attends to less, so a v(1) timed
+        above v(4) is the clock noise of a busy machine; the predictions take this, and `verify_noise` says so."""
+        v = self.verify_relative
+        return tuple(min(v[i:]) for i in range(len(v)))
+
+    @property
+    def verify_noise(self) -> str:
+        """Which v(K) were timed above a v at a larger K and taken down to it, in words ("" when none were)."""
+        timed, kept = self.verify_relative, self.verify_monotone
+        moved = [k for k in range(len(timed)) if kept[k] < timed[k]]
+        if not moved:
+            return ""
+        parts = []
+        for k in moved:
+            larger = next(j for j in range(k + 1, len(timed)) if timed[j] == kept[k])
+            parts.append(f"v({k + 1}) was timed at {timed[k]:.2f} target steps, above v({larger + 1}) at {kept[k]:.2f}")
+        return (
+            "; ".join(parts)
+            + ": a verify pass over fewer tokens cannot cost more than one over more, so that is timing "
+            "noise, and the predictions take each v(K) as the cheapest pass timed at K or more drafts."
+        )
+
+    @property
     def k_max(self) -> int:
         return len(self.verify_s)
 
@@ -195,6 +220,7 @@ class MeasuredCosts:
             "exit_c": self.exit_c,
             "forward": dict(self.forward),
             "verify_relative": list(self.verify_relative),
+            "verify_monotone": list(self.verify_monotone),  # what the predictions use (verify_noise says why)
             "implausible": self.implausible,  # why no prediction is built on these timings, or None
         }
 

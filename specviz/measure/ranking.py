@@ -49,8 +49,7 @@ def _row(entry: dict, group: Sequence[PairedRun], costs: MeasuredCosts | None) -
     """One summary row with what the ranking adds: the setting in words, c and the drafts per round."""
     runs = [res.run for res in group]
     settings, method = runs[0].settings, methods.get(entry["method"])
-    tree = tuple(settings.get("tree") or ()) if method.takes_tree else ()
-    plan = schedule_words(settings) if method.adaptive and not tree else CONSTANT
+    tree, plan = shape_of(entry["method"], settings)
     c = draft_step_cost(method, costs, settings.get("exit_layer", 0)) if costs and not costs.implausible else None
     return {
         "tag": entry["tag"],
@@ -68,6 +67,18 @@ def _row(entry: dict, group: Sequence[PairedRun], costs: MeasuredCosts | None) -
         "c": c,
         "drafts_per_round": stats.tally(runs).drafts_per_round,
     }
+
+
+def shape_of(method: str, settings: dict) -> tuple[tuple[int, ...], str]:
+    """(tree shape, K schedule) of a run of `method` from its settings document: () and 'constant' for a fixed chain."""
+    entry = methods.get(method)
+    tree = tuple(settings.get("tree") or ()) if entry.takes_tree else ()
+    return tree, schedule_words(settings) if entry.adaptive and not tree else CONSTANT
+
+
+def setting_of(method: str, k: int, settings: dict) -> str:
+    """A measured setting in the words the ranking, the verdicts and the page use (setting_words)."""
+    return setting_words(method, k, *shape_of(method, settings))
 
 
 def schedule_words(settings: dict) -> str:

@@ -18,12 +18,17 @@ from specviz import methods
 from specviz.core.record import ENGINE
 from specviz.engine.costs import MeasuredCosts
 from specviz.measure.predict import predict
+from specviz.measure.ranking import setting_of
 from specviz.measure.summary import ALL, groups, summarize
 from specviz.measure.workload import PairedRun
 
 MIN_PROMPTS = 5  # fewer prompts: no verdict (a bootstrap over 1-3 prompts under-covers badly)
 GO_SPEEDUP = 1.1  # the mean must reach this, and the interval's lower end must be above 1
 RULE = f"GO needs a mean speedup of at least {GO_SPEEDUP:.2f}x with the interval's lower end above 1.00x"
+RULE_BEFORE_A_RUN = (  # what the workload page says before anything is measured: the rule and the minimum, from here
+    f"The go / no-go: {RULE}, over at least {MIN_PROMPTS} prompts (fewer give the figures but no verdict); each tag "
+    "with its own prompts is judged by the same rule. Deployment settings are offered only for a GO."
+)
 MEAN, INTERVAL = "mean", "interval"  # the parts of the rule a NO-GO can fail
 GO, NO_GO, NO_VERDICT = "GO", "NO-GO", "no verdict"
 
@@ -44,6 +49,8 @@ class Recommendation:
     prompts: int = 0
     alpha: float | None = None
     failed: tuple[str, ...] = ()  # a NO-GO's failed parts of the rule: MEAN, INTERVAL or both
+    draft_vocab: int = 0  # the draft vocabulary the judged runs drafted from (0 = every token; only a draft model's)
+    setting: str = ""  # the setting in the ranking's words ("draft model, K = 4"): ranking.setting_of
 
     @property
     def verdict(self) -> str:
@@ -54,8 +61,27 @@ class Recommendation:
         """Which prompts the verdict is about, in words (a tag is the user's text: a page shows it through literal)."""
         return "all prompts" if self.tag == ALL else f"prompts tagged {self.tag!r}"
 
+    @property
+    def offered(self) -> bool:
+        """Whether there are settings to deploy: only for a GO. A NO-GO says decode plainly; without a verdict (too
+        few prompts, no speedup measured) nothing is shown to pay. The page and the JSON both ask this."""
+        return self.go is True and (self.vllm_config is not None or self.hf_generate is not None)
+
+    @property
+    def deploy_note(self) -> str:
+        """What the offered settings cannot say of the measurement: a trimmed draft vocabulary ("" when nothing)."""
+        if not self.draft_vocab:
+            return ""
+        return (
+            f"Measured with the draft's vocabulary trimmed to its {self.draft_vocab} most frequent tokens (draft "
+            f"vocabulary {self.draft_vocab}). Neither vLLM's --speculative-config for a draft model nor Hugging "
+            "Face's generate() has an option to trim a draft's vocabulary, so these settings run the whole draft, "
+            "whose steps cost more than the ones measured here: set the draft vocabulary to 0 (every token) and "
+            "measure again to time what they deploy."
+        )
+
     def to_dict(self) -> dict:
-        """One entry of the JSON's verdict.groups; deployment settings only for a GO (a NO-GO offers none)."""
+        """One entry of the JSON's verdict.groups; deployment settings only when `offered` (a GO)."""
         return {
             "tag": self.tag,
             "verdict": self.verdict,
@@ -70,8 +96,10 @@ class Recommendation:
             "predicted_speedup": self.predicted_speedup,
             "alpha": self.alpha,
             "reason": self.reason,
-            "vllm_config": self.vllm_config if self.go else None,
-            "hf_generate": self.hf_generate if self.go else None,
+            "vllm_config": self.vllm_config if self.offered else None,
+            "hf_generate": self.hf_generate if self.offered else None,
+            "draft_vocab": self.draft_vocab,  # what the runs drafted from; the settings cannot say it (deploy_note)
+            "deploy_note": self.deploy_note if self.offered else None,
         }
 
 
@@ -126,8 +154,10 @@ def verdict_line(v: Recommendation) -> str:
 def _judge(tag, rows, by_group, draft_source, temperature, costs) -> Recommendation:
     best = max(rows, key=lambda row: row["speedup"] or 0.0)  # the first of equals, in the summary's order
     runs = [r.run for r in by_group[(tag, best["source"], best["method"], best["k"])]]
-    go, failed, reason = _verdict(best, len(rows), predict(runs, costs))
     entry, settings = methods.get(best["method"]), runs[0].settings
+    setting = setting_of(best["method"], best["k"], settings)
+    go, failed, reason = _verdict(best, setting, len(rows), predict(runs, costs))
+    trims = entry.loads_draft and entry.engine == methods.SPECVIZ  # HF's lanes draft with the whole draft model
     chain = not (settings.get("tree") and entry.takes_tree)  # vLLM's configs here are chains: none for a tree run
     return Recommendation(
         go,
@@ -146,17 +176,24 @@ def _judge(tag, rows, by_group, draft_source, temperature, costs) -> Recommendat
         best["prompts"],
         best["alpha"],
         failed,
+        int(settings.get("draft_vocab") or 0) if trims else 0,
+        setting,
     )
 
 
-def _verdict(row: dict, candidates: int, prediction) -> tuple[bool | None, tuple[str, ...], str]:
+def counted(n: int, noun: str) -> str:
+    """'1 prompt', '3 prompts'."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _verdict(row: dict, setting: str, candidates: int, prediction) -> tuple[bool | None, tuple[str, ...], str]:
     """(go, the failed parts, the sentence) for the best summary row of a group, among `candidates` settings."""
     measured, ci, prompts, alpha = row["speedup"], row["speedup_ci"], row["prompts"], row["alpha"]
     if measured is None:
         return None, (), "No speedup was measured (no plain run to compare with), so there is no go / no-go."
-    setting = f"{row['method']}, K = {row['k']}"
     alpha_text = "α not reported" if alpha is None else f"α {alpha:.2f}"
-    figure = f"{measured:.2f}x (95% CI {ci[0]:.2f}x–{ci[1]:.2f}x over {prompts} prompts and their timing repeats)"
+    over = f"over {counted(prompts, 'prompt')} and {'its' if prompts == 1 else 'their'} timing repeats"
+    figure = f"{measured:.2f}x (95% CI {ci[0]:.2f}x–{ci[1]:.2f}x {over})"
     if prompts < MIN_PROMPTS:
         few = f"a go / no-go needs at least {MIN_PROMPTS} prompts, so there is no verdict yet: measure more prompts"
         return None, (), f"{setting} measured {figure} at {alpha_text}; {few}."
@@ -170,7 +207,7 @@ def _verdict(row: dict, candidates: int, prediction) -> tuple[bool | None, tuple
     if not failed:
         return True, (), f"{setting} measured {figure} at {alpha_text} ({RULE}).{picked}"
     why = ""
-    if prediction:
+    if prediction and prediction.speedup >= measured:  # a prediction below the measured figure explains nothing
         why = (
             f": a draft step costs c = {prediction.c:.2f} of a target step and a verify pass "
             f"{prediction.verify_cost:.2f} "

@@ -16,6 +16,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from specviz import methods
 from specviz.core import stats
 from specviz.core.record import CSV, result_columns
 from specviz.core.settings import RunSettings
@@ -207,3 +208,55 @@ def results_json(
         "ranking": [{**row, "speedup_ci": _finite(row["speedup_ci"])} for row in ranking or ()],
     }
     return json.dumps(doc, indent=2, ensure_ascii=False)
+
+
+INTERVAL_COVERS = (  # said under every workload interval the page shows
+    "The interval covers these prompts and the clock noise within this one measurement, not a change in this "
+    "machine's speed between measurements: measure the same again and the page compares the two."
+)
+
+
+def measurement_figures(summary: Sequence[dict]) -> dict[tuple[str, str, int], tuple[float, float, float]]:
+    """(source, method, K) -> (mean speedup, interval low, high) over all prompts: what compare_measurements compares
+    (a setting without a measured speedup is left out)."""
+    return {
+        (row["source"], row["method"], row["k"]): (row["speedup"], *row["speedup_ci"])
+        for row in summary
+        if row["tag"] == ALL and row["speedup"] is not None and not math.isnan(row["speedup_ci"][0])
+    }
+
+
+def compare_measurements(
+    earlier: dict, now: dict, names: dict[tuple[str, str, int], str] | None = None
+) -> list[tuple[bool, str]]:
+    """Two measurements of the same prompts and settings, minutes apart: per setting both measured, (agree, sentence).
+
+    Each is {"figures": measurement_figures(...), "when": seconds, "load": load average or None}. A workload's interval
+    covers its prompts and the clock noise within one measurement (stats.speedup_interval); a machine whose speed moved
+    between two measurements (other work, clocks, caches) can put them apart by more than either interval: then the
+    sentence says so, and gives the range both together span."""
+    out = []
+    minutes = max(0.0, (now["when"] - earlier["when"]) / 60)
+    ago = "under a minute" if minutes < 1 else f"{minutes:.0f} min"
+    load = ""
+    if earlier.get("load") is not None and now.get("load") is not None:
+        load = f" (load average {earlier['load']:.1f} then, {now['load']:.1f} now)"
+    for key, (mean, low, high) in now["figures"].items():
+        if key not in earlier["figures"]:
+            continue
+        mean0, low0, high0 = earlier["figures"][key]
+        name = (names or {}).get(key) or f"{methods.label(key[1])}, K = {key[2]}"
+        both = f"{name}: {mean:.2f}x ({low:.2f}–{high:.2f}) now, {mean0:.2f}x ({low0:.2f}–{high0:.2f}) {ago} before"
+        if low <= high0 and low0 <= high:
+            out.append((True, f"Measured again, and the two agree: {both}; their intervals overlap."))
+            continue
+        out.append(
+            (
+                False,
+                f"Measured again, and the two disagree: {both}, on the same prompts and settings. Their intervals "
+                "exclude each other: each covers the prompts and the clock noise within its own measurement, not a "
+                f"change in this machine's speed between measurements{load}. Taken together they span "
+                f"{min(low, low0):.2f}x–{max(high, high0):.2f}x: judge on that, or measure again on a quieter machine.",
+            )
+        )
+    return out

@@ -7,6 +7,8 @@ agreement.py); here are the progress bars and the session.
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
@@ -22,6 +24,7 @@ from specviz.measure.identity import local_engine_for, local_pair_for
 from specviz.measure.load import failure_words
 from specviz.measure.local import engine_source, step_costs
 from specviz.measure.prompts import PromptRow
+from specviz.measure.summary import compare_measurements, measurement_figures
 from specviz.measure.workload import run_workload
 from specviz.remote.agreement import compare_engines
 from specviz.remote.http import DEFAULT_TIMEOUT_S
@@ -34,6 +37,7 @@ from specviz.viz.text import literal
 from specviz.viz.workload_charts import agreement_row
 
 RECORDS, PLANNED, SETTINGS, STOPPED = "workload_records", "workload_planned", "workload_settings", "workload_stopped"
+MEASUREMENT, HISTORY = "workload_measurement", "workload_history"  # this measurement's id and key; earlier ones
 ENVIRONMENT = "workload_environment"
 LOAD = "load_sweep"  # the load sweep's specviz.load document, rebuilt after each finished level
 
@@ -53,13 +57,34 @@ def clear_results(planned: int | None = None) -> None:
         st.session_state[PLANNED] = planned
 
 
-def progress_bar():
+RESULTS = "results (prompt × method × K)"  # the one name of a result, in the progress bar and under it
+
+
+def measured_words(done: int, planned: int, repeats: int, served: bool = False) -> str:
+    """'12 of 12 results (prompt × method × K) measured, each timed 2 times against plain runs of the same prompt':
+    the count under a finished run, in the progress bar's words (progress_text)."""
+    if served:
+        return f"{done} of {planned} prompts measured"
+    timed = "timed once" if repeats == 1 else f"timed {repeats} times"
+    return f"{done} of {planned} {RESULTS} measured, each {timed} against plain runs of the same prompt"
+
+
+def progress_text(done: int, total: int, repeats: int, served: bool = False) -> str:
+    """'6 of 24 timed runs: 12 results (prompt × method × K), each timed 2 times': the progress bar's count, which
+    names what measured_words counts after the run."""
+    if served:
+        return f"{done} of {total} prompts through the server"
+    timed = "timed once" if repeats == 1 else f"timed {repeats} times"
+    return f"{done} of {total} timed runs: {total // max(1, repeats)} {RESULTS}, each {timed}"
+
+
+def progress_bar(repeats: int = 1, served: bool = False):
     """A progress bar and the callback run_workload and measure report to: done / total, time left, the prompt."""
     bar = st.progress(0.0, text="Warming up…")
 
     def progress(p) -> None:
         eta = "" if p.done == 0 else f" · about {p.eta_s:.0f} s left"
-        text = f"{p.done}/{p.total} timed runs (prompt × method × K × repeat){eta} · {p.prompt[:60]!r}"
+        text = f"{progress_text(p.done, p.total, repeats, served)}{eta} · {p.prompt[:60]!r}"
         bar.progress(p.done / max(1, p.total), text=text)
 
     return bar, progress
@@ -110,7 +135,8 @@ def run_here(
 ) -> None:
     """Measure the step costs, then every prompt x method x K (each `repeats` times, with its plain runs)."""
     clear_results(planned=len(rows) * len(method_names) * len(ks))  # results; each timed `repeats` times
-    bar, progress = progress_bar()
+    start_measurement(rows, method_names, ks, base, repeats)
+    bar, progress = progress_bar(repeats)
     bar.progress(0.0, text="Measuring step costs…")
     costs = step_costs(pair, ks, base, method_names)  # each head and early exit it runs too: their c
     st.session_state[SETTINGS] = (base, pair.describe(), method_names, sorted(ks), costs)
@@ -121,6 +147,30 @@ def run_here(
     ):
         st.session_state[RECORDS].append(record)  # kept even if the run is stopped here
     bar.empty()
+
+
+def start_measurement(rows: Sequence[PromptRow], method_names, ks, base: RunSettings, repeats: int) -> None:
+    """Name the measurement about to run: what it measures (prompts, methods, K, settings, repeats), when it started
+    and the machine's load then, so a later measurement of the same can be compared with it (earlier_figures)."""
+    key = repr((tuple((r.prompt, r.tag) for r in rows), tuple(method_names), tuple(sorted(ks)), base, repeats))
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    st.session_state[MEASUREMENT] = {"id": time.time_ns(), "key": key, "when": time.time(), "load": load}
+
+
+def compared_with_earlier(summary: list[dict], names: dict, complete: bool = True) -> list[tuple[bool, str]]:
+    """This measurement's figures kept for later, and compared with the latest earlier measurement of the same
+    prompts and settings in this session (measure/summary.py compare_measurements); [] when there is none, or when
+    this one was stopped early (`complete` False: its figures are over fewer prompts than the key names)."""
+    state = st.session_state
+    current = state.get(MEASUREMENT)
+    if not current or not complete:
+        return []
+    history = state.setdefault(HISTORY, {})
+    history[current["id"]] = {**current, "figures": measurement_figures(summary)}
+    same = [h for i, h in history.items() if i != current["id"] and h["key"] == current["key"] and h["figures"]]
+    if not same:
+        return []
+    return compare_measurements(max(same, key=lambda h: h["when"]), history[current["id"]], names)
 
 
 def run_on_server(
@@ -136,6 +186,7 @@ def run_on_server(
     state = st.session_state
     clear_results()
     state.pop(ENVIRONMENT, None)  # a server's speeds are timed there, not here
+    state.pop(MEASUREMENT, None)  # no speedup measured there: nothing to compare with a later measurement
     try:
         server = open_it()
         if note:
@@ -143,7 +194,7 @@ def run_on_server(
         meta = {**server.describe(), "model": display_source(server.model, limits), "concurrency": concurrency}
         state[PLANNED] = len(rows)
         state[SETTINGS] = (server.settings(base), meta, [server.method], [server.k], None)
-        bar, progress = progress_bar()
+        bar, progress = progress_bar(served=True)
         for record in measure(server, rows, base, concurrency, progress):
             state[RECORDS].append(record)  # kept if the run is stopped, or the server fails, here
         bar.empty()

@@ -14,7 +14,18 @@ import pandas as pd
 from specviz import methods
 from specviz.core import stats
 from specviz.core.record import TABLE, RunRecord, result_columns
+from specviz.viz.layout import band_height
 from specviz.viz.text import literal
+
+# A multiselect's chips wrap onto more lines instead of scrolling on one: with two methods chosen, Streamlit scrolled
+# the first one out of its box (issue 42, item 8). Streamlit's own test id, on the workload page only.
+CHIPS_WRAP_CSS = (
+    "<style>[data-testid='stMultiSelectTagsContainer'], [data-testid='stMultiSelectTagsContainer'] > "
+    "span[role='group'] {flex-wrap: wrap !important; overflow: visible !important; height: auto !important; "
+    "min-width: 0 !important; flex-shrink: 1 !important;} "
+    "div[role='group']:has(> [data-testid='stMultiSelectTagsContainer']) {height: auto !important; max-height: none "
+    "!important;}</style>"
+)
 
 
 class Paired(Protocol):
@@ -26,12 +37,18 @@ class Paired(Protocol):
     speedups: tuple[float, ...]  # per timing repeat
 
 
+def setting_label(method: str, k: int) -> str:
+    """'draft model, K = 4': a setting as every chart, table and sentence of the workload names it (the registry's
+    label, as measure/ranking.py setting_words writes it), never the method's key ("draft", "ngram")."""
+    return f"{methods.label(method)}, K = {k}"
+
+
 def _label(rec: Paired | RunRecord) -> str:
-    return f"{rec.method} K={rec.k}"
+    return setting_label(rec.method, rec.k)
 
 
 def setting_groups(records: Sequence[Paired]) -> dict[str, list[Paired]]:
-    """ "method K=k" -> its results, in first-seen order."""
+    """ "draft model, K = 4" -> its results, in first-seen order."""
     groups: dict[str, list[Paired]] = {}
     for rec in records:
         groups.setdefault(_label(rec), []).append(rec)
@@ -53,10 +70,18 @@ def _without_speedup(frame: pd.DataFrame, speedup: bool) -> pd.DataFrame:
     return frame if speedup else frame.drop(columns=[c for c in SPEEDUP_COLUMNS if c in frame.columns])
 
 
+def _labelled(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame with each method named by the registry's label, as the verdicts and the ranking name it (the CSV and
+    the JSON keep the key: "draft", "ngram")."""
+    if "method" in frame.columns:
+        frame = frame.assign(method=[methods.label(m) for m in frame["method"]])
+    return frame
+
+
 def per_prompt_frame(records: Sequence[Paired], speedup: bool = True) -> pd.DataFrame:
     columns = [*(c for c in result_columns(TABLE) if c != "prompt"), "prompt"]  # the long text last
     frame = pd.DataFrame([{c: getattr(r, c) for c in columns} for r in records], columns=columns)
-    return _without_speedup(frame, speedup)
+    return _without_speedup(_labelled(frame), speedup)
 
 
 def summary_frame(summary: list[dict], speedup: bool = True) -> pd.DataFrame:
@@ -68,7 +93,7 @@ def summary_frame(summary: list[dict], speedup: bool = True) -> pd.DataFrame:
         }
         for row in summary
     ]
-    return _without_speedup(pd.DataFrame(rows), speedup)
+    return _without_speedup(_labelled(pd.DataFrame(rows)), speedup)
 
 
 STRIP_PROMPT_CHARS = 28  # of a prompt in its strip's label, which also names the method and K
@@ -78,7 +103,7 @@ def strip_label(number: int, rec: Paired | RunRecord) -> str:
     """A strip's label: the prompt's number and start, and the method and K that ran it (one strip per both)."""
     text = " ".join(rec.prompt.split())
     text = text if len(text) <= STRIP_PROMPT_CHARS else text[: STRIP_PROMPT_CHARS - 1] + "…"
-    return f"{number}. {text} · {methods.label(rec.method)} K={rec.k}"
+    return f"{number}. {text} · {_label(rec)}"
 
 
 def step_strip_frame(records: Sequence[Paired | RunRecord]) -> pd.DataFrame:
@@ -358,7 +383,8 @@ def _interval(bounds) -> str:
 
 def ranking_chart(rows: Sequence[dict], tag: str) -> alt.LayerChart:
     """One tag's settings as bars of measured speedup, best on top, each with its 95% interval; the dashed line is
-    plain decoding (1×)."""
+    plain decoding (1×). Its height grows with its rows (layout.band_height): Streamlit keeps a chart's total height,
+    title and axis included, so a fixed one squeezed every bar onto one row and printed the labels over each other."""
     chosen = [r for r in rows if r["tag"] == tag and r["speedup"] is not None]
     frame = pd.DataFrame(
         [
@@ -380,7 +406,7 @@ def ranking_chart(rows: Sequence[dict], tag: str) -> alt.LayerChart:
     order = list(frame["setting"])  # best first: the ranking's order
     scope = "all prompts" if tag == "all" else f"prompts tagged {tag!r}"
     base = alt.Chart(frame, title=f"The family ranked on {scope}: measured speedup over plain (95% CI)")
-    y = alt.Y("setting:N", sort=order, title=None)
+    y = alt.Y("setting:N", sort=order, title=None, axis=alt.Axis(labelOverlap=False))
     bars = base.mark_bar().encode(
         x=alt.X("speedup:Q", title="speedup over plain decoding (×)"),
         y=y,
@@ -400,4 +426,4 @@ def ranking_chart(rows: Sequence[dict], tag: str) -> alt.LayerChart:
         x=alt.X("low:Q", title="speedup over plain decoding (×)"), x2="high:Q", y=y
     )
     even = alt.Chart(pd.DataFrame({"x": [1.0]})).mark_rule(strokeDash=[4, 4], color="black").encode(x="x:Q")
-    return (bars + intervals + even).properties(height=max(120, 28 * len(frame)))
+    return (bars + intervals + even).properties(height=band_height(len(frame)))

@@ -29,7 +29,8 @@ def test_three_prompt_workload_fills_the_tables(tiny_default):
     assert not at.success
     assert any(i.value.startswith("No verdict yet") and "at least 5 prompts" in i.value for i in at.info)
     # the speedup says how it was timed: the page's default 2 repeats, sampled at the page's temperature 1
-    words = next(c.value for c in at.caption if c.value.startswith("The speedup of draft, K = 4: Timed on 3 prompts"))
+    timed = "The speedup of draft model, K = 4: Timed on 3 prompts"
+    words = next(c.value for c in at.caption if c.value.startswith(timed))
     assert "sampled at temperature 1" in words and "each timed 2 times in alternating order" in words
     assert "widened to hold every repeat's own figure and the mean of each of the 2 repeats alone" in words
     assert "Not comparable with a recorded bench" in " ".join(c.value for c in at.caption)  # a tiny test pair
@@ -76,4 +77,4 @@ def test_bad_upload_rows_are_listed_and_valid_rows_kept(tiny_default):
         ("class Counter:", "untagged"),
     ]
     assert list(at.dataframe[1].value["prompt"]) == [r.prompt for r in records]
-    assert any(c.value.startswith("3 of 3 runs measured") for c in at.caption)
+    assert any(c.value.startswith("3 of 3 results (prompt × method × K) measured") for c in at.caption)

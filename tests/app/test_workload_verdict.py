@@ -107,6 +107,6 @@ def test_a_no_go_names_the_failed_part_and_only_the_tag_that_passes_offers_setti
         and "except for the tags that pass" in text(c)
         for c in at.caption
     )
-    assert any(text(m) == "For prompts tagged **code** (draft, K = 4):" for m in at.markdown)
+    assert any(text(m) == "For prompts tagged **code** (draft model, K = 4):" for m in at.markdown)
     configs = [c.value for c in at.code if c.language == "json"]
     assert len(configs) == 1 and '"d-model"' in configs[0]  # code's settings only; prose and all offer none

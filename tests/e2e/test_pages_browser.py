@@ -116,11 +116,11 @@ def start_long_workload(page, app_url, prompts):
 def test_stopping_a_long_workload_keeps_what_was_measured(app_url, page):
     start_long_workload(page, app_url, [f"def function_{i}(x):" for i in range(40)])
     # stop once the first prompt's timing repeats are done (after the step costs and the warm-up), so some are kept
-    page.get_by_text(re.compile(r"^([3-9]|\d\d+)/\d+ timed runs")).wait_for(timeout=120_000)
+    page.get_by_text(re.compile(r"^([3-9]|\d\d+) of \d+ timed runs")).wait_for(timeout=120_000)
     page.get_by_role("button", name="■ Stop (keeps what was measured)").click()
     page.get_by_text("Per prompt", exact=True).wait_for(timeout=60_000)
     settle(page)
-    caption = page.get_by_text("runs measured (stopped early").inner_text()
+    caption = page.get_by_text("(stopped early: the finished ones are kept)").inner_text()
     kept, planned = int(caption.split()[0]), int(caption.split()[2])
     assert 0 < kept < planned == 40
     page.get_by_role("link", name="Speedup calculator").click()  # switch page and come back: still there

@@ -15,7 +15,7 @@ def test_measure_three_prompts_through_vllm(app_url, page, vllm_draft_server):
     settle(page)
     page.locator(".vega-embed").nth(2).wait_for(timeout=60_000)  # charts draw after the text on a busy machine
     text = main_text(page)
-    assert "3 of 3 runs measured through " + url in text
+    assert "3 of 3 prompts measured through " + url in text
     assert "K = 4" in text
     assert "speedup is not measured through a server" in text
     assert "GO:" not in text

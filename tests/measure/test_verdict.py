@@ -36,8 +36,10 @@ def test_a_lookup_that_drafts_fewer_than_k_is_predicted_from_its_tau_not_from_e_
     prediction = predict([lookup], costs())
     assert prediction.c == 0.0
     assert prediction.drafts_per_round == pytest.approx(4 / 3)
-    assert prediction.verify_cost == 1.1  # v at the nearest measured K (1), not v(4)
-    assert prediction.speedup == pytest.approx((7 / 3) / 1.1)
+    # each round priced at v(its drafts): v(4) once, and a plain step for each round that drafted none (issue 42,
+    # item 6); not v at the mean drafts per round (v(1)), nor v(4) for every round
+    assert prediction.verify_cost == pytest.approx((1.4 + 1 + 1) / 3)
+    assert prediction.speedup == pytest.approx((7 / 3) / ((1.4 + 1 + 1) / 3))
     as_if_k_every_round = expected_tokens(lookup.alpha, 4) / 1.4
     assert as_if_k_every_round > 1.4 * prediction.speedup  # what the old formula claimed
 

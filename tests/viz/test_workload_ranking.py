@@ -3,6 +3,7 @@ no speedup columns for a server, and a chart of one tag's settings in the rankin
 
 import math
 
+from specviz.viz.layout import BAND_ROW, FRAME_ROOM, band_height
 from specviz.viz.tables import COLUMNS
 from specviz.viz.workload_charts import RANKING_COLUMNS, ranking_chart, ranking_frame
 
@@ -60,3 +61,17 @@ def test_the_chart_draws_one_tag_best_on_top_with_intervals_and_the_plain_line()
     data = spec["datasets"]
     values = [v for vs in data.values() for v in vs if "setting" in v]
     assert [v["setting"] for v in values] == ["draft, K = 4", "suffix, K = 4"]  # code's rows only
+
+
+def test_the_chart_gives_every_setting_its_row_whatever_their_number():
+    """Issue 42, item 4: the chart was 120 px for up to 4 settings (Streamlit keeps a chart's total height, its
+    three-line title and x axis included), so its bars overlapped on one row and their labels printed over each other.
+    """
+    for n in (1, 2, 4, 9):
+        rows = [
+            {**row("all", i + 1, "draft", 1.0 + i / 10), "k": i + 1, "setting": f"draft model, K = {i + 1}"}
+            for i in range(n)
+        ]
+        spec = ranking_chart(rows, "all").to_dict()
+        assert spec["height"] == band_height(n) >= n * BAND_ROW + FRAME_ROOM, (n, spec["height"])
+        assert spec["layer"][0]["encoding"]["y"]["axis"]["labelOverlap"] is False  # never thinned: one label a row

@@ -22,7 +22,7 @@ def test_strip_has_a_cell_per_verify_step_and_skips_passes_without_drafts():
     assert list(frame["step"]) == [2, 3, 4]  # pass 1 (the prefill) drafted nothing: no cell
     assert list(frame["accepted"]) == [4, 0, 2]
     assert list(frame["share"]) == [1.0, 0.0, 0.5]
-    assert set(frame["run"]) == {"1. def add(a, b): · draft model K=4"}  # the totals-only run has no steps to show
+    assert set(frame["run"]) == {"1. def add(a, b): · draft model, K = 4"}  # the totals-only run has no steps to show
     spec = charts.step_strip_chart([first]).to_dict()
     assert spec["mark"]["type"] == "rect"
     assert spec["title"].startswith("Accepted drafts at each verify step")
@@ -45,15 +45,15 @@ def test_one_strip_per_prompt_and_method_each_naming_its_method():
     strips = list(dict.fromkeys(frame["run"]))
     assert len(strips) == 6  # 3 prompts × 2 methods, not one unnamed strip per run
     assert strips == [
-        "1. def add(a, b): return · draft model K=4",
-        "1. def add(a, b): return · n-gram lookup (prompt lookup) K=4",
-        "2. class Stack: · draft model K=4",
-        "2. class Stack: · n-gram lookup (prompt lookup) K=4",
-        "3. import os · draft model K=4",
-        "3. import os · n-gram lookup (prompt lookup) K=4",
+        "1. def add(a, b): return · draft model, K = 4",
+        "1. def add(a, b): return · n-gram lookup (prompt lookup), K = 4",
+        "2. class Stack: · draft model, K = 4",
+        "2. class Stack: · n-gram lookup (prompt lookup), K = 4",
+        "3. import os · draft model, K = 4",
+        "3. import os · n-gram lookup (prompt lookup), K = 4",
     ]  # a prompt's strips side by side, numbered by prompt
     long = RunRecord("specviz", "draft", 4, "x" * 80, "", (1,), (1,), (4,), (1,), (2,), (), 0.1)
-    assert charts.strip_label(7, long) == f"7. {'x' * 27}… · draft model K=4"
+    assert charts.strip_label(7, long) == f"7. {'x' * 27}… · draft model, K = 4"
 
 
 def test_frames_without_a_baseline_drop_the_speedup_columns():
