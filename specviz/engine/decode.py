@@ -69,6 +69,19 @@ def encode_prompt(pair: ModelPair, prompt: str) -> list[int]:
     return ids
 
 
+def chat_wrapped(pair: ModelPair, prompt: str) -> str:
+    """The prompt as the target's chat template wraps a user's message, ready for the assistant's answer: the text
+    an instruct model is run on (its template tokens, such as <|im_start|>, stay in the prompt and its trace)."""
+    tokenizer = pair.tokenizer
+    if not getattr(tokenizer, "chat_template", None):
+        raise SettingsError(
+            f"The target {recorded_name(pair.target_name)} has no chat template, so a prompt cannot be wrapped as a "
+            "user's message: send it as it is (raw)."
+        )
+    messages = [{"role": "user", "content": check_prompt(prompt)}]
+    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+
 def build_trace(
     pair: ModelPair, prompt: str, prompt_ids: list[int], settings: RunSettings, rounds: tuple[Round, ...], wall_s: float
 ) -> Trace:
