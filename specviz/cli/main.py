@@ -205,6 +205,8 @@ def resolve_pair(args: argparse.Namespace) -> None:
         args.chat = uses_chat(args.target) and not args.raw
         return
     spec = find_pair(args.pair or DEFAULT_PAIR)
+    if spec.installed() is None:
+        print(f"converting {spec.key} to {spec.target_source} once (about half a minute)", file=sys.stderr, flush=True)
     args.target, draft = spec.sources()
     args.draft = args.draft if args.draft is not None else (draft or methods.NGRAM)
     args.chat = spec.chat and not args.raw
