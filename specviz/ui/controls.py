@@ -7,7 +7,7 @@ leaves the previous pair in use.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import streamlit as st
@@ -94,6 +94,13 @@ def first_run_settings(draft_vocab: int = 0) -> RunSettings:
         seed=run["seed"],
         draft_vocab=draft_vocab,
     )
+
+
+def without_draft_model(settings: RunSettings, sources: tuple[str, str, str, str]) -> RunSettings:
+    """The settings, drafting by n-gram lookup instead where the pair in use has no draft model (smollm2, for now)."""
+    if sources[1] or not methods.get(settings.method).loads_draft:
+        return settings
+    return replace(settings, method=methods.NGRAM, draft_vocab=0)
 
 
 def is_first_run(settings: RunSettings, prompt: str, target: str) -> bool:
