@@ -363,12 +363,11 @@ def check_has_draft(args: argparse.Namespace, method_names) -> None:
 
 
 def chat_rows(args: argparse.Namespace, pair: ModelPair, rows):
-    """A workload's rows with each prompt wrapped in the target's chat template, for an instruct pair (not --raw)."""
-    from specviz.engine.decode import chat_wrapped
+    """A workload's rows with each prompt wrapped in the target's chat template: for an instruct pair (not --raw), or
+    where a row's own "chat" field says so."""
+    from specviz.measure.prompts import wrapped_rows
 
-    if not getattr(args, "chat", False):
-        return rows
-    return type(rows)(replace(row, prompt=chat_wrapped(pair, row.prompt)) for row in rows)
+    return wrapped_rows(pair, rows, getattr(args, "chat", False))
 
 
 def load_family(args: argparse.Namespace, base: RunSettings) -> tuple[ModelPair, list[str]]:
