@@ -132,6 +132,15 @@ def build_parser() -> argparse.ArgumentParser:
         f"(default {methods.TREE}: the draft model's tree)",
     )
     bench.add_argument("--json", dest="json_out", help="write the results JSON here")
+    bench.add_argument(
+        "--verify-curve",
+        action="store_true",
+        help="instead of the lanes: v(K), the verify cost of K drafts in target steps for K = 1..16, for each target "
+        "of --pairs, with its weight bytes and this machine's measured memory bandwidth (format specviz.verify-curve)",
+    )
+    bench.add_argument(
+        "--pairs", default="pystdlib,smollm2", help="with --verify-curve: the pairs whose targets are measured"
+    )
     bench.set_defaults(handler=cmd_bench, k="1,2,4,8", max_new_tokens=128)
     add_theory_parser(commands)
     add_serve_parser(commands)
@@ -594,6 +603,32 @@ def check_outputs(args: argparse.Namespace) -> None:
     check_writable(getattr(args, "csv_out", None), "--csv")
 
 
+def cmd_verify_curve(args: argparse.Namespace) -> int:
+    """bench --verify-curve: each target's v(K) for K = 1..16 beside its weight bytes and the measured bandwidth."""
+    import json
+
+    from specviz.engine.catalogue import find_pair
+    from specviz.engine.models import load_pair
+    from specviz.measure.bench import environment
+    from specviz.measure.load_model import measured_hardware
+    from specviz.measure.verify_curve import curve_document, curve_lines, verify_curve
+
+    specs = [find_pair(name) for name in args.pairs.split(",") if name.strip()]
+    if not specs:
+        raise SpecvizError("--pairs names at least one pair, e.g. pystdlib,smollm2.")
+    curves, env = [], {}
+    for spec in specs:
+        print(f"measuring v(K) on {spec.key}", file=sys.stderr, flush=True)
+        target, _ = spec.sources()
+        pair = load_pair(target, None, device=args.device, dtype=args.dtype, threads=parse_threads(args.threads))
+        curves.append(verify_curve(pair, spec.key, repeats=max(args.repeats, 5), forward=args.forward))
+        env = environment(pair)
+    env = {k: v for k, v in env.items() if k not in ("target", "draft")}
+    doc = curve_document(curves, measured_hardware().bandwidth_gb_s, env)
+    print("\n".join(curve_lines(doc)))
+    return 0 if write_all([(args.json_out, lambda: json.dumps(doc, indent=2) + "\n")]) else 2
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     import json
 
@@ -605,6 +640,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from specviz.measure.workload import runnable_rows
 
     check_outputs(args)
+    if args.verify_curve:
+        return cmd_verify_curve(args)
     if args.limit < 0:
         raise SpecvizError(f"--limit is how many prompts to use (0 = all); got {args.limit}.")
     lanes = tuple(methods.parse_list(args.lanes or ",".join(methods.LANES), "--lanes", methods.LANES))
