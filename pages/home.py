@@ -16,6 +16,7 @@ from specviz.ui.controls import (
     without_draft_model,
 )
 from specviz.ui.render import apply_lecture_mode, cached_versus_plain, lecture_on, page_header, show_text
+from specviz.ui.verify_curve import show_verify_curve
 from specviz.viz.explain import ALPHA_HELP
 
 page_header(
@@ -82,6 +83,9 @@ else:
     )
     if bench.verdict == DISAGREES:
         st.warning(agreement_words(bench))
+
+st.subheader("Why a verify pass is cheap: v(K) measured on both targets")
+show_verify_curve()
 
 st.subheader("Explore")
 st.page_link(
