@@ -27,6 +27,7 @@ from specviz.engine.models import ASSETS, find_heads
 from specviz.errors import SpecvizError
 from specviz.ui.controls import active_sources, model_sidebar, pair_or_error, target_layers
 from specviz.ui.render import apply_lecture_mode, draw, page_header, show_table
+from specviz.ui.verify_curve import show_verify_curve
 from specviz.viz import theory_charts as charts
 
 LESSON = json.loads((ASSETS / "lessons" / "calculator.json").read_text(encoding="utf-8"))
@@ -241,6 +242,9 @@ frame = charts.speedup_frame(charts.curve_alphas(alpha), c, verify, chosen_alpha
 draw(chart_left, charts.speedup_vs_k_chart(frame, k))
 draw(chart_right, charts.expected_tokens_chart(alpha, MAX_K, k))
 draw(st, charts.heatmap_chart(charts.heatmap_frame(c, verify), alpha, k))
+
+st.subheader("The memory-bound lesson: v(K) measured on both targets")
+show_verify_curve()
 
 # ---- tables ----------------------------------------------------------------------------------------------------------
 st.subheader("Reference tables")

@@ -7,8 +7,16 @@ from specviz.engine.models import ASSETS
 from specviz.errors import SpecvizError
 from specviz.measure.bench import recorded_benches
 from specviz.measure.timing import DISAGREES, against_bench, agreement_words
-from specviz.ui.controls import FIRST_RUN_NOTE, active_sources, first_run_settings, recommended_draft_vocab
+from specviz.ui.controls import (
+    FIRST_RUN_NOTE,
+    active_sources,
+    chat_prompt,
+    first_run_settings,
+    recommended_draft_vocab,
+    without_draft_model,
+)
 from specviz.ui.render import apply_lecture_mode, cached_versus_plain, lecture_on, page_header, show_text
+from specviz.ui.verify_curve import show_verify_curve
 from specviz.viz.explain import ALPHA_HELP
 
 page_header(
@@ -29,12 +37,12 @@ has *exactly* the target's distribution, and when the draft agrees often, each e
 )
 
 sources = active_sources()
-prompt = presets_for(sources[0])["code"]
+prompt = chat_prompt(sources[0], presets_for(sources[0])["code"])  # an instruct pair's: in its chat template
 st.subheader("Live: one run on the default pair")
 draft_vocab = recommended_draft_vocab(sources[1])
 vocab_note = f" The draft proposes from its {draft_vocab} most frequent tokens." if draft_vocab else ""
 try:
-    settings = first_run_settings(draft_vocab)
+    settings = without_draft_model(first_run_settings(draft_vocab), sources)
     result, measured_at, env = cached_versus_plain(sources, prompt, settings)
 except SpecvizError as exc:
     st.error(str(exc))
@@ -75,6 +83,9 @@ else:
     )
     if bench.verdict == DISAGREES:
         st.warning(agreement_words(bench))
+
+st.subheader("Why a verify pass is cheap: v(K) measured on both targets")
+show_verify_curve()
 
 st.subheader("Explore")
 st.page_link(

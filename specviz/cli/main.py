@@ -1,4 +1,4 @@
-"""Command line: python -m specviz run | measure | bench | theory | serve | export-html | train-tiny.
+"""Command line: python -m specviz run | measure | bench | theory | serve | pairs | export-html | train-tiny.
 
 Errors a user can fix are printed as one message, never a traceback."""
 
@@ -24,6 +24,7 @@ from specviz.cli.args import (
     write_all,
 )
 from specviz.cli.export import add_export_parser
+from specviz.cli.pairs import add_pairs_parser
 from specviz.cli.remote import add_server_arguments, check_server_options, cmd_measure_server, collect
 from specviz.cli.serve import add_serve_parser
 from specviz.cli.theory import add_theory_parser
@@ -61,6 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return train_main(argv[1:])
     args = build_parser().parse_args(argv)
     try:
+        resolve_pair(args)
         return args.handler(args)
     except SpecvizError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -130,22 +132,49 @@ def build_parser() -> argparse.ArgumentParser:
         f"(default {methods.TREE}: the draft model's tree)",
     )
     bench.add_argument("--json", dest="json_out", help="write the results JSON here")
+    bench.add_argument(
+        "--verify-curve",
+        action="store_true",
+        help="instead of the lanes: v(K), the verify cost of K drafts in target steps for K = 1..16, for each target "
+        "of --pairs, with its weight bytes and this machine's measured memory bandwidth (format specviz.verify-curve)",
+    )
+    bench.add_argument(
+        "--pairs", default="pystdlib,smollm2", help="with --verify-curve: the pairs whose targets are measured"
+    )
     bench.set_defaults(handler=cmd_bench, k="1,2,4,8", max_new_tokens=128)
     add_theory_parser(commands)
     add_serve_parser(commands)
     add_export_parser(commands)
+    add_pairs_parser(commands)
     commands.add_parser("train-tiny", help="build the bundled model pair (see python -m specviz train-tiny --help)")
     return parser
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    from specviz.engine.catalogue import DEFAULT_PAIR, PAIR_NAMES
     from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET
 
-    parser.add_argument("--target", default=BUNDLED_TARGET, help="hub id or local directory (default: bundled pair)")
+    parser.add_argument(
+        "--pair",
+        default=None,
+        metavar="NAME",
+        help=f"a pair by name: {', '.join(PAIR_NAMES)} (default {DEFAULT_PAIR}; `python -m specviz pairs` lists them); "
+        "smollm2 is converted to the cache on first use",
+    )
+    parser.add_argument(
+        "--target", default=None, help=f"hub id or local directory (default: the pair's, {BUNDLED_TARGET!r})"
+    )
     parser.add_argument(
         "--draft",
-        default=BUNDLED_DRAFT,
-        help="hub id or local directory of the draft model, or 'ngram' for prompt lookup",
+        default=None,
+        help=f"hub id or local directory of the draft model, or 'ngram' for prompt lookup (default: the pair's, "
+        f"{BUNDLED_DRAFT!r})",
+    )
+    parser.add_argument(
+        "--raw",
+        action="store_true",
+        help="send the prompt as it is, a text to continue (default for an instruct pair such as smollm2: the "
+        "target's chat template wraps it as a user's message)",
     )
     parser.add_argument(
         "--head",
@@ -167,6 +196,29 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"torch threads on a CPU: auto (one for a model up to {NARROW_WIDTH} wide, which a shared CPU cannot "
         f"stall, torch's default for wider ones) or a number (default: ${THREADS_ENV}, else auto)",
     )
+
+
+def resolve_pair(args: argparse.Namespace) -> None:
+    """--pair NAME (or the default pair) into --target and --draft, for the commands that take model arguments. A
+    pair converted from a package (smollm2) is converted here the first time; one without a draft model drafts by
+    n-gram lookup unless --method says otherwise. args.chat: whether prompts go through the target's chat template."""
+    if not hasattr(args, "target"):
+        return
+    from specviz.engine.catalogue import DEFAULT_PAIR, find_pair, uses_chat
+    from specviz.engine.models import BUNDLED_DRAFT
+
+    if args.pair is not None and args.target is not None:
+        raise SpecvizError("--pair names the target already: give --pair NAME or --target, not both.")
+    if args.target is not None:  # a target by hub id or path, with the bundled draft unless --draft names another
+        args.draft = args.draft if args.draft is not None else BUNDLED_DRAFT
+        args.chat = uses_chat(args.target) and not args.raw
+        return
+    spec = find_pair(args.pair or DEFAULT_PAIR)
+    if spec.installed() is None:
+        print(f"converting {spec.key} to {spec.target_source} once (about half a minute)", file=sys.stderr, flush=True)
+    args.target, draft = spec.sources()
+    args.draft = args.draft if args.draft is not None else (draft or methods.NGRAM)
+    args.chat = spec.chat and not args.raw
 
 
 def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
@@ -299,11 +351,32 @@ def load_named(args: argparse.Namespace, draft: str | None) -> ModelPair:
 
 def load_for(args: argparse.Namespace, method_names) -> ModelPair:
     """The pair the model arguments name; the draft is loaded only when one of the methods needs it."""
+    check_has_draft(args, method_names)
     pair = load_named(args, args.draft if methods.loads_draft(method_names) else None)
     for name in method_names:
         if methods.get(name).loads_head:
             pair.load_head_for(name)  # loads it now: a head that is missing or does not fit is refused before any run
     return pair
+
+
+def check_has_draft(args: argparse.Namespace, method_names) -> None:
+    """A method that runs a draft model is refused, naming those that need none, when there is no draft model."""
+    needing = [name for name in method_names if methods.get(name).loads_draft]
+    if needing and args.draft.strip().lower() == methods.NGRAM:
+        from specviz.engine.catalogue import NO_DRAFT_MODEL
+
+        raise SpecvizError(
+            f"{', '.join(needing)} needs a draft model, and this pair has none (yet): use --method "
+            f"{', '.join(NO_DRAFT_MODEL)} or --plain, or give a draft model with --draft."
+        )
+
+
+def chat_rows(args: argparse.Namespace, pair: ModelPair, rows):
+    """A workload's rows with each prompt wrapped in the target's chat template: for an instruct pair (not --raw), or
+    where a row's own "chat" field says so."""
+    from specviz.measure.prompts import wrapped_rows
+
+    return wrapped_rows(pair, rows, getattr(args, "chat", False))
 
 
 def load_family(args: argparse.Namespace, base: RunSettings) -> tuple[ModelPair, list[str]]:
@@ -345,7 +418,7 @@ def read_prompt(args: argparse.Namespace) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from specviz.engine.decode import generate
+    from specviz.engine.decode import chat_wrapped, generate
     from specviz.engine.proposers import draft_cap_note
 
     if args.plain and args.tree:
@@ -358,6 +431,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     note = draft_cap_note(pair, settings)
     if note:
         print(note, file=sys.stderr)
+    if getattr(args, "chat", False):
+        prompt = chat_wrapped(pair, prompt)
     trace = generate(pair, prompt, with_draft_vocab(settings, args, pair))
     if args.json:
         print(trace.to_json(indent=2))
@@ -450,7 +525,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
             f"--method {args.method.strip()} measures the chain methods; a tree needs a tree method "
             f"({', '.join(methods.SHAPED + methods.BRANCHING)}): drop --tree, or name the methods."
         )
-    args.method, args.k = args.method or (methods.TREE if tree else methods.DRAFT), args.k or "4"
+    args.method, args.k = args.method or (methods.TREE if tree else method_of(args)), args.k or "4"
     tree_drafters = methods.SHAPED + methods.BRANCHING
     method_names = (
         list(methods.PROPOSERS)
@@ -470,7 +545,9 @@ def cmd_measure(args: argparse.Namespace) -> int:
     else:
         pair = load_for(args, method_names)
     base = with_draft_vocab(base, args, pair)
-    rows, skipped = runnable_rows(pair, workload.rows, [replace(base, method=name) for name in method_names])
+    rows, skipped = runnable_rows(
+        pair, chat_rows(args, pair, workload.rows), [replace(base, method=name) for name in method_names]
+    )
     for problem in skipped:
         print(f"skipped {problem}", file=sys.stderr)
     print(tags_found(rows), file=sys.stderr)
@@ -526,6 +603,32 @@ def check_outputs(args: argparse.Namespace) -> None:
     check_writable(getattr(args, "csv_out", None), "--csv")
 
 
+def cmd_verify_curve(args: argparse.Namespace) -> int:
+    """bench --verify-curve: each target's v(K) for K = 1..16 beside its weight bytes and the measured bandwidth."""
+    import json
+
+    from specviz.engine.catalogue import find_pair
+    from specviz.engine.models import load_pair
+    from specviz.measure.bench import environment
+    from specviz.measure.load_model import measured_hardware
+    from specviz.measure.verify_curve import curve_document, curve_lines, verify_curve
+
+    specs = [find_pair(name) for name in args.pairs.split(",") if name.strip()]
+    if not specs:
+        raise SpecvizError("--pairs names at least one pair, e.g. pystdlib,smollm2.")
+    curves, env = [], {}
+    for spec in specs:
+        print(f"measuring v(K) on {spec.key}", file=sys.stderr, flush=True)
+        target, _ = spec.sources()
+        pair = load_pair(target, None, device=args.device, dtype=args.dtype, threads=parse_threads(args.threads))
+        curves.append(verify_curve(pair, spec.key, repeats=max(args.repeats, 5), forward=args.forward))
+        env = environment(pair)
+    env = {k: v for k, v in env.items() if k not in ("target", "draft")}
+    doc = curve_document(curves, measured_hardware().bandwidth_gb_s, env)
+    print("\n".join(curve_lines(doc)))
+    return 0 if write_all([(args.json_out, lambda: json.dumps(doc, indent=2) + "\n")]) else 2
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     import json
 
@@ -537,6 +640,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from specviz.measure.workload import runnable_rows
 
     check_outputs(args)
+    if args.verify_curve:
+        return cmd_verify_curve(args)
     if args.limit < 0:
         raise SpecvizError(f"--limit is how many prompts to use (0 = all); got {args.limit}.")
     lanes = tuple(methods.parse_list(args.lanes or ",".join(methods.LANES), "--lanes", methods.LANES))
@@ -575,13 +680,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
             print(
                 f"skipped the {lane} lane: no head for it beside the target (give one with --head DIR)", file=sys.stderr
             )
+    drafted = [lane for lane in lanes if methods.get(lane).loads_draft]
+    if args.lanes is None and drafted and args.draft.strip().lower() == methods.NGRAM:
+        lanes = tuple(lane for lane in lanes if lane not in drafted)  # a pair with no draft model: the others
+        print(f"skipped the {', '.join(drafted)} lanes: this pair has no draft model", file=sys.stderr)
     pair = load_for(args, lanes + tree_methods)
     lanes = _exit_lanes_that_fit(pair, lanes, base, asked=args.lanes is not None)
     base = with_draft_vocab(base, args, pair)
     lanes_of_trees = [tree_settings(base, shape, name) for shape in trees for name in tree_methods]
     for settings in lanes_of_trees:  # a shape a head cannot draft (a Medusa tree deeper than its heads): now
         make_proposer(pair, settings)
-    rows, skipped = runnable_rows(pair, rows, [base, *lanes_of_trees])
+    rows, skipped = runnable_rows(pair, chat_rows(args, pair, rows), [base, *lanes_of_trees])
     for problem in skipped:
         print(f"skipped {problem}", file=sys.stderr)
     prompts = [row.prompt for row in rows]

@@ -30,6 +30,12 @@ def add_serve_parser(commands) -> None:
         default=methods.DRAFT,
         help=f"none (plain decoding, the baseline) or one of {', '.join(SERVED)} (default {methods.DRAFT})",
     )
+    serve.add_argument(
+        "--pair",
+        default=None,
+        metavar="NAME",
+        help="the pair to serve, by name (default pystdlib; smollm2: its converted copy, with none, ngram or suffix)",
+    )
     serve.add_argument("--k", type=int, default=4, help="draft tokens per verify step (default 4)")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback only)")
@@ -69,15 +75,28 @@ def _restore(previous: dict) -> None:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from specviz.core.settings import MAX_K
+    from specviz.engine.catalogue import DEFAULT_PAIR, find_pair
     from specviz.remote.launch import Launched, check_port, method_args, served_model, server_command, vllm_python
 
     method = method_from(args.method)
     if not 1 <= args.k <= MAX_K:
         raise SpecvizError(f"--k must be from 1 to {MAX_K}; got {args.k}.")
+    spec = find_pair(args.pair or DEFAULT_PAIR)
+    if spec.key != DEFAULT_PAIR and method not in (methods.PLAIN, *spec.drafters):
+        raise SpecvizError(
+            f"The pair {spec.key} drafts with {', '.join(spec.drafters)}; vLLM serves it with --method none, "
+            f"{methods.NGRAM} or {methods.SUFFIX} here; got {args.method!r}."
+        )
     python = vllm_python()
     check_port(args.host, args.port)
-    extra = method_args(method, args.k)
-    model, tokenizer = served_model(method)
+    if spec.key == DEFAULT_PAIR:
+        extra = method_args(method, args.k)
+        model, tokenizer = served_model(method)
+    else:
+        if method not in (methods.PLAIN, methods.NGRAM, methods.SUFFIX):
+            raise SpecvizError(f"serve runs {spec.key} with --method none, {methods.NGRAM} or {methods.SUFFIX}.")
+        extra = method_args(method, args.k)
+        model, tokenizer = spec.sources()[0], None
     command = server_command(python, args.port, args.host, args.eager, extra, target=model, tokenizer=tokenizer)
     log = Path(args.log) if args.log else Path(tempfile.mkdtemp(prefix="specviz-serve-")) / "vllm.log"
     host = f"[{args.host}]" if ":" in args.host else args.host

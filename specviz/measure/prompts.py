@@ -16,7 +16,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from specviz.core.record import UNTAGGED
@@ -40,6 +40,7 @@ class PromptRow:
     prompt: str
     tag: str = UNTAGGED
     line: int = 0  # where it came from in the input, for messages
+    chat: bool | None = None  # through the target's chat template (a "chat" field or column); None: the pair decides
 
 
 @dataclass(frozen=True)
@@ -51,8 +52,9 @@ class Workload:
 def parse_workload(
     data: bytes | str, filename: str = "pasted.txt", max_bytes: int = MAX_FILE_BYTES, max_prompts: int = MAX_PROMPTS
 ) -> Workload:
-    """Prompts from .jsonl ({"prompt", "tag"}), .csv (prompt[, tag] columns) or text (blocks split by --- or blank
-    lines, tagged by `### tag: NAME` lines)."""
+    """Prompts from .jsonl ({"prompt", "tag", "chat"}), .csv (prompt[, tag][, chat] columns) or text (blocks split by
+    --- or blank lines, tagged by `### tag: NAME` lines). chat: whether a row goes through an instruct target's chat
+    template (empty: the pair decides)."""
     text = _as_text(data, filename, max_bytes)
     suffix = Path(filename).suffix.lower()
     parse = {".jsonl": _parse_jsonl, ".json": _parse_jsonl, ".csv": _parse_csv}.get(suffix, _parse_text)
@@ -216,7 +218,32 @@ def _row(record: dict, number: int) -> PromptRow | str:
             value.encode("utf-8")
         except UnicodeEncodeError as exc:  # JSON's "\ud800": a lone surrogate decodes, but is not text
             return f"the {name} holds {_bad_char(exc)}, which is not text (a lone surrogate): remove it"
-    return tag_problem(tag) or PromptRow(prompt, tag, number)
+    chat = _chat_flag(record.get("chat"))
+    if isinstance(chat, str):
+        return chat
+    return tag_problem(tag) or PromptRow(prompt, tag, number, chat)
+
+
+CHAT_WORDS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False, "": None}
+
+
+def _chat_flag(value) -> bool | None | str:
+    """A row's "chat" field (JSON true / false) or column (true, false, yes, no, 1, 0; empty: the pair decides)."""
+    if value is None or isinstance(value, bool):
+        return value
+    word = str(value).strip().lower()
+    if word in CHAT_WORDS:
+        return CHAT_WORDS[word]
+    return f'"chat" is true or false (or empty: the pair decides); got {value!r}'
+
+
+def wrapped_rows(pair, rows, chat: bool) -> tuple[PromptRow, ...]:
+    """The rows with each prompt wrapped in the target's chat template where its own "chat" says so, or, where it says
+    nothing, where `chat` does (an instruct pair's default; the CLI's --raw turns it off)."""
+    from specviz.engine.decode import chat_wrapped
+
+    wanted = lambda row: chat if row.chat is None else row.chat  # noqa: E731
+    return tuple(replace(row, prompt=chat_wrapped(pair, row.prompt)) if wanted(row) else row for row in rows)
 
 
 def _bad_char(exc: UnicodeEncodeError) -> str:

@@ -7,7 +7,7 @@ leaves the previous pair in use.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import streamlit as st
@@ -28,7 +28,7 @@ from specviz.core.settings import (
     tree_fields,
 )
 from specviz.core.verify import tree_size
-from specviz.engine.catalogue import CATALOGUE, presets_for
+from specviz.engine.catalogue import CATALOGUE, find_pair, presets_for, uses_chat
 from specviz.engine.models import DTYPES, ModelPair
 from specviz.engine.vocab import load_counts
 from specviz.errors import SpecvizError
@@ -94,6 +94,13 @@ def first_run_settings(draft_vocab: int = 0) -> RunSettings:
         seed=run["seed"],
         draft_vocab=draft_vocab,
     )
+
+
+def without_draft_model(settings: RunSettings, sources: tuple[str, str, str, str]) -> RunSettings:
+    """The settings, drafting by n-gram lookup instead where the pair in use has no draft model (smollm2, for now)."""
+    if sources[1] or not methods.get(settings.method).loads_draft:
+        return settings
+    return replace(settings, method=methods.NGRAM, draft_vocab=0)
 
 
 def is_first_run(settings: RunSettings, prompt: str, target: str) -> bool:
@@ -260,21 +267,33 @@ def model_sidebar() -> bool:
 
 
 def pair_picker() -> None:
-    """Catalogue or custom pair, loaded on request; a failure is reported and the previous pair stays."""
-    names = [spec.name for spec in CATALOGUE] + ([] if Limits.from_env().public else [CUSTOM])
+    """A pair by name (the catalogue's: pystdlib, smollm2, hub pairs) or a custom one, loaded on request; a failure is
+    reported and the previous pair stays."""
+    names = [spec.key for spec in CATALOGUE] + ([] if Limits.from_env().public else [CUSTOM])
+    if st.session_state.get("pair_choice", names[0]) not in names:  # a label kept from before pairs had names
+        st.session_state["pair_choice"] = names[0]
     choice = st.sidebar.selectbox(
-        "Model pair", names, key=keep("pair_choice", names[0]), on_change=remember, args=("pair_choice",)
+        "Model pair",
+        names,
+        format_func=lambda name: name if name == CUSTOM else find_pair(name).label,
+        key=keep("pair_choice", names[0]),
+        on_change=remember,
+        args=("pair_choice",),
     )
+    spec = None
     if choice == CUSTOM:
         target = st.sidebar.text_input(
             "Target (hub id or path)", key=keep("custom_target", ""), on_change=remember, args=("custom_target",)
         )
         draft = st.sidebar.text_input(
-            "Draft (hub id or path)", key=keep("custom_draft", ""), on_change=remember, args=("custom_draft",)
+            "Draft (hub id or path; empty: none)",
+            key=keep("custom_draft", ""),
+            on_change=remember,
+            args=("custom_draft",),
         )
     else:
-        spec = next(s for s in CATALOGUE if s.name == choice)
-        target, draft = default_sources() if spec.offline else (spec.target, spec.draft)
+        spec = find_pair(choice)
+        target, draft = default_sources() if spec.key == CATALOGUE[0].key else (spec.target_source, spec.draft or "")
         st.sidebar.caption(spec.note)
     device = st.sidebar.selectbox(
         "Device", ["auto", "cpu", "cuda", "mps"], key=keep("device", "auto"), on_change=remember, args=("device",)
@@ -286,6 +305,9 @@ def pair_picker() -> None:
     wanted = (target.strip(), draft.strip(), device, dtype)
     if wanted != active_sources() and st.sidebar.button("Load this pair", type="primary"):
         try:
+            if spec is not None and spec.installed() is not True:  # converted once from its package (smollm2)
+                with st.spinner(f"Converting {spec.key} once to {spec.target_source} (about half a minute)…"):
+                    spec.sources()
             cached_pair(*wanted)
         except SpecvizError as exc:
             still = sidebar_source(active_sources()[0], Limits.from_env())  # public mode shows no local path
@@ -294,9 +316,8 @@ def pair_picker() -> None:
             st.session_state["active_pair"] = wanted
     limits = Limits.from_env()
     target_in_use, draft_in_use, device_in_use, dtype_in_use = (sidebar_source(s, limits) for s in active_sources())
-    st.sidebar.caption(
-        f"In use: **{target_in_use}** ← draft **{draft_in_use}** on {device_in_use}, {dtype_in_use} precision"
-    )
+    drafted_by = f"draft **{draft_in_use}**" if draft_in_use else "no draft model"
+    st.sidebar.caption(f"In use: **{target_in_use}** ← {drafted_by} on {device_in_use}, {dtype_in_use} precision")
 
 
 @st.cache_data(show_spinner="Timing both precisions on this machine…", max_entries=8)
@@ -326,8 +347,11 @@ def sidebar_controls(page: str = "") -> Controls:
     ranges = sidebar_ranges(limits)
     st.sidebar.header("Decoding")
     choices = methods.PROPOSERS + (methods.SHAPED if page in TREE_PAGES else ())
+    has_draft = bool(active_sources()[1])
+    choices = tuple(name for name in choices if has_draft or not methods.get(name).loads_draft)
     if st.session_state.get(keep("method", methods.DRAFT)) not in choices:
-        st.session_state["method"] = methods.DRAFT  # a tree chosen on the rounds page: this page's lanes are chains
+        # a tree chosen on the rounds page (this page's lanes are chains), or a pair with no draft model
+        st.session_state["method"] = methods.DRAFT if has_draft else methods.NGRAM
     method = st.sidebar.radio(
         "Proposer", list(choices), format_func=methods.label, key="method", on_change=remember, args=("method",)
     )
@@ -527,8 +551,14 @@ def recommended_draft_vocab(draft: str) -> int:
 
 
 def prompt_box(target: str, key: str = "prompt") -> str:
-    """A prompt text area with presets (code, structured, prose) suited to the pair in use."""
+    """A prompt text area with presets suited to the pair in use (code, structured, prose; for an instruct pair:
+    code, English, a translation, a summary). For an instruct target the text is the user's message, wrapped in the
+    target's chat template unless the raw toggle is on: the prompt returned is what the model is run on."""
     presets = presets_for(target)
+    if st.session_state.get(key) is not None and st.session_state.get("_preset_pair_" + key) != target:
+        if st.session_state[key] in [p for spec in CATALOGUE for p in spec.presets.values()]:
+            st.session_state[key] = presets["code"]  # another pair's preset: this pair's instead
+    st.session_state["_preset_pair_" + key] = target
     if key not in st.session_state:
         st.session_state[key] = st.session_state.get("_kept_" + key, presets["code"])
     cols = st.columns(len(presets) + 1)
@@ -536,6 +566,34 @@ def prompt_box(target: str, key: str = "prompt") -> str:
     for col, (name, text) in zip(cols[1:], presets.items()):
         if col.button(name, key=f"{key}_preset_{name}"):
             st.session_state[key] = text
-    prompt = st.text_area("Prompt", key=key, height=110)
+    chat = uses_chat(target)
+    prompt = st.text_area("Your message" if chat else "Prompt", key=key, height=110)
     st.session_state["_kept_" + key] = prompt
-    return prompt
+    if not chat:
+        return prompt
+    raw = st.toggle(
+        "Raw (no chat template: a text to continue)",
+        key=keep("raw_prompt", False),
+        on_change=remember,
+        args=("raw_prompt",),
+        help="An instruct model answers a user's message wrapped in its chat template (a system line, your message, "
+        "then the assistant's turn); the run's prompt keeps the template's tokens. Raw sends the text as it is.",
+    )
+    return prompt if raw or not prompt.strip() else chat_prompt(target, prompt)
+
+
+def chat_prompt(target: str, prompt: str) -> str:
+    """The message wrapped in the active pair's chat template; the message as it is if the pair cannot load (the
+    page says why when it runs)."""
+    from specviz.engine.decode import chat_wrapped
+
+    try:
+        pair = active_pair()
+    except SpecvizError:
+        return prompt
+    if pair.target_name != target:
+        return prompt
+    try:
+        return chat_wrapped(pair, prompt)
+    except SpecvizError:
+        return prompt  # a prompt that is not text: the run refuses it with the reason

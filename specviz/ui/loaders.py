@@ -17,4 +17,5 @@ def default_sources() -> tuple[str, str]:
 
 @st.cache_resource(show_spinner="Loading the model pair…", max_entries=3)
 def cached_pair(target: str, draft: str | None, device: str = "auto", dtype: str = "auto") -> ModelPair:
-    return load_pair(target, draft, device=device, dtype=dtype, threads=threads_from_environment())
+    """draft "" or None: the target alone (a pair with no draft model, such as smollm2)."""
+    return load_pair(target, draft or None, device=device, dtype=dtype, threads=threads_from_environment())

@@ -17,6 +17,7 @@ from specviz import methods
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings, parse_tree_spec, tree_fields
 from specviz.core.trace import Trace
+from specviz.engine.catalogue import CATALOGUE
 from specviz.engine.models import recorded_name
 from specviz.ui.controls import HEAD_TREE, active_sources, set_setting, set_tree_shape
 from specviz.viz import steps
@@ -75,8 +76,14 @@ def page_params(trace: Trace, cursor: steps.Cursor, source: str, focus: bool, le
         params["trace"] = source.removeprefix(BUNDLED)
     elif source == "live":
         params |= settings_params(trace.settings, trace.prompt)
-        params |= {"pair": str(trace.meta.get("target", "")), "dtype": str(trace.meta.get("dtype", ""))}
+        params |= {"pair": pair_name(str(trace.meta.get("target", ""))), "dtype": str(trace.meta.get("dtype", ""))}
     return params
+
+
+def pair_name(target: str) -> str:
+    """A run's pair as a link names it: the catalogue pair's name (pystdlib, smollm2) for its target, as records name
+    it (a path for any other target)."""
+    return next((spec.key for spec in CATALOGUE if recorded_name(spec.target_source) == recorded_name(target)), target)
 
 
 @dataclass(frozen=True)
@@ -175,13 +182,15 @@ def apply_url(opened: OpenedUrl) -> list[str]:
         state["focus_view"] = opened.focus
     if opened.prompt is not None:
         state["prompt"] = state["_kept_prompt"] = opened.prompt
+    if opened.pair in [spec.key for spec in CATALOGUE] and pair_name(active_sources()[0]) != opened.pair:
+        state["pair_choice"] = state["_kept_pair_choice"] = opened.pair  # the sidebar offers it: one click loads it
     return notes + pair_note(opened, active_sources())
 
 
 def pair_note(opened: OpenedUrl, sources: tuple[str, str, str, str]) -> list[str]:
     """What a link's run was made on, when the sidebar's pair or precision differs (then the run shown differs)."""
     target, _, _, dtype = sources
-    same_pair = not opened.pair or opened.pair == recorded_name(target)
+    same_pair = not opened.pair or opened.pair in (recorded_name(target), pair_name(target))
     same_dtype = not opened.dtype or dtype == "auto" or opened.dtype == dtype
     if same_pair and same_dtype:
         return []

@@ -17,13 +17,14 @@ import streamlit as st
 from specviz import methods
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
+from specviz.engine.catalogue import uses_chat
 from specviz.engine.models import ModelPair
 from specviz.errors import SettingsError, SpecvizError
 from specviz.measure.bench import environment
 from specviz.measure.identity import local_engine_for, local_pair_for
 from specviz.measure.load import failure_words
 from specviz.measure.local import engine_source, step_costs
-from specviz.measure.prompts import PromptRow
+from specviz.measure.prompts import PromptRow, wrapped_rows
 from specviz.measure.summary import compare_measurements, measurement_figures
 from specviz.measure.workload import run_workload
 from specviz.remote.agreement import compare_engines
@@ -135,6 +136,7 @@ def run_here(
 ) -> None:
     """Measure the step costs, then every prompt x method x K (each `repeats` times, with its plain runs)."""
     clear_results(planned=len(rows) * len(method_names) * len(ks))  # results; each timed `repeats` times
+    rows = wrapped_rows(pair, rows, uses_chat(pair.target_name))  # an instruct pair's: in its chat template
     start_measurement(rows, method_names, ks, base, repeats)
     bar, progress = progress_bar(repeats)
     bar.progress(0.0, text="Measuring step costs…")

