@@ -166,12 +166,12 @@ def parts(build: Callable, *args) -> Parts | None:
 
 
 def styled_title(heading: tuple[str, str], lecture: bool) -> dict:
-    """A chart's title as the view styles it (layout.readable or layout.lectured re-fit the builder's title)."""
-    built = layout.chart_title(*heading)
-    subtitle = built.subtitle if heading[1] else ""
+    """A chart's title as the view styles it: the builder's chart_title, re-fit as layout.readable (layout.fitted) or
+    layout.lectured re-fit it."""
+    built = layout.title_params(*heading)
+    subtitle = built.get("subtitle", "")
     size, chars = (layout.LECTURE_TITLE_SIZE, layout.LECTURE_TITLE_CHARS) if lecture else (layout.TITLE_SIZE, None)
-    with debug_mode(False):
-        return layout.chart_title(built.text, subtitle, size, chars).to_dict(validate=False)
+    return layout.title_params(built["text"], subtitle, size, chars)
 
 
 def styled_height(height: int, lecture: bool) -> int:

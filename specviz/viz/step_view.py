@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import altair as alt
 
 from specviz import methods
-from specviz.core.trace import Totals, Trace
+from specviz.core.trace import Node, Position, Round, Totals, Trace
 from specviz.viz import chart_templates, feature_flow, run_notes, steps
 from specviz.viz import round_charts as charts
 from specviz.viz import tree_charts as trees
@@ -131,7 +131,11 @@ class _Blocks:
         lecture = self.options.lecture and large
         memo = {} if self.memo is None else self.memo
         key = (build.__module__, build.__qualname__, args)
-        if self.lazy:  # the player bundle: the chart as data, bound into its kind's template by the browser
+        if self.lazy:  # a trace's rounds, nodes and positions by identity: hashing a Round walks all its numbers
+            key = (
+                build,
+                tuple(_identity(a) for a in args),
+            )  # the player bundle: the chart as data, bound into its kind's template by the browser
             if (key, "parts") not in memo:
                 memo[key, "parts"] = chart_templates.parts(build, *args)
             if memo[key, "parts"] is not None:
@@ -146,6 +150,15 @@ class _Blocks:
         if (key, lecture) not in memo:
             memo[key, lecture] = styled(memo[key], lecture)
         self.add(CHART, memo[key, lecture], place)
+
+
+def _identity(arg):
+    """A chart argument as a memo key: the trace's own objects (alive as long as the trace) by id, the rest as is."""
+    if isinstance(arg, Round | Position | Node):
+        return id(arg)
+    if isinstance(arg, tuple) and arg and isinstance(arg[0], Round):
+        return ("rounds", tuple(id(r) for r in arg))
+    return arg
 
 
 def styled(chart: alt.TopLevelMixin, lecture: bool) -> alt.TopLevelMixin:
