@@ -182,8 +182,11 @@ def styled_height(height: int, lecture: bool) -> int:
 def view_params(chart: Parts, lecture: bool) -> dict:
     """Every hole's value for this chart in this view (the title and height styled for it)."""
     params = dict(chart.params)
-    if chart.heading is not None:
-        params["title"] = styled_title(chart.heading, lecture)
+    if chart.heading is not None:  # its lines: the rest of the title (sizes, anchor) is the template's
+        title = styled_title(chart.heading, lecture)
+        params["title"] = title["text"]
+        if chart.heading[1]:
+            params["subtitle"] = title["subtitle"]
     if chart.height is not None:
         params["height"] = styled_height(chart.height, lecture)
     return params
@@ -198,7 +201,7 @@ _TEMPLATES: dict[tuple, dict] = {}
 
 def template(build: Callable, args: tuple, chart: Parts, lecture: bool) -> dict:
     """The template of this chart's kind and key in this view: built once (from this chart, an exemplar) and kept."""
-    key = (chart.kind, chart.key, lecture)
+    key = (chart.kind, chart.key, chart.heading is not None and bool(chart.heading[1]), lecture)
     if key not in _TEMPLATES:
         _TEMPLATES[key] = make_template(build, args, chart, lecture)
     return _TEMPLATES[key]
@@ -222,7 +225,9 @@ def make_template(build: Callable, args: tuple, chart: Parts, lecture: bool) -> 
     spec = _renamed(spec, names)
     slots = dict(next(k for k in KINDS.values() if k.name == chart.kind).slots)
     if chart.heading is not None:
-        slots["title"] = (("title",),)
+        slots["title"] = (("title", "text"),)
+        if chart.heading[1]:
+            slots["subtitle"] = (("title", "subtitle"),)
     if chart.height is not None:
         slots["height"] = (("height",),)
     for name, paths in slots.items():

@@ -122,10 +122,15 @@ class _Tables:
         if id(call) not in self._calls:
             chart = call.parts
             spec = ct.template(call.build, call.args, chart, call.lecture)
-            t = self._index(self.templates, "template", spec, f"{chart.kind}|{chart.key}|{call.lecture}")
+            t = self._index(
+                self.templates,
+                "template",
+                spec,
+                f"{chart.kind}|{chart.key}|{bool(chart.heading and chart.heading[1])}|{call.lecture}",
+            )
             data = [[self._dataset(chunk) for chunk in dataset] for dataset in chart.data]
-            entry = {"template": t, "data": data, "params": ct.view_params(chart, call.lecture)}
-            self._calls[id(call)] = (self._index(self.charts, "chart", entry), call)  # the call kept: its id its own
+            self.charts.append({"template": t, "data": data, "params": ct.view_params(chart, call.lecture)})
+            self._calls[id(call)] = (len(self.charts) - 1, call)  # the call kept: its id stays its own
         return self._calls[id(call)][0]
 
     def block(self, block: sv.Block) -> list:
@@ -137,13 +142,9 @@ class _Tables:
         return [block.kind, self.html_index(block_html(block))]
 
     def row_index(self, row: sv.Row) -> int:
-        entry = {
-            "section": row.section,
-            "columns": [
-                {"place": c.place, "width": c.width, "blocks": [self.block(b) for b in c.blocks]} for c in row.columns
-            ],
-        }
-        return self._index(self.rows, "row", entry)
+        columns = [(c.place, c.width, [self.block(b) for b in c.blocks]) for c in row.columns]
+        entry = {"section": row.section, "columns": [{"place": p, "width": w, "blocks": b} for p, w, b in columns]}
+        return self._index(self.rows, "row", entry, repr((row.section, columns)))
 
 
 TEXT = "text"  # a bundle's block of the committed text: [before, rounds, after] (html indices, a count of rounds)
