@@ -250,12 +250,14 @@ def _punch(spec, path: tuple, name: str) -> None:
     """Make the value at path a hole (every item where the path says "*"); a path the spec lacks is an error."""
     *head, last = path
     nodes = [spec]
-    for step in head:
-        nodes = [item for node in nodes for item in (node if step == "*" else [node[step]])]
-    for node in nodes:
-        if last not in node if isinstance(node, dict) else not 0 <= last < len(node):
-            raise KeyError(f"the template has nothing at {path} for {name!r}")
-        node[last] = {HOLE: name}
+    try:
+        for step in head:
+            nodes = [item for node in nodes for item in (node if step == "*" else [node[step]])]
+        for node in nodes:
+            node[last]  # noqa: B018 - the value must be there to be a hole
+            node[last] = {HOLE: name}
+    except (KeyError, IndexError, TypeError):
+        raise KeyError(f"the template has nothing at {path} for {name!r}") from None
 
 
 def bind(spec: dict, params: dict, datasets: dict[str, list]) -> dict:
