@@ -210,10 +210,9 @@ def template(build: Callable, args: tuple, chart: Parts, lecture: bool) -> dict:
 def make_template(build: Callable, args: tuple, chart: Parts, lecture: bool) -> dict:
     """The builder's styled spec for an exemplar chart, its datasets renamed d0, d1, ... (by which of the chart's
     datasets each holds) and taken out, its per-chart values made holes."""
-    from specviz.viz.step_view import styled  # the one styling of a step's charts
-
+    style = layout.lectured if lecture else layout.readable  # as step_view.styled styles a step's charts
     with debug_mode(False):
-        spec = styled(build(*args), lecture).to_dict(validate=False)
+        spec = style(build(*args)).to_dict(validate=False)
     datasets = spec.pop("datasets", {})
     wanted = [json.dumps(rows_of(d), sort_keys=True) for d in chart.data]
     names = {}

@@ -1,10 +1,12 @@
 """A trace as a player bundle: every step's blocks in every view, ready for a browser to step through with no Python.
 
-The bundle is one JSON-serialisable dict (format "specviz.player", version 1; docs/player-format.md): tables of the
-unique HTML fragments, Vega-Lite specs and chart data, referenced by index from each step's rows; each step's
-navigation (next / previous step, next round, next rejection, next bonus, first, last) as step indices, and its moment
-as the round page's URL query. It is built from viz.step_view, the round page's own source of truth, so a player that
-draws it looks like the page. `load_bundle` reads one back and checks its format and version.
+The bundle is one JSON-serialisable dict (format "specviz.player", version 2; docs/player-format.md): tables of the
+unique HTML fragments, the committed text's spans per round, one Vega-Lite template per chart kind and view size
+(viz.chart_templates), each chart as its template, its datasets and its few values, the datasets (columns and rows),
+and the layout rows, referenced by index from each step; each step's navigation (next / previous step, next round,
+next rejection, next bonus, first, last) as step indices, and its moment as the round page's URL query. It is built
+from viz.step_view (lazy: charts as their numbers, no Altair chart per step), the round page's own source of truth,
+so a player that draws it looks like the page. `load_bundle` reads one back and checks its format and version.
 """
 
 from __future__ import annotations
