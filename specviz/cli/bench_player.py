@@ -64,18 +64,20 @@ def cmd_bench_player(args: argparse.Namespace) -> int:
 
         check_writable(args.json_out, "--json")
     figures = measure(args, lengths, browser=not args.no_browser)
+    if args.json_out:
+        write(Path(args.json_out), args.label, figures)
     for run in figures["runs"]:
         print(summary(run))
     if args.json_out:
-        write(Path(args.json_out), args.label, figures)
         print(f"wrote {args.json_out} (label {args.label!r})")
     return 0
 
 
 def summary(run: dict) -> str:
+    cold = f" (cold {run['bundle_cold_s']:.2f} s)" if run["bundle_cold_s"] else ""
     said = (
         f"{run['tokens']} tokens, {run['rounds']} rounds, {run['steps']} steps: decode {run['decode_s']:.2f} s, "
-        f"bundle {run['bundle_s']:.2f} s (cold {run['bundle_cold_s']:.2f} s), "
+        f"bundle {run['bundle_s']:.2f} s{cold}, "
         f"{run['bundle_json_bytes'] / 1e3:.0f} kB JSON, {run['bundle_packed_bytes'] / 1e3:.0f} kB packed, "
         f"export-html {run['export_html_s']:.2f} s"
     )
