@@ -33,9 +33,17 @@ FIRST_RUN = {"temperature": 0.6, "top_p": 1.0, "k": 4, "seed": 3}  # ui.controls
 LENGTHS = "48,256"
 
 
-def add_bench_player_parser(subparsers) -> argparse.ArgumentParser:
-    from specviz.cli.main import add_model_arguments
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """The pair to run (the bundled one by default): its target and draft, device and dtype."""
+    from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET
 
+    parser.add_argument("--target", default=BUNDLED_TARGET, help="hub id or local directory (default: bundled pair)")
+    parser.add_argument("--draft", default=BUNDLED_DRAFT, help="hub id or local directory of the draft model")
+    parser.add_argument("--device", default="auto", help="auto (cuda > mps > cpu), cpu, cuda or mps")
+    parser.add_argument("--dtype", default="auto", help="auto (float32 on CPU), float32, bfloat16 or float16")
+
+
+def add_bench_player_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "bench-player",
         help="time a new run from its decoding's end to the player showing round 1 (bundle, transfer, draw)",
