@@ -185,14 +185,16 @@ class Hall:
             raise RunDropped("This run was dropped from the queue when nobody was waiting for it: start it again.")
         raise RuntimeError("result() before the job finished: wait() for it first")
 
-    def release(self, ticket: Ticket) -> None:
+    def release(self, ticket: Ticket) -> bool:
         """The session will not wait for this job any more (its tab closed): a queued job nobody waits for is
-        dropped now; a running one runs to its end (its result is kept for whoever asks next)."""
+        dropped now (True); a running one runs to its end (its result is kept for whoever asks next)."""
         with self._lock:
             job = ticket.job
             job.waiters.pop(ticket.session, None)
             if job.state == QUEUED and not job.waiters:
                 self._drop(job)
+                return True
+            return False
 
     # ---- what the page says about the pool ---------------------------------------------------------------------
     def snapshot(self) -> dict:

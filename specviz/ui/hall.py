@@ -23,6 +23,7 @@ from specviz.ui.limits import Limits
 
 POLL_S = 0.25  # how often a waiting page asks for its place (and so redraws, and notices a closed tab)
 WORKERS_ENV = "SPECVIZ_WORKERS"  # how many runs at once (default: one per core but one, at least one)
+LOG = logging.getLogger("specviz.hall")  # said in the server's log: a closed tab's queued run dropped
 _HALLS: dict[tuple, Hall] = {}
 _LOCK = threading.Lock()
 
@@ -71,7 +72,10 @@ def in_the_hall(kind: str, key: Hashable, fn: Callable, what: str = "run", cache
                     message += f" (Public mode: {plural(limits.runs_per_session, 'run')} per session at a time.)"
                 box.info(message, icon=":material/hourglass_top:")
         except StopException:  # the tab closed (or the viewer pressed Stop): a run still queued is dropped
-            hall.release(ticket)
+            dropped = hall.release(ticket)
+            LOG.warning(
+                "a session stopped waiting for its %s: %s", kind, "dropped from the queue" if dropped else "kept"
+            )
             raise
         box.empty()
     return hall.result(ticket)

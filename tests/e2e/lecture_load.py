@@ -50,13 +50,14 @@ PROMPTS = [  # one prompt per session, none of them a preset (each is a run of i
 # In each page: when the player is ready, and every lecture-hall message seen (its text, when it was first seen).
 WATCH = """() => {
   window.__load = {ready: null, seen: [], error: null};
+  const said = /[^\n]*(ahead of yours|is next|Running your|Preparing every step|Timing plain)[^\n]*/g;
   const look = () => {
     const w = window.__load;
     const root = document.querySelector('.spz-mount[data-ready="1"]');
     if (root && w.ready === null) w.ready = Date.now();
     const main = document.querySelector('[data-testid="stMain"]');
     const text = main ? main.innerText : '';
-    for (const m of text.matchAll(/[^\\n]*(ahead of yours|Your run is next|Running your run|is running now)[^\\n]*/g)) {
+    for (const m of text.matchAll(said)) {
       const line = m[0].trim();
       if (!w.seen.length || w.seen[w.seen.length - 1][1] !== line) w.seen.push([Date.now(), line]);
     }

@@ -135,7 +135,7 @@ def test_a_closed_session_drops_its_queued_run_and_the_others_move_up():
     first = h.submit("a", lambda: ran.append("a"), "s1")
     closed = h.submit("b", lambda: ran.append("b"), "s2")
     last = h.submit("c", lambda: ran.append("c"), "s3")
-    h.release(closed)  # s2's tab closed while it was queued
+    assert h.release(closed)  # s2's tab closed while it was queued: dropped
     assert h.place(closed).state == DROPPED
     assert h.place(last).ahead == 1
     with pytest.raises(RunDropped):
@@ -149,7 +149,7 @@ def test_a_closed_session_drops_its_queued_run_and_the_others_move_up():
 def test_a_run_another_session_still_waits_for_is_kept_when_one_closes():
     h, _ = hall()
     one, two = h.submit("shared", lambda: "x", "s1"), h.submit("shared", lambda: "x", "s2")
-    h.release(one)
+    assert not h.release(one)
     assert h.place(two).state == QUEUED
     h.run_next(block=False)
     assert h.result(two) == "x"
