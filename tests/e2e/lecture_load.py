@@ -50,7 +50,7 @@ PROMPTS = [  # one prompt per session, none of them a preset (each is a run of i
 # In each page: when the player is ready, and every lecture-hall message seen (its text, when it was first seen).
 WATCH = """() => {
   window.__load = {ready: null, seen: [], error: null};
-  const said = /[^\n]*(ahead of yours|is next|Running your|Preparing every step|Timing plain)[^\n]*/g;
+  const said = /[^\\n]*(ahead of yours|is next|Running your|Preparing every step|Timing plain)[^\\n]*/g;
   const look = () => {
     const w = window.__load;
     const root = document.querySelector('.spz-mount[data-ready="1"]');
