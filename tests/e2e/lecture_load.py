@@ -17,6 +17,7 @@ Not part of the test suite (it takes minutes); tests/e2e/test_lecture_hall_brows
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import statistics
@@ -147,7 +148,7 @@ def decode_alone(traces: list[dict | None]) -> list[float | None]:
 
 
 def load_average() -> str:
-    return Path("/proc/loadavg").read_text().split(" ", 3)[:3].__repr__()
+    return repr(Path("/proc/loadavg").read_text().split(" ", 3)[:3])
 
 
 def run(args) -> dict:
@@ -194,7 +195,42 @@ def run(args) -> dict:
     return report
 
 
+def markdown(reports: dict[str, dict]) -> str:
+    """Reports (label -> the JSON this script wrote) as the tables of docs/lecture-hall.md: each session's wait, with
+    its run decoded alone beside it, then the bundled session's times and the load."""
+    labels = list(reports)
+    rows = ["| session | " + " | ".join(f"{label}: wait (s) | decode alone (s)" for label in labels) + " |"]
+    rows.append("|---|" + "---|---|" * len(labels))
+    count = max(len(r["live"]) for r in reports.values())
+    for i in range(count):
+        cells = []
+        for r in reports.values():
+            wait = r["live"][i]["wait_s"] if i < len(r["live"]) else None
+            alone = r["decode_alone_s"][i] if i < len(r["decode_alone_s"]) else None
+            cells += ["failed" if wait is None else f"{wait:.1f}", "" if alone is None else f"{alone:.2f}"]
+        rows.append(f"| live {i + 1} | " + " | ".join(cells) + " |")
+    summary = ["", "| | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
+    lines = {
+        "live runs: fastest / median / slowest (s)": lambda r: (
+            "{live_min_s:.1f} / {live_median_s:.1f} / {live_max_s:.1f}".format(**r["summary"])
+        ),
+        "the ten decodes alone, summed (s)": lambda r: f"{r['summary']['sum_decode_alone_s']:.1f}",
+        "bundled trace, alone (s)": lambda r: f"{r['summary']['bundled_alone_s']:.1f}",
+        "bundled trace, under the load (s)": lambda r: f"{r['summary']['bundled_under_load_s']:.1f}",
+        "load average (1 min) before / at the start / at the end": lambda r: " / ".join(
+            ast.literal_eval(r[k])[0] for k in ("load_before", "load_at_start", "load_at_end")
+        ),
+    }
+    for name, cell in lines.items():
+        summary.append(f"| {name} | " + " | ".join(cell(r) for r in reports.values()) + " |")
+    return "\n".join(rows + summary)
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--markdown"]:  # --markdown LABEL=FILE ...: the tables of reports written before
+        pairs = [arg.split("=", 1) for arg in sys.argv[2:]]
+        print(markdown({label: json.loads(Path(path).read_text()) for label, path in pairs}))
+        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=10)
     parser.add_argument("--tokens", type=int, default=48)
