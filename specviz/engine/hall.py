@@ -324,9 +324,12 @@ def workers_for(cores: int | None, setting: str | None = None) -> int:
 
 
 def seconds(value: float) -> str:
-    """A wait as a person reads it after "about": "1 s" (never less), "4 s", "2 min"."""
-    if value < 90:
+    """A wait as a person reads it after "about": "1 s" (never less), "4 s", "25 s" (to 5 s from 10 s on: the words
+    change less often than the seconds), "2 min"."""
+    if value < 10:
         return f"{max(1, round(value))} s"
+    if value < 90:
+        return f"{5 * round(value / 5)} s"
     return f"{value / 60:.0f} min"
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Hashable
 
 import streamlit as st
@@ -21,7 +22,8 @@ from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_r
 from specviz.engine.hall import Hall, plural, waiting_message, workers_for
 from specviz.ui.limits import Limits
 
-POLL_S = 0.25  # how often a waiting page asks for its place (and so redraws, and notices a closed tab)
+POLL_S = 0.5  # how often a waiting page asks for its place (redrawn when its words change)
+KEEPALIVE_S = 3.0  # redrawn at least this often even so: a redraw is where a closed tab's session learns it stopped
 WORKERS_ENV = "SPECVIZ_WORKERS"  # how many runs at once (default: one per core but one, at least one)
 LOG = logging.getLogger("specviz.hall")  # said in the server's log: a closed tab's queued run dropped
 _HALLS: dict[tuple, Hall] = {}
@@ -64,13 +66,15 @@ def in_the_hall(kind: str, key: Hashable, fn: Callable, what: str = "run", cache
     hall = lecture_hall(limits)
     ticket = hall.submit((kind, key), fn, session_id(), kind, cache)
     if not hall.wait(ticket, 0):
-        box = st.empty()
+        box, shown, drawn_at = st.empty(), None, 0.0
         try:
             while not hall.wait(ticket, POLL_S):
                 message = waiting_message(hall.place(ticket), what, running)
                 if limits.public:
                     message += f" (Public mode: {plural(limits.runs_per_session, 'run')} per session at a time.)"
-                box.info(message, icon=":material/hourglass_top:")
+                if message != shown or time.monotonic() - drawn_at > KEEPALIVE_S:  # a closed tab shows here
+                    box.info(message, icon=":material/hourglass_top:")
+                    shown, drawn_at = message, time.monotonic()
         except StopException:  # the tab closed (or the viewer pressed Stop): a run still queued is dropped
             dropped = hall.release(ticket)
             LOG.warning(

@@ -276,6 +276,7 @@ def test_messages():
         "Running your race now (about 2 min left): Decoded 5 of 10."
     )
     assert waiting_message(Place(RUNNING), running="Preparing your steps") == "Preparing your steps now."
+    assert waiting_message(Place(QUEUED, 2, 23.0)).startswith("2 runs ahead of yours, about 25 s.")
 
 
 def test_workers_from_the_cores():
