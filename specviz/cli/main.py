@@ -1,4 +1,4 @@
-"""Command line: python -m specviz run | measure | bench | theory | serve | export-html | train-tiny.
+"""Command line: python -m specviz run | measure | bench | theory | serve | export-html | bench-player | train-tiny.
 
 Errors a user can fix are printed as one message, never a traceback."""
 
@@ -23,6 +23,7 @@ from specviz.cli.args import (
     tree_shapes,
     write_all,
 )
+from specviz.cli.bench_player import add_bench_player_parser
 from specviz.cli.export import add_export_parser
 from specviz.cli.remote import add_server_arguments, check_server_options, cmd_measure_server, collect
 from specviz.cli.serve import add_serve_parser
@@ -59,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from specviz.train import main as train_main
 
         return train_main(argv[1:])
-    args = build_parser().parse_args(argv)
+    args = (export_parser() if argv[:1] == ["export-html"] else build_parser()).parse_args(argv)
     try:
         return args.handler(args)
     except SpecvizError as exc:
@@ -71,6 +72,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader went away (`specviz ... | head`): not an error of ours
         sys.stdout = open(os.devnull, "w")  # keeps the flush at exit quiet
         return 0
+
+
+def export_parser() -> argparse.ArgumentParser:
+    """The parser of export-html alone: it loads no model, so it skips the model arguments' imports (transformers)."""
+    parser = argparse.ArgumentParser(prog="python -m specviz", description="Speculative decoding, traced.")
+    add_export_parser(parser.add_subparsers(dest="command", required=True))
+    return parser
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -134,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_theory_parser(commands)
     add_serve_parser(commands)
     add_export_parser(commands)
+    add_bench_player_parser(commands)
     commands.add_parser("train-tiny", help="build the bundled model pair (see python -m specviz train-tiny --help)")
     return parser
 

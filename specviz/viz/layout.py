@@ -20,11 +20,18 @@ def chart_title(
 ) -> alt.TitleParams:
     """A title wrapped into short lines (never clipped or cut with an ellipsis), anchored left, with a subtitle;
     lines of `chars` characters (default: TITLE_CHARS' width at this size)."""
+    return alt.TitleParams(**title_params(text, subtitle, size, chars))
+
+
+def title_params(
+    text: str | list[str], subtitle: str | list[str] = "", size: int = TITLE_SIZE, chars: int | None = None
+) -> dict:
+    """chart_title's Vega-Lite title as a plain dict (what the player's chart templates take, made without Altair)."""
     chars = chars or TITLE_CHARS * TITLE_SIZE // size  # larger type, shorter lines: the same width
     params = {"text": _wrap(text, chars), "anchor": "start", "limit": 0, "offset": 8, "fontSize": size}
     if subtitle:
         params |= {"subtitle": _wrap(subtitle, chars + 10), "subtitleFontSize": max(11, size - 4)}
-    return alt.TitleParams(**params)
+    return params
 
 
 BAND_ROW = 30  # px per category of a horizontal bar chart: less, and Vega hides every other label as overlapping

@@ -1,10 +1,12 @@
 """A trace as a player bundle: every step's blocks in every view, ready for a browser to step through with no Python.
 
-The bundle is one JSON-serialisable dict (format "specviz.player", version 1; docs/player-format.md): tables of the
-unique HTML fragments, Vega-Lite specs and chart data, referenced by index from each step's rows; each step's
-navigation (next / previous step, next round, next rejection, next bonus, first, last) as step indices, and its moment
-as the round page's URL query. It is built from viz.step_view, the round page's own source of truth, so a player that
-draws it looks like the page. `load_bundle` reads one back and checks its format and version.
+The bundle is one JSON-serialisable dict (format "specviz.player", version 2; docs/player-format.md): tables of the
+unique HTML fragments, the committed text's spans per round, one Vega-Lite template per chart kind and view size
+(viz.chart_templates), each chart as its template, its datasets and its few values, the datasets (columns and rows),
+and the layout rows, referenced by index from each step; each step's navigation (next / previous step, next round,
+next rejection, next bonus, first, last) as step indices, and its moment as the round page's URL query. It is built
+from viz.step_view (lazy: charts as their numbers, no Altair chart per step), the round page's own source of truth,
+so a player that draws it looks like the page. `load_bundle` reads one back and checks its format and version.
 """
 
 from __future__ import annotations
@@ -13,15 +15,14 @@ import json
 import re
 from dataclasses import dataclass, replace
 
-from altair.utils.schemapi import debug_mode
-
 from specviz.core.trace import Trace
 from specviz.errors import PlayerFormatError
+from specviz.viz import chart_templates as ct
 from specviz.viz import run_notes, steps
 from specviz.viz import step_view as sv
-from specviz.viz.text import literal
+from specviz.viz.text import TextParts, literal
 
-FORMAT, VERSION = "specviz.player", 1
+FORMAT, VERSION = "specviz.player", 2
 VIEWS = {  # view name -> its options (recorded timings: a bundle replays a finished run)
     "full": sv.ViewOptions(),
     "full+lecture": sv.ViewOptions(lecture=True),
@@ -83,49 +84,87 @@ def block_html(block: sv.Block) -> str:
 
 
 class _Tables:
-    """The bundle's unique HTML fragments, chart specs and datasets, each stored once and referenced by index."""
+    """The bundle's tables, each entry stored once and referenced by index: HTML fragments, chart templates, charts
+    (a template, its datasets and its values), datasets (columns and rows), and rows of a step's layout."""
 
     def __init__(self):
-        self.html, self.charts, self.datasets = [], [], {}
-        self._html, self._charts, self._specs = {}, {}, {}
+        self.html, self.templates, self.charts, self.datasets, self.rows = [], [], [], [], []
+        self._seen: dict[tuple[str, str], int] = {}
+        self._series: dict[str, int] = {}  # a series' name -> its dataset (extended as later charts hold more rows)
+        self._calls: dict[int, tuple[int, object]] = {}
+
+    def _index(self, table: list, name: str, entry, key: str | None = None) -> int:
+        key = json.dumps(entry, sort_keys=True, ensure_ascii=False) if key is None else key
+        if (name, key) not in self._seen:
+            self._seen[name, key] = len(table)
+            table.append(entry)
+        return self._seen[name, key]
 
     def html_index(self, fragment: str) -> int:
-        if fragment not in self._html:
-            self._html[fragment] = len(self.html)
-            self.html.append(fragment)
-        return self._html[fragment]
+        return self._index(self.html, "html", fragment, fragment)
 
-    def chart_index(self, chart) -> int:
-        """A chart's Vega-Lite spec once (charts shared by steps and views are one object: converted once), its
-        inline data moved to the datasets table (lecture and normal sizes of a chart share their data)."""
-        if id(chart) not in self._charts:
-            spec = chart.to_dict(validate=False)
-            data = spec.pop("datasets", {})
-            self.datasets.update(data)
-            entry = {"spec": spec, "data": sorted(data)}
-            key = json.dumps(entry, sort_keys=True)
-            if key not in self._specs:
-                self._specs[key] = len(self.charts)
-                self.charts.append(entry)
-            self._charts[id(chart)] = (self._specs[key], chart)  # the chart kept: its id stays its own
-        return self._charts[id(chart)][0]
+    def _dataset(self, chunk: ct.Chunk) -> list:
+        """A chunk's rows as a dataset reference [index, row count]: a series' rows go into its one dataset, which
+        grows as later charts (later rounds) hold more of them."""
+        if chunk.series is None:
+            return [self._index(self.datasets, "data", columnar(chunk.rows)), len(chunk.rows)]
+        i = self._series.get(chunk.series)
+        if i is not None:
+            stored = self.datasets[i]
+            if len(stored["rows"]) < len(chunk.rows) and expanded(stored) == chunk.rows[: len(stored["rows"])]:
+                self.datasets[i] = columnar(chunk.rows)
+            if expanded(self.datasets[i])[: len(chunk.rows)] == chunk.rows:
+                return [i, len(chunk.rows)]
+        self._series[chunk.series] = len(self.datasets)
+        self.datasets.append(columnar(chunk.rows))
+        return [len(self.datasets) - 1, len(chunk.rows)]
+
+    def chart_index(self, call: sv.ChartCall) -> int:
+        """A chart as its template, its datasets and its values (charts shared by steps and views: one entry)."""
+        if id(call) not in self._calls:
+            chart = call.parts
+            spec = ct.template(call.build, call.args, chart, call.lecture)
+            t = self._index(
+                self.templates,
+                "template",
+                spec,
+                f"{chart.kind}|{chart.key}|{bool(chart.heading and chart.heading[1])}|{call.lecture}",
+            )
+            data = [[self._dataset(chunk) for chunk in dataset] for dataset in chart.data]
+            self.charts.append({"template": t, "data": data, "params": ct.view_params(chart, call.lecture)})
+            self._calls[id(call)] = (len(self.charts) - 1, call)  # the call kept: its id stays its own
+        return self._calls[id(call)][0]
 
     def block(self, block: sv.Block) -> list:
         if block.kind == sv.CHART:
             return [sv.CHART, self.chart_index(block.content)]
+        if isinstance(block.content, TextParts):  # the committed text: a prefix of the run's rounds
+            text = block.content
+            return [TEXT, [self.html_index(text.before), text.rounds, self.html_index(text.after)]]
         return [block.kind, self.html_index(block_html(block))]
 
+    def row_index(self, row: sv.Row) -> int:
+        columns = [(c.place, c.width, [self.block(b) for b in c.blocks]) for c in row.columns]
+        entry = {"section": row.section, "columns": [{"place": p, "width": w, "blocks": b} for p, w, b in columns]}
+        return self._index(self.rows, "row", entry, repr((row.section, columns)))
 
-def _rows(view: sv.StepView, tables: _Tables) -> list[dict]:
-    return [
-        {
-            "section": row.section,
-            "columns": [
-                {"place": c.place, "width": c.width, "blocks": [tables.block(b) for b in c.blocks]} for c in row.columns
-            ],
-        }
-        for row in sv.rows(view.blocks)
-    ]
+
+TEXT = "text"  # a bundle's block of the committed text: [before, rounds, after] (html indices, a count of rounds)
+
+
+def columnar(rows: list[dict]) -> dict:
+    """Rows of dicts as {"columns", "rows"}: each key once, each row its values in the columns' order."""
+    columns = list(dict.fromkeys(k for row in rows for k in row))
+    return {"columns": columns, "rows": [[row.get(k) for k in columns] for row in rows]}
+
+
+def expanded(dataset: dict) -> list[dict]:
+    """A columnar dataset's rows as dicts again."""
+    return [dict(zip(dataset["columns"], values, strict=True)) for values in dataset["rows"]]
+
+
+def _rows(view: sv.StepView, tables: _Tables) -> list[int]:
+    return [tables.row_index(row) for row in sv.rows(view.blocks)]
 
 
 def step_index(trace: Trace, cursor: steps.Cursor) -> int:
@@ -150,10 +189,7 @@ def player_bundle(
     index = {cursor: i for i, cursor in enumerate(moments)}
     tables, memo, out = _Tables(), {}, []
     for cursor in moments:
-        with debug_mode(False):  # Altair validates every chart object as it is made, a fifth of the time: the specs
-            #                      the builders make are the page's own (tests validate them), so checking them again
-            #                      for every step and view gains nothing
-            shown = {name: sv.step_view(trace, cursor, replace(VIEWS[name], live=live), memo) for name in views}
+        shown = {name: sv.step_view(trace, cursor, replace(VIEWS[name], live=live), memo, lazy=True) for name in views}
         first = next(iter(shown.values()))
         out.append(
             {
@@ -177,8 +213,11 @@ def player_bundle(
         "views": list(views),
         "phase_titles": steps.PHASE_TITLES,
         "html": tables.html,
+        "text": memo["spans"][1],
+        "templates": tables.templates,
         "charts": tables.charts,
         "datasets": tables.datasets,
+        "rows": tables.rows,
         "steps": out,
     }
 
@@ -193,25 +232,37 @@ def recorded_about(trace: Trace) -> str:
 
 @dataclass(frozen=True)
 class LoadedBundle:
-    """A bundle read back: the document itself, and its blocks expanded from the tables."""
+    """A bundle read back: the document itself, and its blocks expanded from the tables (as the player does)."""
 
     doc: dict
 
     def blocks(self, step: int, view: str) -> list[tuple[str, str, object]]:
-        """One step's blocks in one view, in order: (kind, place, HTML fragment or {"spec", "datasets"})."""
+        """One step's blocks in one view, in order: (kind, place, HTML fragment or the chart's whole Vega-Lite)."""
         doc, out = self.doc, []
-        for row in doc["steps"][step]["views"][view]:
-            for column in row["columns"]:
+        for r in doc["steps"][step]["views"][view]:
+            for column in doc["rows"][r]["columns"]:
                 for kind, i in column["blocks"]:
-                    out.append((kind, column["place"], self.chart(i) if kind == sv.CHART else doc["html"][i]))
+                    if kind == sv.CHART:
+                        out.append((kind, column["place"], self.chart(i)))
+                    elif kind == TEXT:
+                        out.append((sv.HTML, column["place"], self.text(*i)))
+                    else:
+                        out.append((kind, column["place"], doc["html"][i]))
         return out
 
+    def text(self, before: int, rounds: int, after: int) -> str:
+        """The committed text after this many rounds, as HTML."""
+        html = self.doc["html"]
+        return html[before] + "".join(self.doc["text"][:rounds]) + html[after]
+
     def chart(self, i: int) -> dict:
-        """A chart's whole Vega-Lite spec, its datasets put back."""
+        """A chart's whole Vega-Lite spec: its template with its values and datasets put in (d0, d1, ...)."""
         entry = self.doc["charts"][i]
-        if not entry["data"]:
-            return entry["spec"]
-        return {**entry["spec"], "datasets": {name: self.doc["datasets"][name] for name in entry["data"]}}
+        datasets = {
+            f"d{n}": [row for ds, count in refs for row in expanded(self.doc["datasets"][ds])[:count]]
+            for n, refs in enumerate(entry["data"])
+        }
+        return ct.bind(self.doc["templates"][entry["template"]], entry["params"], datasets)
 
 
 def load_bundle(source: str | bytes | dict) -> LoadedBundle:
@@ -230,7 +281,9 @@ def load_bundle(source: str | bytes | dict) -> LoadedBundle:
             f"a player bundle of version {doc.get('version')!r}: this specviz reads version {VERSION}; rebuild the "
             "bundle from its trace with this version"
         )
-    missing = [key for key in ("html", "charts", "datasets", "steps", "views") if key not in doc]
+    missing = [
+        key for key in ("html", "text", "templates", "charts", "datasets", "rows", "steps", "views") if key not in doc
+    ]
     if missing:
         raise PlayerFormatError(f"a player bundle without its {', '.join(missing)}: rebuild it from its trace")
     return LoadedBundle(doc)

@@ -20,7 +20,12 @@ def _token_label(token_id: int, text: str) -> str:
 
 
 def pq_frame(pos: Position | Node) -> pd.DataFrame:
-    """Long frame of q and p over the proposal and the top tokens of each; unknown values (outside a top-10) are NaN.
+    """pq_rows as a frame."""
+    return pd.DataFrame(pq_rows(pos))
+
+
+def pq_rows(pos: Position | Node) -> list[dict]:
+    """Long rows of q and p over the proposal and the top tokens of each; unknown values (outside a top-10) are NaN.
     A tree node's p is the distribution it was judged against (p at its parent, or the residual its elders left)."""
     p = {t.token_id: t.prob for t in pos.p_top} | {pos.token_id: pos.p}
     q = {t.token_id: t.prob for t in pos.q_top} | {pos.token_id: pos.q}
@@ -32,16 +37,28 @@ def pq_frame(pos: Position | Node) -> pd.DataFrame:
         for t in shown
         for name, source in (("q (draft)", q), ("p (target)", p))
     ]
-    return pd.DataFrame(rows)
+    return rows
+
+
+def pq_order(rows: list[dict]) -> list[str]:
+    """The tokens along x, in the rows' order: the proposal first, then the top tokens."""
+    return list(dict.fromkeys(row["token"] for row in rows))
+
+
+def pq_heading(pos: Position | Node, heading: str = "") -> tuple[str, str]:
+    """The pq chart's title and subtitle."""
+    return heading or f"Position {pos.index + 1}: q and p of '{visible(pos.text)}'", PQ_SUBTITLE
+
+
+PQ_SUBTITLE = "the proposal outlined, then top tokens"
 
 
 def pq_chart(pos: Position | Node, heading: str = "") -> alt.Chart:
     """Paired bars of q and p over the top tokens, the proposal outlined: the ratio p/q is read off the pair."""
     frame = pq_frame(pos)
-    order = list(dict.fromkeys(frame["token"]))
-    heading = heading or f"Position {pos.index + 1}: q and p of '{visible(pos.text)}'"
+    order = pq_order(pq_rows(pos))
     return (
-        alt.Chart(frame, title=chart_title(heading, "the proposal outlined, then top tokens"))
+        alt.Chart(frame, title=chart_title(*pq_heading(pos, heading)))
         .mark_bar()
         .encode(
             x=alt.X("token:N", sort=order, title="token", axis=alt.Axis(labelAngle=0)),
@@ -60,19 +77,40 @@ def pq_chart(pos: Position | Node, heading: str = "") -> alt.Chart:
 
 
 def acceptance_frame(pos: Position | Node) -> pd.DataFrame:
-    verdict = "accepted" if pos.u <= pos.ratio else "rejected"
-    return pd.DataFrame(
-        [
-            {
-                "what": "min(1, p/q)",
-                "value": pos.ratio,
-                "u": pos.u,
-                "verdict": verdict,
-                "p": pos.p,
-                "q": pos.q,
-                "one": 1.0,
-            }
-        ]
+    return pd.DataFrame(acceptance_rows(pos))
+
+
+def acceptance_rows(pos: Position | Node) -> list[dict]:
+    verdict = acceptance_verdict(pos)
+    return [
+        {
+            "what": "min(1, p/q)",
+            "value": pos.ratio,
+            "u": pos.u,
+            "verdict": verdict,
+            "p": pos.p,
+            "q": pos.q,
+            "one": 1.0,
+        }
+    ]
+
+
+def acceptance_verdict(pos: Position | Node) -> str:
+    return "accepted" if pos.u <= pos.ratio else "rejected"
+
+
+def acceptance_label(pos: Position | Node) -> str:
+    """The text above the u tick."""
+    return f"u = {pos.u:.3f}"
+
+
+def acceptance_heading(pos: Position | Node) -> tuple[str, str]:
+    """The acceptance chart's title and subtitle: the verdict, and the test in numbers."""
+    verdict = acceptance_verdict(pos)
+    sign = "≤" if verdict == "accepted" else ">"
+    return (
+        f"{ORIGIN_MARKS[verdict]} {verdict.upper()}: u {sign} min(1, p/q)",
+        f"u = {pos.u:.3f} {sign} min(1, {prob(pos.p)} / {prob(pos.q)}) = {prob(pos.ratio)}",
     )
 
 
@@ -97,14 +135,9 @@ def acceptance_chart(pos: Position | Node) -> alt.LayerChart:
         x=alt.X("u:Q", scale=x_scale), tooltip=[alt.Tooltip("u:Q", format=".4f")]
     )
     label = base.mark_text(dy=-30, fontWeight="bold", fontSize=14).encode(
-        x=alt.X("u:Q", scale=x_scale), text=alt.value(f"u = {pos.u:.3f}")
+        x=alt.X("u:Q", scale=x_scale), text=alt.value(acceptance_label(pos))
     )
-    sign = "≤" if verdict == "accepted" else ">"
-    mark = ORIGIN_MARKS[verdict]
-    title = chart_title(
-        f"{mark} {verdict.upper()}: u {sign} min(1, p/q)",
-        f"u = {pos.u:.3f} {sign} min(1, {prob(pos.p)} / {prob(pos.q)}) = {prob(pos.ratio)}",
-    )
+    title = chart_title(*acceptance_heading(pos))
     return (track + bar + u_mark + label).properties(title=title, height=130, padding=PADDING)
 
 
@@ -113,6 +146,20 @@ def distribution_frame(top: tuple[TokenProb, ...], chosen: int | None) -> pd.Dat
         [{"token": _token_label(t.token_id, t.text), "prob": t.prob, "chosen": t.token_id == chosen} for t in top],
         columns=["token", "prob", "chosen"],
     )
+
+
+def drawn_rows(top: tuple[TokenProb, ...], chosen: int | None, origin: str, mark: str = "drawn") -> list[dict]:
+    """A drawn chart's rows: each top token, whether it is the one chosen, and the mark above the chosen one."""
+    said = f"{ORIGIN_MARKS[origin]} {mark}".strip()
+    return [
+        {
+            "token": _token_label(t.token_id, t.text),
+            "prob": t.prob,
+            "chosen": t.token_id == chosen,
+            "mark": said if t.token_id == chosen else "",
+        }
+        for t in top
+    ]
 
 
 def drawn_chart(
@@ -124,8 +171,7 @@ def drawn_chart(
     mark: str = "drawn",
 ) -> alt.LayerChart:
     """Bars of a distribution; the chosen token in the origin's colour and marked with its symbol (a second cue)."""
-    frame = distribution_frame(top, chosen)
-    frame["mark"] = [f"{ORIGIN_MARKS[origin]} {mark}".strip() if c else "" for c in frame["chosen"]]
+    frame = pd.DataFrame(drawn_rows(top, chosen, origin, mark), columns=["token", "prob", "chosen", "mark"])
     base = alt.Chart(frame).encode(x=alt.X("token:N", sort=None, title="token", axis=alt.Axis(labelAngle=0)))
     bars = base.mark_bar().encode(
         y=alt.Y("prob:Q", title=y_title),
@@ -181,6 +227,13 @@ OLD_SLOTS = 2  # cached slots shown before the round's new ones
 def cache_frame(
     r: Round, has_draft: bool, before: tuple[int, int] | None = None, pending: tuple[str, ...] = ("last",)
 ) -> pd.DataFrame:
+    """cache_rows as a frame."""
+    return pd.DataFrame(cache_rows(r, has_draft, before, pending), columns=["row", "slot", "status", "label", "kv"])
+
+
+def cache_rows(
+    r: Round, has_draft: bool, before: tuple[int, int] | None = None, pending: tuple[str, ...] = ("last",)
+) -> list[dict]:
     """One row per model and moment (before the pass, after the verify pass, after the rollback), one cell per KV slot
     from a little before the round's first new slot: what is cached, what this round added, what the rollback cut.
 
@@ -220,7 +273,17 @@ def cache_frame(
                 rows.append(
                     {"row": f"{model} · {moment}", "slot": slot - start, "status": status, "label": label, "kv": slot}
                 )
-    return pd.DataFrame(rows, columns=["row", "slot", "status", "label", "kv"])
+    return rows
+
+
+def cache_title(r: Round) -> tuple[str, str]:
+    """The KV-cache chart's title and subtitle (a tree's or a chain's)."""
+    return (
+        "KV caches: every tree node is cropped; the path is re-read next pass"
+        if r.is_tree
+        else "KV caches: the rejected drafts are cropped away",
+        "kept ■ blue · rolled back ✗ orange",
+    )
 
 
 def cache_chart(
@@ -230,7 +293,7 @@ def cache_chart(
     target rejected are cropped away (✗), so the next round starts from the committed prefix (a tree crops every
     node and re-reads the accepted path at the start of the next pass)."""
     frame = cache_frame(r, has_draft, before, pending)
-    order = list(dict.fromkeys(frame["row"]))
+    order = list(dict.fromkeys(frame["row"]))  # the rows' order: rows_order(cache_rows(...), "row")
     base = alt.Chart(frame).encode(
         x=alt.X("slot:O", title="KV slot (0 = the first one this round)", axis=alt.Axis(labelAngle=0)),
         y=alt.Y("row:N", sort=order, title=None, axis=alt.Axis(labelLimit=0, labelFontSize=14)),
@@ -250,12 +313,7 @@ def cache_chart(
         color=alt.condition("datum.status == 'new, kept'", alt.value("white"), alt.value("black")),
     )
     return (cells + labels).properties(
-        title=chart_title(
-            "KV caches: every tree node is cropped; the path is re-read next pass"
-            if r.is_tree
-            else "KV caches: the rejected drafts are cropped away",
-            "kept ■ blue · rolled back ✗ orange",
-        ),
+        title=chart_title(*cache_title(r)),
         height={"step": 42},  # one readable band per row, however wide the page
         width={"step": 72},
         padding=PADDING,
@@ -263,9 +321,14 @@ def cache_chart(
 
 
 def timing_frame(rounds: tuple[Round, ...]) -> pd.DataFrame:
-    rows = [{"round": r.index + 1, "phase": "draft", "ms": r.draft_ms} for r in rounds]
-    rows += [{"round": r.index + 1, "phase": "verify", "ms": r.verify_ms} for r in rounds]
-    return pd.DataFrame(rows, columns=["round", "phase", "ms"])
+    return pd.DataFrame(timing_rows(rounds, "draft") + timing_rows(rounds, "verify"), columns=["round", "phase", "ms"])
+
+
+def timing_rows(rounds: tuple[Round, ...], phase: str) -> list[dict]:
+    """One phase's time per round (the frame is every round's draft, then every round's verify)."""
+    return [
+        {"round": r.index + 1, "phase": phase, "ms": r.draft_ms if phase == "draft" else r.verify_ms} for r in rounds
+    ]
 
 
 def timing_chart(rounds: tuple[Round, ...]) -> alt.Chart:
@@ -289,11 +352,15 @@ def timing_chart(rounds: tuple[Round, ...]) -> alt.Chart:
 
 
 def accepted_length_frame(rounds: tuple[Round, ...], k: int) -> pd.DataFrame:
+    return pd.DataFrame(accepted_length_rows(rounds, k), columns=["accepted", "rounds"])
+
+
+def accepted_length_rows(rounds: tuple[Round, ...], k: int) -> list[dict]:
     counts = {n: 0 for n in range(k + 1)}
     for r in rounds:
         if r.proposed:
             counts[r.accepted] = counts.get(r.accepted, 0) + 1
-    return pd.DataFrame({"accepted": list(counts), "rounds": list(counts.values())})
+    return [{"accepted": n, "rounds": c} for n, c in counts.items()]
 
 
 def accepted_length_chart(rounds: tuple[Round, ...], k: int) -> alt.Chart:
@@ -312,6 +379,12 @@ def accepted_length_chart(rounds: tuple[Round, ...], k: int) -> alt.Chart:
 
 def suffix_prob_frame(r: Round, min_token_prob: float) -> pd.DataFrame:
     """One row per drafted token of a suffix round: its path probability and whether it cleared min_token_prob."""
+    return pd.DataFrame(
+        suffix_prob_rows(r, min_token_prob), columns=["draft", "path_prob", "min_token_prob", "verdict"]
+    )
+
+
+def suffix_prob_rows(r: Round, min_token_prob: float) -> list[dict]:
     probs = r.suffix.probs if r.suffix else ()
     rows = [
         {
@@ -322,7 +395,14 @@ def suffix_prob_frame(r: Round, min_token_prob: float) -> pd.DataFrame:
         }
         for i, (pos, p) in enumerate(zip(r.positions, probs, strict=False))
     ]
-    return pd.DataFrame(rows, columns=["draft", "path_prob", "min_token_prob", "verdict"])
+    return rows
+
+
+def suffix_prob_title(min_token_prob: float) -> tuple[str, str]:
+    return (
+        "Each draft's path probability against min_token_prob",
+        f"the walk stops before a token whose path probability would fall below {min_token_prob:g} (dashed)",
+    )
 
 
 def suffix_prob_chart(r: Round, min_token_prob: float) -> alt.LayerChart | None:
@@ -352,8 +432,5 @@ def suffix_prob_chart(r: Round, min_token_prob: float) -> alt.LayerChart | None:
         .mark_rule(color="black", strokeDash=[5, 3], size=2)
         .encode(y=alt.Y("min_token_prob:Q"), tooltip=[alt.Tooltip("min_token_prob:Q", format=".3g")])
     )
-    title = chart_title(
-        "Each draft's path probability against min_token_prob",
-        f"the walk stops before a token whose path probability would fall below {min_token_prob:g} (dashed)",
-    )
+    title = chart_title(*suffix_prob_title(min_token_prob))
     return (bars + line).properties(title=title, height=200, padding=PADDING)

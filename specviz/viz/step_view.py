@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import altair as alt
 
 from specviz import methods
-from specviz.core.trace import Totals, Trace
-from specviz.viz import feature_flow, run_notes, steps
+from specviz.core.trace import Node, Position, Round, Totals, Trace
+from specviz.viz import chart_templates, feature_flow, run_notes, steps
 from specviz.viz import round_charts as charts
 from specviz.viz import tree_charts as trees
 from specviz.viz.explain import (
@@ -30,14 +30,22 @@ from specviz.viz.explain import (
     verify_reuse,
 )
 from specviz.viz.layout import lectured, readable
-from specviz.viz.text import key_html, legend_html, phase_strip_html, proposals_html, trace_html, visible
+from specviz.viz.text import (
+    committed_html,
+    key_html,
+    legend_html,
+    phase_strip_html,
+    proposals_html,
+    round_spans,
+    visible,
+)
 
 # Block kinds: what a block holds and how it is drawn.
 MARKDOWN = "markdown"  # a sentence in Markdown (only **bold**; user text inert through viz.text.literal)
 HTML = "html"  # specviz's own HTML fragment
 CAPTION = "caption"  # small print (Markdown)
 HEADING = "heading"  # the phase's subheader
-CHART = "chart"  # an Altair chart, styled for the view
+CHART = "chart"  # an Altair chart, styled for the view (or, for a player bundle, a ChartCall)
 METRICS = "metrics"  # a row of (label, value, help) numbers
 DIVIDER = "divider"  # a rule between the step and the run's totals
 KINDS = (MARKDOWN, HTML, CAPTION, HEADING, CHART, METRICS, DIVIDER)
@@ -93,11 +101,23 @@ class StepView:
     blocks: tuple[Block, ...]
 
 
+@dataclass(frozen=True, eq=False)
+class ChartCall:
+    """A chart as the player bundle takes it: the builder and its arguments (the chart the page would draw), the
+    chart as data (viz.chart_templates.Parts) and the view's styling; no Altair chart is made."""
+
+    build: object
+    args: tuple
+    parts: chart_templates.Parts
+    lecture: bool
+
+
 class _Blocks:
     """The blocks of a view as they are built: each call adds one to the current row and section."""
 
-    def __init__(self, options: ViewOptions, memo: dict | None = None):
+    def __init__(self, options: ViewOptions, memo: dict | None = None, lazy: bool = False):
         self.options, self.items, self.row, self.section, self.memo = options, [], 0, TEXT, memo
+        self.lazy = lazy
 
     def add(self, kind: str, content: object, place: str = MAIN) -> None:
         self.items.append(Block(kind, content, place, self.row, self.section))
@@ -111,6 +131,18 @@ class _Blocks:
         lecture = self.options.lecture and large
         memo = {} if self.memo is None else self.memo
         key = (build.__module__, build.__qualname__, args)
+        if self.lazy:  # a trace's rounds, nodes and positions by identity: hashing a Round walks all its numbers
+            key = (
+                build,
+                tuple(_identity(a) for a in args),
+            )  # the player bundle: the chart as data, bound into its kind's template by the browser
+            if (key, "parts") not in memo:
+                memo[key, "parts"] = chart_templates.parts(build, *args)
+            if memo[key, "parts"] is not None:
+                if (key, "call", lecture) not in memo:
+                    memo[key, "call", lecture] = ChartCall(build, args, memo[key, "parts"], lecture)
+                self.add(CHART, memo[key, "call", lecture], place)
+            return
         if key not in memo:
             memo[key] = build(*args)
         if memo[key] is None:  # a builder with nothing to draw here
@@ -118,6 +150,15 @@ class _Blocks:
         if (key, lecture) not in memo:
             memo[key, lecture] = styled(memo[key], lecture)
         self.add(CHART, memo[key, lecture], place)
+
+
+def _identity(arg):
+    """A chart argument as a memo key: the trace's own objects (alive as long as the trace) by id, the rest as is."""
+    if isinstance(arg, Round | Position | Node):
+        return id(arg)
+    if isinstance(arg, tuple) and arg and isinstance(arg[0], Round):
+        return ("rounds", tuple(id(r) for r in arg))
+    return arg
 
 
 def styled(chart: alt.TopLevelMixin, lecture: bool) -> alt.TopLevelMixin:
@@ -131,20 +172,29 @@ def committed_length(trace: Trace, round_index: int) -> int:
 
 
 def step_view(
-    trace: Trace, cursor: steps.Cursor, options: ViewOptions = ViewOptions(), memo: dict | None = None
+    trace: Trace,
+    cursor: steps.Cursor,
+    options: ViewOptions = ViewOptions(),
+    memo: dict | None = None,
+    lazy: bool = False,
 ) -> StepView:
     """Everything the round page shows at this cursor below its controls, in order, as data. `memo`: a dict the
-    caller keeps across calls (the player bundle) so a chart shown by many steps and views is built once."""
+    caller keeps across calls (the player bundle) so a chart shown by many steps and views is built once. lazy: the
+    charts as ChartCalls (their numbers; the player bundle), not Altair charts (the page)."""
     r = trace.rounds[cursor.round]
     step = steps.current_step(trace, cursor)
     title = f"Round {cursor.round + 1} of {len(trace.rounds)} · {steps.PHASE_TITLES[step.phase]}"
     title += steps.step_label(r, step)
-    out = _Blocks(options, memo)
+    out = _Blocks(options, memo, lazy)
     done = steps.rounds_committed(trace, cursor)
+    memo = {} if memo is None else memo
+    if "spans" not in memo or memo["spans"][0] is not trace:
+        memo["spans"] = (trace, round_spans(trace))  # each round's tokens as HTML, made once per trace
+    spans = memo["spans"][1]
     if options.focus:  # the text's last lines only (it scrolls), so the phase and its chart stay on the first screen
-        out.add(HTML, f'{FOCUS_TEXT_CSS}<div class="focus-text">{trace_html(trace, done)}</div>')
+        out.add(HTML, committed_html(trace, spans, done, f'{FOCUS_TEXT_CSS}<div class="focus-text">', "</div>"))
     else:
-        out.add(HTML, trace_html(trace, done))
+        out.add(HTML, committed_html(trace, spans, done))
     out.add(HTML, legend_html())
     out.section = PANEL
     out.new_row()

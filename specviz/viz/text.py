@@ -55,16 +55,46 @@ def span(text: str, origin: str, tooltip: str = "") -> str:
     return f'<span class="tok tok-{origin}" style="{style}" title="{literal(tooltip)}">{literal(text)}</span>'
 
 
+TEXT_OPEN = '<div class="specviz-text" style="white-space:pre-wrap;font-family:monospace;line-height:1.6">'
+
+
 def trace_html(trace: Trace, n_rounds: int | None = None) -> str:
     """Prompt plus the output of the first n_rounds rounds (all by default); one span per output token."""
     spans = [span(trace.prompt, "prompt", "prompt")]
     tokens = trace.tokens(n_rounds)
     spans += [span(text, origin, tip) for (_, text, origin), tip in zip(tokens, token_tooltips(trace, n_rounds))]
-    return (
-        '<div class="specviz-text" style="white-space:pre-wrap;font-family:monospace;line-height:1.6">'
-        + "".join(spans)
-        + "</div>"
-    )
+    return TEXT_OPEN + "".join(spans) + "</div>"
+
+
+class TextParts(str):
+    """The committed text after `rounds` rounds as one HTML string (what the page draws), that also knows its parts:
+    `before` + the first `rounds` of round_spans(trace) + `after`, so a player bundle stores each round's spans once
+    and a step only how many rounds it shows."""
+
+    before: str
+    rounds: int
+    after: str
+
+    def __new__(cls, before: str, spans: list[str], rounds: int, after: str):
+        text = super().__new__(cls, before + "".join(spans[:rounds]) + after)
+        text.before, text.rounds, text.after = before, rounds, after
+        return text
+
+
+def round_spans(trace: Trace) -> list[str]:
+    """Each round's output tokens as HTML spans (trace_html joins them after the prompt's)."""
+    tips = iter(token_tooltips(trace))
+    out = []
+    for r in trace.rounds:
+        tokens = [(pos.text, ACCEPTED) for pos in r.positions if pos.accepted]
+        tokens += [(r.extra.text, r.extra.kind)] if r.extra else []
+        out.append("".join(span(text, origin, next(tips)) for text, origin in tokens))
+    return out
+
+
+def committed_html(trace: Trace, spans: list[str], rounds: int, before: str = "", after: str = "") -> TextParts:
+    """trace_html(trace, rounds) from its parts (spans = round_spans(trace)), inside `before` and `after`."""
+    return TextParts(before + TEXT_OPEN + span(trace.prompt, "prompt", "prompt"), spans, rounds, "</div>" + after)
 
 
 def legend_html(origins: tuple[str, ...] = (ACCEPTED, "correction", "bonus")) -> str:

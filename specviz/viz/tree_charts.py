@@ -80,6 +80,12 @@ def node_status(r: Round, node: Node, step: steps.Step) -> str:
 
 
 def tree_frames(r: Round, step: steps.Step, pending: str = "prefix") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """tree_rows as frames."""
+    nodes, edges = tree_rows(r, step, pending)
+    return pd.DataFrame(nodes), pd.DataFrame(edges, columns=["depth", "row", "depth2", "row2", "kind"])
+
+
+def tree_rows(r: Round, step: steps.Step, pending: str = "prefix") -> tuple[list[dict], list[dict]]:
     """(nodes, edges) of the tree at this step: one node row per drafted token (plus the root and, once the walk
     ends, the extra token) with its status and label; one edge row per parent -> child."""
     at = tree_layout(r)
@@ -105,25 +111,21 @@ def tree_frames(r: Round, step: steps.Step, pending: str = "prefix") -> tuple[pd
         rows.append(
             _node_row(len(r.nodes), at[len(r.nodes)], extra.kind, label, f"{extra.kind}, prob {extra.prob:.4f}")
         )
-    nodes = pd.DataFrame(rows)
     place = {row["id"]: (row["depth"], row["row"]) for row in rows}
     parents = {node.id: node.parent for node in r.nodes} | {len(r.nodes): r.path[-1] if r.path else -1}
     on_path = set(r.path) | ({len(r.nodes)} if shown_extra else set())
-    edges = pd.DataFrame(
-        [
-            {
-                "depth": place[parents[child]][0],
-                "row": place[parents[child]][1],
-                "depth2": place[child][0],
-                "row2": place[child][1],
-                "kind": "committed" if committed and child in on_path else "edge",
-            }
-            for child in place
-            if child != -1
-        ],
-        columns=["depth", "row", "depth2", "row2", "kind"],
-    )
-    return nodes, edges
+    edges = [
+        {
+            "depth": place[parents[child]][0],
+            "row": place[parents[child]][1],
+            "depth2": place[child][0],
+            "row2": place[child][1],
+            "kind": "committed" if committed and child in on_path else "edge",
+        }
+        for child in place
+        if child != -1
+    ]
+    return rows, edges
 
 
 def _pruned_children(r: Round) -> dict[int, int]:
@@ -170,16 +172,14 @@ def tree_chart(r: Round, step: steps.Step, shape, pending: str = "prefix") -> al
     """The draft tree by depth (edges parent -> child, each token with its q), coloured and marked by what the walk
     has decided at this step; at commit the accepted path is drawn thick."""
     nodes, edges = tree_frames(r, step, pending)
-    depth_max = len(r.path) + 1 if r.extra is not None else 0
-    depth_max = max(depth_max, int(nodes["depth"].max()))
+    size = tree_size_of(r, nodes.to_dict("records"))
     x = alt.X(
         "depth:Q",
-        scale=alt.Scale(domain=[-0.1, depth_max + 0.9], nice=False, zero=False),
-        axis=alt.Axis(values=list(range(depth_max + 1)), format="d", labelFontSize=13, grid=False),
+        scale=alt.Scale(domain=size["x_domain"], nice=False, zero=False),
+        axis=alt.Axis(values=size["x_values"], format="d", labelFontSize=13, grid=False),
         title="depth (0 = the committed text)",
     )
-    rows = int(nodes["row"].max()) + 1
-    y = alt.Y("row:Q", scale=alt.Scale(domain=[-0.5, rows - 0.5], reverse=True, nice=False, zero=False), axis=None)
+    y = alt.Y("row:Q", scale=alt.Scale(domain=size["y_domain"], reverse=True, nice=False, zero=False), axis=None)
     lines = (
         alt.Chart(edges)
         .mark_rule()
@@ -223,13 +223,30 @@ def tree_chart(r: Round, step: steps.Step, shape, pending: str = "prefix") -> al
             color=alt.condition("datum.status == 'never tried'", alt.value("#8a8a8a"), alt.value("#111111")),
         )
     )
+    title = chart_title(*tree_title(r, step, shape))
+    return (lines + points + labels).properties(title=title, height=size["height"], padding=PADDING)
+
+
+def tree_size_of(r: Round, nodes: list[dict]) -> dict:
+    """The tree chart's extent from its node rows: the depth axis (domain and ticks), the rows' domain, the height."""
+    depth_max = len(r.path) + 1 if r.extra is not None else 0
+    depth_max = max(depth_max, int(max(n["depth"] for n in nodes)))
+    rows = int(max(n["row"] for n in nodes)) + 1
+    return {
+        "x_domain": [-0.1, depth_max + 0.9],
+        "x_values": list(range(depth_max + 1)),
+        "y_domain": [-0.5, rows - 0.5],
+        "height": rows * ROW_PX + FRAME_PX,
+    }
+
+
+def tree_title(r: Round, step: steps.Step, shape) -> tuple[str, str]:
+    """The tree chart's title (its shape and size) and subtitle (what this phase shows)."""
     if isinstance(shape, DynamicTree):
         expanded = sum(c.expanded for c in r.scored)
         said = f"{len(r.scored)} scored, {expanded} expanded (⊕), {len(r.nodes)} kept"
-        title = chart_title(f"The dynamic draft tree {shape.text}: {said}", subtitle(r, step))
-    else:
-        title = chart_title(f"The draft tree {','.join(map(str, shape))}: {nodes_said(r, shape)}", subtitle(r, step))
-    return (lines + points + labels).properties(title=title, height=rows * ROW_PX + FRAME_PX, padding=PADDING)
+        return f"The dynamic draft tree {shape.text}: {said}", subtitle(r, step)
+    return f"The draft tree {','.join(map(str, shape))}: {nodes_said(r, shape)}", subtitle(r, step)
 
 
 TREE_KEY = {  # status -> the shape's character, for the key under the chart (text.tree_key_html)
@@ -253,6 +270,11 @@ def tree_key(dynamic: bool = False) -> list[tuple[str, str, str]]:
 
 
 def mask_frame(r: Round, committed: int) -> pd.DataFrame:
+    """mask_rows as a frame."""
+    return pd.DataFrame(mask_rows(r, committed), columns=["query", "key", "status", "mark"])
+
+
+def mask_rows(r: Round, committed: int) -> list[dict]:
     """The tree attention mask as rows: for each node (a query) and each earlier token of the pass (the committed
     text, then every node), whether it may attend there; committed = the committed text's length."""
     ancestors = {}
@@ -280,7 +302,7 @@ def mask_frame(r: Round, committed: int) -> pd.DataFrame:
                     "mark": "" if status == "blocked" else "●",
                 }
             )
-    return pd.DataFrame(rows, columns=["query", "key", "status", "mark"])
+    return rows
 
 
 def _node_name(node: Node) -> str:
@@ -331,32 +353,28 @@ def mask_chart(r: Round, committed: int) -> alt.LayerChart:
     )
 
 
-def sibling_residual_chart(r: Round, node: Node) -> alt.LayerChart | None:
-    """After a rejected child: the target's remaining distribution norm(max(0, p − q)), the next sibling's token
-    marked (it is judged against this); after the last child, the residual the correction is drawn from."""
+def sibling_residual(r: Round, node: Node) -> tuple | None:
+    """What the residual chart after a rejected child draws: (top, chosen, origin, (title, subtitle), mark), or None
+    when nothing is left to draw."""
     younger = [c for c in r.children(node.parent) if c.id > node.id and c.ratio is not None]
     if younger:
         nxt = younger[0]
-        return drawn_chart(
-            nxt.p_top,
-            nxt.token_id,
-            "target",  # neutral: its verdict is the next step's news
-            chart_title(
-                f"Residual after rejecting '{visible(node.text)}'",
-                f"norm(max(0, p − q)): the next sibling '{visible(nxt.text)}' is judged against it",
-            ),
-            "residual probability",
-            mark="next sibling",
+        heading = (
+            f"Residual after rejecting '{visible(node.text)}'",
+            f"norm(max(0, p − q)): the next sibling '{visible(nxt.text)}' is judged against it",
         )
+        return nxt.p_top, nxt.token_id, "target", heading, "next sibling"  # target: neutral, its verdict is news
     if r.extra is not None and r.extra.kind == "correction" and r.residual_top:
-        chosen = r.extra.token_id
-        return drawn_chart(
-            r.residual_top,
-            chosen,
-            "correction",
-            chart_title(
-                f"Residual after rejecting '{visible(node.text)}'", "no sibling left: the correction is drawn here"
-            ),
-            "residual probability",
-        )
+        heading = (f"Residual after rejecting '{visible(node.text)}'", "no sibling left: the correction is drawn here")
+        return r.residual_top, r.extra.token_id, "correction", heading, "drawn"
     return None
+
+
+def sibling_residual_chart(r: Round, node: Node) -> alt.LayerChart | None:
+    """After a rejected child: the target's remaining distribution norm(max(0, p − q)), the next sibling's token
+    marked (it is judged against this); after the last child, the residual the correction is drawn from."""
+    drawn = sibling_residual(r, node)
+    if drawn is None:
+        return None
+    top, chosen, origin, heading, mark = drawn
+    return drawn_chart(top, chosen, origin, chart_title(*heading), "residual probability", mark=mark)

@@ -1,8 +1,10 @@
-/* specviz player: steps through a player bundle (format specviz.player v1, docs/player-format.md) in the browser.
+/* specviz player: steps through a player bundle (format specviz.player v2, docs/player-format.md) in the browser.
 
 The one copy of the player's drawing and navigation: the offline HTML export inlines this file, and the round page's
 component loads it from Streamlit's static serving (/app/static/js/specviz-player.js). It only swaps HTML fragments and
-draws the bundle's Vega-Lite specs with vega-embed (window.vegaEmbed, loaded before it); no server runs per step.
+draws the bundle's charts with vega-embed (window.vegaEmbed, loaded before it): each chart is its kind's Vega-Lite
+template with the chart's values and datasets bound in (viz.chart_templates.bind in Python does the same); no server
+runs per step.
 
   SpecvizPlayer.unpack(base64)          -> Promise of the bundle (gzip + base64, as viz.export_html.packed writes it)
   SpecvizPlayer.mount(root, doc, opts)  -> {go(i), at(), view(lecture, focus), destroy()}: drawn into root
@@ -41,7 +43,7 @@ data-rendered-ms say how long (browser tests read them). Classes are prefixed sp
 
   /** Why the player cannot read a document, or "" when it can. */
   function problem(doc) {
-    if (doc && doc.format === "specviz.player" && doc.version === 1) return "";
+    if (doc && doc.format === "specviz.player" && doc.version === 2) return "";
     const what = doc ? doc.format + " document of version " + doc.version : "empty document";
     return "This is a " + what + ", which this player does not read (rebuild it from its trace).";
   }
@@ -54,16 +56,42 @@ data-rendered-ms say how long (browser tests read them). Classes are prefixed sp
     return node;
   }
 
-  /** A chart's full spec: the bundle's spec with its datasets put back, as wide as its column unless sized. */
+  /** A template with its holes ({"$param": name}) filled from the chart's values (copied: Vega may change them). */
+  function filled(node, params) {
+    if (Array.isArray(node)) return node.map((item) => filled(item, params));
+    if (node === null || typeof node !== "object") return node;
+    const keys = Object.keys(node);
+    if (keys.length === 1 && keys[0] === "$param") return JSON.parse(JSON.stringify(params[node.$param]));
+    const out = {};
+    for (const k of keys) out[k] = filled(node[k], params);
+    return out;
+  }
+
+  /** A dataset's first `count` rows as new objects (stored as columns and rows of values; Vega writes into the
+   * objects it draws, so no two charts share one). */
+  function rowsOf(doc, ds, count) {
+    const table = doc.datasets[ds];
+    return table.rows.slice(0, count).map((values) => Object.fromEntries(table.columns.map((c, k) => [c, values[k]])));
+  }
+
+  /** A chart's full spec: its template bound to its values and datasets, as wide as its column unless sized. */
   function chartSpec(doc, i) {
     const entry = doc.charts[i];
-    const spec = Object.assign({}, entry.spec);
+    const spec = filled(doc.templates[entry.template], entry.params);
     if (entry.data.length) {
       spec.datasets = {};
-      for (const name of entry.data) spec.datasets[name] = doc.datasets[name];
+      entry.data.forEach((refs, n) => {
+        spec.datasets["d" + n] = [].concat(...refs.map(([ds, count]) => rowsOf(doc, ds, count)));
+      });
     }
     if (!("width" in spec)) { spec.width = "container"; spec.autosize = {type: "fit-x", contains: "padding"}; }
     return spec;
+  }
+
+  /** A block's HTML: a fragment, or the committed text (its opening, the first rounds' tokens, its close). */
+  function blockHtml(doc, kind, i) {
+    if (kind === "text") return doc.html[i[0]] + doc.text.slice(0, i[1]).join("") + doc.html[i[2]];
+    return doc.html[i];
   }
 
   /** Whether a key press belongs to a form control (text box, select, slider...), not to the player. */
@@ -200,7 +228,7 @@ data-rendered-ms say how long (browser tests read them). Classes are prefixed sp
         "pointer-events:none;width:" + stage.clientWidth + "px";
       holder.setAttribute("aria-hidden", "true");
       const pending = [];
-      for (const row of steps[index].views[viewName()]) {
+      for (const row of steps[index].views[viewName()].map((r) => doc.rows[r])) {
         const line = el("div", "spz-row spz-" + row.section);
         for (const column of row.columns) {
           const col = el("div", "spz-col spz-" + column.place);
@@ -232,8 +260,8 @@ data-rendered-ms say how long (browser tests read them). Classes are prefixed sp
     const draw = (block, into, pending, used, place) => {
       const [kind, i] = block;
       if (kind === "chart") { into.appendChild(chart(i, place, used, pending)); return; }
-      const div = el("div", "spz-block spz-block-" + kind);
-      div.innerHTML = doc.html[i];
+      const div = el("div", "spz-block spz-block-" + (kind === "text" ? "html" : kind));
+      div.innerHTML = blockHtml(doc, kind, i);
       into.appendChild(div);
     };
     const address = () => {
@@ -246,7 +274,7 @@ data-rendered-ms say how long (browser tests read them). Classes are prefixed sp
       const step = steps[at], run = ++drawn, pending = [], used = new Set();
       where.textContent = step.title;
       const rows = [];
-      for (const row of step.views[viewName()]) {
+      for (const row of step.views[viewName()].map((r) => doc.rows[r])) {
         const line = el("div", "spz-row spz-" + row.section);
         for (const column of row.columns) {
           const col = el("div", "spz-col spz-" + column.place);
@@ -352,5 +380,5 @@ data-rendered-ms say how long (browser tests read them). Classes are prefixed sp
     };
   }
 
-  window.SpecvizPlayer = {mount, unpack, problem, stepOf, typing, version: 1};
+  window.SpecvizPlayer = {mount, unpack, problem, stepOf, typing, chartSpec, version: 2};
 })();

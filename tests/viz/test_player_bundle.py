@@ -1,5 +1,6 @@
-"""The player bundle (viz.player_bundle): a trace's steps, de-duplicated, read back losslessly, navigating as the round
-page's cursor moves do, for a chain trace and a tree trace."""
+"""The player bundle (viz.player_bundle): a trace's steps, de-duplicated, read back losslessly, each chart its kind's
+template bound to its numbers giving the builder's own Vega-Lite, navigating as the round page's cursor moves do, for a
+chain trace and a tree trace; its size per step bounded."""
 
 import json
 from pathlib import Path
@@ -13,6 +14,7 @@ from specviz.viz import step_view as sv
 from specviz.viz import steps
 
 TRACES = Path(__file__).resolve().parents[2] / "assets" / "traces"
+REGRESSION = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "regression"
 NAMES = ["early-rejection-residual.json", "tree-sibling-accepted.json"]  # a chain with rejections; a tree
 
 
@@ -22,8 +24,42 @@ def built(request):
     return trace, pb.player_bundle(trace)
 
 
-@pytest.mark.slow  # a bundle builds every step of a trace in four views: 20-40 s here
+def canonical(spec: dict) -> dict:
+    """A Vega-Lite spec with its datasets named d0, d1, ... in the order the spec first uses them (Altair names them
+    by a hash of their rows, the bundle by their place in the template): the same chart, whatever its names."""
+    spec = json.loads(json.dumps(spec))
+    datasets, names = spec.pop("datasets", {}), {}
+
+    def walk(node):
+        if isinstance(node, dict):
+            if set(node) == {"name"} and node["name"] in datasets:
+                return {"name": names.setdefault(node["name"], f"d{len(names)}")}
+            return {k: walk(v) for k, v in node.items()}
+        return [walk(v) for v in node] if isinstance(node, list) else node
+
+    spec = walk(spec)
+    return spec | {"datasets": {names[k]: rows for k, rows in datasets.items() if k in names}}
+
+
+def expected_blocks(trace, cursor, options, memo) -> tuple[str, list]:
+    """What the round page draws at this step in this view, in layout order: (kind, place, the chart's Vega-Lite or
+    the block's HTML); and the step's title."""
+    view = sv.step_view(trace, cursor, options, memo)
+    laid = [b for row in sv.rows(view.blocks) for column in row.columns for b in column.blocks]
+    return view.title, [
+        (b.kind, b.place, canonical(b.content.to_dict(validate=False)) if b.kind == sv.CHART else pb.block_html(b))
+        for b in laid  # in layout order: a row's left column, then its right one
+    ]
+
+
+def bundled_blocks(loaded, i: int, name: str) -> list:
+    return [(k, place, canonical(x) if k == sv.CHART else x) for k, place, x in loaded.blocks(i, name)]
+
+
+@pytest.mark.slow  # the page's Altair charts of every 7th step in four views: 10-20 s here
 def test_the_bundle_reads_back_losslessly_and_expands_to_the_step_views(built):
+    """Every chart bound from its template and its numbers is the Vega-Lite the page's chart builder makes (its
+    marks, encodings, titles, sizes and rows), in normal and lecture sizes; every HTML block is the page's."""
     trace, bundle = built
     text = pb.bundle_json(bundle)
     loaded = pb.load_bundle(text)
@@ -33,17 +69,63 @@ def test_the_bundle_reads_back_losslessly_and_expands_to_the_step_views(built):
         if i % 7:  # every 7th step (each view of it) against a fresh step view: the tables index right
             continue
         for name, options in pb.VIEWS.items():
-            view = sv.step_view(trace, cursor, options, memo)
-            laid = [b for row in sv.rows(view.blocks) for column in row.columns for b in column.blocks]
-            expected = [
-                (b.kind, b.place, b.content.to_dict(validate=False) if b.kind == sv.CHART else pb.block_html(b))
-                for b in laid  # in layout order: a row's left column, then its right one
-            ]
-            assert loaded.blocks(i, name) == expected
-            assert loaded.doc["steps"][i]["title"] == view.title
+            title, expected = expected_blocks(trace, cursor, options, memo)
+            assert bundled_blocks(loaded, i, name) == expected
+            assert loaded.doc["steps"][i]["title"] == title
 
 
-@pytest.mark.slow  # a bundle builds every step of a trace in four views: 20-40 s here
+@pytest.mark.slow  # the page's Altair charts of every step of two short traces in one view each
+@pytest.mark.parametrize(
+    "name, view",
+    [("suffix_greedy_k8.json", "full"), ("tree_dynamic_t1_1654.json", "focus+lecture"), ("eagle_t1_k3.json", "full")],
+)
+def test_templates_bind_to_the_builders_charts_for_suffix_dynamic_trees_and_heads(name, view):
+    """The chart kinds the bundled lecture traces lack (suffix decoding's path probabilities, a dynamic tree, a
+    head's feature flow) are also the page's own, at every step."""
+    trace = Trace.from_json((REGRESSION / name).read_text())
+    loaded = pb.load_bundle(pb.player_bundle(trace, views=(view,)))
+    memo = {}
+    for i, cursor in enumerate(steps.moments(trace)):
+        _, expected = expected_blocks(trace, cursor, pb.VIEWS[view], memo)
+        assert bundled_blocks(loaded, i, view) == expected
+    kinds = {loaded.doc["charts"][c]["template"] for c in range(len(loaded.doc["charts"]))}
+    assert len(kinds) == len(loaded.doc["templates"]) >= 3
+
+
+def test_a_chart_kinds_template_is_built_once_and_a_chart_carries_only_its_numbers():
+    """Two positions' pq charts share one template; what differs between them is their rows and their values (the
+    title's lines, the tokens' order), never the spec; a hole the builder's spec lacks is refused."""
+    from specviz.viz import chart_templates as ct
+    from specviz.viz import round_charts as charts
+
+    trace = Trace.from_json((TRACES / NAMES[0]).read_text())
+    first, second = trace.rounds[0].positions[:2]
+    one, two = ct.parts(charts.pq_chart, first), ct.parts(charts.pq_chart, second)
+    assert one.kind == two.kind and one.key == two.key
+    spec = ct.template(charts.pq_chart, (first,), one, False)
+    assert ct.template(charts.pq_chart, (second,), two, False) is spec
+    for pos, chart in ((first, one), (second, two)):
+        bound = ct.bind(spec, ct.view_params(chart, False), {"d0": ct.rows_of(chart.data[0])})
+        assert canonical(bound) == canonical(sv.styled(charts.pq_chart(pos), False).to_dict(validate=False))
+    assert set(ct.view_params(one, False)) == {"order", "title", "subtitle"}
+    with pytest.raises(KeyError, match="nothing at"):
+        ct._punch({"encoding": {}}, ("encoding", "x", "sort"), "order")
+
+
+def test_each_step_is_a_few_hundred_bytes_whatever_the_round(built):
+    """A step holds its navigation, its title and its rows by index: its size does not grow with the round (the
+    committed text is a count of rounds, the run's times a count of rows); no dataset holds more rows than a chart of
+    one round draws (a top-10, a tree, a KV strip), never the vocabulary."""
+    trace, bundle = built
+    sizes = [len(json.dumps(s, ensure_ascii=False, separators=(",", ":"))) for s in bundle["steps"]]
+    assert max(sizes) <= 700, max(sizes)
+    first, last = sizes[: len(sizes) // 3], sizes[-len(sizes) // 3 :]
+    assert sum(last) / len(last) <= 1.1 * sum(first) / len(first) + 40
+    assert all(len(row["columns"]) <= 2 for row in bundle["rows"])
+    longest = max(len(d["rows"]) for d in bundle["datasets"])
+    assert longest <= max(2 * len(trace.rounds), 16 * 16), longest  # the run's times, or a mask of 16 nodes
+
+
 def test_de_duplication_shrinks_the_bundle_several_times(built):
     trace, bundle = built
     loaded = pb.load_bundle(bundle)
@@ -52,10 +134,11 @@ def test_de_duplication_shrinks_the_bundle_several_times(built):
     )
     assert len(pb.bundle_json(bundle)) * 4 < inline
     assert len(set(bundle["html"])) == len(bundle["html"])
-    assert len({json.dumps(c, sort_keys=True) for c in bundle["charts"]}) == len(bundle["charts"])
+    for table in ("templates", "rows", "datasets"):
+        assert len({json.dumps(c, sort_keys=True) for c in bundle[table]}) == len(bundle[table])
+    assert len(bundle["templates"]) <= 32  # one per chart kind, key and view (16 x 2 at most), however many charts
 
 
-@pytest.mark.slow  # a bundle builds every step of a trace in four views: 20-40 s here
 def test_navigation_agrees_with_the_round_pages_cursor_moves(built):
     trace, bundle = built
     moments = list(steps.moments(trace))
@@ -79,8 +162,8 @@ def test_a_document_that_is_not_a_bundle_of_this_version_is_refused_clearly():
         pb.load_bundle("{not json")
     with pytest.raises(PlayerFormatError, match="format is 'specviz.trace'"):
         pb.load_bundle({"format": "specviz.trace"})
-    with pytest.raises(PlayerFormatError, match="version 2: this specviz reads version 1"):
-        pb.load_bundle({"format": pb.FORMAT, "version": 2})
+    with pytest.raises(PlayerFormatError, match="version 1: this specviz reads version 2"):
+        pb.load_bundle({"format": pb.FORMAT, "version": 1})
     with pytest.raises(PlayerFormatError, match="without its"):
         pb.load_bundle({"format": pb.FORMAT, "version": pb.VERSION, "steps": []})
 
