@@ -33,9 +33,17 @@ FIRST_RUN = {"temperature": 0.6, "top_p": 1.0, "k": 4, "seed": 3}  # ui.controls
 LENGTHS = "48,256"
 
 
-def add_bench_player_parser(subparsers) -> argparse.ArgumentParser:
-    from specviz.cli.main import add_model_arguments
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """The pair to run (the bundled one by default): its target and draft, device and dtype."""
+    from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET
 
+    parser.add_argument("--target", default=BUNDLED_TARGET, help="hub id or local directory (default: bundled pair)")
+    parser.add_argument("--draft", default=BUNDLED_DRAFT, help="hub id or local directory of the draft model")
+    parser.add_argument("--device", default="auto", help="auto (cuda > mps > cpu), cpu, cuda or mps")
+    parser.add_argument("--dtype", default="auto", help="auto (float32 on CPU), float32, bfloat16 or float16")
+
+
+def add_bench_player_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "bench-player",
         help="time a new run from its decoding's end to the player showing round 1 (bundle, transfer, draw)",
@@ -64,18 +72,20 @@ def cmd_bench_player(args: argparse.Namespace) -> int:
 
         check_writable(args.json_out, "--json")
     figures = measure(args, lengths, browser=not args.no_browser)
+    if args.json_out:
+        write(Path(args.json_out), args.label, figures)
     for run in figures["runs"]:
         print(summary(run))
     if args.json_out:
-        write(Path(args.json_out), args.label, figures)
         print(f"wrote {args.json_out} (label {args.label!r})")
     return 0
 
 
 def summary(run: dict) -> str:
+    cold = f" (cold {run['bundle_cold_s']:.2f} s)" if run["bundle_cold_s"] else ""
     said = (
         f"{run['tokens']} tokens, {run['rounds']} rounds, {run['steps']} steps: decode {run['decode_s']:.2f} s, "
-        f"bundle {run['bundle_s']:.2f} s (cold {run['bundle_cold_s']:.2f} s), "
+        f"bundle {run['bundle_s']:.2f} s{cold}, "
         f"{run['bundle_json_bytes'] / 1e3:.0f} kB JSON, {run['bundle_packed_bytes'] / 1e3:.0f} kB packed, "
         f"export-html {run['export_html_s']:.2f} s"
     )

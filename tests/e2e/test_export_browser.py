@@ -75,3 +75,26 @@ def test_a_fragment_opens_its_moment(exported, offline):
     tab.evaluate("location.hash = '#round=3&phase=commit'")
     tab.wait_for_function("document.querySelector('.spz-where').innerText.startsWith('Round 3 of 10 · 5')")
     assert not asked and not errors
+
+
+def test_the_players_binding_gives_the_same_vega_lite_as_pythons(exported, offline):
+    """Every chart the player binds in the browser (SpecvizPlayer.chartSpec) is the spec viz.chart_templates.bind
+    gives in Python, which the bundle tests compare with the page's own chart builders."""
+    from specviz.viz.player_bundle import load_bundle, player_bundle
+
+    tab, asked, errors = offline
+    tab.goto(exported.as_uri())
+    tab.wait_for_selector("body[data-ready='1']", timeout=60_000)
+    specs = tab.evaluate(
+        """async () => {
+            const doc = await SpecvizPlayer.unpack(document.getElementById("bundle").textContent);
+            return doc.charts.map((_, i) => SpecvizPlayer.chartSpec(doc, i));
+        }"""
+    )
+    loaded = load_bundle(player_bundle(Trace.from_json(TRACE.read_text())))
+    assert len(specs) == len(loaded.doc["charts"]) > 100
+    for i, spec in enumerate(specs):
+        if spec.get("width") == "container" and "width" not in loaded.chart(i):  # the player fits it to its column
+            del spec["width"], spec["autosize"]
+        assert spec == loaded.chart(i), i
+    assert not asked and not errors
