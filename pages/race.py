@@ -27,6 +27,7 @@ from specviz.measure.timing import (
     timing_words,
 )
 from specviz.ui.controls import active_pair, active_sources, exit_layer_fits, prompt_box, sidebar_controls
+from specviz.ui.hall import in_the_hall, reporting
 from specviz.ui.race_player import race_player
 from specviz.ui.render import apply_lecture_mode, draw, page_header, show_table
 from specviz.viz import race_charts as charts
@@ -110,13 +111,16 @@ if st.button("Start the race", type="primary", disabled=controls.settings is Non
     try:
         pair = active_pair()
         settings = controls.settings
-        bar = st.progress(0.0, text=f"Warming up every lane (first calls are slower), then racing {REPEATS} times…")
 
-        def advance(done: int, runs: int, lane: str) -> None:  # between runs only: nothing is drawn while one decodes
-            bar.progress(done / runs, text=f"Decoded {done} of {runs} runs (last: {methods.lane_label(lane)})")
+        @reporting
+        def racing(report) -> object:  # in the lecture hall's pool; its reports go to the waiting page
+            def advance(done: int, runs: int, lane: str) -> None:  # between runs only
+                report(done / runs, f"decoded {done} of {runs} runs (last: {methods.lane_label(lane)})")
 
-        raced = race(pair, prompt, settings, lanes, advance, tree)
-        bar.empty()
+            return race(pair, prompt, settings, lanes, advance, tree)
+
+        key = (active_sources(), prompt, settings, tuple(lanes), tree)
+        raced = in_the_hall("race", key, racing, "race", cache=False)
         state["race"] = (raced, settings, environment(pair) | {"forward": forwards_run(pair, settings)})
     except SpecvizError as exc:
         st.error(str(exc))
@@ -171,8 +175,9 @@ st.write(
 )
 if st.button("Run the K sweep", disabled=controls.settings is None):
     try:
-        bar = st.progress(0.0, text="Measuring step costs…")
-        state["sweep"] = k_sweep(active_pair(), prompt, controls.settings, on_progress=bar.progress)
+        pair, settings = active_pair(), controls.settings
+        sweep = reporting(lambda report: k_sweep(pair, prompt, settings, on_progress=report))
+        state["sweep"] = in_the_hall("k_sweep", (active_sources(), prompt, settings), sweep, "K sweep", cache=False)
     except SpecvizError as exc:
         st.error(str(exc))
 if "sweep" in state:

@@ -20,6 +20,7 @@ from specviz.engine.models import recorded_name
 from specviz.errors import SpecvizError
 from specviz.ui import render, url
 from specviz.ui.controls import FIRST_RUN_NOTE, active_sources, is_first_run, prompt_box, sidebar_controls
+from specviz.ui.hall_bundle import prepared_bundle
 from specviz.ui.lectures import static_link
 from specviz.ui.limits import Limits, shown_meta
 from specviz.ui.player import BROWSER_STEPPING, browser_stepping_default, player_data, show_player
@@ -324,6 +325,8 @@ def in_page_player() -> None:
     }
     start_at = step_index(trace, cursor)
     lecture, focus = controls.lecture, bool(state.get("focus_view"))
+    if not SOURCE.startswith(url.BUNDLED):  # built in the lecture hall's pool; a bundled trace's is prebuilt
+        prepared_bundle(shown_json, bundled_info.get("title", ""), bundled_info.get("what", ""), live=LIVE)
     show_player(
         player_data(
             shown_json,

@@ -1,7 +1,8 @@
 """Public mode: the limits a shared deployment runs under, read once from the environment.
 
 SPECVIZ_PUBLIC=1 allows only the catalogue's pairs (no custom hub ids or paths), caps max new tokens, K, prompts
-per workload and upload size, and never shows a local path. Each cap has its own variable to adjust it.
+per workload, upload size, the model runs queued (all sessions: SPECVIZ_MAX_QUEUED) and a session's runs at once
+(SPECVIZ_RUNS_PER_SESSION), and never shows a local path. Each cap has its own variable to adjust it.
 SPECVIZ_SERVERS lists the vLLM servers a public deployment may measure (hosts, host:port or URLs, comma-separated);
 in public mode any other is refused (specviz.remote.check_host). Private mode measures any server.
 """
@@ -32,6 +33,8 @@ PUBLIC_CAPS = {  # variable -> (Limits field, public default, the most it may be
     "SPECVIZ_MAX_LAB_SAMPLES": ("max_lab_samples", 200, 100_000, 1),
     "SPECVIZ_MAX_LAB_SECONDS": ("max_lab_seconds", 20, 3600, 1),
     "SPECVIZ_MAX_CONCURRENCY": ("max_concurrency", 8, 64, 1),
+    "SPECVIZ_MAX_QUEUED": ("max_queued", 40, 1000, 1),
+    "SPECVIZ_RUNS_PER_SESSION": ("runs_per_session", 1, 16, 1),
 }
 
 
@@ -46,6 +49,8 @@ class Limits:
     max_lab_samples: int = 2000  # the exactness lab's real-pair sampler
     max_lab_seconds: int = 120
     max_concurrency: int = 64  # requests a load sweep keeps in flight against one server
+    max_queued: int = 1000  # model runs waiting in the lecture hall's queue (engine/hall.py), all sessions together
+    runs_per_session: int = 16  # a session's runs queued or running at once (applied in public mode only)
     servers: tuple[str, ...] = ()  # SPECVIZ_SERVERS: the only servers public mode may measure
     problems: tuple[str, ...] = ()  # what the operator's settings got wrong, and what was used instead
 

@@ -17,6 +17,7 @@ from specviz.core.trace import Trace
 from specviz.engine.decode import generate
 from specviz.measure.bench import environment
 from specviz.measure.race import VersusPlain, versus_plain
+from specviz.ui.hall import in_the_hall
 from specviz.ui.loaders import cached_pair
 from specviz.viz import tables
 from specviz.viz.export_html import export_html
@@ -121,25 +122,28 @@ def show_text(trace: Trace, n_rounds: int | None = None) -> None:
     show_html(legend_html())
 
 
-@st.cache_data(show_spinner="Warming up, then timing plain and speculative decoding in turn…", max_entries=8)
 def cached_versus_plain(
     sources: tuple[str, str, str, str], prompt: str, settings: RunSettings
 ) -> tuple[VersusPlain, str, dict]:
     """The home page's measurement, the time it was taken ("HH:MM UTC") and where (measure.bench.environment, with
-    the load average the runs met): cached for the whole server, so every session sees the same run and the page
-    says when and where it was measured."""
-    measured_at = datetime.now(UTC).strftime("%H:%M UTC on %d %b")
+    the load average the runs met): run in the lecture hall's pool and kept there for the whole server, so every
+    session sees the same run and the page says when and where it was measured."""
     pair = cached_pair(*sources)
-    env = environment(pair)
-    return versus_plain(pair, prompt, settings), measured_at, env
+
+    def measure() -> tuple[VersusPlain, str, dict]:
+        measured_at = datetime.now(UTC).strftime("%H:%M UTC on %d %b")
+        return versus_plain(pair, prompt, settings), measured_at, environment(pair)
+
+    return in_the_hall("versus_plain", (sources, prompt, settings), measure, running="Timing plain and speculative")
 
 
-@st.cache_data(show_spinner="Running the models…", max_entries=64)
 def cached_run(sources: tuple[str, str, str, str], prompt: str, settings: RunSettings) -> Trace:
-    """A finished run, cached per (pair, prompt, settings): same seed, same trace, so caching changes nothing shown.
+    """A finished run, from the lecture hall (one pool of model runs for every session: equal runs are one, and a
+    finished one is handed out again): same seed, same trace, so sharing changes nothing shown.
 
     sources = (target, draft, device, dtype), as `active_sources()` gives them."""
-    return generate(cached_pair(*sources), prompt, settings)
+    pair = cached_pair(*sources)  # loaded here, with its spinner, before the run queues
+    return in_the_hall("run", (sources, prompt, settings), lambda: generate(pair, prompt, settings))
 
 
 SUFFIX_MEMORY = "suffix_memory"  # session_state: what suffix decoding remembers of this session's runs
@@ -154,7 +158,9 @@ def page_run(sources: tuple[str, str, str, str], prompt: str, settings: RunSetti
     """A run for a page: from the server's run cache, except for a method that learns from this session's earlier
     runs (suffix decoding), which runs afresh with the session's memory (a cached run would be another session's)."""
     if methods.get(settings.method).remembers:
-        return generate(cached_pair(*sources), prompt, settings, memory=session_memory())
+        pair, memory = cached_pair(*sources), session_memory()
+        run = lambda: generate(pair, prompt, settings, memory=memory)  # noqa: E731
+        return in_the_hall("run", (sources, prompt, settings), run, cache=False)
     return cached_run(sources, prompt, settings)
 
 

@@ -1,0 +1,360 @@
+"""The lecture hall: one bounded pool of worker threads that every model run of the app goes through, first come first
+served, so a waiting session can be told its place ("3 runs ahead of yours, about 4 s") and work that needs no model
+(bundled traces, the player, the calculator) is never stuck behind forty sessions' runs sharing the cores.
+
+Pure (no streamlit): the app's glue is specviz/ui/hall.py. A job is a key (equal keys are one job: two sessions asking
+for the same run wait for the same one, and a finished result is handed out again at once), a function to call and
+the sessions waiting for it. A waiting session polls `place()`, which is also its heartbeat: a queued job whose every
+session has stopped polling for `stale_s` seconds, or that every session has `release()`d (a closed tab), is dropped
+without running. A job that raises frees its worker and hands the error to its own sessions only.
+
+The estimate is a small simulation: each worker is free after its running job's expected remainder, each queued job
+ahead takes the next free worker for the median of the last runs of its kind; the estimate is when this one is done.
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+
+from specviz.errors import SpecvizError
+
+QUEUED, RUNNING, DONE, FAILED, DROPPED = "queued", "running", "done", "failed", "dropped"
+RECENT = 10  # runs of a kind whose median is its expected duration
+
+
+class HallFull(SpecvizError):
+    """A run refused before it is queued: the queue is full, or this session already has its share waiting."""
+
+
+class RunFailed(SpecvizError):
+    """A run that raised something other than a SpecvizError in the pool (its session is told; the others go on)."""
+
+
+class RunDropped(SpecvizError):
+    """A run dropped from the queue (nobody waited for it any more) that its session asked for after all."""
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a session's job stands: what a waiting page says."""
+
+    state: str  # queued, running, done, failed, dropped
+    ahead: int = 0  # jobs before this one: those running and those queued before it
+    estimate_s: float | None = None  # seconds until it is done; None until a run of each kind ahead has been timed
+    progress: tuple[float, str] | None = None  # a running job's own report: fraction done and what it is doing
+
+    @property
+    def finished(self) -> bool:
+        return self.state in (DONE, FAILED, DROPPED)
+
+
+@dataclass
+class Job:
+    key: Hashable
+    fn: Callable
+    kind: str
+    number: int  # order of arrival
+    waiters: dict[str, float] = field(default_factory=dict)  # session -> when it last polled
+    state: str = QUEUED
+    started: float | None = None
+    result: object = None
+    error: BaseException | None = None
+    progress: tuple[float, str] | None = None
+    cached: bool = True  # its result is kept for the next session asking the same key
+    asked_by: set[str] = field(default_factory=set)  # every session that asked for it (the per-session cap)
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """A session's claim on a job (kept by the session while it waits)."""
+
+    key: Hashable
+    session: str
+    job: Job
+
+
+def finish_time(free: list[float], queued_kinds: list[str], own: str, expected: Callable[[str], float | None]):
+    """Seconds until a job of kind `own` is done, behind jobs of `queued_kinds` (in order), with workers free after
+    `free` seconds each (0 for an idle one): each job takes the first free worker for its kind's expected time.
+    None while a kind involved has not been timed yet."""
+    costs = [expected(kind) for kind in [*queued_kinds, own]]
+    if any(cost is None for cost in costs):
+        return None
+    free, finish = sorted(free), 0.0
+    for cost in costs:
+        finish = free.pop(0) + cost
+        free.append(finish)
+        free.sort()
+    return finish
+
+
+class Hall:
+    """The pool. workers: threads that run jobs (started when the first job arrives). max_queued: jobs waiting at
+    most (None: no cap). per_session: jobs one session may have queued or running at once (None: no cap).
+    keep: finished results kept for another session asking the same key. clock: time.monotonic, or a test's."""
+
+    def __init__(
+        self,
+        workers: int,
+        max_queued: int | None = None,
+        per_session: int | None = None,
+        stale_s: float = 30.0,
+        keep: int = 64,
+        clock: Callable[[], float] = time.monotonic,
+        start: bool = True,
+    ):
+        if workers < 1:
+            raise ValueError(f"a hall needs at least one worker, not {workers}")
+        self.workers, self.max_queued, self.per_session = workers, max_queued, per_session
+        self.stale_s, self.keep, self.clock = stale_s, keep, clock
+        self._lock = threading.Condition()
+        self._queue: deque[Job] = deque()
+        self._running: list[Job] = []
+        self._jobs: dict[Hashable, Job] = {}  # queued or running, by key
+        self._done: OrderedDict[Hashable, object] = OrderedDict()  # finished results, least recently used first
+        self._durations: dict[str, deque[float]] = {}
+        self._numbers = itertools.count()
+        self._threads: list[threading.Thread] = []
+        self._start_threads = start
+
+    # ---- what a session calls ----------------------------------------------------------------------------------
+    def submit(self, key: Hashable, fn: Callable, session: str, kind: str = "run", cache: bool = True) -> Ticket:
+        """Ask for the job `key` (fn() computes it): a finished result, the same job another session asked for, or a
+        new one at the back of the queue. The session stops waiting for any other job it asked for (a page waits
+        for one run at a time). cache False: run afresh and keep nothing (a run that learns from its session).
+        Raises HallFull when the queue or this session's share is full."""
+        with self._lock:
+            if cache and key in self._done:
+                self._done.move_to_end(key)
+                job = Job(key, fn, kind, -1, state=DONE, result=self._done[key])
+                job.done.set()
+                return Ticket(key, session, job)
+            self._release_others(session, key)
+            job = self._jobs.get(key) if cache else None
+            if job is None:
+                self._refuse_if_full(session)
+                job = Job(key if cache else (key, next(self._numbers)), fn, kind, next(self._numbers), cached=cache)
+                self._jobs[job.key] = job
+                self._queue.append(job)
+                self._ensure_workers()
+                self._lock.notify_all()
+            job.waiters[session] = self.clock()
+            job.asked_by.add(session)
+            return Ticket(job.key, session, job)
+
+    def place(self, ticket: Ticket) -> Place:
+        """Where the ticket's job stands now; also the session's heartbeat (it is still waiting)."""
+        with self._lock:
+            job = ticket.job
+            if job.state in (DONE, FAILED, DROPPED):
+                return Place(job.state)
+            job.waiters[ticket.session] = self.clock()
+            now = self.clock()
+            remaining = [max(0.0, (self._expected(j.kind) or 0.0) - (now - j.started)) for j in self._running]
+            if job.state == RUNNING:
+                left = max(0.0, (self._expected(job.kind) or 0.0) - (now - job.started))
+                return Place(RUNNING, 0, left if self._expected(job.kind) is not None else None, job.progress)
+            ahead = [j for j in self._queue if j.number < job.number and not self._abandoned(j, now)]
+            idle = [0.0] * (self.workers - len(self._running))
+            timed = all(self._expected(j.kind) is not None for j in self._running)
+            eta = finish_time(remaining + idle, [j.kind for j in ahead], job.kind, self._expected) if timed else None
+            return Place(QUEUED, len(ahead) + len(self._running), eta)
+
+    def wait(self, ticket: Ticket, timeout: float | None = None) -> bool:
+        """Block until the job is finished (True) or timeout seconds pass (False)."""
+        return ticket.job.done.wait(timeout)
+
+    def result(self, ticket: Ticket):
+        """The finished job's result; its error (a SpecvizError as raised, anything else as RunFailed); RunDropped
+        for a job dropped from the queue."""
+        job = ticket.job
+        if job.state == DONE:
+            return job.result
+        if job.state == FAILED:
+            if isinstance(job.error, SpecvizError):
+                raise job.error
+            raise RunFailed(failure_message(job.error)) from job.error
+        if job.state == DROPPED:
+            raise RunDropped("This run was dropped from the queue when nobody was waiting for it: start it again.")
+        raise RuntimeError("result() before the job finished: wait() for it first")
+
+    def release(self, ticket: Ticket) -> bool:
+        """The session will not wait for this job any more (its tab closed): a queued job nobody waits for is
+        dropped now (True); a running one runs to its end (its result is kept for whoever asks next)."""
+        with self._lock:
+            job = ticket.job
+            job.waiters.pop(ticket.session, None)
+            if job.state == QUEUED and not job.waiters:
+                self._drop(job)
+                return True
+            return False
+
+    # ---- what the page says about the pool ---------------------------------------------------------------------
+    def snapshot(self) -> dict:
+        """Counts for a page or a log: queued, running, workers, and the expected seconds of each kind timed."""
+        with self._lock:
+            kinds = {kind: self._expected(kind) for kind in self._durations}
+            return {"queued": len(self._queue), "running": len(self._running), "workers": self.workers, **kinds}
+
+    def expected(self, kind: str) -> float | None:
+        with self._lock:
+            return self._expected(kind)
+
+    # ---- the workers -------------------------------------------------------------------------------------------
+    def run_next(self, block: bool = True) -> bool:
+        """Take the next job that someone still waits for and run it; False when there was none (block False).
+        The worker threads loop on this; a test calls it itself (start=False) to step the pool."""
+        with self._lock:
+            job = self._take()
+            while job is None and block:
+                self._lock.wait()
+                job = self._take()
+            if job is None:
+                return False
+            job.state, job.started = RUNNING, self.clock()
+            self._running.append(job)
+
+        def report(fraction: float, text: str = "") -> None:
+            job.progress = (float(fraction), str(text))
+
+        try:
+            value = job.fn(report) if getattr(job.fn, "reports_progress", False) else job.fn()
+            outcome, error = DONE, None
+        except Exception as exc:  # noqa: BLE001 - any failure of one run goes to its own sessions, never the pool
+            value, outcome, error = None, FAILED, exc
+        with self._lock:
+            self._running.remove(job)
+            self._jobs.pop(job.key, None)
+            if outcome == DONE:
+                self._durations.setdefault(job.kind, deque(maxlen=RECENT)).append(self.clock() - job.started)
+                if job.cached:
+                    self._done[job.key] = value
+                    while len(self._done) > self.keep:
+                        self._done.popitem(last=False)
+            job.state, job.result, job.error = outcome, value, error
+            job.done.set()
+            self._lock.notify_all()
+        return True
+
+    def _worker(self) -> None:
+        while True:
+            self.run_next()
+
+    def _ensure_workers(self) -> None:
+        if not self._start_threads:
+            return
+        while len(self._threads) < self.workers:
+            thread = threading.Thread(target=self._worker, name=f"specviz-hall-{len(self._threads)}", daemon=True)
+            self._threads.append(thread)
+            thread.start()
+
+    # ---- under the lock ----------------------------------------------------------------------------------------
+    def _take(self) -> Job | None:
+        now = self.clock()
+        while self._queue:
+            job = self._queue.popleft()
+            if self._abandoned(job, now):
+                self._drop(job, from_queue=False)
+                continue
+            return job
+        return None
+
+    def _abandoned(self, job: Job, now: float) -> bool:
+        return not job.waiters or all(now - seen > self.stale_s for seen in job.waiters.values())
+
+    def _drop(self, job: Job, from_queue: bool = True) -> None:
+        if from_queue:
+            self._queue.remove(job)
+        self._jobs.pop(job.key, None)
+        job.state = DROPPED
+        job.done.set()
+
+    def _release_others(self, session: str, key: Hashable) -> None:
+        for job in [j for j in self._queue if session in j.waiters and j.key != key]:
+            job.waiters.pop(session)
+            if not job.waiters:
+                self._drop(job)
+        for job in self._running:
+            if job.key != key:
+                job.waiters.pop(session, None)
+
+    def _refuse_if_full(self, session: str) -> None:
+        now = self.clock()
+        if self.per_session is not None:
+            mine = [j for j in self._running if session in j.asked_by]
+            if len(mine) >= self.per_session:
+                left = self._expected(mine[0].kind)
+                when = f" (about {seconds(max(0.0, left - (now - mine[0].started)))} left)" if left is not None else ""
+                raise HallFull(
+                    f"Your earlier run is still running{when}. This deployment runs {self.per_session} run"
+                    f"{'s' if self.per_session != 1 else ''} per session at a time: start this one when it is drawn."
+                )
+        if self.max_queued is not None:
+            waiting = [j for j in self._queue if not self._abandoned(j, now)]
+            if len(waiting) >= self.max_queued:
+                raise HallFull(
+                    f"The queue for model runs is full ({plural(len(waiting), 'run')} waiting): try again in a minute. "
+                    "The bundled lecture traces replay with no model and open at once."
+                )
+
+    def _expected(self, kind: str) -> float | None:
+        recent = self._durations.get(kind)
+        return statistics.median(recent) if recent else None
+
+
+def workers_for(cores: int | None, setting: str | None = None) -> int:
+    """How many runs at once: the setting (a whole number of at least 1) if given, else one per core but one, so a
+    core stays free for everything that needs no model (the pages, the player, bundled traces); at least one."""
+    if setting is not None and setting.strip():
+        try:
+            value = int(setting.strip())
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise SpecvizError(f"SPECVIZ_WORKERS={setting!r} is not a whole number of at least 1.")
+        return value
+    return max(1, (cores or 1) - 1)
+
+
+def seconds(value: float) -> str:
+    """A wait as a person reads it after "about": "1 s" (never less), "4 s", "25 s" (to 5 s from 10 s on: the words
+    change less often than the seconds), "2 min"."""
+    if value < 10:
+        return f"{max(1, round(value))} s"
+    if value < 90:
+        return f"{5 * round(value / 5)} s"
+    return f"{value / 60:.0f} min"
+
+
+def failure_message(error: BaseException | None) -> str:
+    kind = type(error).__name__ if error is not None else "an unknown error"
+    text = str(error).strip().splitlines()[0][:200] if error is not None and str(error).strip() else ""
+    return (
+        f"This run failed in the model pool ({kind}{': ' + text if text else ''}). Its place in the queue is freed "
+        "and the other sessions' runs go on; try other settings, or a shorter prompt."
+    )
+
+
+def waiting_message(place: Place, what: str = "run", running: str = "") -> str:
+    """What a waiting session is told: "3 runs ahead of yours, about 4 s", "Your run is next, about 1 s",
+    "Running your run now (about 1 s left)". running: what a running job is doing, in place of "Running your run"."""
+    eta = "" if place.estimate_s is None else f", about {seconds(place.estimate_s)}"
+    if place.state == RUNNING:
+        doing = f": {place.progress[1]}" if place.progress and place.progress[1] else ""
+        left = "" if place.estimate_s is None else f" (about {seconds(place.estimate_s)} left)"
+        return f"{running or f'Running your {what}'} now{left}{doing}."
+    if place.ahead == 0:
+        return f"Your {what} is next{eta}."
+    runs = "run" if place.ahead == 1 else "runs"
+    return f"{place.ahead} {runs} ahead of yours{eta}. Model runs take turns on this machine's cores."
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"

@@ -1,0 +1,288 @@
+"""The lecture hall's queue (specviz.engine.hall), stepped by hand with a fake clock: places, estimates, sharing equal
+runs, caps, closed sessions and failures."""
+
+import threading
+
+import pytest
+
+from specviz.engine.hall import (
+    DONE,
+    DROPPED,
+    QUEUED,
+    RUNNING,
+    Hall,
+    HallFull,
+    Place,
+    RunDropped,
+    RunFailed,
+    finish_time,
+    waiting_message,
+    workers_for,
+)
+from specviz.errors import SettingsError, SpecvizError
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def hall(workers=1, **kw):
+    clock = Clock()
+    return Hall(workers, clock=clock, start=False, **kw), clock
+
+
+def timed(clock, seconds, value=None):
+    """A job that takes `seconds` of the fake clock."""
+
+    def job():
+        clock.now += seconds
+        return value
+
+    return job
+
+
+def test_places_count_the_runs_ahead_first_come_first_served():
+    h, clock = hall()
+    tickets = [h.submit(f"run{i}", timed(clock, 2, i), f"s{i}") for i in range(4)]
+    assert [h.place(t).ahead for t in tickets] == [0, 1, 2, 3]  # nothing running yet: s0 is next
+    assert all(h.place(t).state == QUEUED for t in tickets)
+    assert h.run_next(block=False)
+    assert h.result(tickets[0]) == 0
+    assert [h.place(t).ahead for t in tickets[1:]] == [0, 1, 2]
+    while h.run_next(block=False):
+        pass
+    assert [h.result(t) for t in tickets] == [0, 1, 2, 3]  # in the order they came
+
+
+def test_no_estimate_until_a_run_of_the_kind_is_timed_then_the_median_of_recent_runs():
+    h, clock = hall()
+    first = h.submit("a", timed(clock, 3), "s1")
+    assert h.place(first).estimate_s is None  # nothing timed yet: the page says the place only
+    h.run_next(block=False)
+    for i in range(3):
+        h.submit(f"b{i}", timed(clock, 3), f"t{i}")
+    last = h.submit("c", timed(clock, 3), "u")
+    assert h.place(last) == Place(QUEUED, ahead=3, estimate_s=12.0)  # 3 ahead of 3 s each, then its own 3 s
+
+
+def test_the_estimate_counts_what_a_running_run_has_left_and_every_worker():
+    h, clock = hall(workers=2)
+    h.submit("warm", timed(clock, 4), "s")
+    h.run_next(block=False)  # one run of 4 s timed
+    release = threading.Event()
+
+    def slow():
+        release.wait(5)
+
+    running = h.submit("slow", slow, "s1")
+    worker = threading.Thread(target=h.run_next)
+    worker.start()
+    while h.place(running).state != RUNNING:
+        pass
+    clock.now += 1  # the running run has 3 s of its 4 left
+    queued = [h.submit(f"q{i}", timed(clock, 4), f"q{i}") for i in range(3)]
+    # workers free at 3 (the running one) and 0 (idle): q0 on the idle one ends at 4, q1 at 3+4=7, q2 at 4+4=8
+    assert [h.place(t).estimate_s for t in queued] == [4.0, 7.0, 8.0]
+    assert [h.place(t).ahead for t in queued] == [1, 2, 3]
+    assert h.place(running) == Place(RUNNING, 0, 3.0)
+    release.set()
+    worker.join()
+
+
+def test_finish_time_simulates_the_workers():
+    cost = {"run": 2.0, "bundle": 10.0}.get
+    assert finish_time([0.0], [], "run", cost) == 2.0
+    assert finish_time([1.0], ["bundle", "run"], "run", cost) == 15.0  # 1 + 10 + 2 + 2
+    assert finish_time([0.0, 0.0], ["bundle", "run"], "run", cost) == 4.0  # the second worker takes both runs
+    assert finish_time([0.0], ["new kind"], "run", cost) is None
+
+
+def test_equal_keys_are_one_run_and_a_finished_one_is_handed_out_again():
+    h, clock = hall()
+    calls = []
+
+    def job():
+        calls.append(1)
+        return "trace"
+
+    a, b = h.submit("same", job, "s1"), h.submit("same", job, "s2")
+    assert a.job is b.job
+    h.run_next(block=False)
+    assert h.result(a) == h.result(b) == "trace"
+    again = h.submit("same", job, "s3")
+    assert h.place(again).state == DONE and h.result(again) == "trace"
+    assert not h.run_next(block=False)
+    assert len(calls) == 1
+
+
+def test_uncached_runs_run_each_time():
+    h, _ = hall()
+    calls = []
+    for _ in range(2):
+        t = h.submit("learns", lambda: calls.append(1) or len(calls), "s1", cache=False)
+        h.run_next(block=False)
+        assert h.result(t) == len(calls)
+    assert len(calls) == 2
+
+
+def test_a_closed_session_drops_its_queued_run_and_the_others_move_up():
+    h, clock = hall()
+    ran = []
+    first = h.submit("a", lambda: ran.append("a"), "s1")
+    closed = h.submit("b", lambda: ran.append("b"), "s2")
+    last = h.submit("c", lambda: ran.append("c"), "s3")
+    assert h.release(closed)  # s2's tab closed while it was queued: dropped
+    assert h.place(closed).state == DROPPED
+    assert h.place(last).ahead == 1
+    with pytest.raises(RunDropped):
+        h.result(closed)
+    while h.run_next(block=False):
+        pass
+    assert ran == ["a", "c"]
+    assert h.result(first) is None and h.result(last) is None
+
+
+def test_a_run_another_session_still_waits_for_is_kept_when_one_closes():
+    h, _ = hall()
+    one, two = h.submit("shared", lambda: "x", "s1"), h.submit("shared", lambda: "x", "s2")
+    assert not h.release(one)
+    assert h.place(two).state == QUEUED
+    h.run_next(block=False)
+    assert h.result(two) == "x"
+
+
+def test_a_run_nobody_polls_any_more_is_dropped_before_it_runs():
+    h, clock = hall(stale_s=10)
+    ran = []
+    gone = h.submit("gone", lambda: ran.append("gone"), "s1")
+    kept = h.submit("kept", lambda: ran.append("kept"), "s2")
+    clock.now += 11
+    h.place(kept)  # s2 still polls; s1's thread died without a word
+    assert h.place(kept).ahead == 0  # the abandoned run ahead is not counted
+    while h.run_next(block=False):
+        pass
+    assert ran == ["kept"]
+    assert gone.job.state == DROPPED
+
+
+def test_asking_for_another_run_gives_up_the_sessions_earlier_queued_one():
+    h, _ = hall()
+    ran = []
+    h.submit("block", lambda: ran.append("block"), "other")
+    earlier = h.submit("k=2", lambda: ran.append("k=2"), "s1")
+    later = h.submit("k=4", lambda: ran.append("k=4"), "s1")  # the viewer changed K while waiting
+    assert earlier.job.state == DROPPED
+    assert h.place(later).ahead == 1
+    while h.run_next(block=False):
+        pass
+    assert ran == ["block", "k=4"]
+
+
+def test_a_failing_run_tells_its_own_session_and_frees_its_place():
+    h, clock = hall()
+
+    def broken():
+        raise RuntimeError("CUDA out of memory\nmore lines")
+
+    bad = h.submit("bad", broken, "s1")
+    good = h.submit("good", lambda: "fine", "s2")
+    h.run_next(block=False)
+    assert h.place(bad).state == "failed"
+    with pytest.raises(RunFailed, match=r"RuntimeError: CUDA out of memory\)\. Its place in the queue is freed"):
+        h.result(bad)
+    assert h.place(good).ahead == 0  # the worker is free for the next
+    h.run_next(block=False)
+    assert h.result(good) == "fine"
+    retry = h.submit("bad", lambda: "ok now", "s1")  # a failure is not kept: asking again runs again
+    h.run_next(block=False)
+    assert h.result(retry) == "ok now"
+
+
+def test_a_settings_error_reaches_the_page_as_itself():
+    h, _ = hall()
+
+    def refused():
+        raise SettingsError("K must be at most 8")
+
+    t = h.submit("k=99", refused, "s1")
+    h.run_next(block=False)
+    with pytest.raises(SettingsError, match="K must be at most 8"):
+        h.result(t)
+
+
+def test_the_queue_cap_refuses_with_a_message():
+    h, _ = hall(max_queued=2)
+    h.submit("a", lambda: 1, "s1")
+    h.submit("b", lambda: 1, "s2")
+    with pytest.raises(HallFull, match=r"queue for model runs is full \(2 runs waiting\).*bundled lecture traces"):
+        h.submit("c", lambda: 1, "s3")
+    h.submit("a", lambda: 1, "s4")  # joining a queued run adds nothing to the queue
+
+
+def test_the_per_session_cap_refuses_a_second_run_while_the_first_runs():
+    h, clock = hall(per_session=1)
+    h.submit("timing", timed(clock, 2), "x")
+    h.run_next(block=False)
+    release = threading.Event()
+    first = h.submit("mine", lambda: release.wait(5), "s1")
+    worker = threading.Thread(target=h.run_next)
+    worker.start()
+    while h.place(first).state != RUNNING:
+        pass
+    with pytest.raises(HallFull, match=r"earlier run is still running \(about 2 s left\).*1 run per session"):
+        h.submit("another", lambda: 1, "s1")
+    h.submit("another", lambda: 1, "s2")  # another session is not capped by s1's run
+    release.set()
+    worker.join()
+    h.submit("another", lambda: 1, "s1")  # after it is done, s1 may ask again
+
+
+def test_progress_reported_by_a_running_job_reaches_the_place():
+    h, _ = hall()
+    seen = []
+
+    def job(report):
+        report(0.5, "Decoded 5 of 10 runs")
+        seen.append(h.place(t))
+        return "raced"
+
+    job.reports_progress = True
+    t = h.submit("race", job, "s1")
+    h.run_next(block=False)
+    assert seen[0].progress == (0.5, "Decoded 5 of 10 runs")
+    assert h.result(t) == "raced"
+
+
+def test_worker_threads_run_jobs_on_their_own():
+    h = Hall(2)
+    tickets = [h.submit(i, lambda i=i: i * i, f"s{i}") for i in range(5)]
+    for t in tickets:
+        assert h.wait(t, 10)
+    assert [h.result(t) for t in tickets] == [0, 1, 4, 9, 16]
+
+
+def test_messages():
+    assert waiting_message(Place(QUEUED, 3, 4.2)) == (
+        "3 runs ahead of yours, about 4 s. Model runs take turns on this machine's cores."
+    )
+    assert waiting_message(Place(QUEUED, 1, None)).startswith("1 run ahead of yours.")
+    assert waiting_message(Place(QUEUED, 0, 0.3)) == "Your run is next, about 1 s."
+    assert waiting_message(Place(RUNNING, 0, 1.6)) == "Running your run now (about 2 s left)."
+    assert waiting_message(Place(RUNNING, 0, 150.0, (0.5, "Decoded 5 of 10")), "race") == (
+        "Running your race now (about 2 min left): Decoded 5 of 10."
+    )
+    assert waiting_message(Place(RUNNING), running="Preparing your steps") == "Preparing your steps now."
+    assert waiting_message(Place(QUEUED, 2, 23.0)).startswith("2 runs ahead of yours, about 25 s.")
+
+
+def test_workers_from_the_cores():
+    assert workers_for(2) == 1 and workers_for(16) == 15 and workers_for(1) == 1 and workers_for(None) == 1
+    assert workers_for(2, "3") == 3
+    with pytest.raises(SpecvizError, match="SPECVIZ_WORKERS='none' is not a whole number"):
+        workers_for(2, "none")
+    with pytest.raises(ValueError):
+        Hall(0)
