@@ -347,6 +347,9 @@ def in_page_player() -> None:
 PLAYER_FOCUS = '[data-testid="stMainBlockContainer"]:has(.spz-mount.spz-focus)'
 PLAYER_FOCUS_CSS = (
     f"<style>{PLAYER_FOCUS}{{padding-top:1.5rem}}"
+    # the player scrolls its phase to the top as the focus view turns on; the browser must not then scroll it away to
+    # keep what was on screen in place while the charts are drawn (scroll anchoring)
+    '[data-testid="stMain"]:has(.spz-mount.spz-focus){overflow-anchor:none}'
     + ",".join(
         f'{PLAYER_FOCUS} [data-testid="stLayoutWrapper"]:has(> .st-key-rounds_{part})'
         for part in ("header", "controls", "notes")

@@ -75,15 +75,23 @@ def first_screen(tab) -> dict:
     )
 
 
+LAPTOP = {"width": 1280, "height": 800}
+
+
 @pytest.mark.parametrize(
-    "opened, toggled",
-    [(f"{REJECTION}&present=1", False), (f"{REJECTION}&view=full", True), (f"{REJECTION}&lecture=1&view=full", True)],
-    ids=["presenter-link", "toggled", "toggled-in-lecture-mode"],
+    "opened, toggled, screen",
+    [
+        (f"{REJECTION}&present=1", False, SCREEN),
+        (f"{REJECTION}&view=full", True, SCREEN),
+        (f"{REJECTION}&lecture=1&view=full", True, SCREEN),
+        (f"{REJECTION}&view=full", True, LAPTOP),  # the player starts below the fold: the click scrolls down to it
+    ],
+    ids=["presenter-link", "toggled", "toggled-in-lecture-mode", "toggled-1280x800"],
 )
 def test_the_players_focus_view_puts_the_phase_its_charts_and_its_sentence_on_the_first_screen(
-    player_url, browser, opened, toggled
+    player_url, browser, opened, toggled, screen
 ):
-    tab = browser.new_context(viewport=SCREEN).new_page()
+    tab = browser.new_context(viewport=screen).new_page()
     try:
         tab.goto(f"{player_url}/rounds?{opened}", wait_until="domcontentloaded")
         player_ready(tab)
@@ -100,7 +108,7 @@ def test_the_players_focus_view_puts_the_phase_its_charts_and_its_sentence_on_th
         assert shown["sentence"] is not None, "no 'Rejected …' sentence at this judge phase"
         assert 0 <= shown["strip"]["top"] and len(shown["charts"]) == 2
         ends = [shown["strip"]["bottom"], shown["sentence"]["bottom"], *(c["bottom"] for c in shown["charts"])]
-        assert max(ends) <= SCREEN["height"], f"the phase ends at {max(ends):.0f} px: {shown}"
+        assert max(ends) <= screen["height"], f"the phase ends at {max(ends):.0f} px: {shown}"
         assert shown["picker"]["top"] >= max(ends), f"the trace picker sits above the phase: {shown}"
         if toggled:
             assert tab.evaluate("window.__sameDocument === true")
