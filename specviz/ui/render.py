@@ -114,6 +114,9 @@ def show_table(where, frame, key: str | None = None) -> None:
     where.dataframe(frame, hide_index=True, column_config=config, column_order=order, key=key)
 
 
+TEXT_TABLE_CSS = "<style>[data-testid='stTable'] td *{overflow-wrap:anywhere}</style>"  # a cell's link breaks in it
+
+
 def show_text_table(where, frame) -> None:
     """A table whose cells are sentences (what a sampler does, where a bug was reported): a static table, so every
     cell wraps and is read whole (the grid of show_table cuts a long cell at its column's width), in lecture mode at
@@ -128,6 +131,7 @@ def show_text_table(where, frame) -> None:
             for name in tables.column_order(list(frame.columns))
         }
     )
+    where.html(TEXT_TABLE_CSS)
     where.table(shown, hide_index=True)
 
 

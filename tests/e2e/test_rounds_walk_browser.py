@@ -136,9 +136,13 @@ SIZES = """() => {
 TICKS = """() => [...document.querySelectorAll('[data-testid="stVegaLiteChart"] svg .role-axis-label text')].map(t => ({
   px: parseFloat(getComputedStyle(t).fontSize), fill: t.getAttribute('fill')}))"""
 
-CELLS = """() => [...document.querySelectorAll('[data-testid="stTable"] td')].filter(td => td.offsetParent).map(td => ({
-  text: td.innerText, cut: td.scrollWidth > td.clientWidth + 1 || td.scrollHeight > td.clientHeight + 1,
-  px: parseFloat(getComputedStyle(td).fontSize)}))"""
+CELLS = """() => [...document.querySelectorAll('[data-testid="stTable"] td')].filter(td => td.offsetParent).map(td => {
+  const cell = td.getBoundingClientRect(), range = document.createRange();
+  range.selectNodeContents(td);
+  const text = range.getBoundingClientRect();  // the text's own box, also where a child clips it
+  return {text: td.innerText, cut: text.right > cell.right + 1 || text.bottom > cell.bottom + 1,
+          px: parseFloat(getComputedStyle(td).fontSize)};
+})"""
 
 
 def test_lecture_mode_draws_the_round_pages_lines_and_the_exactness_labs_table_at_projector_sizes(player_url, browser):
