@@ -10,7 +10,7 @@ from specviz.engine.models import ASSETS
 from specviz.errors import SpecvizError
 from specviz.ui.controls import model_sidebar, pair_or_error
 from specviz.ui.limits import Limits
-from specviz.ui.render import apply_lecture_mode, draw, page_header, show_table
+from specviz.ui.render import apply_lecture_mode, draw, page_header, show_table, show_text_table
 from specviz.viz import lab_charts as charts
 from specviz.viz.tables import format_p
 
@@ -122,7 +122,7 @@ cols[3].metric("Acceptance fraction", f"{row['acceptance']:.1%}")
 st.caption(f"{chosen}: {row['what']}." + (f" Where: {row['seen in']}." if row["seen in"] else ""))
 draw(st, charts.variant_chart(lab.sequence_labels(k + 1), target_vec, exact[labels[chosen]], chosen))
 draw(st, charts.bug_chart(frame))
-show_table(st, frame.drop(columns=["key"]), key="bug_table")
+show_text_table(st, frame.drop(columns=["key"]))  # its "What it does" and "Seen in" are sentences: wrapped
 
 # ---- trees -----------------------------------------------------------------------------------------------------------
 st.header("4. Trees: several children per node")

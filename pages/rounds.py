@@ -40,11 +40,13 @@ from specviz.viz.player_bundle import step_index
 from specviz.viz.step_view import ViewOptions, step_view
 from specviz.viz.text import literal
 
-page_header(
-    "Round by round",
-    "Teaching point: each round costs K cheap draft steps and **one** target pass, and the accept/reject rule keeps "
-    "exactly the target's distribution, so every accepted draft is a token the target did not have to generate alone.",
-)
+with st.container(key="rounds_header"):  # the player's focus view puts the phase above it (PLAYER_FOCUS_CSS)
+    page_header(
+        "Round by round",
+        "Teaching point: each round costs K cheap draft steps and **one** target pass, and the accept/reject rule "
+        "keeps exactly the target's distribution, so every accepted draft is a token the target did not have to "
+        "generate alone.",
+    )
 state = st.session_state
 LIMITS = Limits.from_env()
 state.setdefault(BROWSER_STEPPING, browser_stepping_default())
@@ -101,9 +103,9 @@ focus_when_drawn = bool(state.get("focus_view"))  # toggled inside the fragment:
 stage = st.container()  # the focus view draws here, above the trace controls, so a projector shows the phase first
 # What the page says about the run shown (its settings against the sidebar's, its timings): under the phase in the
 # focus view, under the trace controls in the full one.
-notes = st.container() if focus_when_drawn else None
+notes = st.container(key="rounds_notes") if focus_when_drawn else None
 trace_controls = (
-    st.expander("Trace picker · new run · download") if focus_when_drawn else st.container()
+    st.expander("Trace picker · new run · download") if focus_when_drawn else st.container(key="rounds_controls")
 )  # in the focus view these sit below the phase, folded, and do not push it down
 with trace_controls:
     pick_col, note_col = st.columns([2, 3])
@@ -213,7 +215,7 @@ with trace_controls:
         "slide, a course page or a projector's laptop. Built when clicked (a few seconds).",
     )
 if notes is None:
-    notes = st.container()
+    notes = st.container(key="rounds_notes")
 describe_run(state["rounds_trace"])
 
 
@@ -327,6 +329,7 @@ def in_page_player() -> None:
     lecture, focus = controls.lecture, bool(state.get("focus_view"))
     if not SOURCE.startswith(url.BUNDLED):  # built in the lecture hall's pool; a bundled trace's is prebuilt
         prepared_bundle(shown_json, bundled_info.get("title", ""), bundled_info.get("what", ""), live=LIVE)
+    url.keep_replayed(url.shown_params(trace, cursor))  # before the player starts: it keeps the address's other keys
     show_player(
         player_data(
             shown_json,
@@ -339,11 +342,27 @@ def in_page_player() -> None:
             live=LIVE,
         )
     )
-    state[url.WRITTEN] = url.url_now()  # the link that opened the page is handled: a rerun does not open it again
 
+
+# The player's own "Focus view (F)" switches with no rerun, so the page follows it in CSS: while the player shows
+# the focus view, the page's header, trace controls and notes come after the phase, in their order, and the page's
+# top margin shrinks, so the phase, its charts and its sentence fill a projector's first screen.
+PLAYER_FOCUS = '[data-testid="stMainBlockContainer"]:has(.spz-mount.spz-focus)'
+PLAYER_FOCUS_CSS = (
+    f"<style>{PLAYER_FOCUS}{{padding-top:1.5rem}}"
+    # the player scrolls its phase to the top as the focus view turns on; the browser must not then scroll it away to
+    # keep what was on screen in place while the charts are drawn (scroll anchoring)
+    '[data-testid="stMain"]:has(.spz-mount.spz-focus){overflow-anchor:none}'
+    + ",".join(
+        f'{PLAYER_FOCUS} [data-testid="stLayoutWrapper"]:has(> .st-key-rounds_{part})'
+        for part in ("header", "controls", "notes")
+    )
+    + "{order:1}</style>"
+)
 
 with stage if state.get("focus_view") else st.container():
     if state[BROWSER_STEPPING]:
+        st.html(PLAYER_FOCUS_CSS)
         in_page_player()
     else:
         playback()

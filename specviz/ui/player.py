@@ -62,6 +62,15 @@ export default function (component) {
   const { data, parentElement } = component;
   let root = parentElement.querySelector(".spz-mount");
   if (!root) { root = document.createElement("div"); root.className = "spz-mount"; parentElement.appendChild(root); }
+  if (!root.__spzFocusWatch) { // the page follows the focus view in CSS (pages/rounds.py): turned on, the phase
+    let was = false;             // comes to the top of the screen, however far down the page was scrolled
+    root.__spzFocusWatch = new MutationObserver(() => {
+      const now = root.classList.contains("spz-focus");
+      if (now && !was) root.scrollIntoView({block: "start"});
+      was = now;
+    });
+    root.__spzFocusWatch.observe(root, {attributes: true, attributeFilter: ["class"]});
+  }
   const want = data.key + ":" + data.start;
   // Streamlit may also mount the element afresh (an element drawn above it shifts it): the moment the viewer was at
   // is kept on the page for the same run and start, so a rerun never sends the viewer back.

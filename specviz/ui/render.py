@@ -30,11 +30,18 @@ TRACES_DIR = Path(__file__).resolve().parents[2] / "assets" / "traces"
 
 # Projector styling: large type (a metric's value twice its label's size, as Streamlit draws it outside lecture
 # mode), dark text on white (projectors wash out dark backgrounds), the palette's own colours with thicker underlines,
-# and the focus view's current phase larger still.
+# and the focus view's current phase larger still. The main area's widget values (a picker's choice, a typed number)
+# and static tables' cells as large as the text; the sidebar's values keep their size (its column would cut them).
 LECTURE_CSS = """<style>
 .stMarkdown p, .stMarkdown li, .stCaption p, [data-testid="stMetricLabel"] p, [data-testid="stMarkdownContainer"] p,
 [data-testid="stMarkdownContainer"] li, .stButton p, [data-testid="stWidgetLabel"] p, [data-baseweb="select"] div,
 [data-testid="stSliderThumbValue"], [data-testid="stTab"] p {font-size: 1.3rem !important;}
+[data-testid="stMain"] [data-testid="stSelectbox"] input, [data-testid="stMain"] [data-testid="stMultiSelect"] input,
+[data-testid="stMain"] [data-testid="stNumberInput"] input, [data-testid="stMain"] [data-testid="stTextInput"] input,
+[data-testid="stMain"] [data-testid="stTextArea"] textarea, [role="listbox"] [role="option"],
+[data-testid="stTable"] th, [data-testid="stTable"] td {font-size: 1.3rem !important; color: #111 !important;}
+[data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p {font-size: 1.2rem !important;
+  color: #222 !important;}
 .stCode code {font-size: 1.15rem !important;}
 [data-testid="stMetricValue"], [data-testid="stMetricValue"] p {font-size: 2.6rem !important; line-height: 1.2;}
 h1 {font-size: 2.6rem !important;} h2, h3 {font-size: 2rem !important;}
@@ -109,6 +116,27 @@ def show_table(where, frame, key: str | None = None, formats: dict[str, str] | N
             config[name] = st.column_config.Column(**common)
     order = tables.column_order(list(frame.columns))
     where.dataframe(frame, hide_index=True, column_config=config, column_order=order, key=key)
+
+
+TEXT_TABLE_CSS = "<style>[data-testid='stTable'] td *{overflow-wrap:anywhere}</style>"  # a cell's link breaks in it
+
+
+def show_text_table(where, frame) -> None:
+    """A table whose cells are sentences (what a sampler does, where a bug was reported): a static table, so every
+    cell wraps and is read whole (the grid of show_table cuts a long cell at its column's width), in lecture mode at
+    projector size; the same headers, number formats and column order as show_table."""
+    frame = pd.DataFrame(frame)
+    frame.columns = [str(c) for c in frame.columns]
+    numeric = {c: frame[c].tolist() for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c])}
+    specs = tables.column_specs(list(frame.columns), numeric)
+    shown = pd.DataFrame(
+        {
+            specs[name].header: [tables.cell_text(v, specs[name], name in numeric) for v in frame[name]]
+            for name in tables.column_order(list(frame.columns))
+        }
+    )
+    where.html(TEXT_TABLE_CSS)
+    where.table(shown, hide_index=True)
 
 
 def show_html(markup: str, where=st) -> None:

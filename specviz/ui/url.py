@@ -36,6 +36,7 @@ URL_SETTINGS = {  # URL parameter -> (sidebar key, type)
 }
 MOMENT_KEYS = ("round", "phase", "pos")
 PRESENT = "present"  # present=1: open as a presenter wants it (OpenedUrl.present); never written back
+VIEW_KEYS = (*MOMENT_KEYS, "view", "lecture", PRESENT)  # what the in-page player writes (or drops) in the browser
 BUNDLED = "bundled:"  # a trace source "bundled:<name>" replays the bundled trace of that name
 
 
@@ -158,10 +159,20 @@ def url_now() -> dict[str, str]:
     return {k: st.query_params[k] for k in st.query_params}
 
 
+def replayed(params: Mapping[str, str]) -> dict[str, str]:
+    """An address's parameters less the moment and the view: what it replays (a bundled trace's name, or a live run's
+    settings and prompt). The in-page player rewrites the rest in the browser as it steps, which the server never
+    hears of, so the page knows its own address by this part."""
+    return {k: v for k, v in params.items() if k not in VIEW_KEYS}
+
+
 def opened_url() -> OpenedUrl | None:
-    """A link the page did not write itself (shared, or typed in), read; None for the page's own URL or none."""
-    params = url_now()
-    return read_url(params) if params and params != st.session_state.get(WRITTEN) else None
+    """A link the page did not write itself (shared, or typed in), read; None for the page's own URL or none. The
+    page's own URL is known by what it replays: the in-page player moves its moment and view without a rerun."""
+    params, written = url_now(), st.session_state.get(WRITTEN)
+    if not params or (written is not None and replayed(params) == replayed(written)):
+        return None
+    return read_url(params)
 
 
 def apply_url(opened: OpenedUrl) -> list[str]:
@@ -217,6 +228,17 @@ def shown_params(trace: Trace, cursor: steps.Cursor) -> dict[str, str]:
 def keep_url(trace: Trace, cursor: steps.Cursor) -> None:
     """The address of the moment shown in the address bar."""
     write_url(shown_params(trace, cursor))
+
+
+def keep_replayed(params: dict[str, str]) -> None:
+    """For the in-page player, which writes the moment and the view itself: the address names what is replayed now
+    (rewritten whole, at the moment the player starts from, when a trace was picked or a new run made; else left to
+    the player), so a bundled trace's address never keeps a live run's settings beside its name."""
+    if replayed(url_now()) != replayed(params):
+        st.query_params.from_dict(params)
+        st.session_state[WRITTEN] = params
+    else:
+        st.session_state[WRITTEN] = url_now()
 
 
 # A button that copies a link with the browser's clipboard (Streamlit has none in Python): the page's own address

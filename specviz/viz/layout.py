@@ -77,11 +77,13 @@ def _wrap(text: str | list[str], width: int) -> list[str]:
 LECTURE_TITLE_SIZE = 22
 LECTURE_TITLE_CHARS = 40  # a line of the title at 22 px fits a half-width column at 1920 px (and at 1280, narrowly)
 LECTURE_FONT_FLOORS = {
-    "titleFontSize": 18,  # axis and legend titles
-    "labelFontSize": 16,  # axis ticks and legend labels
+    "titleFontSize": 20,  # axis and legend titles
+    "labelFontSize": 18,  # axis ticks and legend labels
     "subtitleFontSize": 18,  # a chart's subtitle: the u formula, the KV-cache key
-    "fontSize": 17,  # text marks: the u label, the KV-cache slot labels, the marks above bars
+    "fontSize": 18,  # text marks: the u label, the KV-cache slot labels, the marks above bars
 }
+LECTURE_INK = "#111"  # every text of a chart in lecture mode: Streamlit's theme greys axes and legends (#808495),
+# which a projector washes out
 LECTURE_HEIGHT = 1.6  # charts this much taller in lecture mode, so a projector shows the bars, not just the labels
 LECTURE_ROW = 30  # px at least per band of a chart sized by its rows (a step): a 16 px label needs its row
 LECTURE_LIMIT = 400  # px a label may take before Vega cuts it with "…" (Streamlit's theme: 100 px for an axis label)
@@ -92,17 +94,28 @@ def lectured(chart: alt.TopLevelMixin) -> alt.TopLevelMixin:
     and text marks at least LECTURE_FONT_FLOORS, whatever the chart builder set. A copy: the chart is left as it is."""
     chart = fitted(_taller(chart.copy(deep=True)), LECTURE_TITLE_SIZE, LECTURE_TITLE_CHARS)
     _raise_sizes(chart)
-    floors = LECTURE_FONT_FLOORS
+    floors, ink = LECTURE_FONT_FLOORS, {"labelColor": LECTURE_INK, "titleColor": LECTURE_INK}
     return (
         chart.configure_axis(
-            labelFontSize=floors["labelFontSize"], titleFontSize=floors["titleFontSize"], labelLimit=LECTURE_LIMIT
+            labelFontSize=floors["labelFontSize"],
+            titleFontSize=floors["titleFontSize"],
+            labelLimit=LECTURE_LIMIT,
+            **ink,
         )
         .configure_legend(
-            labelFontSize=floors["labelFontSize"], titleFontSize=floors["titleFontSize"], labelLimit=LECTURE_LIMIT
+            labelFontSize=floors["labelFontSize"],
+            titleFontSize=floors["titleFontSize"],
+            labelLimit=LECTURE_LIMIT,
+            **ink,
         )
-        .configure_header(labelFontSize=floors["labelFontSize"], titleFontSize=floors["titleFontSize"])
+        .configure_header(labelFontSize=floors["labelFontSize"], titleFontSize=floors["titleFontSize"], **ink)
         .configure_text(fontSize=floors["fontSize"])
-        .configure_title(fontSize=LECTURE_TITLE_SIZE, subtitleFontSize=floors["subtitleFontSize"])  # layers' titles
+        .configure_title(  # layers' titles too
+            fontSize=LECTURE_TITLE_SIZE,
+            subtitleFontSize=floors["subtitleFontSize"],
+            color=LECTURE_INK,
+            subtitleColor=LECTURE_INK,
+        )
     )
 
 

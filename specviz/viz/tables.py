@@ -193,3 +193,15 @@ def format_p(p: float) -> str:
     if p < 1e-3:
         return "p < 0.001"
     return f"p = {p:.2f}" if p >= 0.1 else f"p = {p:.2g}"
+
+
+def cell_text(value: object, spec: Column, numeric: bool) -> str:
+    """A cell as a static table prints it (its cells wrap, where the grid cuts them): a p-value by format_p, a number
+    in its column's printf format, anything else as its text; "" for a missing value."""
+    if value is None or (isinstance(value, float) and math.isnan(value) and spec.format != P_VALUE):
+        return ""
+    if spec.format == P_VALUE:
+        return format_p(float(value))
+    if numeric and spec.format and not isinstance(value, bool):
+        return spec.format % value
+    return str(value)

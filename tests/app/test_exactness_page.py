@@ -164,3 +164,17 @@ def test_an_exit_layer_the_target_lacks_is_a_message_in_the_lab(tiny_default, pa
     page.button(key="exit_run").click().run()
     assert not page.exception
     assert "this target has L = 3 layers" in page.error[0].value
+
+
+def test_the_bug_table_holds_every_sentence_whole_in_a_static_table(page):
+    """#42 item 3: the grid cut "What it does" and "Seen in" at their columns' width (the Medusa row's 371 and 241
+    characters, the reports' links); a static table wraps them, with the grid's headers and number formats."""
+    [table] = page.table
+    shown = table.value
+    assert list(shown.columns)[:3] == ["Sampler", "What it does", "Seen in"]
+    assert list(shown["What it does"]) == [v.explanation for v in lab.VARIANTS]
+    assert list(shown["Seen in"]) == ["" if v.key == "exact" else v.seen_in for v in lab.VARIANTS]
+    row = shown.set_index("Sampler").loc["skip the residual"]
+    tv = float(row["TV from p"])
+    assert row["TV from p"] == f"{tv:.3g}" and row["χ² p-value"].startswith("p ")
+    assert [d for d in page.dataframe if "what" in list(d.proto.column_order)] == []  # not also a grid

@@ -10,6 +10,7 @@ import pytest
 from app_helpers import click, page
 
 from specviz.core.trace import Trace
+from specviz.ui import url
 from specviz.ui.player import NAME
 from specviz.viz import steps
 from specviz.viz.player_bundle import load_bundle, step_index
@@ -85,3 +86,38 @@ def test_a_live_run_goes_through_the_player_with_its_settings_in_the_address(tin
     assert data["params"]["method"] == trace.settings.method and data["params"]["n"] == "8"
     assert data["params"]["prompt"] == trace.prompt
     assert not {"round", "phase", "pos", "view", "lecture"} & set(data["params"])
+
+
+def as_the_player_writes_it(at, data: dict, moment: dict[str, str]) -> None:
+    """The address as the in-page player leaves it after stepping (in the browser: the server is not told)."""
+    at.query_params.clear()
+    at.query_params.update({**data["params"], **moment, "view": "full"})
+
+
+def test_the_first_bundled_trace_picked_after_a_live_run_is_the_one_shown_and_named(tiny_default, monkeypatch):
+    """#42 item 1: on a fresh visit the player had rewritten the address (the live run's settings and its moment),
+    so the first pick read it as a shared link: the live run stayed and the picker snapped back; a second pick kept
+    the live run's settings in the address beside trace=."""
+    monkeypatch.delenv("SPECVIZ_STEPPING", raising=False)
+    at = open_link({"n": "8"})
+    live = player_data(at)
+    assert live is not None and "method" in live["params"]
+    as_the_player_writes_it(at, live, {"round": "2", "phase": "verify"})
+    for name in ("early-rejection-residual", "full-accept-bonus"):
+        at = next(s for s in at.selectbox if s.key == "bundled_pick").set_value(name).run()
+        assert not at.exception and not at.error
+        assert at.session_state["rounds_source"] == url.BUNDLED + name
+        assert next(s for s in at.selectbox if s.key == "bundled_pick").value == name
+        data = player_data(at)
+        assert data["params"] == {"trace": name}
+        address = {k: at.query_params[k] for k in at.query_params}
+        assert url.replayed(address) == {"trace": name}, address  # no live settings beside the trace's name
+        as_the_player_writes_it(at, data, {"round": "1", "phase": "judge", "pos": "1"})
+    at = next(s for s in at.selectbox if s.key == "bundled_pick").set_value(url_none(at)).run()
+    assert at.session_state["rounds_source"] == "live"
+    address = {k: at.query_params[k] for k in at.query_params}
+    assert "trace" not in address and address["n"] == "8"
+
+
+def url_none(at) -> str:
+    return next(s for s in at.selectbox if s.key == "bundled_pick").options[0]

@@ -47,6 +47,16 @@ def player_url(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def live_player_url(tmp_path_factory):
+    """The app exactly as users get it (the bundled pair, live runs, the in-page player): the round page's path that
+    mixes a live run with the bundled traces' picker."""
+    log_path = tmp_path_factory.mktemp("streamlit-live") / "server.log"
+    SERVER_LOGS.append(log_path)
+    with served_app(log_path) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
 def browser():
     from playwright.sync_api import sync_playwright
 

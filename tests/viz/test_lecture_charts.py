@@ -93,3 +93,15 @@ def test_a_title_inside_a_layer_is_projector_sized_too():
     ).mark_rule().encode(x="x")
     config = lectured(layered).to_dict()["config"]
     assert config["title"]["fontSize"] == LECTURE_TITLE_SIZE
+
+
+def test_a_lectured_chart_writes_its_axes_legends_and_titles_in_dark_ink():
+    """#42 item 3: Streamlit's theme greys axis and legend text (#808495), which a projector washes out; lecture mode
+    sets every text colour of the chart's config to layout.LECTURE_INK."""
+    config = lectured(charts.pq_chart(a_round().positions[0])).to_dict()["config"]
+    for part in ("axis", "legend", "header"):
+        assert config[part]["labelColor"] == config[part]["titleColor"] == layout.LECTURE_INK, part
+    assert config["title"]["color"] == config["title"]["subtitleColor"] == layout.LECTURE_INK
+    assert "labelColor" not in layout.readable(charts.pq_chart(a_round().positions[0])).to_dict().get("config", {}).get(
+        "axis", {}
+    )  # outside lecture mode the theme's colours stay
