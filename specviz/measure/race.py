@@ -309,6 +309,7 @@ def k_sweep(
             rows.append({
                 "k": k, "kind": "predicted from measured τ and costs", "speedup": prediction.speedup,
                 "alpha": lane.alpha, "tau": lane.tau, "drafts_per_round": prediction.drafts_per_round,
+                "verify_cost": prediction.verify_cost,
             })  # fmt: skip
         if on_progress:
             on_progress((i + 1) / len(ks))

@@ -337,7 +337,7 @@ def verify_curve_chart(doc: dict) -> alt.LayerChart:
     tokens streams the weights once, as a step does) and the compute-bound K + 1."""
     frame = verify_curve_frame(doc)
     title = f"v(K): verifying K drafts, in plain steps (bandwidth {doc['bandwidth_gb_s']:.1f} GB/s measured)"
-    base = alt.Chart(frame, title=title)
+    base = alt.Chart(frame)
     lines = base.mark_line(point=True).encode(
         x=alt.X("k:O", title="K (drafts verified in one pass over K + 1 tokens)"),
         y=alt.Y("cost:Q", title="v(K) (one plain step = 1)"),
@@ -345,7 +345,7 @@ def verify_curve_chart(doc: dict) -> alt.LayerChart:
         tooltip=["target:N", alt.Tooltip("k:O", title="K"), alt.Tooltip("cost:Q", title="v(K)", format=".2f")],
     )
     ideal = base.mark_rule(strokeDash=[4, 4], color="gray").encode(y="mean(ideal):Q")
-    return (lines + ideal).properties(height=260)
+    return (lines + ideal).properties(height=260, title=title)  # on the layer: lecture mode sizes its title
 
 
 def verify_curve_words(doc: dict) -> str:

@@ -6,7 +6,6 @@ import math
 import pytest
 from app_helpers import click, open_page
 
-from specviz.core import stats
 from specviz.methods import DRAFT, EAGLE, EAGLE3, HF, HF_ASSISTED, LANES, MEDUSA, PLAIN, SPECVIZ, get, lane_label
 
 
@@ -110,7 +109,9 @@ def test_k_sweep_shows_measured_and_predicted(tiny_default, monkeypatch):
         assert predicted["alpha"] == 1.0  # its own draft: always accepted
         assert drafts <= measured["k"]
         assert predicted["tau"] == pytest.approx(drafts + 1)  # every draft plus a bonus
-        round_cost = drafts * costs.c + stats.verify_cost_at(costs.verify_relative, drafts)
+        v = predicted["verify_cost"]  # each round priced at v(its drafts), v(K) taken monotone (measure.predict)
+        assert min(costs.verify_monotone[: measured["k"]]) <= v <= max(costs.verify_monotone[: measured["k"]])
+        round_cost = drafts * costs.c + v
         assert predicted["speedup"] == pytest.approx(predicted["tau"] / round_cost)
 
 
