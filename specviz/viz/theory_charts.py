@@ -326,7 +326,7 @@ def verify_curve_frame(doc: dict) -> pd.DataFrame:
     """One row per target and K of a specviz.verify-curve document (measure/verify_curve.py)."""
     rows = []
     for target in doc["targets"]:
-        series = f"{target['pair']} ({target['weight_bytes'] / 1e6:,.0f} MB of weights, {target['dtype']})"
+        series = f"{target['pair']} ({target['weight_bytes'] / 1e6:,.0f} MB)"  # short: the legend shares the width
         for k, v in enumerate(target["verify_cost"], start=1):
             rows.append({"k": k, "target": series, "cost": v, "ideal": 1.0})
     return pd.DataFrame(rows)
@@ -336,12 +336,12 @@ def verify_curve_chart(doc: dict) -> alt.LayerChart:
     """v(K) for K = 1..16 of every target on one chart, against the memory-bound ideal v(K) = 1 (a pass over K + 1
     tokens streams the weights once, as a step does) and the compute-bound K + 1."""
     frame = verify_curve_frame(doc)
-    title = f"v(K): verifying K drafts, in plain steps (bandwidth {doc['bandwidth_gb_s']:.1f} GB/s measured)"
+    title = f"v(K) in plain steps (bandwidth {doc['bandwidth_gb_s']:.1f} GB/s measured)"
     base = alt.Chart(frame)
     lines = base.mark_line(point=True).encode(
-        x=alt.X("k:O", title="K (drafts verified in one pass over K + 1 tokens)"),
+        x=alt.X("k:O", title="K (drafts verified in one pass)"),
         y=alt.Y("cost:Q", title="v(K) (one plain step = 1)"),
-        color=alt.Color("target:N", title=None, legend=alt.Legend(orient="bottom")),
+        color=alt.Color("target:N", title=None),
         tooltip=["target:N", alt.Tooltip("k:O", title="K"), alt.Tooltip("cost:Q", title="v(K)", format=".2f")],
     )
     ideal = base.mark_rule(strokeDash=[4, 4], color="gray").encode(y="mean(ideal):Q")
