@@ -109,7 +109,7 @@ def start_long_workload(page, app_url, prompts):
     box.press("Control+Enter")
     settle(page)
     page.get_by_role("button", name="▶ Measure").click()
-    page.get_by_text(re.compile(r"timed runs .* · about")).wait_for(timeout=120_000)  # the bar shows a time estimate
+    page.get_by_text(re.compile(r"timed runs.* · about")).wait_for(timeout=120_000)  # the bar shows a time estimate
 
 
 @pytest.mark.slow
