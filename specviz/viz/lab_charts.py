@@ -405,4 +405,4 @@ def tree_check_chart(frame: pd.DataFrame) -> alt.Chart:
     tooltip = ["variant:N", "why:N", alt.Tooltip("max_abs_diff:Q", title="max |output − p|", format=".2e")]
     tooltip += [alt.Tooltip("tv:Q", format=".3g"), P_VALUE_TIP]
     title = "Tree samplers: how far each exact output is from p (total variation)"
-    return _tv_bars(frame, title, "verdict", tooltip, label_limit=300)
+    return _tv_bars(frame, title, "verdict", tooltip, label_limit=380)  # its longest label whole at 18 px

@@ -121,7 +121,7 @@ def test_a_measured_workload_reads_whole_on_a_laptop_and_on_a_projector(app_url,
         labels = tab.locator('[data-testid="stVegaLiteChart"] .role-axis-label text').evaluate_all(
             "els => els.map(e => e.textContent)"
         )
-        named = [t for t in labels if " · draft model K=" in t or " · n-gram lookup (prompt lookup) K=" in t]
+        named = [t for t in labels if " · draft model, K = " in t or " · n-gram lookup (prompt lookup), K = " in t]
         assert len(named) == 4  # 2 prompts × 2 methods: one strip each, the method named
         tab.get_by_text(LECTURE_TOGGLE).click()  # the same results on a projector
         tab.set_viewport_size({"width": 1920, "height": 1080})
