@@ -197,7 +197,8 @@ def test_the_player_gets_every_lanes_text_in_order_at_its_recorded_times(tiny_de
         assert times == sorted(times) and times[0] > 0  # arrivals never go back
         assert times == list(record.round_end_s)  # the lane's own clock, not a drawing's
         assert times[-1] <= lane["end_s"] == record.wall_s  # the playback ends at the measured decode time
-        assert lane["end_s"] - times[-1] < 0.05 * lane["end_s"]  # the last token arrives as decoding ends
+        # the last token arrives as decoding ends (20 ms: the run is a pool thread's, beside the page's polling one)
+        assert lane["end_s"] - times[-1] < max(0.05 * lane["end_s"], 0.02)
         assert lane["tokens_per_s"] == pytest.approx(raced.tokens_per_s[record.method])  # the median repeat replayed
     captions = " ".join(c.value for c in at.caption)
     assert "decoded one after another with nothing drawn while they ran" in captions
