@@ -1,4 +1,4 @@
-"""The bundled lecture traces prebuilt as static pages (issue 25, end of item 4): the committed files are what the
+"""The bundled lecture traces prebuilt as static pages: the committed files are what the
 exporter gives today, `export-html --lectures` rebuilds them and `--check` finds stale ones, each opens at its
 lecture's moment, and Streamlit serves them (static serving on, files under its size limit)."""
 

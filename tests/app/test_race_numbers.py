@@ -1,4 +1,4 @@
-"""The race page's numbers agree with the numbers beside them (issue 42, items 9, 10 and 13): its comparison with a
+"""The race page's numbers agree with the numbers beside them: its comparison with a
 recorded bench reads like with like, a speedup that is not the ratio of the tokens/s beside it says why, and twelve
 lanes get charts as wide as the page, with every lane labelled.
 

@@ -1,4 +1,4 @@
-"""The workload page as the engineer walked it (issue 42, items 5 to 8): settings to copy only where the JSON has
+"""The workload page as an engineer trying it walked it: settings to copy only where the JSON has
 them too, with the draft vocabulary the measurement used; a prediction under its measured figure says why; a second
 measurement that disagrees with the first says so; the rule before a run; one name per setting; "1 prompt"."""
 

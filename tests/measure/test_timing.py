@@ -104,7 +104,7 @@ def test_against_bench_agrees_disagrees_or_is_not_comparable():
 
 
 def test_a_live_range_that_misses_the_bench_figure_but_meets_its_runs_spread_does_not_agree():
-    """Issue 42 item 9: 1.45× (1.33–1.51) beside a bench of 1.85× whose runs ranged 1.19–2.77× said "agrees"."""
+    """A past bug: 1.45× (1.33–1.51) beside a bench of 1.85× whose runs ranged 1.19–2.77× said "agrees"."""
     ranged = [bench_doc(speedup=1.85, speedup_range=[1.19, 2.77])]
     beside = timing.against_bench(1.45, (1.33, 1.51), ENV, 4, 1024, 0.0, ranged)
     assert beside.verdict == timing.WITHIN_SPREAD
@@ -165,7 +165,7 @@ def test_against_bench_is_not_comparable_on_another_cpu_or_setting(env, k, vocab
 
 
 def test_not_comparable_names_the_setting_no_bench_shares_first_not_the_first_file_by_name():
-    """Issue 42 item 12: a sampled figure against the greedy benches named cpu-bfloat16-trees-code.json's precision
+    """A past bug: a sampled figure against the greedy benches named cpu-bfloat16-trees-code.json's precision
     "(and 15 more files differ)"; the reason is that no recorded bench is sampled."""
     from specviz.engine.models import ASSETS
     from specviz.measure.bench import recorded_benches

@@ -1,4 +1,4 @@
-"""The go / no-go judges each tag as well as all prompts, with the figures of the summary rows (issue 27, item 7),
+"""The go / no-go judges each tag as well as all prompts, with the figures of the summary rows,
 and goes into the JSON and the CSV with the settings that produced every row."""
 
 import csv
