@@ -16,7 +16,7 @@ from specviz.engine.models import ASSETS
 from specviz.viz.layout import BAND_ROW
 
 TOKENS = 12
-# The race: plain's speed moved between repeats. Paired ratios 1.45, 1.33, 1.51 (median 1.45); each side's
+# A race as once shown: plain's speed moved between repeats. Paired ratios 1.45, 1.33, 1.51 (median 1.45); each side's
 # median taken apart, 184.2 / 137.7 = 1.34.
 PLAIN = (127.0, 137.7, 150.0)
 DRAFT = (127.0 * 1.45, 137.7 * 1.33, 150.0 * 1.51)
