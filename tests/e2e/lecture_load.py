@@ -9,7 +9,7 @@ The app is served from --root (default: this checkout) on a free port. First one
 says data-ready, against the moment its page was asked for), so the sessions are timed at once, not in turn. A
 session's page is also read every 100 ms for the lecture hall's queue message ("N runs ahead of yours, about T s"),
 kept with the time it was seen. Afterwards each live run is decoded again alone in this process with the settings its
-trace records (the "decode alone" column: the sum of these is what the issue's bound adds a few seconds to).
+trace records (the "decode alone" column: the slowest live run should be drawn within their sum plus a few seconds).
 
 Not part of the test suite (it takes minutes); tests/e2e/test_lecture_hall_browser.py runs a small version of it.
 """
