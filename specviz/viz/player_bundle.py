@@ -1,12 +1,13 @@
 """A trace as a player bundle: every step's blocks in every view, ready for a browser to step through with no Python.
 
-The bundle is one JSON-serialisable dict (format "specviz.player", version 2; docs/player-format.md): tables of the
+The bundle is one JSON-serialisable dict (format "specviz.player", version 3; docs/player-format.md): tables of the
 unique HTML fragments, the committed text's spans per round, one Vega-Lite template per chart kind and view size
 (viz.chart_templates), each chart as its template, its datasets and its few values, the datasets (columns and rows),
 and the layout rows, referenced by index from each step; each step's navigation (next / previous step, next round,
 next rejection, next bonus, first, last) as step indices, and its moment as the round page's URL query. It is built
 from viz.step_view (lazy: charts as their numbers, no Altair chart per step), the round page's own source of truth,
-so a player that draws it looks like the page. `load_bundle` reads one back and checks its format and version.
+so a player that draws it looks like the page. It is sent in a compact wire form (viz.player_wire: strings once,
+datasets column-wise, no repeated keys); `load_bundle` reads one back, checks its format and version and decodes it.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from specviz.errors import PlayerFormatError
 from specviz.viz import chart_templates as ct
 from specviz.viz import run_notes, steps
 from specviz.viz import step_view as sv
+from specviz.viz.player_wire import decoded, encoded
 from specviz.viz.text import TextParts, literal
 
-FORMAT, VERSION = "specviz.player", 2
+FORMAT, VERSION = "specviz.player", 3
 VIEWS = {  # view name -> its options (recorded timings: a bundle replays a finished run)
     "full": sv.ViewOptions(),
     "full+lecture": sv.ViewOptions(lecture=True),
@@ -181,7 +183,7 @@ def player_bundle(
     """The trace as a player bundle: every step in every view named (VIEWS), de-duplicated, with its navigation and
     moment. title and about: what the run is, in words (a bundled trace's own; otherwise its settings). live: the
     run was just made on this machine (the round page's live run), so its times are called this machine's; a file
-    handed out, a bundled or an uploaded trace keeps the recorded wording."""
+    handed out, a bundled or an uploaded trace keeps the recorded wording. In its wire form (load_bundle decodes it)."""
     unknown = [v for v in views if v not in VIEWS]
     if unknown:
         raise PlayerFormatError(f"unknown player view(s) {', '.join(unknown)}: choose from {', '.join(VIEWS)}")
@@ -203,23 +205,27 @@ def player_bundle(
                 "views": {name: _rows(view, tables) for name, view in shown.items()},
             }
         )
-    return {
-        "format": FORMAT,
-        "version": VERSION,
-        "title": title or f"A run of {run_notes.settings_summary(trace.settings)}",
-        "about": about
-        or (f"A run of {run_notes.settings_summary(trace.settings)}, timed here." if live else recorded_about(trace)),
-        "rounds": len(trace.rounds),
-        "views": list(views),
-        "phase_titles": steps.PHASE_TITLES,
-        "html": tables.html,
-        "text": memo["spans"][1],
-        "templates": tables.templates,
-        "charts": tables.charts,
-        "datasets": tables.datasets,
-        "rows": tables.rows,
-        "steps": out,
-    }
+    return encoded(
+        {
+            "format": FORMAT,
+            "version": VERSION,
+            "title": title or f"A run of {run_notes.settings_summary(trace.settings)}",
+            "about": about
+            or (
+                f"A run of {run_notes.settings_summary(trace.settings)}, timed here." if live else recorded_about(trace)
+            ),
+            "rounds": len(trace.rounds),
+            "views": list(views),
+            "phase_titles": steps.PHASE_TITLES,
+            "html": tables.html,
+            "text": memo["spans"][1],
+            "templates": tables.templates,
+            "charts": tables.charts,
+            "datasets": tables.datasets,
+            "rows": tables.rows,
+            "steps": out,
+        }
+    )
 
 
 def recorded_about(trace: Trace) -> str:
@@ -232,7 +238,8 @@ def recorded_about(trace: Trace) -> str:
 
 @dataclass(frozen=True)
 class LoadedBundle:
-    """A bundle read back: the document itself, and its blocks expanded from the tables (as the player does)."""
+    """A bundle read back: the document decoded from its wire form, and its blocks expanded from the tables (as the
+    player does)."""
 
     doc: dict
 
@@ -266,7 +273,7 @@ class LoadedBundle:
 
 
 def load_bundle(source: str | bytes | dict) -> LoadedBundle:
-    """A bundle from its JSON text (or the dict), with its format and version checked."""
+    """A bundle from its JSON text (or the dict), with its format and version checked, decoded from its wire form."""
     try:
         doc = json.loads(source) if isinstance(source, str | bytes) else source
     except ValueError as exc:
@@ -281,12 +288,11 @@ def load_bundle(source: str | bytes | dict) -> LoadedBundle:
             f"a player bundle of version {doc.get('version')!r}: this specviz reads version {VERSION}; rebuild the "
             "bundle from its trace with this version"
         )
-    missing = [
-        key for key in ("html", "text", "templates", "charts", "datasets", "rows", "steps", "views") if key not in doc
-    ]
+    tables = ("strings", "html", "text", "templates", "values", "charts", "columns", "datasets", "rows", "steps")
+    missing = [key for key in (*tables, "views") if key not in doc]
     if missing:
         raise PlayerFormatError(f"a player bundle without its {', '.join(missing)}: rebuild it from its trace")
-    return LoadedBundle(doc)
+    return LoadedBundle(decoded(doc))
 
 
 def bundle_json(bundle: dict) -> str:
