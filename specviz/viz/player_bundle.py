@@ -25,6 +25,7 @@ from specviz.viz.player_wire import decoded, encoded
 from specviz.viz.text import TextParts, literal
 
 FORMAT, VERSION = "specviz.player", 3
+DOCUMENT_VERSION = 2  # the document without the wire form (what load_bundle decodes to): still read
 VIEWS = {  # view name -> its options (recorded timings: a bundle replays a finished run)
     "full": sv.ViewOptions(),
     "full+lecture": sv.ViewOptions(lecture=True),
@@ -296,7 +297,8 @@ class LoadedBundle:
 
 
 def load_bundle(source: str | bytes | dict) -> LoadedBundle:
-    """A bundle from its JSON text (or the dict), with its format and version checked, decoded from its wire form."""
+    """A bundle from its JSON text (or the dict), with its format and version checked, decoded from its wire form (a
+    version 2 bundle, the document itself, is read as it is)."""
     try:
         doc = json.loads(source) if isinstance(source, str | bytes) else source
     except ValueError as exc:
@@ -306,6 +308,8 @@ def load_bundle(source: str | bytes | dict) -> LoadedBundle:
         raise PlayerFormatError(
             f"not a player bundle: its format is {found!r}, not {FORMAT!r} (make one with specviz.viz.player_bundle)"
         )
+    if doc.get("version") == DOCUMENT_VERSION and isinstance(doc.get("steps"), list):
+        return LoadedBundle(doc)  # version 2 sent the document itself: read as it is
     if doc.get("version") != VERSION:
         raise PlayerFormatError(
             f"a player bundle of version {doc.get('version')!r}: this specviz reads version {VERSION}; rebuild the "

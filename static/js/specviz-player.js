@@ -85,7 +85,9 @@ data-rendered-ms say how long (browser tests read them). Classes are prefixed sp
 
   /** Why the player cannot read a document, or "" when it can. */
   function problem(doc) {
-    if (doc && doc.format === "specviz.player" && doc.version === 3 && Array.isArray(doc.steps)) return "";
+    const version = doc && doc.version; // 3 decoded by unpack; 2 was the document itself
+    const known = version === 3 || version === 2;
+    if (doc && doc.format === "specviz.player" && known && Array.isArray(doc.steps)) return "";
     const what = doc ? doc.format + " document of version " + doc.version : "empty document";
     return "This is a " + what + ", which this player does not read (rebuild it from its trace).";
   }

@@ -168,6 +168,8 @@ def test_a_document_that_is_not_a_bundle_of_this_version_is_refused_clearly():
         pb.load_bundle({"format": "specviz.trace"})
     with pytest.raises(PlayerFormatError, match="version 1: this specviz reads version 3"):
         pb.load_bundle({"format": pb.FORMAT, "version": 1})
+    old = pb.load_bundle({"format": pb.FORMAT, "version": 2, "steps": [], "html": ["<p>x</p>"]})
+    assert old.doc["html"] == ["<p>x</p>"]  # version 2 was the document itself: read as it is
     with pytest.raises(PlayerFormatError, match="without its"):
         pb.load_bundle({"format": pb.FORMAT, "version": pb.VERSION, "steps": []})
 
