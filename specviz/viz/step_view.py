@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import altair as alt
-
 from specviz import methods
+from specviz.core.lazy import lazy
 from specviz.core.trace import Node, Position, Round, Totals, Trace
 from specviz.viz import chart_templates, feature_flow, run_notes, steps
 from specviz.viz import round_charts as charts
@@ -39,6 +38,8 @@ from specviz.viz.text import (
     round_spans,
     visible,
 )
+
+alt = lazy("altair")
 
 # Block kinds: what a block holds and how it is drawn.
 MARKDOWN = "markdown"  # a sentence in Markdown (only **bold**; user text inert through viz.text.literal)
