@@ -199,10 +199,10 @@ def draft_matches(draft, kept, refs: list[tuple[list[int], list[int]]]) -> list[
     runs = []
     with torch.no_grad():
         for prompt, answer in refs:
-            x = torch.tensor([prompt + answer])
+            x = torch.tensor([prompt + answer], device=kept.device)
             logits = kept_logits(draft, x, torch.ones_like(x), kept)[0]  # (S, N)
             guess = kept[logits[len(prompt) - 1 : -1].argmax(-1)]
-            runs.append((guess == torch.tensor(answer)).numpy())
+            runs.append((guess == x[0, len(prompt) :]).cpu().numpy())
     return runs
 
 
@@ -237,7 +237,7 @@ def train_loop(module, step_fn: Callable, evaluate: Callable[[], dict], cfg: Loo
     run.mkdir(parents=True, exist_ok=True)
     ckpt, result_path = run / "ckpt.pt", run / "result.json"
     if result_path.exists():
-        module.load_state_dict(torch.load(run / "final.pt"), strict=False)
+        module.load_state_dict(torch.load(run / "final.pt", map_location="cpu"), strict=False)
         log(f"{cfg.name}: already trained ({result_path})")
         return json.loads(result_path.read_text())
     params = [p for p in module.parameters() if p.requires_grad]
@@ -246,7 +246,7 @@ def train_loop(module, step_fn: Callable, evaluate: Callable[[], dict], cfg: Loo
     state = {"step": 0, "elapsed": 0.0, "max_steps": cfg.steps, "history": []}
     trainable = lambda: {k: v for k, v in module.state_dict().items() if not k.endswith("embed_tokens.weight")}  # noqa: E731
     if ckpt.exists():
-        saved = torch.load(ckpt, weights_only=False)
+        saved = torch.load(ckpt, weights_only=False, map_location="cpu")
         module.load_state_dict(saved["module"], strict=False)
         opt.load_state_dict(saved["optimizer"])
         rng.bit_generator.state = saved["rng"]

@@ -98,9 +98,10 @@ def main(argv: list[str]) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
+    args.device = "cuda" if torch.cuda.is_available() else "cpu"
     log = make_logger(args.work_dir)
     log(f"train --pair {args.pair} {args.stage}: target {args.target}, work {args.work_dir}, out {args.out_dir}, "
-        f"threads {torch.get_num_threads()}, cpu {torch.backends.cpu.get_cpu_capability()}")  # fmt: skip
+        f"device {args.device}, threads {torch.get_num_threads()}, cpu {torch.backends.cpu.get_cpu_capability()}")  # fmt: skip
     from . import pair_stages
 
     for stage in STAGES if args.stage == "all" else (args.stage,):

@@ -34,7 +34,7 @@ def load_target(args, dtype_name: str = "float32"):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    target = AutoModelForCausalLM.from_pretrained(args.target, dtype=getattr(torch, dtype_name)).eval()
+    target = AutoModelForCausalLM.from_pretrained(args.target, dtype=getattr(torch, dtype_name)).eval().to(args.device)
     for p in target.parameters():
         p.requires_grad_(False)
     return target, AutoTokenizer.from_pretrained(args.target)
@@ -60,7 +60,11 @@ def heldout_refs(args, work: Path, target, tokenizer, log) -> list[tuple[list[in
         for item in heldout_prompts(args.heldout):
             ids = chat_ids(tokenizer, item["prompt"])
             out = target.generate(
-                torch.tensor([ids]), max_new_tokens=HELDOUT_TOKENS, do_sample=False, eos_token_id=eot, pad_token_id=eot
+                torch.tensor([ids], device=target.device),
+                max_new_tokens=HELDOUT_TOKENS,
+                do_sample=False,
+                eos_token_id=eot,
+                pad_token_id=eot,
             )
             rows.append({"kind": item.get("kind", ""), "prompt_ids": ids, "answer_ids": out[0, len(ids) :].tolist()})
     path.write_text(json.dumps(rows))
@@ -120,7 +124,8 @@ def stage_draft(args, work: Path, log) -> None:
     kept = torch.from_numpy(kept_np)
     index_of = np.full(vocab, -1, dtype=np.int64)
     index_of[kept_np] = np.arange(len(kept_np))
-    draft = new_draft(target, args.draft_layers)
+    draft = new_draft(target, args.draft_layers).to(args.device)
+    kept = kept.to(args.device)
     del target
     n_train = sum(p.numel() for p in draft.parameters() if p.requires_grad)
     log(
@@ -130,7 +135,7 @@ def stage_draft(args, work: Path, log) -> None:
 
     def step(rng):
         picks = rng.integers(0, len(shards.tokens), size=args.batch)
-        x, mask, rows, cols, ids, probs = batch_of(shards, picks, args.context, index_of)
+        x, mask, rows, cols, ids, probs = (t.to(args.device) for t in batch_of(shards, picks, args.context, index_of))
         return distill_loss(kept_logits(draft, x, mask, kept), rows, cols, ids, probs)
 
     cfg = LoopConfig(
@@ -181,7 +186,7 @@ def stage_eagle3(args, work: Path, log) -> None:
     counts, kept_np, _ = draft_vocab(args, work, shards, vocab, end_of_turn(tokenizer), log)
     if args.eagle3_vocab:
         kept_np = kept_ids(counts, args.eagle3_vocab, always=(end_of_turn(tokenizer),))
-    head = new_head3(target, torch.from_numpy(kept_np), seed=args.seed)
+    head = new_head3(target, torch.from_numpy(kept_np).to(args.device), seed=args.seed)
     init_from_target(head, target)
     flat = np.concatenate(shards.tokens)  # the samples back to back: windows cross sample boundaries, as in train-tiny
     held = np.concatenate([np.asarray(p + a) for p, a in refs])
@@ -195,16 +200,16 @@ def stage_eagle3(args, work: Path, log) -> None:
         module=head,
         losses=lambda x: ttt_losses(head, target, x),
         part_names=("ce0", "greedy0"),
-        evaluate=lambda: evaluate_head3(head, target, windows, "cpu"),
+        evaluate=lambda: evaluate_head3(head, target, windows, args.device),
         minutes=args.minutes,
         steps=args.steps,
         lr=args.lr,
         notes={"draft_vocab_size": len(kept_np), "layers_read": list(head.layers_read), "init": "target"},
     )
-    result = train_head(job, hargs, work, flat, "cpu", log)
+    result = train_head(job, hargs, work, flat, args.device, log)
     directory = save_head3(head, args.out_dir / "eagle3")
     shipped = load_head3(directory, target, "the pair's target").to(torch.float32)
-    result["held_out_shipped"] = evaluate_head3(shipped, target, windows, "cpu")
+    result["held_out_shipped"] = evaluate_head3(shipped, target, windows, args.device)
     (directory / "training.json").write_text(json.dumps(result, indent=2) + "\n")
     size = sum(p.stat().st_size for p in directory.iterdir()) / 1e6
     log(f"eagle3: exported {directory} ({size:.1f} MB); held out: {json.dumps(result['held_out_shipped'])}")
