@@ -184,7 +184,11 @@ def generate_data(target, tokenizer, data_dir: Path, cfg: DataConfig, heldout: s
     while have < cfg.tokens and time.time() - t0 < cfg.minutes * 60:
         index = len(shard_paths(data_dir))
         seed = cfg.seed + 1000 * index
+        t_shard = time.time()
         prompts = write_prompts(target, tokenizer, cfg.batch, cfg.prompt_tokens, eot, seed)
+        log(
+            f"data: shard {index}: {len(prompts)} prompts written in {time.time() - t_shard:.0f} s, e.g. {prompts[0]!r}"
+        )
         kept = [p for p in prompts if p and p not in heldout]  # an empty or held-out prompt is not trained on
         dropped += len(prompts) - len(kept)
         rows = [chat_ids(tokenizer, p) for p in kept]
