@@ -62,6 +62,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from specviz.train import main as train_main
 
         return train_main(argv[1:])
+    if argv[:1] == ["train"]:
+        from specviz.train.pair import main as train_pair_main
+
+        return train_pair_main(argv[1:])
     args = (export_parser() if argv[:1] == ["export-html"] else build_parser()).parse_args(argv)
     try:
         resolve_pair(args)
@@ -157,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_pairs_parser(commands)
     add_bench_player_parser(commands)
     commands.add_parser("train-tiny", help="build the bundled model pair (see python -m specviz train-tiny --help)")
+    commands.add_parser("train", help="train drafters for a real pair (see python -m specviz train --help)")
     return parser
 
 
