@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-WARNING, CAPTION = "warning", "caption"
+WARNING, CAPTION, SUCCESS, ERROR = "warning", "caption", "success", "error"  # st.warning, st.caption, …
 
 
 @dataclass(frozen=True)
 class Note:
-    """One line for a page: `level` is WARNING (st.warning) or CAPTION (st.caption)."""
+    """One line for a page: `level` says how it is drawn (WARNING, CAPTION, SUCCESS or ERROR)."""
 
     level: str
     text: str
