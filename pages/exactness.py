@@ -22,7 +22,7 @@ sections.show_two_tokens()
 # ---- the shop model --------------------------------------------------------------------------------------------------
 st.header("2. The shop model: Monte Carlo vs enumeration")
 st.caption(LESSON["shop"])
-shop = sections.show_shop_inputs()
+shop = sections.show_shop_section()
 
 # ---- bug switches ----------------------------------------------------------------------------------------------------
 st.header("3. Bug switches")

@@ -94,7 +94,7 @@ def show_two_tokens() -> None:
     )
 
 
-def show_shop_inputs() -> Shop:
+def show_shop_section() -> Shop:
     """The editable target and draft tables, K, samples and seed; then Monte Carlo against enumeration (the page stops
     with a message on a table that is not a chain)."""
     preset = st.selectbox("Draft preset", list(PRESETS), key="draft_preset")
@@ -122,11 +122,11 @@ def show_shop_inputs() -> Shop:
     except (SpecvizError, ValueError) as exc:
         st.error(str(exc))
         st.stop()
-    show_shop(given, experiment)
+    show_shop_results(given, experiment)
     return given
 
 
-def show_shop(given: Shop, experiment: lab.ShopExperiment) -> None:
+def show_shop_results(given: Shop, experiment: lab.ShopExperiment) -> None:
     """Monte Carlo against enumeration on the shop model: the gaps, the χ² test, passes per 64 events."""
     alphas = lab.chain_alpha(*(lab.chain_from_rows(r) for r in (given.target_rows, given.draft_rows)))
     st.caption(words.alpha_words(alphas))
