@@ -598,7 +598,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
     print(ranking_table(ranked))
     for line in best_lines(ranked):
         print(line)
-    spec_bench = spec_bench_report(ranked, results, rows, args)
+    spec_bench = spec_bench_report(ranked, results, rows, args, skipped)
     if base.k_schedule != schedule.CONSTANT:
         print(f"K schedule: {schedule.label(base)} (K = {', '.join(map(str, ks))} is its start or cap)")
     print(

@@ -129,7 +129,7 @@ def conversation(pair: ModelPair, turns, answer: str, chat: bool) -> str:
     return pair.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
 
-def spec_bench_report(ranked, results, rows, args: argparse.Namespace) -> dict | None:
+def spec_bench_report(ranked, results, rows, args: argparse.Namespace, skipped=()) -> dict | None:
     """For Spec-Bench rows: print each category's best method, the comparison with the published table and the
     prefill apart from decoding; return the JSON section (None for other workloads)."""
     from specviz.measure.spec_bench import is_spec_bench, published_tables, spec_bench_document
@@ -145,6 +145,7 @@ def spec_bench_report(ranked, results, rows, args: argparse.Namespace) -> dict |
         "seed": getattr(args, "seed", 0),
         "second_turn": bool(getattr(args, "second_turn", False)),
         "question_ids": [row.row_id for row in rows],
+        "skipped": list(skipped),  # "question N: why" for each row the pair could not run (too long for its context)
     }
     doc = spec_bench_document(ranked, results, table, sampled)
     for line in report_lines(doc, table):

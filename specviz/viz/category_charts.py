@@ -158,7 +158,7 @@ def flip_charts(ranked: Sequence[dict], table: Published | None = None) -> list[
 def _flip_chart(frame: pd.DataFrame, panel: str) -> alt.LayerChart:
     """One panel of flip_charts."""
     order = [CATEGORY_WORDS[c] for c in CATEGORIES]
-    base = alt.Chart(frame, title=f"Speedup by category, ranked within each ({panel})").encode(
+    base = alt.Chart(frame).encode(
         x=alt.X("category:N", sort=order, title="Spec-Bench category", axis=alt.Axis(labelAngle=0)),
         y=alt.Y("method:N", title=None, sort=alt.EncodingSortField("speedup", op="mean", order="descending")),
     )
@@ -174,4 +174,5 @@ def _flip_chart(frame: pd.DataFrame, panel: str) -> alt.LayerChart:
     text = base.mark_text(fontSize=12).encode(
         text="label:N", color=alt.condition("datum.rank <= 2", alt.value("white"), alt.value("black"))
     )
-    return (rect + text).properties(height=28 * max(1, frame["method"].nunique()) + 20)
+    title = f"Speedup by category, ranked within each ({panel})"
+    return (rect + text).properties(title=title, height=28 * max(1, frame["method"].nunique()) + 20)
