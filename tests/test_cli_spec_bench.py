@@ -65,3 +65,22 @@ def test_second_turn_puts_the_targets_own_first_answer_before_the_second_turn(mo
     assert run["prompt"].startswith(first + "\n\n") and run["prompt"].endswith("\n\n" + second)
     assert len(run["prompt"]) > len(first) + len(second) + 4  # the target's answer sits between them
     assert doc["spec_bench"]["sample"]["second_turn"] is True
+
+
+def test_the_server_commands_read_the_same_workload_options():
+    """measure --server and the load sweep read their rows through selected_workload: by name, filtered, sampled."""
+    from argparse import Namespace
+
+    import pytest
+
+    from specviz.cli.workloads import selected_workload
+    from specviz.errors import SpecvizError
+
+    args = Namespace(prompts_file=None, workload="spec-bench", per_category=3, category=["math_reasoning"], seed=7)
+    rows = selected_workload(args).rows
+    assert len(rows) == 3 and {r.tag for r in rows} == {"math_reasoning"}
+    assert rows == selected_workload(args).rows  # the same seed draws the same rows
+    args = Namespace(prompts_file="code", workload=None, per_category=None, category=[], seed=0)
+    assert len(selected_workload(args).rows) == 20  # not Spec-Bench: every row by default
+    with pytest.raises(SpecvizError, match="Two workloads given"):
+        selected_workload(Namespace(prompts_file="code", workload="prose", per_category=None, category=[], seed=0))
