@@ -173,12 +173,14 @@ def report_lines(doc: dict, table) -> list[str]:
         if len(entry["methods"]) > 1:
             rho = "n/a" if entry["rho"] is None else f"{entry['rho']:+.2f}"
             lines.append(f"  ranking in {entry['category']} ({', '.join(entry['methods'])}): ρ {rho}")
-    lines.append("  prefill apart from decoding (mean per run):")
+    lines.append(
+        "  prefill apart from decoding (mean per run; before round 1 = the prompt's prefill and the drafter's set-up):"
+    )
     for row in doc["prefill"]:
         decode = "-" if row["decode_tokens_per_s"] is None else f"{row['decode_tokens_per_s']:.1f} tokens/s"
         lines.append(
             f"    {row['category']:<15} {row['method']:<12} prompt {row['prompt_chars']:,.0f} chars, "
-            f"prefill {row['prefill_s']:.2f} s, decode {decode}"
+            f"before round 1 {row['prefill_s']:.2f} s, decode {decode}"
         )
     return lines
 

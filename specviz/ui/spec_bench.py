@@ -107,5 +107,8 @@ def results_section(ranked: Sequence[dict], records: Sequence) -> None:
         render.show_table(st, charts.agreement_frame(profile))
     else:
         st.caption("No measured method is in the published table (it has no suffix decoding and no early exit).")
-    st.markdown("**Prefill apart from decoding** (a 3,000-character prompt costs a real prefill)")
+    st.markdown(
+        "**Prefill apart from decoding** (a 3,000-character prompt costs a real prefill): the seconds before round 1 "
+        "hold the prompt's prefill and the drafter's set-up (a head reading the prompt's features, a suffix tree)"
+    )
     render.show_table(st, charts.prefill_frame(prefill_split(records)))
