@@ -30,6 +30,13 @@ from specviz.cli.pairs import add_pairs_parser
 from specviz.cli.remote import add_server_arguments, check_server_options, cmd_measure_server, collect
 from specviz.cli.serve import add_serve_parser
 from specviz.cli.theory import add_theory_parser
+from specviz.cli.workloads import (
+    add_workload_arguments,
+    second_turns,
+    selected_workload,
+    spec_bench_report,
+    with_section,
+)
 from specviz.core import schedule
 from specviz.core.settings import (
     AUTO_THREADS,
@@ -108,7 +115,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print the full trace as JSON (format specviz.trace v1)")
     run.set_defaults(handler=cmd_run)
     measure = commands.add_parser("measure", help="measure acceptance and speedup on a file of prompts")
-    measure.add_argument("prompts_file", help=".jsonl ({prompt, tag} per line), .csv (prompt[,tag] columns) or .txt")
+    measure.add_argument(
+        "prompts_file",
+        nargs="?",
+        help=".jsonl ({prompt, tag} or Spec-Bench's {question_id, category, turns} per line), .csv (prompt[,tag] "
+        "columns) or .txt; or a bundled workload's name (or give --workload)",
+    )
+    add_workload_arguments(measure)
     add_model_arguments(measure)
     add_sampling_arguments(measure)
     choices = ", ".join(methods.PROPOSERS)
@@ -515,7 +528,7 @@ def _exit_lanes_that_fit(pair: ModelPair, lanes: tuple[str, ...], base: RunSetti
 def cmd_measure(args: argparse.Namespace) -> int:
     from specviz.measure.lanes import run_method
     from specviz.measure.local import step_costs
-    from specviz.measure.prompts import read_workload, tags_found
+    from specviz.measure.prompts import tags_found
     from specviz.measure.ranking import best_lines, ranking
     from specviz.measure.recommend import judge, verdict_document, verdict_line
     from specviz.measure.summary import results_csv, results_json, summarize
@@ -552,7 +565,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
     if args.repeats < 1:
         raise SpecvizError("--repeats must be at least 1.")
     base = settings_from(args, methods.DRAFT if family else method_names[0])
-    workload = read_workload(args.prompts_file)
+    workload = selected_workload(args)
     for problem in workload.problems:
         print(f"skipped {problem}", file=sys.stderr)
     if family:
@@ -560,8 +573,9 @@ def cmd_measure(args: argparse.Namespace) -> int:
     else:
         pair = load_for(args, method_names)
     base = with_draft_vocab(base, args, pair)
+    asked = second_turns(args, pair, workload.rows, base)
     rows, skipped = runnable_rows(
-        pair, chat_rows(args, pair, workload.rows), [replace(base, method=name) for name in method_names]
+        pair, chat_rows(args, pair, asked), [replace(base, method=name) for name in method_names]
     )
     for problem in skipped:
         print(f"skipped {problem}", file=sys.stderr)
@@ -589,6 +603,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
     print(ranking_table(ranked))
     for line in best_lines(ranked):
         print(line)
+    spec_bench = spec_bench_report(ranked, results, rows, args, skipped)
     if base.k_schedule != schedule.CONSTANT:
         print(f"K schedule: {schedule.label(base)} (K = {', '.join(map(str, ks))} is its start or cap)")
     print(
@@ -603,7 +618,12 @@ def cmd_measure(args: argparse.Namespace) -> int:
     meta, verdict = {"methods": method_names, "ks": ks, **pair.describe()}, verdict_document(verdicts)
     written = write_all(
         [
-            (args.json_out, lambda: results_json(results, base, meta, costs, args.seed, verdict, ranked)),
+            (
+                args.json_out,
+                lambda: with_section(
+                    results_json(results, base, meta, costs, args.seed, verdict, ranked), "spec_bench", spec_bench
+                ),
+            ),
             (args.csv_out, lambda: results_csv(results, verdict, meta, ranked)),
         ]
     )

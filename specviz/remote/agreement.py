@@ -171,10 +171,19 @@ def main(argv: list[str] | None = None) -> int:
     from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET, load_pair
     from specviz.measure.local import engine_source
     from specviz.measure.prompts import read_workload
+    from specviz.measure.spec_bench import sample_per_category, select_categories
     from specviz.remote.vllm import connect
 
     parser = argparse.ArgumentParser(prog="python -m specviz.remote.agreement", description=__doc__.split("\n")[0])
-    parser.add_argument("prompts_file")
+    parser.add_argument(
+        "prompts_file", nargs="?", help="a workload file, or a bundled workload's name (spec-bench, ...)"
+    )
+    parser.add_argument("--workload", help="the same as the positional file: a bundled workload's name or a file")
+    parser.add_argument(
+        "--per-category", type=int, default=0, help="N rows of each category, drawn by --seed (0 = all)"
+    )
+    parser.add_argument("--category", action="append", default=[], help="only this category (repeatable)")
+    parser.add_argument("--seed", type=int, default=0, help="draws the --per-category sample")
     parser.add_argument("--server", required=True)
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--limit", type=int, default=0, help="first N prompts only (0 = all)")
@@ -188,9 +197,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--head", help="the feature head directory the server drafts with (default: beside the target)")
     parser.add_argument("--json", dest="json_out", help="write per-prompt results here")
     args = parser.parse_args(argv)
+    if not (args.prompts_file or args.workload):
+        parser.error("give a workload: a file, or --workload NAME")
     server = connect(args.server, method=args.method)
     pair = load_pair(args.target, args.draft, device="cpu", dtype="float32", head=args.head)
-    rows = read_workload(args.prompts_file).rows
+    rows = read_workload(args.workload or args.prompts_file).rows
+    rows = sample_per_category(select_categories(rows, args.category), args.per_category, args.seed)
     rows = rows[: args.limit] if args.limit else rows
     settings = server.settings(RunSettings(max_new_tokens=args.max_new_tokens, stop_at_eos=False))
     results = []
