@@ -31,7 +31,7 @@ from specviz.core.settings import RunSettings
 
 @dataclass(frozen=True)
 class Agreement:
-    steps: int  # the server's verify steps compared: placed at a token where specviz started a round, not past the limit
+    steps: int  # the server's verify steps compared: placed where a specviz round starts, not past the limit
     same: int  # of them, the ones specviz also ran: same first token, same drafts, same accepted count
     first_same: int | None  # index (among those steps) of the first one specviz also ran
     same_after_first: int  # steps from first_same on that agree
@@ -139,9 +139,7 @@ AFTER_IN_LINE = (
     "after the engines lined up: a different draft or accepted count means different numbers: half precision "
     "(bfloat16 / float16) on either side, where a near-tie can flip a token, or a different pair"
 )
-INSIDE_A_ROUND = (
-    "starts inside a specviz round (after a different accepted count): no specviz step to compare it with"
-)
+INSIDE_A_ROUND = "starts inside a specviz round (after a different accepted count): no specviz step to compare it with"
 NOT_PLACED = (
     "where this step started is not known: vLLM does not say where its steps without a draft fell (not compared)"
 )

@@ -128,7 +128,7 @@ def test_place_asks_missed_at_inside_a_specviz_round_and_gives_up_without_it():
 
 
 def test_a_different_accepted_count_after_a_placed_miss_is_a_difference():
-    from specviz.remote.agreement import DIFFERENT, NOT_COMPARABLE, SAME, place
+    from specviz.remote.agreement import DIFFERENT, NOT_COMPARABLE, place
 
     # specviz: 0 drafts 4 accepts 0; 1 misses; 2 drafts 4 accepts 3 (2-5); 6 drafts 4 accepts 4 (6-10)
     local = record("specviz", (4, 0, 4, 4), (0, 0, 3, 4), (1, 1, 4, 5))
