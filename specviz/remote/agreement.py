@@ -268,7 +268,7 @@ def ngram_misses(pair, settings: RunSettings) -> MissedAt:
 
 def main(argv: list[str] | None = None) -> int:
     from specviz.engine.catalogue import DEFAULT_PAIR, PAIR_NAMES, find_pair
-    from specviz.engine.models import load_pair
+    from specviz.engine.models import load_pair, recorded_name
     from specviz.errors import SpecvizError
     from specviz.measure.local import engine_source
     from specviz.measure.prompts import read_workload, wrapped_rows
@@ -319,8 +319,9 @@ def main(argv: list[str] | None = None) -> int:
             f"vLLM {served.tokens_per_s:6.1f} tok/s",
             file=sys.stderr,
         )
+    described = server.describe()
     summary = {
-        "server": server.describe(),
+        "server": {**described, "model": recorded_name(described.get("model"))},  # no home directory in the file
         "pair": spec.key,
         "chat": spec.chat and not args.raw,
         "prompts": len(results),
