@@ -60,9 +60,9 @@ SAME, DIFFERENT, NOT_COMPARABLE = "same", "different", "not comparable"
 
 @dataclass(frozen=True)
 class Placed:
-    """One of the server's verify steps at the output token where it started (None: not known)."""
+    """One of the server's verify steps at the output token where it started."""
 
-    start: int | None
+    start: int
     drafted: int
     accepted: int
     verdict: str  # SAME, DIFFERENT (specviz started a round there and ran another step) or NOT_COMPARABLE
@@ -76,32 +76,20 @@ def place(
 
     vLLM lists only the steps that drafted: its steps without a draft (an n-gram or suffix miss) each commit one token
     at places it does not say (its record lists them after the prefill). Greedy, a miss is a function of the tokens
-    before it, so it falls where specviz's round missed too; where specviz has no round starting at a token,
-    missed_at(token) says whether the lookup finds nothing there (None: not known, and from there no step is placed).
-    A step that starts inside a specviz round (before the engines line up, or after a different accepted count) has
-    no round to be compared with: NOT_COMPARABLE, not a failure.
+    before it (and, for suffix decoding, of the earlier requests), so it falls where specviz's round missed too; where
+    specviz has no round starting at a token, missed_at(token) says whether the lookup finds nothing there, and
+    without it the step is taken to have drafted there. A step that starts inside a specviz round (before the engines
+    line up, or after a different accepted count) has no round to be compared with: NOT_COMPARABLE, not a failure.
+    Returns the placed steps and the misses left unplaced (0 when every miss found its place).
     """
     ours = {start: (drafted, accepted) for start, drafted, accepted in rounds_of(local)}
-    left = served.meta.get("rounds_without_drafts", 0)
-    lost, placed = False, []
+    left, placed = served.meta.get("rounds_without_drafts", 0), []
     for start, drafted, accepted in spans(served):
         at = start - left  # its record put every miss after the prefill: those not placed yet come after this step
-        while left and not lost:
-            missed = ours[at][0] == 0 if at in ours else (missed_at(at) if missed_at else None)
-            if missed is None:
-                lost = True
-            elif missed:
-                at, left = at + 1, left - 1
-            else:
-                break
-        if lost:
-            placed.append(Placed(None, drafted, accepted, NOT_COMPARABLE))
-            continue
+        while left and (ours[at][0] == 0 if at in ours else bool(missed_at and missed_at(at))):
+            at, left = at + 1, left - 1
         mine = ours.get(at)
-        if mine is None:
-            verdict = NOT_COMPARABLE
-        else:
-            verdict = SAME if mine == (drafted, accepted) else DIFFERENT
+        verdict = NOT_COMPARABLE if mine is None else (SAME if mine == (drafted, accepted) else DIFFERENT)
         placed.append(Placed(at, drafted, accepted, verdict))
     return placed, left
 
@@ -114,7 +102,7 @@ def compare(
     if served.per_round_drafted is None or local.per_round_drafted is None:
         raise ValueError("both runs need per-round counts (the server's per-request metrics at the detailed level)")
     placed, _ = place(served, local, missed_at)
-    inside = [p for p in placed if p.start is None or p.start + p.drafted + 1 <= max_new_tokens]
+    inside = [p for p in placed if p.start + p.drafted + 1 <= max_new_tokens]
     compared = [p.verdict == SAME for p in inside if p.verdict != NOT_COMPARABLE]
     first = compared.index(True) if True in compared else None
     return Agreement(
@@ -140,19 +128,15 @@ AFTER_IN_LINE = (
     "(bfloat16 / float16) on either side, where a near-tie can flip a token, or a different pair"
 )
 INSIDE_A_ROUND = "starts inside a specviz round (after a different accepted count): no specviz step to compare it with"
-NOT_PLACED = (
-    "where this step started is not known: vLLM does not say where its steps without a draft fell (not compared)"
-)
 
 
 def side_by_side(
     served: RunRecord, local: RunRecord, max_new_tokens: int, missed_at: Callable[[int], bool] | None = None
 ) -> list[dict]:
     """Per output position where either engine started a verify step: both engines' drafted and accepted counts,
-    whether they are the same step, and why not (the reasons above). vLLM's steps whose start is not known close the
-    list, without a position."""
+    whether they are the same step, and why not (the reasons above)."""
     placed, _ = place(served, local, missed_at)
-    theirs = {p.start: (p.drafted, p.accepted) for p in placed if p.start is not None}
+    theirs = {p.start: (p.drafted, p.accepted) for p in placed}
     ours = {start: (d, a) for start, d, a in spans(local)}
     compared = [s for s, (d, _) in theirs.items() if s + d + 1 <= max_new_tokens and s in ours]
     first = min((s for s in compared if theirs[s] == ours.get(s)), default=None)
@@ -173,11 +157,10 @@ def side_by_side(
         else:
             why = AFTER_IN_LINE
         rows.append(_row(start, mine, yours, same, why))
-    rows += [_row(None, (p.drafted, p.accepted), None, False, NOT_PLACED) for p in placed if p.start is None]
     return rows
 
 
-def _row(start: int | None, mine, yours, same: bool, why: str) -> dict:
+def _row(start: int, mine, yours, same: bool, why: str) -> dict:
     return {
         "starts at token": start,
         "vLLM drafted": None if mine is None else mine[0],
