@@ -98,11 +98,12 @@ def compare(
     served: RunRecord, local: RunRecord, max_new_tokens: int, missed_at: Callable[[int], bool] | None = None
 ) -> Agreement:
     """The served run's verify steps against the local run's rounds (both need per-round counts), placed by `place`;
-    the steps that could reach past max_new_tokens are left out (vLLM drafts K and cuts, specviz stops drafting)."""
+    the steps that could reach past max_new_tokens are left out: there vLLM still asks for K drafts and cuts, while
+    specviz asks its drafter for fewer (n-gram and suffix drafts can then differ, and a draft model's do)."""
     if served.per_round_drafted is None or local.per_round_drafted is None:
         raise ValueError("both runs need per-round counts (the server's per-request metrics at the detailed level)")
     placed, _ = place(served, local, missed_at)
-    inside = [p for p in placed if p.start + p.drafted + 1 <= max_new_tokens]
+    inside = [p for p in placed if p.start + served.k + 1 <= max_new_tokens]  # specviz's budget was K there
     compared = [p.verdict == SAME for p in inside if p.verdict != NOT_COMPARABLE]
     first = compared.index(True) if True in compared else None
     return Agreement(
