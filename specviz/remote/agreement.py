@@ -250,6 +250,21 @@ def ngram_misses(pair, settings: RunSettings) -> MissedAt:
     return for_run
 
 
+def remembered(pair, settings: RunSettings):
+    """What suffix decoding remembers before the first prompt, as the server's global tree does: the connection
+    check's probe completion ("def", greedy, PROBE_TOKENS tokens; remote/vllm.py). None for the other methods."""
+    if settings.method != methods.SUFFIX:
+        return None
+    from specviz.core.suffix_tree import SuffixMemory
+    from specviz.measure.lanes import run_method
+    from specviz.remote.vllm import PROBE_TOKENS
+
+    memory = SuffixMemory()
+    probe = replace(settings, max_new_tokens=PROBE_TOKENS, stop_at_eos=True)
+    run_method(pair, "def", probe, methods.SUFFIX, memory=memory)
+    return memory
+
+
 def main(argv: list[str] | None = None) -> int:
     from specviz.engine.catalogue import DEFAULT_PAIR, PAIR_NAMES, find_pair
     from specviz.engine.models import load_pair, recorded_name
@@ -292,7 +307,8 @@ def main(argv: list[str] | None = None) -> int:
     settings = server.settings(RunSettings(max_new_tokens=args.max_new_tokens, stop_at_eos=False))
     misses = ngram_misses(pair, settings) if settings.method == methods.NGRAM else None
     results = []
-    for run in compare_engines(engine_source(pair), server.run, rows, settings, missed_at=misses):
+    local = engine_source(pair, remembered(pair, settings))
+    for run in compare_engines(local, server.run, rows, settings, None, misses):
         found, local, served = run.found, run.local, run.served
         speeds = {"local_tokens_per_s": local.tokens_per_s, "served_tokens_per_s": served.tokens_per_s}
         # the steps side by side under their own key: "steps" is Agreement's count, which the summary adds up
