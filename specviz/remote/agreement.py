@@ -307,8 +307,8 @@ def main(argv: list[str] | None = None) -> int:
     settings = server.settings(RunSettings(max_new_tokens=args.max_new_tokens, stop_at_eos=False))
     misses = ngram_misses(pair, settings) if settings.method == methods.NGRAM else None
     results = []
-    local = engine_source(pair, remembered(pair, settings))
-    for run in compare_engines(local, server.run, rows, settings, None, misses):
+    source = engine_source(pair, remembered(pair, settings))
+    for run in compare_engines(source, server.run, rows, settings, None, misses):
         found, local, served = run.found, run.local, run.served
         speeds = {"local_tokens_per_s": local.tokens_per_s, "served_tokens_per_s": served.tokens_per_s}
         # the steps side by side under their own key: "steps" is Agreement's count, which the summary adds up
