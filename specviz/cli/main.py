@@ -242,6 +242,8 @@ def resolve_pair(args: argparse.Namespace) -> None:
         args.chat = uses_chat(args.target) and not args.raw
         return
     spec = find_pair(args.pair or DEFAULT_PAIR)
+    if getattr(args, "exit_layer", DEFAULT_EXIT_LAYER) is None:
+        args.exit_layer = spec.exit_layer  # early exit's E measured best on this target
     if spec.installed() is None:
         print(f"converting {spec.key} to {spec.target_source} once (about half a minute)", file=sys.stderr, flush=True)
     args.target, draft = spec.sources()
@@ -250,6 +252,8 @@ def resolve_pair(args: argparse.Namespace) -> None:
 
 
 def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
+    from specviz.engine.catalogue import SMOLLM2_EXIT_LAYER
+
     parser.add_argument("--k", default="4", help="draft tokens per round (1-16); measure takes a list like 2,4,8")
     parser.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
     parser.add_argument("--top-k", type=int, default=0, help="0 = off")
@@ -262,10 +266,11 @@ def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--exit-layer",
         type=int,
-        default=DEFAULT_EXIT_LAYER,
+        default=None,
         metavar="E",
         help=f"{methods.EARLY_EXIT}: draft with the target's own first E layers, its final norm and LM head "
-        f"(from 1 to L - 1; the bundled target has L = 10; default {DEFAULT_EXIT_LAYER})",
+        f"(from 1 to L - 1; default the pair's: pystdlib {DEFAULT_EXIT_LAYER} of 10 layers, smollm2 "
+        f"{SMOLLM2_EXIT_LAYER} of 30)",
     )
     parser.add_argument(
         "--forward",

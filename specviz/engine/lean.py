@@ -51,12 +51,15 @@ def chosen_forward(choice: str, model: PreTrainedModel, needs_hf: str | None = N
 
 @dataclass(frozen=True)
 class Matrix:
-    """One linear map as the lean pass applies it. A single row (a decoding step) goes through the input-major copy
-    (in, out): x @ W reads it in the order a CPU's matrix-vector kernel streams fastest (about 1.4x MKL's speed on the
-    (out, in) layout nn.Linear keeps). Several rows (a verify, tree or prefill pass) go through oneDNN's packed copy:
-    MKL's small matrix products cost nearly one matrix-vector product per row on the AMD EPYC measured (5 rows of
-    the bundled target's LM head: 861 µs against 156 µs packed), which made a verify pass over K + 1 tokens cost
-    1.6 steps. No packed copy off the CPU or where oneDNN cannot run: every pass then takes x @ W."""
+    """One linear map as the lean pass applies it. In float32 a single row (a decoding step) goes through the
+    input-major copy (in, out): x @ W reads it in the order a CPU's matrix-vector kernel streams fastest (about 1.4x
+    MKL's speed on the (out, in) layout nn.Linear keeps). Several rows (a verify, tree or prefill pass) go through
+    oneDNN's packed copy: MKL's small matrix products cost nearly one matrix-vector product per row on the AMD EPYC
+    measured (5 rows of the bundled target's LM head: 861 µs against 156 µs packed), which made a verify pass over
+    K + 1 tokens cost 1.6 steps. In bfloat16 every pass, a single row too, goes through the packed copy: MKL has no
+    fast bfloat16 matrix-vector kernel (smollm2's tied head, one row, on the AMD EPYC with avx512_bf16: x @ W
+    30.6 ms, oneDNN packed 13.3 ms). No packed copy off the CPU or where oneDNN cannot run: every pass then takes
+    x @ W."""
 
     weight: torch.Tensor  # (in, out)
     bias: torch.Tensor | None  # (out,)
@@ -64,7 +67,7 @@ class Matrix:
 
     def times(self, x: torch.Tensor, residual: torch.Tensor | None = None) -> torch.Tensor:
         """x (L, in) @ W + bias + residual."""
-        if self.packed is not None and x.shape[0] > 1:
+        if self.packed is not None and (x.shape[0] > 1 or x.dtype != torch.float32):
             y = torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [], "")
             return y if residual is None else y.add_(residual)
         return _times(x, self.weight, self.bias, residual)
@@ -73,27 +76,33 @@ class Matrix:
 PACK_ROWS = 8  # the row count oneDNN packs for: a verify pass over K + 1 tokens, a tree level, a prompt's rows
 
 
+PACKED_DTYPES = (torch.float32, torch.bfloat16)  # the precisions oneDNN's packed linear runs on a CPU
+
+
 def packed_copy(weight: torch.Tensor) -> torch.Tensor | None:
-    """oneDNN's packed copy of an input-major (in, out) float32 CPU matrix, or None where there is none to make."""
-    if weight.device.type != "cpu" or weight.dtype != torch.float32 or not onednn_packs():
+    """oneDNN's packed copy of an input-major (in, out) float32 or bfloat16 CPU matrix, or None where there is none
+    to make."""
+    if weight.device.type != "cpu" or weight.dtype not in PACKED_DTYPES or not onednn_packs(weight.dtype):
         return None
     return torch.ops.mkldnn._reorder_linear_weight(weight.t().contiguous(), PACK_ROWS)
 
 
-_ONEDNN: list[bool] = []  # whether this torch build packs and applies oneDNN linear weights, tried once
+_ONEDNN: dict[torch.dtype, bool] = {}  # whether this torch build packs and applies oneDNN weights, per dtype
 
 
-def onednn_packs() -> bool:
-    """Whether oneDNN's packed linear runs here and agrees with x @ W on a small case (tried once per process)."""
-    if not _ONEDNN:
+def onednn_packs(dtype: torch.dtype = torch.float32) -> bool:
+    """Whether oneDNN's packed linear runs here in this dtype and agrees with x @ W on a small case (tried once per
+    process and dtype: a CPU without bfloat16 support may refuse it, or be slow, but not wrong)."""
+    if dtype not in _ONEDNN:
         try:
-            w, x = torch.randn(8, 4), torch.randn(3, 8)
+            w, x = torch.randn(8, 4).to(dtype), torch.randn(3, 8).to(dtype)
             packed = torch.ops.mkldnn._reorder_linear_weight(w.t().contiguous(), PACK_ROWS)
             got = torch.ops.mkldnn._linear_pointwise(x, packed, None, "none", [], "")
-            _ONEDNN.append(bool(torch.allclose(got, x @ w, atol=1e-5)))
+            tolerance = 1e-5 if dtype == torch.float32 else 5e-2
+            _ONEDNN[dtype] = bool(torch.allclose(got.float(), (x @ w).float(), atol=tolerance, rtol=tolerance))
         except (AttributeError, RuntimeError, NotImplementedError):
-            _ONEDNN.append(False)
-    return _ONEDNN[0]
+            _ONEDNN[dtype] = False
+    return _ONEDNN[dtype]
 
 
 @dataclass(frozen=True)
@@ -363,3 +372,15 @@ def _times(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, res
     if bias is not None:
         residual = bias if residual is None else residual + bias
     return x @ weight if residual is None else torch.addmm(residual, x, weight)
+
+
+def prepare_forwards(models: tuple[PreTrainedModel | None, ...], choice: str = FORWARD_AUTO) -> float:
+    """Build the lean weights of every model that runs the lean forward under this choice, now (seconds taken): the
+    copies and oneDNN's packing of a 30-layer target take seconds, which a benchmark's clock must not count."""
+    import time
+
+    start = time.perf_counter()
+    for model in models:
+        if model is not None and chosen_forward(choice, model) == FORWARD_LEAN:
+            lean_weights(model)
+    return time.perf_counter() - start

@@ -145,9 +145,26 @@ class ModelPair:
 
 def recorded_name(source: str | None) -> str | None:
     """A model source as a trace, a workload export or a bench file names it: the bundled pair relative to the
-    repository (where it was cloned is nobody's business, and the file reads the same on every machine)."""
+    repository (where it was cloned is nobody's business, and the file reads the same on every machine), a converted
+    pair by its name."""
     root = str(ASSETS.parent) + "/"
-    return source.removeprefix(root) if source and source.startswith(root) else source
+    if source and source.startswith(root):
+        return source.removeprefix(root)
+    return converted_pair_name(source) or source
+
+
+def converted_pair_name(source: str | None) -> str | None:
+    """The pair's name (smollm2) for its converted copy in the user's cache, whose absolute path names a home
+    directory and reads differently on every machine; None for any other source."""
+    from specviz.engine.install import cache_root
+
+    models = str(cache_root() / "models") + "/"
+    if not source or not str(source).rstrip("/").startswith(models):
+        return None
+    from specviz.engine.catalogue import CATALOGUE  # here: the catalogue imports this module
+
+    name = str(source).rstrip("/").removeprefix(models)
+    return next((spec.key for spec in CATALOGUE if spec.package and spec.package.name == name), None)
 
 
 def choose_device(requested: str | None = "auto") -> torch.device:

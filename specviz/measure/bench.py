@@ -27,6 +27,7 @@ from specviz.core.settings import MAX_K, RunSettings, TreeSpec, spec_label, tree
 from specviz.core.suffix_tree import SuffixMemory
 from specviz.engine.costs import measure_costs
 from specviz.engine.decode import forwards_run
+from specviz.engine.lean import prepare_forwards
 from specviz.engine.models import ModelPair, recorded_name
 from specviz.measure.lanes import refusal, run_method, tree_settings
 from specviz.measure.predict import predict
@@ -94,6 +95,8 @@ def run_bench(
     env = environment(pair, lanes)  # taken before the runs: the load average then is the one they met
     base = replace(base, stop_at_eos=False)  # every run makes max_new_tokens: speeds timed over the same length
     spec_lanes = [lane for lane in lanes if lane != methods.PLAIN]
+    say("building the lean weights")
+    prepare_forwards((pair.target, pair.draft), base.forward)  # their copies and packing: before any clock starts
     say("measuring step costs")
     costs = measure_costs(  # v(K) is noisy at 5 repeats on a busy CPU
         pair,

@@ -12,6 +12,7 @@ from __future__ import annotations
 from specviz.core.settings import FORWARD_AUTO
 from specviz.core.theory import MAX_K
 from specviz.engine.costs import measure_costs
+from specviz.engine.lean import prepare_forwards
 from specviz.engine.models import ModelPair, recorded_name
 
 FORMAT, VERSION = "specviz.verify-curve", 1
@@ -29,6 +30,7 @@ def weight_bytes(model) -> int:
 
 def verify_curve(pair: ModelPair, name: str, repeats: int = 5, forward: str = FORWARD_AUTO) -> dict:
     """One target's curve: v(K) for K = 1..16 (medians of `repeats`, engine/costs.py), its step and weight bytes."""
+    built_s = prepare_forwards((pair.target,), forward)  # before any clock: the lean weights' copies and packing
     costs = measure_costs(pair, k_max=MAX_K, repeats=repeats, forward=forward)
     return {
         "pair": name,
@@ -37,6 +39,7 @@ def verify_curve(pair: ModelPair, name: str, repeats: int = 5, forward: str = FO
         "forward": dict(costs.forward)["target"],
         "parameters": sum(p.numel() for p in {p.data_ptr(): p for p in pair.target.parameters()}.values()),
         "weight_bytes": weight_bytes(pair.target),
+        "lean_weights_built_s": round(built_s, 3),
         "context_tokens": costs.context_tokens,
         "target_step_s": costs.target_step_s,
         "tokens_per_s": 1 / costs.target_step_s,

@@ -10,7 +10,7 @@ from specviz.core.settings import FORWARD_AUTO, FORWARD_HF, FORWARD_LEAN, RunSet
 from specviz.engine.decode import forwards_run, generate
 from specviz.engine.kv import CachedModel
 from specviz.engine.lean import LeanCache, _build, chosen_forward, lean_forward, lean_refusal
-from specviz.engine.models import BUNDLED_TARGET, load_pair
+from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET, load_pair
 from specviz.errors import SettingsError
 
 TOL = 1e-4  # float32: the two forwards add the same products in another order
@@ -19,7 +19,7 @@ PROMPT = "def mean(values):\n    return sum(values) / len(values)\n"
 
 @pytest.fixture(scope="module")
 def bundled():
-    return load_pair(BUNDLED_TARGET, BUNDLED_TARGET.replace("target", "draft"), device="cpu", dtype="float32")
+    return load_pair(BUNDLED_TARGET, BUNDLED_DRAFT, device="cpu", dtype="float32")
 
 
 def both(model, vocab, ids, layers=()):
@@ -205,7 +205,16 @@ def test_passes_over_several_rows_use_onednns_packed_copy_and_agree_with_the_pla
     for rows in (1, 2, 5, 9):
         x, residual = torch.randn(rows, 16), torch.randn(rows, 24)
         assert close(matrix.times(x), x @ w + bias) and close(matrix.times(x, residual), x @ w + bias + residual)
-    assert packed_copy(w.to(torch.bfloat16)) is None  # float32 only: packed bfloat16 was not measured
+    if onednn_packs(torch.bfloat16):  # bfloat16: the packed copy serves every row count, a single row too
+        w16, b16 = w.to(torch.bfloat16), bias.to(torch.bfloat16)
+        half = Matrix(w16, b16, packed_copy(w16))
+        assert half.packed is not None
+        for rows in (1, 5):
+            x = torch.randn(rows, 16).to(torch.bfloat16)
+            want = (x.float() @ w16.float() + b16.float()).to(torch.bfloat16)
+            got = half.times(x)
+            assert got.dtype == torch.bfloat16 and torch.allclose(got.float(), want.float(), atol=0.05, rtol=0.02)
+    assert packed_copy(w.to(torch.float16)) is None  # float16 has no packed copy: x @ W
 
 
 def test_shared_weights_on_a_gpu_have_no_packed_copy(model_dirs):

@@ -83,7 +83,8 @@ def test_sampled_run_only_emits_tokens_inside_top_k(load):
     [
         ([1, 2, 3, 4, 1, 2], 2, [3, 4]),  # "1 2" seen before: propose what followed
         ([1, 2, 3, 4, 1, 2], 5, [3, 4, 1, 2]),  # no longer continuation exists
-        ([5, 6, 7, 9, 6, 7, 8, 6, 7], 1, [8]),  # most recent match with a full continuation
+        ([5, 6, 7, 9, 6, 7, 8, 6, 7], 1, [9]),  # the earliest match (vLLM's and prompt lookup's rule)
+        ([5, 6, 7, 9, 6, 7, 8, 6, 7], 9, [9, 6, 7, 8, 6, 7]),  # cut where the history ends
         ([1, 2, 3], 3, []),  # nothing repeats
         ([4, 4, 4, 4], 2, [4]),  # the only earlier "4 4 4" has one token after it
         ([1, 2, 9, 8, 2], 2, [9, 8]),  # falls back to a shorter n (the bigram "8 2" is new, unigram "2" is not)

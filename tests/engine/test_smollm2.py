@@ -121,3 +121,75 @@ def test_a_player_step_stays_a_few_hundred_bytes_at_the_whole_vocabulary(smollm2
     assert steps > 2 * len(trace.rounds) > 0
     assert table / steps <= 300, table / steps
     assert sent / steps <= 2000, sent / steps
+
+
+def _median_s(call, repeats: int = 5) -> float:
+    import time
+
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+    return sorted(times)[repeats // 2]
+
+
+def test_top_n_tables_at_49152_tokens_are_right_and_fast(smollm2, hash_table_prompt):
+    """A round's top-N tables of p, q and the residual read 49,152-token rows: the largest ten, in order, in a few ms
+    (a step of this target takes about 160 ms here)."""
+    import torch
+
+    from specviz.core.trace import TOP_N
+    from specviz.core.verify import verify
+    from specviz.engine.decode import _RoundFacts
+    from specviz.engine.proposers import Proposal
+
+    trace = run(smollm2, hash_table_prompt, methods.NGRAM)
+    assert trace.text and all(
+        1 <= len(p.p_top) <= TOP_N for r in trace.rounds for p in r.positions
+    )  # greedy: p one-hot
+    for position in (p for r in trace.rounds for p in r.positions):
+        probs = [t.prob for t in position.p_top]
+        assert probs == sorted(probs, reverse=True) and all(0 <= t.token_id < 49_152 for t in position.p_top)
+    gen = torch.Generator().manual_seed(0)
+    p = torch.softmax(torch.randn(5, 49_152, generator=gen) * 4, -1)  # (K + 1, V) like the target's rows
+    q = torch.softmax(torch.randn(4, 49_152, generator=gen) * 4, -1)  # (K, V)
+    drafts = torch.multinomial(q, 1, generator=gen).view(-1)
+    verdict = verify(p, q, drafts, torch.rand(4, generator=gen), torch.rand((), generator=gen))
+    facts = _RoundFacts.read(verdict, p, q, Proposal(drafts, q))
+    assert [i for i, _ in facts.p_top[0]] == p[0].topk(TOP_N).indices.tolist()
+    assert _median_s(lambda: _RoundFacts.read(verdict, p, q, Proposal(drafts, q))) < 0.05
+
+
+def test_a_trimmed_vocabulary_of_49152_tokens_keeps_exact_logits_and_is_fast(smollm2, hash_table_prompt):
+    """Draft vocabulary trimming at this size: choosing the kept tokens from 49,152 counts takes milliseconds, and a
+    head over the kept columns gives exactly those columns of the full logits (-inf elsewhere)."""
+    import numpy as np
+    import torch
+
+    from specviz.engine.decode import encode_prompt
+    from specviz.engine.kv import CachedModel
+    from specviz.engine.vocab import TokenCounts, count_tokens
+
+    texts = [hash_table_prompt, "def reverse(text):\n    return text[::-1]\n", "The cat sat on the mat."] * 3
+    counts = count_tokens(smollm2.tokenizer, texts, smollm2.vocab_size) + np.arange(49_152)[::-1] % 7
+    table = TokenCounts(counts, "test", 4096)
+    assert _median_s(lambda: table.kept(4096, smollm2.vocab_size)) < 0.05
+    kept = table.kept(4096, smollm2.vocab_size)
+    ids = encode_prompt(smollm2, hash_table_prompt)
+    whole, trimmed = (CachedModel(smollm2.target, smollm2.vocab_size, ids, k) for k in (None, kept))
+    full, small = (state.forward(logits_to_keep=1)[0] for state in (whole, trimmed))  # (V,) each
+    assert small.shape == full.shape == (49_152,)
+    assert torch.allclose(small[kept], full[kept], atol=1e-4)
+    outside = torch.ones(49_152, dtype=torch.bool)
+    outside[kept] = False
+    assert torch.isneginf(small[outside]).all()
+    assert tuple(trimmed.head.shape) == (4096, 576)  # the head this run reads: 4096 of its 49,152 rows
+    assert _median_s(lambda: trimmed.step(torch.tensor(kept[0])), repeats=3) < 2.0  # one step runs (loaded: < 2 s)
+
+
+def test_recorded_names_give_the_pair_not_the_cache_path(smollm2):
+    from specviz.engine.models import recorded_name
+
+    assert recorded_name(smollm2.target_name) == "smollm2"  # not /home/<user>/.cache/specviz/models/...
+    assert smollm2.describe()["target"] == "smollm2"

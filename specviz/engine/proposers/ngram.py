@@ -54,9 +54,11 @@ class NgramDrafter(Drafter):
 
 
 def ngram_lookup(history: list[int], k: int, min_n: int, max_n: int) -> list[int]:
-    """Up to k tokens that followed an earlier occurrence of the longest matching suffix (n from max_n to min_n).
+    """Up to k tokens that followed the earliest occurrence of the longest matching suffix (n from max_n to min_n).
 
-    Prefers the most recent occurrence that has k tokens after it, else the earliest (the longest continuation).
+    The earliest occurrence, cut where the history ends, as vLLM's n-gram proposer (its KMP search keeps the earliest
+    position of the longest match), prompt lookup decoding's reference code and transformers' prompt lookup all take:
+    the same step-by-step drafts as a served n-gram run (docs/vllm.md, the agreement on smollm2).
     """
     seq = np.asarray(history, dtype=np.int64)
     for n in range(max_n, min_n - 1, -1):
@@ -65,7 +67,6 @@ def ngram_lookup(history: list[int], k: int, min_n: int, max_n: int) -> list[int
         windows = sliding_window_view(seq[:-1], n)  # (L-n, n): every earlier n-gram that has a successor
         starts = np.flatnonzero((windows == seq[-n:]).all(axis=1)) + n  # where each match's continuation begins
         if starts.size:
-            full = starts[starts + k <= len(seq)]
-            begin = int(full[-1]) if full.size else int(starts[0])
+            begin = int(starts[0])
             return seq[begin : begin + k].tolist()
     return []
