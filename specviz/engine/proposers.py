@@ -16,17 +16,19 @@ from numpy.lib.stride_tricks import sliding_window_view
 from transformers import PreTrainedModel
 
 from specviz import methods
-from specviz.core.dyntree import DynamicTree, GrownSoFar, GrownTree, grow_dynamic_tree
+from specviz.core.dyntree import DynamicTree, GrownSoFar, grow_dynamic_tree
 from specviz.core.lab.exits import EXIT_EXACT, ExitVariant
 from specviz.core.sampling import SamplingSettings, draw, logits_to_probs, one_hot, sample
 from specviz.core.settings import FORWARD_HF, RunSettings
 from specviz.core.suffix_tree import SuffixCache, SuffixDraft, SuffixMemory, SuffixOptions
 from specviz.core.trace import SUFFIX_REQUEST, SuffixMatch
 from specviz.core.verify import TOP_B, WITHOUT_REPLACEMENT, draw_children, tree_depths, tree_parents
+from specviz.engine.crossing import CrossingProposer, SlemProposer
 from specviz.engine.early_exit import SplitTarget, check_exit_layer
 from specviz.engine.kv import CachedModel
 from specviz.engine.lean import chosen_forward
 from specviz.engine.lean_heads import LeanHead, lean_step
+from specviz.engine.proposal import Proposal, empty_chain  # noqa: F401 (the drafter contract, read from here)
 from specviz.errors import SettingsError
 
 if TYPE_CHECKING:
@@ -34,25 +36,6 @@ if TYPE_CHECKING:
     from specviz.engine.heads import EagleHead
     from specviz.engine.medusa import MedusaHeads
     from specviz.engine.models import ModelPair
-
-
-@dataclass(frozen=True)
-class Proposal:
-    """What a drafter proposes for one round: a chain of up to K tokens, or a tree of nodes that name their parents."""
-
-    tokens: torch.Tensor  # (n,) long, on the models' device
-    q: torch.Tensor | None  # (n, V) what each was drawn from (given its elder siblings, in a tree); None: one-hot
-    parents: tuple[int, ...] | None = None  # a tree: each node's parent, -1 = the root, breadth-first
-    #                                         (core/verify.py tree_parents); None: a chain, each token after the last
-    confidence: tuple[float, ...] = ()  # chains under the confidence K schedule: the draft's own probability of each
-    #                                     token it drafted (core/schedule.py); empty otherwise
-    grown: GrownTree | None = None  # a dynamic tree: every candidate scored, expanded, kept (core/dyntree.py)
-    soft_q: torch.Tensor | None = None  # (n, V) a dynamic tree: the draft's softmax at each node's parent, for the
-    #                                     trace (the judgement is one-hot: q above)
-
-    @property
-    def is_tree(self) -> bool:
-        return self.parents is not None
 
 
 class Drafter(Protocol):
@@ -884,10 +867,6 @@ def ancestor_matrix(parents: tuple[int, ...]) -> torch.Tensor:
     return sees
 
 
-def empty_chain(device: torch.device) -> Proposal:
-    return Proposal(torch.empty(0, dtype=torch.long, device=device), None)
-
-
 def empty_tree(device: torch.device, vocab_size: int) -> Proposal:
     """A tree of no nodes: the round is one target pass that draws its next token from p at the root."""
     return Proposal(torch.empty(0, dtype=torch.long, device=device), torch.empty(0, vocab_size, device=device), ())
@@ -924,6 +903,8 @@ PROPOSER_CLASSES = (
     MedusaProposer,
     SuffixProposer,
     EarlyExitProposer,
+    CrossingProposer,
+    SlemProposer,
 )
 
 
