@@ -91,7 +91,7 @@ class CrossingDrafter:
         self.lost: list[float] = []  # TLI: mass outside the intersection per position
         self.masked: list[list[tuple[int, float]]] = []  # TLI: the top masked draft tokens per position
         self.seam = False  # SLEM: the draft's text was tokenized alone
-        self.last: Crossing | None = None
+        self.moved: tuple[int, int, int] | None = None  # the realignment after this round: kept, dropped, fresh
 
     def _draft_logits(self) -> torch.Tensor:
         """(V_d,) the draft's next-token logits after its committed context."""
@@ -107,11 +107,11 @@ class CrossingDrafter:
         keep = min(moved.kept, self.state.length, len(retokenized) - 1)  # at least one token to read next
         self.state.rewind(keep, retokenized[keep:])
         self.ids = retokenized
-        self.last = self._crossing(moved.kept, moved.dropped, len(moved.fresh))
+        self.moved = (moved.kept, moved.dropped, len(moved.fresh))
 
-    def crossing(self) -> Crossing | None:
-        """The last round's translation and realignment (read by the loop after advance)."""
-        return self.last
+    def crossing(self) -> Crossing:
+        """This round's translation, and the realignment after its commit (none yet when the run stopped in it)."""
+        return self._crossing(*(self.moved or (self.state.length, 0, 0)))
 
     @property
     def cache_length(self) -> int:
@@ -122,7 +122,7 @@ class TliDrafter(CrossingDrafter):
     """TLI: each draft is drawn from q′ (the draft's processed distribution on the shared tokens, renormalised)."""
 
     def propose(self, k: int, u: torch.Tensor) -> Proposal:
-        self.drafted, self.target, self.lost, self.masked = [], [], [], []
+        self.drafted, self.target, self.lost, self.masked, self.moved = [], [], [], [], None
         if k < 1:
             return empty_chain(self.state.device)
         vocab, target_vocab = self.vocab, self.vocab.intersection.target_vocab
@@ -163,7 +163,7 @@ class SlemDrafter(CrossingDrafter):
     """SLEM: K greedy draft tokens, their text re-tokenized into target tokens, proposed as a deterministic chain."""
 
     def propose(self, k: int, u: torch.Tensor) -> Proposal:
-        self.drafted, self.target, self.seam = [], [], False
+        self.drafted, self.target, self.seam, self.moved = [], [], False, None
         if k < 1:
             return empty_chain(self.state.device)
         logits = self._draft_logits()  # (V_d,)

@@ -114,13 +114,6 @@ def build_vocab_map(
 ) -> VocabMap:
     """The map between the two tokenizers, refused with the figure when the intersection is under MIN_SHARE of the
     target's vocabulary, or naming the tokenizer that does not round-trip text and why."""
-    for tok, name in ((target_tok, target_name), (draft_tok, draft_name)):
-        problem = round_trip_problem(tok)
-        if problem:
-            raise IncompatiblePairError(
-                f"The tokenizer of {name!r} does not give back the text it reads: {problem}. Drafting across "
-                "tokenizers moves text between them, so both must round-trip it: pick another draft."
-            )
     draft_texts = token_strings(draft_tok, draft_vocab)
     cross = intersect(draft_texts, token_strings(target_tok, target_vocab))
     if cross.share < MIN_SHARE:
@@ -129,6 +122,13 @@ def build_vocab_map(
             f"{cross.share:.1%} of the target's {cross.target_vocab:,}: under {MIN_SHARE:.0%}, a draft across "
             "tokenizers could propose almost nothing. Pick a draft whose tokenizer shares more of the target's."
         )
+    for tok, name in ((target_tok, target_name), (draft_tok, draft_name)):
+        problem = round_trip_problem(tok)
+        if problem:
+            raise IncompatiblePairError(
+                f"The tokenizer of {name!r} does not give back the text it reads: {problem}. Drafting across "
+                "tokenizers moves text between them, so both must round-trip it: pick another draft."
+            )
     to_draft = torch.full((target_vocab,), -1, dtype=torch.long)
     to_draft[list(cross.target_ids)] = torch.tensor(cross.draft_ids, dtype=torch.long)
     notes = [
