@@ -357,7 +357,9 @@ CROSSING = tuple(n for n, m in REGISTRY.items() if m.engine == SPECVIZ and m.cro
 CROSSING_LANES = (PLAIN,) + tuple(n for n, m in REGISTRY.items() if m.crosses)  # bench's lanes for such a pair
 SHAPED = tuple(name for name, m in REGISTRY.items() if m.shaped)  # methods that need a tree shape
 BRANCHING = tuple(name for name, m in REGISTRY.items() if m.branches)  # chain methods that also draft trees
-FROM_VLLM = {m.vllm_method: m.name for m in REGISTRY.values() if m.vllm_method and m.engine == SPECVIZ}
+FROM_VLLM = {
+    m.vllm_method: m.name for m in REGISTRY.values() if m.vllm_method and m.engine == SPECVIZ and not m.crosses
+}
 
 
 def get(name: str) -> Method:

@@ -5,10 +5,11 @@ round records the translation, and pairs that cannot draft across tokenizers are
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 import torch
-from tiny_models import EOS, build_model, build_tokenizer
+from tiny_models import CORPUS, EOS, build_model, build_tokenizer
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
@@ -30,7 +31,9 @@ def tiny_dirs(tmp_path_factory):
     whose tokenizers cannot be drafted across."""
     root = tmp_path_factory.mktemp("crossing")
     build_model(root / "target", build_tokenizer(root / "t-tok"), "llama", layers=2, seed=1)
-    build_model(root / "draft", build_tokenizer(root / "d-tok", vocab_size=270), "gpt2", layers=1, seed=2)
+    # its own merges too (zebra, jukebox): transformers' sampled lane fails on a draft vocabulary inside the target's
+    draft_tok = build_tokenizer(root / "d-tok", vocab_size=290, corpus=CORPUS + "zebra jukebox quiz " * 40)
+    build_model(root / "draft", draft_tok, "gpt2", layers=1, seed=2)
     build_model(root / "wide-target", word_tokenizer(root / "words"), "llama", layers=1, seed=3)
     lower = build_tokenizer(root / "lower-tok", vocab_size=270)
     lower.backend_tokenizer.normalizer = normalizers.Lowercase()
@@ -139,3 +142,21 @@ def test_smollm2_drafted_by_the_pystdlib_draft_equals_plain_decoding():
         trace = generate(pair, prompt, RunSettings(method=name, k=4, max_new_tokens=24))
         assert trace.output_ids == plain.output_ids, name
         assert trace.totals.accepted > 0, name
+
+
+def test_hugging_face_universal_assisted_generation_runs_beside_them(tiny):
+    """transformers' lane for such a draft (assistant_model + tokenizer + assistant_tokenizer): greedy (its SLEM)
+    gives plain decoding's tokens; sampled (its TLI) prunes a copy of the draft, never the shared one."""
+    from specviz.engine.compare import hf_generate
+
+    ids = encode_prompt(tiny, PROMPT)
+    greedy = RunSettings(method=methods.PLAIN, max_new_tokens=16, stop_at_eos=False)
+    plain = generate(tiny, PROMPT, greedy)
+    assert hf_generate(tiny, ids, greedy, methods.HF_UAG).output_ids == plain.output_ids
+    head = tiny.draft.get_output_embeddings().weight.shape
+    sampled = RunSettings(method=methods.PLAIN, max_new_tokens=8, stop_at_eos=False, sampling=SamplingSettings(1.0))
+    for seed in (0, 1):
+        assert len(hf_generate(tiny, ids, replace(sampled, seed=seed), methods.HF_UAG).output_ids) == 8
+    assert tiny.draft.get_output_embeddings().weight.shape == head
+    with pytest.raises(SettingsError, match="hf_uag"):
+        hf_generate(tiny, ids, greedy, methods.HF_ASSISTED)
