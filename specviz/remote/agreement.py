@@ -182,14 +182,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--draft", default=BUNDLED_DRAFT)
     parser.add_argument(
         "--method",
-        choices=sorted(set(methods.FROM_VLLM.values())),
+        choices=sorted({*methods.FROM_VLLM.values(), methods.TLI}),
         help="the server's speculative method, when it does not say (a server outside vLLM's dev mode hides it)",
     )
     parser.add_argument("--head", help="the feature head directory the server drafts with (default: beside the target)")
     parser.add_argument("--json", dest="json_out", help="write per-prompt results here")
     args = parser.parse_args(argv)
     server = connect(args.server, method=args.method)
-    pair = load_pair(args.target, args.draft, device="cpu", dtype="float32", head=args.head)
+    cross = bool(args.method) and methods.get(args.method).crosses  # vLLM's use_heterogeneous_vocab: TLI
+    pair = load_pair(args.target, args.draft, device="cpu", dtype="float32", head=args.head, cross_vocab=cross)
     rows = read_workload(args.prompts_file).rows
     rows = rows[: args.limit] if args.limit else rows
     settings = server.settings(RunSettings(max_new_tokens=args.max_new_tokens, stop_at_eos=False))
