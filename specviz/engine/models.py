@@ -230,6 +230,7 @@ def load_pair(
     tokenizer = load_tokenizer(target, trust_remote_code)
     target_model = load_model(target, dev, dtype, allow_pickle, trust_remote_code)
     draft_model, draft_tok = None, None
+    cross_vocab = cross_vocab and draft is not None  # no draft: nothing to cross
     if draft is not None:
         draft_tok = load_tokenizer(draft, trust_remote_code)
         cross_vocab = cross_vocab and draft_tok.get_vocab() != tokenizer.get_vocab()
