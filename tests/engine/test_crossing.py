@@ -122,6 +122,8 @@ def test_methods_that_compare_tokens_refuse_a_draft_with_another_tokenizer(tiny,
         load_pair(str(tiny_dirs / "target"), str(tiny_dirs / "draft"), device="cpu")
     same = load_pair(str(tiny_dirs / "target"), str(tiny_dirs / "target"), device="cpu", cross_vocab=True)
     assert same.crossing is None
+    alone = load_pair(str(tiny_dirs / "target"), None, device="cpu", cross_vocab=True)  # the app asks so always
+    assert alone.crossing is None and alone.draft is None
     with pytest.raises(SettingsError, match="tokenizer of its own"):
         generate(same, PROMPT, RunSettings(method=methods.TLI, max_new_tokens=4))
 
