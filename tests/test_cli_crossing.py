@@ -40,3 +40,15 @@ def test_a_draft_model_method_refuses_a_draft_with_another_tokenizer_in_one_line
 def test_a_pair_name_as_draft_means_its_draft_model():
     assert pair_draft("pystdlib") == BUNDLED_DRAFT
     assert pair_draft("ngram") == "ngram"
+
+
+def test_a_vllm_draft_model_server_is_read_as_tli_when_declared():
+    """vLLM's use_heterogeneous_vocab runs under method draft_model: the agreement command declares TLI."""
+    from specviz import methods
+    from specviz.remote.vllm import _method_name
+
+    notes = []
+    assert _method_name(methods.VLLM_DRAFT_MODEL, methods.TLI, notes) == methods.TLI
+    assert _method_name(None, methods.TLI, []) == methods.TLI
+    assert "its own vocabulary" in notes[0]
+    assert _method_name(methods.VLLM_DRAFT_MODEL, None, []) == methods.DRAFT  # unchanged otherwise
