@@ -10,6 +10,7 @@ import os
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from specviz import methods
@@ -107,8 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--method",
         default=None,
-        choices=methods.PROPOSERS,
+        choices=methods.PROPOSERS + methods.CROSSING,
         help="who drafts (default: the draft model, or n-gram lookup with --draft ngram); "
+        f"{' / '.join(methods.CROSSING)} = a --draft with a tokenizer of its own (docs/crossvocab.md); "
         f"{methods.EAGLE} / {methods.EAGLE3} / {methods.MEDUSA} / {methods.MTP} = the EAGLE-1 / EAGLE-3 head, the "
         "Medusa heads or the MTP module beside the target or given by --head",
     )
@@ -195,8 +197,8 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--draft",
         default=None,
-        help=f"hub id or local directory of the draft model, or 'ngram' for prompt lookup (default: the pair's, "
-        f"{BUNDLED_DRAFT!r})",
+        help=f"hub id or local directory of the draft model, a pair's name for its draft model (--pair smollm2 --draft "
+        f"pystdlib, with --method tli or slem), or 'ngram' for prompt lookup (default: the pair's, {BUNDLED_DRAFT!r})",
     )
     parser.add_argument(
         "--raw",
@@ -238,7 +240,7 @@ def resolve_pair(args: argparse.Namespace) -> None:
     if args.pair is not None and args.target is not None:
         raise SpecvizError("--pair names the target already: give --pair NAME or --target, not both.")
     if args.target is not None:  # a target by hub id or path, with the bundled draft unless --draft names another
-        args.draft = args.draft if args.draft is not None else BUNDLED_DRAFT
+        args.draft = pair_draft(args.draft) if args.draft is not None else BUNDLED_DRAFT
         args.chat = uses_chat(args.target) and not args.raw
         return
     spec = find_pair(args.pair or DEFAULT_PAIR)
@@ -248,7 +250,16 @@ def resolve_pair(args: argparse.Namespace) -> None:
         print(f"converting {spec.key} to {spec.target_source} once (about half a minute)", file=sys.stderr, flush=True)
     args.target, draft = spec.sources()
     args.draft = args.draft if args.draft is not None else (draft or methods.NGRAM)
+    args.draft = pair_draft(args.draft)
     args.chat = spec.chat and not args.raw
+
+
+def pair_draft(draft: str) -> str:
+    """--draft PAIR: the draft model of a pair by name (--pair smollm2 --draft pystdlib), else --draft as given."""
+    from specviz.engine.catalogue import PAIR_NAMES, find_pair
+
+    named = draft.strip() in PAIR_NAMES and not Path(draft).expanduser().exists()
+    return (find_pair(draft.strip()).draft or draft) if named else draft
 
 
 def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
@@ -367,8 +378,9 @@ def method_of(args: argparse.Namespace) -> str:
     return methods.NGRAM if args.draft.strip().lower() == methods.NGRAM else methods.DRAFT
 
 
-def load_named(args: argparse.Namespace, draft: str | None) -> ModelPair:
-    """The target the model arguments name, with this draft (None: none), on their device, precision and threads."""
+def load_named(args: argparse.Namespace, draft: str | None, cross: bool = False) -> ModelPair:
+    """The target the model arguments name, with this draft (None: none), on their device, precision and threads;
+    cross: a draft with another tokenizer is mapped to the target's (for TLI and SLEM) instead of refused."""
     from specviz.engine.models import load_pair
 
     return load_pair(
@@ -379,13 +391,15 @@ def load_named(args: argparse.Namespace, draft: str | None) -> ModelPair:
         allow_pickle=args.allow_pickle,
         head=args.head,
         threads=parse_threads(args.threads),
+        cross_vocab=cross,
     )
 
 
 def load_for(args: argparse.Namespace, method_names) -> ModelPair:
     """The pair the model arguments name; the draft is loaded only when one of the methods needs it."""
     check_has_draft(args, method_names)
-    pair = load_named(args, args.draft if methods.loads_draft(method_names) else None)
+    cross = any(methods.get(name).crosses for name in method_names)
+    pair = load_named(args, args.draft if methods.loads_draft(method_names) else None, cross)
     for name in method_names:
         if methods.get(name).loads_head:
             pair.load_head_for(name)  # loads it now: a head that is missing or does not fit is refused before any run
@@ -563,7 +577,9 @@ def cmd_measure(args: argparse.Namespace) -> int:
     method_names = (
         list(methods.PROPOSERS)
         if family
-        else methods.parse_list(args.method, "--method", tree_drafters if tree else methods.PROPOSERS)
+        else methods.parse_list(
+            args.method, "--method", tree_drafters if tree else methods.PROPOSERS + methods.CROSSING
+        )
     )
     ks = [tree_fields(tree)["k"]] if tree else int_list(args.k, "--k")
     check_ks(ks)
@@ -684,7 +700,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return cmd_verify_curve(args)
     if args.limit < 0:
         raise SpecvizError(f"--limit is how many prompts to use (0 = all); got {args.limit}.")
-    lanes = tuple(methods.parse_list(args.lanes or ",".join(methods.LANES), "--lanes", methods.LANES))
+    crossing_lanes = methods.CROSSING_LANES[1:]  # asked for by name: a draft with a tokenizer of its own
+    lanes = tuple(methods.parse_list(args.lanes or ",".join(methods.LANES), "--lanes", methods.LANES + crossing_lanes))
     if methods.PLAIN not in lanes:
         raise SpecvizError(
             f"--lanes must include plain, the baseline every speedup is measured against; got {args.lanes!r}."

@@ -151,6 +151,11 @@ def make_proposer(pair: ModelPair, settings: RunSettings, memory: SuffixMemory |
         return None
     if method.loads_draft and pair.draft is None:
         raise SettingsError(f"The {method.label} method needs a draft model: load a pair with a draft, or use n-gram.")
+    if method.loads_draft and pair.crossing is not None and not method.crosses:
+        raise SettingsError(
+            f"The draft {recorded_name(pair.draft_name)} speaks another tokenizer than the target, so the "
+            f"{method.label} method cannot compare their tokens: use --method {' or '.join(methods.CROSSING)}."
+        )
     if method.remembers:
         return cls.for_run(pair, settings, memory)
     return cls.for_run(pair, settings)
@@ -260,7 +265,8 @@ def decode_rounds(
             target_cache=(target_cache, target.length),
             draft_cache=(draft_cache, drafter.cache_length if drafter else 0),
         )
-        yield replace(rnd, schedule=step, suffix=suffix) if step or suffix else rnd
+        crossing = drafter.crossing() if drafter else None  # across tokenizers: the translation
+        yield replace(rnd, schedule=step, suffix=suffix, crossing=crossing) if step or suffix or crossing else rnd
         if stop:
             if drafter:  # a drafter that remembers runs learns the last round too
                 drafter.finish(committed)

@@ -297,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--method",
-        choices=sorted(set(methods.FROM_VLLM.values())),
+        choices=sorted({*methods.FROM_VLLM.values(), methods.TLI}),
         help="the server's speculative method, when it does not say (a server outside vLLM's dev mode hides it)",
     )
     parser.add_argument("--head", help="the feature head directory the server drafts with (default: beside the target)")
@@ -314,7 +314,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     server = connect(args.server, method=args.method)
-    pair = load_pair(args.target or target, args.draft or draft, device="cpu", dtype="float32", head=args.head)
+    cross = bool(args.method) and methods.get(args.method).crosses  # vLLM's use_heterogeneous_vocab: TLI
+    pair = load_pair(
+        args.target or target, args.draft or draft, device="cpu", dtype="float32", head=args.head, cross_vocab=cross
+    )
     rows = wrapped_rows(pair, rows[: args.limit] if args.limit else rows, spec.chat and not args.raw)
     settings = server.settings(RunSettings(max_new_tokens=args.max_new_tokens, stop_at_eos=False))
     misses = ngram_misses(pair, settings) if settings.method == methods.NGRAM else None

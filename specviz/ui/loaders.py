@@ -7,8 +7,9 @@ import os
 
 import streamlit as st
 
-from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET, ModelPair, load_pair
+from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET, ModelPair, load_pair, load_tokenizer
 from specviz.engine.threads import threads_from_environment
+from specviz.errors import SpecvizError
 
 
 def default_sources() -> tuple[str, str]:
@@ -19,7 +20,9 @@ def default_sources() -> tuple[str, str]:
 @st.cache_resource(show_spinner="Loading the model pair…", max_entries=3)
 def cached_pair(target: str, draft: str | None, device: str = "auto", dtype: str = "auto") -> ModelPair:
     """draft "" or None: the target alone (a pair with no draft model, such as smollm2)."""
-    pair = load_pair(target, draft or None, device=device, dtype=dtype, threads=threads_from_environment())
+    pair = load_pair(
+        target, draft or None, device=device, dtype=dtype, threads=threads_from_environment(), cross_vocab=True
+    )
     settle_heap()
     return pair
 
@@ -32,3 +35,15 @@ def settle_heap() -> None:
     made."""
     gc.collect()
     gc.freeze()
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def draft_crosses(target: str, draft: str) -> bool:
+    """Whether the draft has a tokenizer of its own (so the sidebar offers TLI and SLEM instead of the draft-model
+    methods): its vocabulary compared with the target's, no model loaded."""
+    if not draft:
+        return False
+    try:
+        return load_tokenizer(draft).get_vocab() != load_tokenizer(target).get_vocab()
+    except SpecvizError:
+        return False

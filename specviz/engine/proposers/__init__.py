@@ -17,6 +17,7 @@ from specviz.engine.proposers.base import (
     empty_tree,
     tree_shape,
 )
+from specviz.engine.proposers.crossing import CrossingProposer, SlemProposer
 from specviz.engine.proposers.draft_model import DraftModelDrafter, DraftModelProposer, TreeDrafter, TreeProposer
 from specviz.engine.proposers.eagle import EagleDrafter, EagleProposer
 from specviz.engine.proposers.eagle3 import Eagle3Proposer
@@ -38,6 +39,8 @@ PROPOSER_CLASSES = (
     MedusaProposer,
     SuffixProposer,
     EarlyExitProposer,
+    CrossingProposer,
+    SlemProposer,
 )
 
 
@@ -79,6 +82,8 @@ __all__ = [
     "SuffixDrafter",
     "EarlyExitProposer",
     "EarlyExitDrafter",
+    "CrossingProposer",
+    "SlemProposer",
     "PROPOSER_CLASSES",
     "proposer_class",
 ]

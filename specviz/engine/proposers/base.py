@@ -12,7 +12,7 @@ import torch
 from specviz.core.dyntree import GrownTree
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
-from specviz.core.trace import SuffixMatch
+from specviz.core.trace import Crossing, SuffixMatch
 
 if TYPE_CHECKING:
     from specviz.engine.models import ModelPair
@@ -69,6 +69,10 @@ class Drafter:
 
     def finish(self, committed: list[int]) -> None:
         """The run's last round committed these tokens (a drafter that remembers runs learns them)."""
+
+    def crossing(self) -> Crossing | None:
+        """The last round's translation between the draft's tokenizer and the target's (TLI, SLEM); None otherwise."""
+        return None
 
 
 class Proposer(Protocol):
