@@ -82,8 +82,8 @@ def test_the_drafts_q_is_the_exit_computed_from_scratch(bundled):
     captured = []
     original = proposers.EarlyExitDrafter.propose
 
-    def keep(self, k, u, **kw):
-        proposal = original(self, k, u, **kw)
+    def keep(self, k, u, stop_below=None):
+        proposal = original(self, k, u, stop_below)
         captured.append(proposal)
         return proposal
 
