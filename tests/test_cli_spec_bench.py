@@ -1,4 +1,4 @@
-"""measure on Spec-Bench (issue #38): --workload by name, --per-category, --category, --second-turn; a row too long for
+"""measure on Spec-Bench: --workload by name, --per-category, --category, --second-turn; a row too long for
 the pair's context is skipped by its question id and the rest measured; the JSON carries the per-category comparison."""
 
 import json

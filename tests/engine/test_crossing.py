@@ -130,7 +130,7 @@ def test_methods_that_compare_tokens_refuse_a_draft_with_another_tokenizer(tiny,
 
 @pytest.mark.slow
 def test_smollm2_drafted_by_the_pystdlib_draft_equals_plain_decoding():
-    """The real pair of the issue: SmolLM2-135M-Instruct (49,152 tokens) and the bundled draft (8,192 code tokens),
+    """The real pair that needs it: SmolLM2-135M-Instruct (49,152 tokens) and the bundled draft (8,192 code tokens),
     loaded once; greedy TLI and SLEM give plain decoding's 24 tokens."""
     from specviz.engine.catalogue import find_pair
     from specviz.engine.decode import chat_wrapped

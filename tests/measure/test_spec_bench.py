@@ -1,4 +1,4 @@
-"""Spec-Bench as a workload (issue #38): its rows parsed, the bundled file's categories, the sample per category, the
+"""Spec-Bench as a workload: its rows parsed, the bundled file's categories, the sample per category, the
 category filter, Spearman's ρ, the comparison with the published table and the prefill apart from decoding."""
 
 import json

@@ -1,4 +1,4 @@
-"""Spec-Bench's frames and charts (issue #38): dashes for missing figures, ranks within each category, and the flip
+"""Spec-Bench's frames and charts: dashes for missing figures, ranks within each category, and the flip
 (the best method changes with the category) visible in both the measured and the published chart."""
 
 from specviz.measure.spec_bench import published_tables

@@ -121,7 +121,7 @@ class CrossingDrafter(Drafter):
 class TliDrafter(CrossingDrafter):
     """TLI: each draft is drawn from q′ (the draft's processed distribution on the shared tokens, renormalised)."""
 
-    def propose(self, k: int, u: torch.Tensor) -> Proposal:
+    def propose(self, k: int, u: torch.Tensor, stop_below: float | None = None) -> Proposal:
         self.drafted, self.target, self.lost, self.masked, self.moved = [], [], [], [], None
         if k < 1:
             return empty_chain(self.state.device)
@@ -162,7 +162,7 @@ class TliDrafter(CrossingDrafter):
 class SlemDrafter(CrossingDrafter):
     """SLEM: K greedy draft tokens, their text re-tokenized into target tokens, proposed as a deterministic chain."""
 
-    def propose(self, k: int, u: torch.Tensor) -> Proposal:
+    def propose(self, k: int, u: torch.Tensor, stop_below: float | None = None) -> Proposal:
         self.drafted, self.target, self.seam, self.moved = [], [], False, None
         if k < 1:
             return empty_chain(self.state.device)
