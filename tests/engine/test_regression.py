@@ -3,7 +3,10 @@ the tree traces before the one decoding loop, b8947b7) must come out the same: s
 uniforms, same accept / reject decisions, same probabilities (to float tolerance: kernels may round differently on
 another CPU). The EAGLE-3 and Medusa traces were recorded when their branches were merged, with the EAGLE-1
 traces' prompt and settings; so were the early-exit ones (E = 4 greedy, E = 6 sampled) and the MTP ones. The EAGLE-3
-traces were recorded again when the head was retrained (be6c90e): a new head drafts other tokens, by design."""
+traces were recorded again when the head was retrained (be6c90e): a new head drafts other tokens, by design. The
+n-gram trace was recorded again when lookup took the earliest occurrence of the match (vLLM's rule, 2026-12-04), and
+the TLI and SLEM traces (SmolLM2-135M-Instruct drafted by the bundled draft, whose tokenizers differ) when they were
+merged."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from specviz import methods
 from specviz.core.trace import Trace
 from specviz.engine.decode import generate
 from specviz.methods import ENGINE_METHODS
@@ -25,10 +29,22 @@ def bundled():
     return load_pair(BUNDLED_TARGET, BUNDLED_DRAFT, device="cpu")
 
 
+@pytest.fixture(scope="module")
+def across_tokenizers():
+    """The real target drafted by the bundled draft, whose tokenizer is another: the pair of TLI and SLEM."""
+    from specviz.engine.catalogue import find_pair
+    from specviz.engine.models import BUNDLED_DRAFT, load_pair
+
+    target, _ = find_pair("smollm2").sources()
+    return load_pair(target, BUNDLED_DRAFT, device="cpu", cross_vocab=True)
+
+
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
-def test_same_settings_and_seed_give_the_recorded_trace(bundled, path):
+def test_same_settings_and_seed_give_the_recorded_trace(request, path):
     recorded = Trace.from_json(path.read_text())
-    now = generate(bundled, recorded.prompt, recorded.settings).without_timings()
+    crosses = methods.get(recorded.settings.method).crosses
+    pair = request.getfixturevalue("across_tokenizers" if crosses else "bundled")
+    now = generate(pair, recorded.prompt, recorded.settings).without_timings()
     assert now.text == recorded.text
     assert now.output_ids == recorded.output_ids
     assert len(now.rounds) == len(recorded.rounds)
