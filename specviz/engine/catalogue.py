@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from specviz import methods
 from specviz.core.settings import DEFAULT_EXIT_LAYER
 from specviz.engine.install import GgufPackage, converted_dir, ensure_converted, find_gguf, is_converted
-from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET, find_heads
+from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET, find_heads, name_sources
 from specviz.errors import SettingsError
 
 BUNDLED_PRESETS = {
@@ -166,6 +166,15 @@ CATALOGUE: tuple[PairSpec, ...] = (
     ),
 )
 PAIR_NAMES = tuple(spec.key for spec in CATALOGUE)
+
+
+def converted_name(source: str) -> str | None:
+    """The pair whose converted copy this directory is (records name it so, not by a path under a home directory)."""
+    path = source.rstrip("/")
+    return next((s.key for s in CATALOGUE if s.package and path == str(converted_dir(s.package))), None)
+
+
+name_sources(converted_name)
 DEFAULT_PAIR = "pystdlib"  # the default everywhere until smollm2 has drafters of its own
 
 

@@ -153,18 +153,20 @@ def recorded_name(source: str | None) -> str | None:
     return converted_pair_name(source) or source
 
 
+SourceNamer = Callable[[str], str | None]  # a model source -> the name records give it, or None (not one of its own)
+_SOURCE_NAMERS: list[SourceNamer] = []  # registered by engine/catalogue.py: its converted pairs' cache directories
+
+
+def name_sources(namer: SourceNamer) -> None:
+    """Have recorded_name ask `namer` first (the catalogue names its converted pairs; it imports this module, so
+    this module cannot import it)."""
+    if namer not in _SOURCE_NAMERS:
+        _SOURCE_NAMERS.append(namer)
+
+
 def converted_pair_name(source: str | None) -> str | None:
-    """The pair's name (smollm2) for its converted copy in the user's cache, whose absolute path names a home
-    directory and reads differently on every machine; None for any other source."""
-    from specviz.engine.install import cache_root
-
-    models = str(cache_root() / "models") + "/"
-    if not source or not str(source).rstrip("/").startswith(models):
-        return None
-    from specviz.engine.catalogue import CATALOGUE  # here: the catalogue imports this module
-
-    name = str(source).rstrip("/").removeprefix(models)
-    return next((spec.key for spec in CATALOGUE if spec.package and spec.package.name == name), None)
+    """The name a registered namer gives this source (a converted pair's cache directory: its pair), or None."""
+    return next((name for namer in _SOURCE_NAMERS if source and (name := namer(str(source)))), None)
 
 
 def choose_device(requested: str | None = "auto") -> torch.device:
