@@ -2,22 +2,7 @@
 
 import streamlit as st
 
-from specviz.engine.catalogue import presets_for
-from specviz.engine.models import ASSETS
-from specviz.errors import SpecvizError
-from specviz.measure.bench import recorded_benches
-from specviz.measure.timing import DISAGREES, against_bench, agreement_words
-from specviz.ui.controls import (
-    FIRST_RUN_NOTE,
-    active_sources,
-    chat_prompt,
-    first_run_settings,
-    recommended_draft_vocab,
-    without_draft_model,
-)
-from specviz.ui.render import apply_lecture_mode, cached_versus_plain, lecture_on, page_header, show_text
-from specviz.ui.verify_curve import show_verify_curve
-from specviz.viz.explain import ALPHA_HELP
+from specviz.ui.header import apply_lecture_mode, lecture_on, page_header
 
 page_header(
     "specviz: speculative decoding, token by token",
@@ -25,6 +10,23 @@ page_header(
     "rule makes the result exactly what the big model alone would have written.",
 )
 apply_lecture_mode(lecture_on())  # turned on on another page: the home page has no sidebar toggle of its own
+with st.spinner("Loading specviz (the models and charts: a few seconds on a fresh server)…"):
+    from specviz.engine.catalogue import presets_for
+    from specviz.engine.models import ASSETS
+    from specviz.errors import SpecvizError
+    from specviz.measure.bench import recorded_benches
+    from specviz.measure.timing import DISAGREES, against_bench, agreement_words
+    from specviz.ui.controls import (
+        FIRST_RUN_NOTE,
+        active_sources,
+        chat_prompt,
+        first_run_settings,
+        recommended_draft_vocab,
+        without_draft_model,
+    )
+    from specviz.ui.render import cached_versus_plain, show_text
+    from specviz.ui.verify_curve import show_verify_curve
+    from specviz.viz.explain import ALPHA_HELP
 st.markdown(
     """
 Generating text one token at a time wastes the hardware: every step streams all of the target model's weights from

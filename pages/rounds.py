@@ -15,30 +15,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from specviz.core.trace import Trace
-from specviz.engine.models import recorded_name
-from specviz.errors import SpecvizError
-from specviz.ui import render, url
-from specviz.ui.controls import FIRST_RUN_NOTE, active_sources, is_first_run, prompt_box, sidebar_controls
-from specviz.ui.hall_bundle import prepared_bundle
-from specviz.ui.lectures import static_link
-from specviz.ui.limits import Limits, shown_meta
-from specviz.ui.player import BROWSER_STEPPING, browser_stepping_default, player_data, show_player
-from specviz.ui.render import (
-    apply_lecture_mode,
-    bundled_traces,
-    cached_export_html,
-    load_bundled_trace,
-    page_header,
-    page_run,
-)
-from specviz.ui.step_render import show_section
-from specviz.viz import run_notes, steps
-from specviz.viz import step_view as sv
-from specviz.viz.explain import DYNAMIC_NOTE
-from specviz.viz.player_bundle import step_index
-from specviz.viz.step_view import ViewOptions, step_view
-from specviz.viz.text import literal
+from specviz.ui.header import apply_lecture_mode, page_header
 
 with st.container(key="rounds_header"):  # the player's focus view puts the phase above it (PLAYER_FOCUS_CSS)
     page_header(
@@ -47,6 +24,29 @@ with st.container(key="rounds_header"):  # the player's focus view puts the phas
         "keeps exactly the target's distribution, so every accepted draft is a token the target did not have to "
         "generate alone.",
     )
+with st.spinner("Loading specviz (the models and charts: a few seconds on a fresh server)…"):
+    from specviz.core.trace import Trace
+    from specviz.engine.models import recorded_name
+    from specviz.errors import SpecvizError
+    from specviz.ui import render, url
+    from specviz.ui.controls import FIRST_RUN_NOTE, active_sources, is_first_run, prompt_box, sidebar_controls
+    from specviz.ui.hall_bundle import prepared_bundle
+    from specviz.ui.lectures import static_link
+    from specviz.ui.limits import Limits, shown_meta
+    from specviz.ui.player import BROWSER_STEPPING, browser_stepping_default, player_data, show_player
+    from specviz.ui.render import (
+        bundled_traces,
+        cached_export_html,
+        load_bundled_trace,
+        page_run,
+    )
+    from specviz.ui.step_render import show_section
+    from specviz.viz import run_notes, steps
+    from specviz.viz import step_view as sv
+    from specviz.viz.explain import DYNAMIC_NOTE
+    from specviz.viz.player_bundle import step_index
+    from specviz.viz.step_view import ViewOptions, step_view
+    from specviz.viz.text import literal
 state = st.session_state
 LIMITS = Limits.from_env()
 state.setdefault(BROWSER_STEPPING, browser_stepping_default())

@@ -15,7 +15,7 @@ from specviz.measure.recommend import MIN_PROMPTS, RULE_BEFORE_A_RUN, judge, ver
 from specviz.measure.summary import ALL, INTERVAL_COVERS, results_csv, results_json, summarize
 from specviz.measure.timing import DISAGREES, against_bench, agreement_words, timing_words, workload_interval_kind
 from specviz.measure.workload import runnable_rows
-from specviz.ui import render
+from specviz.ui import render, spec_bench
 from specviz.ui import workload as drive
 from specviz.ui.controls import active_pair, active_sources, sidebar_controls
 from specviz.ui.limits import Limits, display_source, shown_meta
@@ -43,9 +43,12 @@ source = st.radio("Prompts from", ["a sample workload", "pasted text", "an uploa
 workload: Workload | None = None
 try:
     if source == "a sample workload":
-        chosen = st.multiselect("Sample workloads (assets/workloads)", list(SAMPLES), default=["code"])
+        chosen = st.multiselect(
+            "Sample workloads (assets/workloads)", list(SAMPLES), default=["code"], format_func=spec_bench.sample_label
+        )
         parts = [parse_workload(SAMPLES[name].read_bytes(), SAMPLES[name].name) for name in chosen]
         workload = Workload(tuple(r for p in parts for r in p.rows), ()) if parts else None
+        workload = spec_bench.sample_controls(workload, controls.settings.seed if controls.settings else 0)
     elif source == "pasted text":
         text = st.text_area(
             "One prompt per block: separate prompts by a line holding only --- (or, if there is none, by blank "
@@ -392,6 +395,7 @@ if len({(r["method"], r["k"]) for r in ranked}) > 1:  # several settings: the fa
     if speedup_measured:
         draw(st, charts.ranking_chart(ranked, ALL))
 
+spec_bench.results_section(ranked, records)
 st.subheader("Per tag and overall")
 render.show_table(st, charts.summary_frame(summary, speedup_measured))
 st.caption(ALPHA_HELP)

@@ -38,9 +38,11 @@ MEDUSA = "medusa"
 MTP = "mtp"  # one MTP module (DeepSeek-V3 style), post hoc on the frozen target: engine/mtp.py
 EARLY_EXIT = "early_exit"  # self-speculation by early exit (LayerSkip): engine/early_exit.py
 HF_EARLY_EXIT, HF_ASSISTANT_EARLY_EXIT = "hf_early_exit", "assistant_early_exit"  # its HF lane and generate() option
-SUFFIX = "suffix"  # suffix decoding (ArcticInference): core/suffix_tree.py, engine/proposers.py SuffixProposer
+SUFFIX = "suffix"  # suffix decoding (ArcticInference): core/suffix_tree.py, engine/proposers/suffix.py
 VLLM_SUFFIX = "suffix"  # vLLM's method name for it (needs the arctic-inference package)
 HF_ASSISTED, HF_PROMPT_LOOKUP = "hf_assisted", "hf_prompt_lookup"
+TLI, SLEM = "tli", "slem"  # drafting across tokenizers (core/crossvocab.py, engine/proposers/crossing.py)
+HF_UAG = "hf_uag"  # transformers' universal assisted generation: assistant_model + tokenizer + assistant_tokenizer
 HF_ASSISTANT_MODEL, HF_PROMPT_LOOKUP_TOKENS = "assistant_model", "prompt_lookup_num_tokens"  # generate() options
 VLLM_DRAFT_MODEL, VLLM_NGRAM, VLLM_EAGLE = "draft_model", "ngram", "eagle"  # vLLM's --speculative-config methods
 VLLM_EAGLE3, VLLM_MEDUSA = "eagle3", "medusa"
@@ -83,6 +85,8 @@ class Method:
     refuses_schedule: str = ""  # why an adaptive K schedule does not apply (the generic reason when empty)
     exits_early: bool = False  # drafts with the target's own first layers (RunSettings.exit_layer, CLI --exit-layer)
     vllm_note: str = ""  # what else vLLM needs beyond its --speculative-config (shown beside it)
+    crosses: bool = False  # drafts with a draft model whose tokenizer differs from the target's (TLI, SLEM, HF UAG):
+    #                        only such a pair runs it, and such a pair runs only these of the draft-model methods
 
     @property
     def speculative(self) -> bool:
@@ -119,6 +123,8 @@ class Method:
             config.update(suffix.vllm_keys())
         if self.loads_draft:
             config["model"] = draft_source or "<draft model>"
+        if self.crosses:
+            config["use_heterogeneous_vocab"] = True
         if self.loads_head and self.vllm_method != VLLM_MTP:
             config["model"] = draft_source or "<head directory>"
         return config
@@ -133,6 +139,12 @@ class Method:
             )
         if self.hf_option == HF_ASSISTANT_EARLY_EXIT:
             return f"model.generate(**inputs, assistant_early_exit=E, num_assistant_tokens={k}, {sampling})"
+        if self.hf_option == HF_ASSISTANT_MODEL and self.crosses:
+            return (
+                f"model.generate(**inputs, assistant_model=draft_model, tokenizer=tokenizer, "
+                f"assistant_tokenizer=draft_tokenizer, num_assistant_tokens={k}, "
+                f'num_assistant_tokens_schedule="constant", {sampling})'
+            )
         if self.hf_option == HF_ASSISTANT_MODEL:
             return (
                 f"model.generate(**inputs, assistant_model=draft_model, num_assistant_tokens={k}, "
@@ -264,6 +276,44 @@ REGISTRY: dict[str, Method] = {
             refuses_schedule="drafts a tree of a fixed shape, not a chain (its depth is set by the shape)",
         ),
         Method(
+            TLI,
+            "TLI: a draft with another tokenizer (token intersection)",
+            "specviz · TLI (other tokenizer)",
+            SPECVIZ,
+            loads_draft=True,
+            draft_cost=DRAFT_MODEL_STEP,
+            vllm_method=VLLM_DRAFT_MODEL,
+            hf_option=HF_ASSISTANT_MODEL,
+            crosses=True,
+            refuses_tree="TLI drafts a chain here: drop the tree shape.",
+            refuses_schedule="drafts a chain of K over the shared tokens; the K schedules are not wired for it yet",
+            vllm_note="vLLM 0.32 drafts across vocabularies only greedily (use_heterogeneous_vocab with "
+            "method draft_model).",
+        ),
+        Method(
+            SLEM,
+            "SLEM: a draft with another tokenizer (text re-tokenized)",
+            "specviz · SLEM (other tokenizer)",
+            SPECVIZ,
+            loads_draft=True,
+            draft_cost=DRAFT_MODEL_STEP,
+            hf_option=HF_ASSISTANT_MODEL,
+            crosses=True,
+            refuses_tree="SLEM drafts a chain of text here: drop the tree shape.",
+            refuses_schedule="drafts K draft tokens of text, which become however many target tokens they spell",
+        ),
+        Method(
+            HF_UAG,
+            "HF universal assisted generation",
+            "HF generate · assistant_tokenizer",
+            HF,
+            loads_draft=True,
+            draft_cost=DRAFT_MODEL_STEP,
+            mirrors=SLEM,
+            hf_option=HF_ASSISTANT_MODEL,
+            crosses=True,
+        ),
+        Method(
             HF_ASSISTED,
             "HF assisted generation",
             "HF generate · assistant_model",
@@ -298,11 +348,18 @@ REGISTRY: dict[str, Method] = {
 }
 
 ENGINE_METHODS = tuple(name for name, m in REGISTRY.items() if m.engine == SPECVIZ)  # what RunSettings.method takes
-PROPOSERS = tuple(n for n, m in REGISTRY.items() if m.engine == SPECVIZ and m.speculative and not m.shaped)  # chains
-LANES = tuple(name for name, m in REGISTRY.items() if not m.shaped)  # what the race and the bench run, plain first
+PROPOSERS = tuple(  # chains over one tokenizer
+    n for n, m in REGISTRY.items() if m.engine == SPECVIZ and m.speculative and not m.shaped and not m.crosses
+)
+LANES = tuple(name for name, m in REGISTRY.items() if not m.shaped and not m.crosses)  # the race and the bench, plain
+#                                                                                        first
+CROSSING = tuple(n for n, m in REGISTRY.items() if m.engine == SPECVIZ and m.crosses)  # a draft with its own tokenizer
+CROSSING_LANES = (PLAIN,) + tuple(n for n, m in REGISTRY.items() if m.crosses)  # bench's lanes for such a pair
 SHAPED = tuple(name for name, m in REGISTRY.items() if m.shaped)  # methods that need a tree shape
 BRANCHING = tuple(name for name, m in REGISTRY.items() if m.branches)  # chain methods that also draft trees
-FROM_VLLM = {m.vllm_method: m.name for m in REGISTRY.values() if m.vllm_method and m.engine == SPECVIZ}
+FROM_VLLM = {
+    m.vllm_method: m.name for m in REGISTRY.values() if m.vllm_method and m.engine == SPECVIZ and not m.crosses
+}
 
 
 def get(name: str) -> Method:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -10,6 +12,9 @@ import torch
 
 # The test models are tiny: one thread runs them faster than two fighting over a 2-core machine (and CI is one).
 torch.set_num_threads(1)
+# Chart templates kept between processes (viz.chart_templates.cache_file) go to this session's own folder, never the
+# user's cache; subprocesses (export-html, the app) inherit it.
+os.environ.setdefault("SPECVIZ_TEMPLATE_CACHE", tempfile.mkdtemp(prefix="specviz-templates-"))
 
 sys.path.insert(0, str(Path(__file__).parent))
 

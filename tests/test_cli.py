@@ -179,7 +179,7 @@ TAGGED_TXT = (
 
 
 def test_measure_judges_each_tag_and_writes_the_verdict_and_settings(model_dirs, capsys, tmp_path):
-    """Issue 27, item 7: the command line printed no go / no-go, and its files carried none."""
+    """A past bug: the command line printed no go / no-go, and its files carried none."""
     import csv
 
     from specviz.measure.recommend import RULE

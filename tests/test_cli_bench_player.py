@@ -19,9 +19,9 @@ def test_the_figures_are_merged_under_their_label_with_the_cpu_named(tmp_path, c
     after = doc["measurements"]["after"]
     assert after["environment"]["cpu"] and after["environment"]["cpu_capability"]
     (run,) = after["runs"]
-    assert run["asked_tokens"] == 8 and run["tokens"] >= 8 and run["bundle_version"] == 2
+    assert run["asked_tokens"] == 8 and run["tokens"] >= 8 and run["bundle_version"] == 3
     assert run["steps"] > run["rounds"] > 0 and run["bundle_json_bytes"] > run["bundle_packed_bytes"] > 0
-    assert run["step_entry_bytes_max"] < 1000 and "browser" not in run
+    assert run["step_entry_bytes_max"] < 1000 and run["steps_table_bytes_per_step"] < 400 and "browser" not in run
     assert len(run["load_average"]) == 2 and run["export_html_bytes"] > 100_000
     assert "8 tokens" in capsys.readouterr().out
 
@@ -31,3 +31,9 @@ def test_bad_tokens_are_one_message(tokens, capsys):
     assert main(["bench-player", "--tokens", tokens, "--no-browser"]) == 2
     err = capsys.readouterr().err
     assert "--tokens" in err and "Traceback" not in err
+
+
+def test_a_pair_by_name_and_a_target_together_are_one_message(capsys):
+    assert main(["bench-player", "--pair", "smollm2", "--target", "x", "--no-browser"]) == 2
+    err = capsys.readouterr().err
+    assert "--pair names the target already" in err and "Traceback" not in err

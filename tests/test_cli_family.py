@@ -1,4 +1,4 @@
-"""`measure --method all` (issue #23 item 6): every method the pair and the heads beside it can run, each one left out
+"""`measure --method all`: every method the pair and the heads beside it can run, each one left out
 named with the reason, ranked by measured speedup per tag in the text, the JSON and the CSV."""
 
 import csv

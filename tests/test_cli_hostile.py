@@ -1,5 +1,7 @@
-"""Hostile command lines (PROBES.md F13, F14, F16, F17, F23, F24): one `error: ...` line, exit 2, no traceback, and
-refused before anything slow runs; finished results are never lost. Runs use the bundled pair and 4 new tokens."""
+"""Hostile command lines (a list for --k, an empty --method, a negative --limit, a temperature that underflows, an
+unwritable output, /dev/zero as a prompt file, a theory number that overflows, prompts all past the context): one
+`error: ...` line, exit 2, no traceback, and refused before anything slow runs; finished results are never lost. Runs
+use the bundled pair and 4 new tokens."""
 
 import json
 import subprocess

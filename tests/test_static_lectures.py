@@ -1,4 +1,4 @@
-"""The bundled lecture traces prebuilt as static pages (issue 25, end of item 4): the committed files are what the
+"""The bundled lecture traces prebuilt as static pages: the committed files are what the
 exporter gives today, `export-html --lectures` rebuilds them and `--check` finds stale ones, each opens at its
 lecture's moment, and Streamlit serves them (static serving on, files under its size limit)."""
 
@@ -42,7 +42,7 @@ def test_each_page_is_a_real_file_streamlit_will_serve_and_small_enough_to_hand_
     for path in lectures.LECTURES_DIR.glob("*.html"):
         assert not path.is_symlink()  # Streamlit refuses links that leave static/
         assert path.stat().st_size < MAX_APP_STATIC_FILE_SIZE
-        assert path.stat().st_size <= 2_000_000  # the issue's bound for one exported file
+        assert path.stat().st_size <= 2_000_000  # one self-contained file, small enough to hand out
         assert path.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
 
 

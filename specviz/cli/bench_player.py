@@ -34,11 +34,17 @@ LENGTHS = "48,256"
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
-    """The pair to run (the bundled one by default): its target and draft, device and dtype."""
-    from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET
-
-    parser.add_argument("--target", default=BUNDLED_TARGET, help="hub id or local directory (default: bundled pair)")
-    parser.add_argument("--draft", default=BUNDLED_DRAFT, help="hub id or local directory of the draft model")
+    """The pair to run (the bundled one by default): by name or its target and draft, device and dtype."""
+    parser.add_argument(
+        "--pair",
+        dest="bench_pair",  # not "pair": cli.main's resolve_pair leaves this command's model arguments to it
+        default=None,
+        metavar="NAME",
+        help="a pair by name (`python -m specviz pairs`), e.g. smollm2: its target and draft (n-gram lookup when it "
+        "has no draft model), and its chat template for an instruct target",
+    )
+    parser.add_argument("--target", default=None, help="hub id or local directory (default: bundled pair)")
+    parser.add_argument("--draft", default=None, help="hub id or local directory of the draft model")
     parser.add_argument("--device", default="auto", help="auto (cuda > mps > cpu), cpu, cuda or mps")
     parser.add_argument("--dtype", default="auto", help="auto (float32 on CPU), float32, bfloat16 or float16")
 
@@ -108,6 +114,7 @@ def environment(pair) -> dict:
         "python": sys.version.split()[0],
         "target": pair.describe()["target"],
         "draft": pair.describe()["draft"],
+        "vocab_size": pair.vocab_size,
     }
 
 
@@ -115,16 +122,18 @@ def measure(args: argparse.Namespace, lengths: list[int], browser: bool = True) 
     from specviz import methods
     from specviz.core.settings import RunSettings, SamplingSettings
     from specviz.engine.catalogue import presets_for
-    from specviz.engine.decode import encode_prompt, generate
+    from specviz.engine.decode import chat_wrapped, encode_prompt, generate
     from specviz.engine.models import load_pair
 
-    pair = load_pair(args.target, args.draft, device=args.device, dtype=args.dtype, threads=1)
-    prompt = presets_for(args.target)["code"]
+    target, draft, chat = chosen_pair(args)
+    pair = load_pair(target, draft, device=args.device, dtype=args.dtype, threads=1)
+    prompt = presets_for(target)["code"]
+    prompt = chat_wrapped(pair, prompt) if chat else prompt  # an instruct target: as the round page sends it
     room = (pair.context_length or 10**9) - len(encode_prompt(pair, prompt))  # the toy pair's context: 256
     runs, cold = [], True
     for asked in lengths:
         settings = RunSettings(
-            method=methods.DRAFT,
+            method=methods.DRAFT if draft else methods.NGRAM,
             k=FIRST_RUN["k"],
             sampling=SamplingSettings(FIRST_RUN["temperature"], 0, FIRST_RUN["top_p"]),
             max_new_tokens=min(asked, room),
@@ -153,6 +162,23 @@ def measure(args: argparse.Namespace, lengths: list[int], browser: bool = True) 
     return {"environment": environment(pair), "runs": runs}
 
 
+def chosen_pair(args: argparse.Namespace) -> tuple[str, str | None, bool]:
+    """The target, the draft model (None: n-gram lookup drafts) and whether prompts go through the target's chat
+    template: --pair NAME, else --target / --draft, else the bundled pair."""
+    from specviz.engine.catalogue import find_pair, uses_chat
+    from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET
+    from specviz.errors import SpecvizError
+
+    if args.bench_pair is not None:
+        if args.target is not None:
+            raise SpecvizError("--pair names the target already: give --pair NAME or --target, not both.")
+        spec = find_pair(args.bench_pair)
+        target, draft = spec.sources()
+        return target, args.draft or draft, spec.chat
+    target = args.target or BUNDLED_TARGET
+    return target, args.draft or (BUNDLED_DRAFT if target == BUNDLED_TARGET else None), uses_chat(target)
+
+
 def bundle_figures(trace, cold: bool) -> dict:
     """The bundle's build time (the first of the process: cold; then warm, as a server's next run), size and shape."""
     from specviz.viz.export_html import packed
@@ -169,7 +195,12 @@ def bundle_figures(trace, cold: bool) -> dict:
     packed_text = packed(bundle)
     pack = time.perf_counter() - start
     tables = {k: len(json.dumps(v, separators=(",", ":"), ensure_ascii=False).encode()) for k, v in bundle.items()}
-    steps = len(bundle["steps"])
+    listed = bundle["steps"] if isinstance(bundle["steps"], list) else None  # versions 1-2: a list of step entries
+    if listed is None:  # version 3's wire form: steps column-wise; the entries as a reader decodes them
+        from specviz.viz.player_bundle import load_bundle
+
+        listed = load_bundle(bundle).doc["steps"]
+    steps = len(listed)
     return {
         "tokens": sum(len(r.committed) for r in trace.rounds),
         "rounds": len(trace.rounds),
@@ -183,8 +214,9 @@ def bundle_figures(trace, cold: bool) -> dict:
         "bundle_packed_bytes": len(packed_text),
         "bytes_per_step": round(len(text) / steps),
         "step_entry_bytes_max": max(
-            len(json.dumps(s, separators=(",", ":"), ensure_ascii=False).encode()) for s in bundle["steps"]
+            len(json.dumps(s, separators=(",", ":"), ensure_ascii=False).encode()) for s in listed
         ),
+        "steps_table_bytes_per_step": round(tables["steps"] / steps),
         "tables_bytes": {k: v for k, v in tables.items() if v > 100},
         "charts": len(bundle["charts"]),
         "_packed": packed_text,

@@ -10,6 +10,7 @@ import os
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from specviz import methods
@@ -30,6 +31,13 @@ from specviz.cli.pairs import add_pairs_parser
 from specviz.cli.remote import add_server_arguments, check_server_options, cmd_measure_server, collect
 from specviz.cli.serve import add_serve_parser
 from specviz.cli.theory import add_theory_parser
+from specviz.cli.workloads import (
+    add_workload_arguments,
+    second_turns,
+    selected_workload,
+    spec_bench_report,
+    with_section,
+)
 from specviz.core import schedule
 from specviz.core.settings import (
     AUTO_THREADS,
@@ -62,6 +70,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from specviz.train import main as train_main
 
         return train_main(argv[1:])
+    if argv[:1] == ["train"]:
+        from specviz.train.pair import main as train_pair_main
+
+        return train_pair_main(argv[1:])
     args = (export_parser() if argv[:1] == ["export-html"] else build_parser()).parse_args(argv)
     try:
         resolve_pair(args)
@@ -96,15 +108,22 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--method",
         default=None,
-        choices=methods.PROPOSERS,
+        choices=methods.PROPOSERS + methods.CROSSING,
         help="who drafts (default: the draft model, or n-gram lookup with --draft ngram); "
+        f"{' / '.join(methods.CROSSING)} = a --draft with a tokenizer of its own (docs/crossvocab.md); "
         f"{methods.EAGLE} / {methods.EAGLE3} / {methods.MEDUSA} / {methods.MTP} = the EAGLE-1 / EAGLE-3 head, the "
         "Medusa heads or the MTP module beside the target or given by --head",
     )
     run.add_argument("--json", action="store_true", help="print the full trace as JSON (format specviz.trace v1)")
     run.set_defaults(handler=cmd_run)
     measure = commands.add_parser("measure", help="measure acceptance and speedup on a file of prompts")
-    measure.add_argument("prompts_file", help=".jsonl ({prompt, tag} per line), .csv (prompt[,tag] columns) or .txt")
+    measure.add_argument(
+        "prompts_file",
+        nargs="?",
+        help=".jsonl ({prompt, tag} or Spec-Bench's {question_id, category, turns} per line), .csv (prompt[,tag] "
+        "columns) or .txt; or a bundled workload's name (or give --workload)",
+    )
+    add_workload_arguments(measure)
     add_model_arguments(measure)
     add_sampling_arguments(measure)
     choices = ", ".join(methods.PROPOSERS)
@@ -157,6 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_pairs_parser(commands)
     add_bench_player_parser(commands)
     commands.add_parser("train-tiny", help="build the bundled model pair (see python -m specviz train-tiny --help)")
+    commands.add_parser("train", help="train drafters for a real pair (see python -m specviz train --help)")
     return parser
 
 
@@ -177,8 +197,8 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--draft",
         default=None,
-        help=f"hub id or local directory of the draft model, or 'ngram' for prompt lookup (default: the pair's, "
-        f"{BUNDLED_DRAFT!r})",
+        help=f"hub id or local directory of the draft model, a pair's name for its draft model (--pair smollm2 --draft "
+        f"pystdlib, with --method tli or slem), or 'ngram' for prompt lookup (default: the pair's, {BUNDLED_DRAFT!r})",
     )
     parser.add_argument(
         "--raw",
@@ -220,7 +240,7 @@ def resolve_pair(args: argparse.Namespace) -> None:
     if args.pair is not None and args.target is not None:
         raise SpecvizError("--pair names the target already: give --pair NAME or --target, not both.")
     if args.target is not None:  # a target by hub id or path, with the bundled draft unless --draft names another
-        args.draft = args.draft if args.draft is not None else BUNDLED_DRAFT
+        args.draft = pair_draft(args.draft) if args.draft is not None else BUNDLED_DRAFT
         args.chat = uses_chat(args.target) and not args.raw
         return
     spec = find_pair(args.pair or DEFAULT_PAIR)
@@ -230,7 +250,16 @@ def resolve_pair(args: argparse.Namespace) -> None:
         print(f"converting {spec.key} to {spec.target_source} once (about half a minute)", file=sys.stderr, flush=True)
     args.target, draft = spec.sources()
     args.draft = args.draft if args.draft is not None else (draft or methods.NGRAM)
+    args.draft = pair_draft(args.draft)
     args.chat = spec.chat and not args.raw
+
+
+def pair_draft(draft: str) -> str:
+    """--draft PAIR: the draft model of a pair by name (--pair smollm2 --draft pystdlib), else --draft as given."""
+    from specviz.engine.catalogue import PAIR_NAMES, find_pair
+
+    named = draft.strip() in PAIR_NAMES and not Path(draft).expanduser().exists()
+    return (find_pair(draft.strip()).draft or draft) if named else draft
 
 
 def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
@@ -349,8 +378,9 @@ def method_of(args: argparse.Namespace) -> str:
     return methods.NGRAM if args.draft.strip().lower() == methods.NGRAM else methods.DRAFT
 
 
-def load_named(args: argparse.Namespace, draft: str | None) -> ModelPair:
-    """The target the model arguments name, with this draft (None: none), on their device, precision and threads."""
+def load_named(args: argparse.Namespace, draft: str | None, cross: bool = False) -> ModelPair:
+    """The target the model arguments name, with this draft (None: none), on their device, precision and threads;
+    cross: a draft with another tokenizer is mapped to the target's (for TLI and SLEM) instead of refused."""
     from specviz.engine.models import load_pair
 
     return load_pair(
@@ -361,13 +391,15 @@ def load_named(args: argparse.Namespace, draft: str | None) -> ModelPair:
         allow_pickle=args.allow_pickle,
         head=args.head,
         threads=parse_threads(args.threads),
+        cross_vocab=cross,
     )
 
 
 def load_for(args: argparse.Namespace, method_names) -> ModelPair:
     """The pair the model arguments name; the draft is loaded only when one of the methods needs it."""
     check_has_draft(args, method_names)
-    pair = load_named(args, args.draft if methods.loads_draft(method_names) else None)
+    cross = any(methods.get(name).crosses for name in method_names)
+    pair = load_named(args, args.draft if methods.loads_draft(method_names) else None, cross)
     for name in method_names:
         if methods.get(name).loads_head:
             pair.load_head_for(name)  # loads it now: a head that is missing or does not fit is refused before any run
@@ -515,7 +547,7 @@ def _exit_lanes_that_fit(pair: ModelPair, lanes: tuple[str, ...], base: RunSetti
 def cmd_measure(args: argparse.Namespace) -> int:
     from specviz.measure.lanes import run_method
     from specviz.measure.local import step_costs
-    from specviz.measure.prompts import read_workload, tags_found
+    from specviz.measure.prompts import tags_found
     from specviz.measure.ranking import best_lines, ranking
     from specviz.measure.recommend import judge, verdict_document, verdict_line
     from specviz.measure.summary import results_csv, results_json, summarize
@@ -545,14 +577,16 @@ def cmd_measure(args: argparse.Namespace) -> int:
     method_names = (
         list(methods.PROPOSERS)
         if family
-        else methods.parse_list(args.method, "--method", tree_drafters if tree else methods.PROPOSERS)
+        else methods.parse_list(
+            args.method, "--method", tree_drafters if tree else methods.PROPOSERS + methods.CROSSING
+        )
     )
     ks = [tree_fields(tree)["k"]] if tree else int_list(args.k, "--k")
     check_ks(ks)
     if args.repeats < 1:
         raise SpecvizError("--repeats must be at least 1.")
     base = settings_from(args, methods.DRAFT if family else method_names[0])
-    workload = read_workload(args.prompts_file)
+    workload = selected_workload(args)
     for problem in workload.problems:
         print(f"skipped {problem}", file=sys.stderr)
     if family:
@@ -560,8 +594,9 @@ def cmd_measure(args: argparse.Namespace) -> int:
     else:
         pair = load_for(args, method_names)
     base = with_draft_vocab(base, args, pair)
+    asked = second_turns(args, pair, workload.rows, base)
     rows, skipped = runnable_rows(
-        pair, chat_rows(args, pair, workload.rows), [replace(base, method=name) for name in method_names]
+        pair, chat_rows(args, pair, asked), [replace(base, method=name) for name in method_names]
     )
     for problem in skipped:
         print(f"skipped {problem}", file=sys.stderr)
@@ -589,6 +624,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
     print(ranking_table(ranked))
     for line in best_lines(ranked):
         print(line)
+    spec_bench = spec_bench_report(ranked, results, rows, args, skipped)
     if base.k_schedule != schedule.CONSTANT:
         print(f"K schedule: {schedule.label(base)} (K = {', '.join(map(str, ks))} is its start or cap)")
     print(
@@ -603,7 +639,12 @@ def cmd_measure(args: argparse.Namespace) -> int:
     meta, verdict = {"methods": method_names, "ks": ks, **pair.describe()}, verdict_document(verdicts)
     written = write_all(
         [
-            (args.json_out, lambda: results_json(results, base, meta, costs, args.seed, verdict, ranked)),
+            (
+                args.json_out,
+                lambda: with_section(
+                    results_json(results, base, meta, costs, args.seed, verdict, ranked), "spec_bench", spec_bench
+                ),
+            ),
             (args.csv_out, lambda: results_csv(results, verdict, meta, ranked)),
         ]
     )
@@ -659,7 +700,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return cmd_verify_curve(args)
     if args.limit < 0:
         raise SpecvizError(f"--limit is how many prompts to use (0 = all); got {args.limit}.")
-    lanes = tuple(methods.parse_list(args.lanes or ",".join(methods.LANES), "--lanes", methods.LANES))
+    crossing_lanes = methods.CROSSING_LANES[1:]  # asked for by name: a draft with a tokenizer of its own
+    lanes = tuple(methods.parse_list(args.lanes or ",".join(methods.LANES), "--lanes", methods.LANES + crossing_lanes))
     if methods.PLAIN not in lanes:
         raise SpecvizError(
             f"--lanes must include plain, the baseline every speedup is measured against; got {args.lanes!r}."

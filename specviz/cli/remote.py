@@ -73,7 +73,8 @@ def check_server_options(args: argparse.Namespace) -> None:
 
 
 def cmd_measure_server(args: argparse.Namespace) -> int:
-    from specviz.measure.prompts import read_workload, tags_found
+    from specviz.cli.workloads import selected_workload
+    from specviz.measure.prompts import tags_found
     from specviz.measure.ranking import ranking
     from specviz.measure.recommend import judge, verdict_document, verdict_line
     from specviz.measure.summary import results_csv, results_json, summarize
@@ -95,7 +96,7 @@ def cmd_measure_server(args: argparse.Namespace) -> int:
         raise SpecvizError("--concurrency and --repeats must be at least 1.")
     requested_k, args.k = args.k, args.k or "4"
     base = settings_from(args, declared or methods.DRAFT)  # validates sampling and length before any request
-    workload = read_workload(args.prompts_file)
+    workload = selected_workload(args)
     for problem in workload.problems:
         print(f"skipped {problem}", file=sys.stderr)
     server = connect(args.server[0], args.model, api_key_from(args), args.timeout, declared)
@@ -161,8 +162,8 @@ def collect(results_iter) -> tuple[list, SpecvizError | None]:
 
 def cmd_load(args: argparse.Namespace, declared: str | None) -> int:
     """The load sweep: every --server and the --baseline-server at each --concurrency level (specviz.load JSON)."""
+    from specviz.cli.workloads import selected_workload
     from specviz.measure import load
-    from specviz.measure.prompts import read_workload
     from specviz.remote.load import connect_plain, parse_levels, sweep_documents
     from specviz.remote.vllm import connect
 
@@ -173,7 +174,7 @@ def cmd_load(args: argparse.Namespace, declared: str | None) -> int:
         raise SpecvizError("The load sweep measures the servers as they run: drop --k (each server has its own K).")
     args.k = "4"
     base = settings_from(args, declared or methods.DRAFT)  # validates sampling and length before any request
-    workload = read_workload(args.prompts_file)
+    workload = selected_workload(args)
     for problem in workload.problems:
         print(f"skipped {problem}", file=sys.stderr)
     key = api_key_from(args)

@@ -24,9 +24,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import torch
-
+from specviz.core.lazy import lazy
 from specviz.errors import SettingsError
+
+torch = lazy("torch")
 
 PREFIX = "dynamic"  # the text form: dynamic:BUDGET,DEPTH,TOPK (CLI --tree, the sidebar, URLs)
 LOGP_FLOOR = -1e4  # a token outside a trimmed draft vocabulary (log q = -inf) scores this: finite, so JSON keeps it
@@ -106,7 +107,7 @@ class GrownTree:
         return tuple(index.get(c, -1) for c in range(len(self.tokens)))
 
 
-Expand = Callable[[list[int], "GrownSoFar"], torch.Tensor]
+Expand = Callable[[list[int], "GrownSoFar"], "torch.Tensor"]
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ Names as in `specviz.core.verify`: α acceptance rate, K draft length, c = (one 
 The ideal verify cost is v(K) = 1 (a pass over K + 1 tokens costs one target step); a linear model is
 v(K) = 1 + β·K; the measured one comes from timing a real pair (`specviz.engine.costs`).
 
-Conventions worked out against REFERENCE.md:
+Conventions worked out against Leviathan et al.'s numbers:
 - Leviathan's Table 1 (c = 0) is reproduced with ĉ = 0: e.g. α 0.6, K 2 gives ops 3 / 1.96 = 1.53. Here ĉ defaults
   to c (draft arithmetic proportional to draft time), which equals 0 in that table.
 - The best K is an integer search over K = 1..k_max (k_max = 16 by default, the engine's limit); as α → 1 with c = 0
@@ -371,7 +371,7 @@ def parse_rates(text: str) -> tuple[float, ...]:
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# The reference tables (REFERENCE.md) and the seed's illustrative tables
+# Leviathan et al.'s Table 1 and worked best-K examples of the closed forms (integer search, ideal verify cost)
 
 
 LEVIATHAN_TABLE1 = ((0.6, 2), (0.7, 3), (0.8, 2), (0.8, 5), (0.9, 2), (0.9, 10))  # (α, K), c = ĉ = 0
@@ -386,7 +386,7 @@ def leviathan_table() -> list[dict]:
 
 
 def best_k_table(k_max: int = MAX_K) -> list[dict]:
-    """Best integer K (ideal verify cost) for the reference (α, c) pairs."""
+    """Best integer K (ideal verify cost) for the worked-example (α, c) pairs."""
     rows = []
     for a, c in BEST_K_EXAMPLES:
         k, s = best_k(a, c, IDEAL, k_max)

@@ -121,6 +121,26 @@ class SuffixMatch:
 
 
 @dataclass(frozen=True)
+class Crossing:
+    """A round drafted across tokenizers (TLI, SLEM; core/crossvocab.py): the draft's own tokens and their text, the
+    target's tokens for that text, what fell outside the shared tokens, and how the draft realigned after the commit."""
+
+    method: str  # "tli" or "slem"
+    draft_ids: tuple[int, ...]  # the draft's own tokens, in order
+    draft_texts: tuple[str, ...]  # their texts
+    target_ids: tuple[int, ...]  # the proposal in the target's ids (TLI: one per draft token; SLEM: the text
+    #                              re-tokenized, cut to K)
+    target_texts: tuple[str, ...]  # their texts
+    outside: tuple[bool, ...]  # per draft token: its spelling is not one the target has (SLEM; TLI never drafts one)
+    lost: tuple[float, ...]  # TLI, per position: the draft's processed mass outside the shared tokens (masked)
+    masked: tuple[tuple[TokenProb, ...], ...]  # TLI, per position: the most likely masked draft tokens
+    kept: int  # after the commit: draft tokens of the draft's context (and its drafts) still valid
+    dropped: int  # after the commit: draft tokens thrown away, where its tokens and the committed text disagreed
+    fresh: int  # after the commit: draft tokens it reads anew (the committed text re-tokenized from the mismatch)
+    seam: bool = False  # SLEM: the draft's text merged into the last committed token, so it was tokenized alone
+
+
+@dataclass(frozen=True)
 class Round:
     """Draft K, one target pass, accept/reject, commit: what happened, with timings and cache lengths."""
 
@@ -143,6 +163,7 @@ class Round:
     scored: tuple[Scored, ...] = ()  # dynamic-tree rounds only: every candidate scored, in scoring order (the kept
     #                                  ones are the nodes; the rest were pruned)
     suffix: SuffixMatch | None = None  # suffix decoding's rounds: where the draft came from; None for other methods
+    crossing: Crossing | None = None  # rounds drafted across tokenizers (TLI, SLEM); None for other methods
 
     @property
     def is_tree(self) -> bool:
@@ -256,6 +277,8 @@ class Trace:
                 del r["scored"]
             if r["suffix"] is None:  # other methods (and older suffix traces): the document they always had
                 del r["suffix"]
+            if r["crossing"] is None:  # one tokenizer: the document it always had
+                del r["crossing"]
         return {"format": TRACE_FORMAT, "version": TREE_TRACE_VERSION if tree else TRACE_VERSION, **body}
 
     def to_json(self, indent: int | None = None) -> str:
@@ -523,6 +546,36 @@ def _optional_suffix(value: Any, where: str) -> SuffixMatch | None:
     return match
 
 
+def _flags(value: Any, where: str) -> tuple[bool, ...]:
+    return tuple(_flag(item, f"{where}[{i}]") for i, item in enumerate(_items(value, where)))
+
+
+def _top_lists(value: Any, where: str) -> tuple[tuple[TokenProb, ...], ...]:
+    return tuple(_tops(item, f"{where}[{i}]") for i, item in enumerate(_items(value, where)))
+
+
+CROSSING = {
+    "method": _one_of(("tli", "slem")),
+    **dict.fromkeys(("draft_ids", "target_ids"), _token_ids),
+    **dict.fromkeys(("draft_texts", "target_texts"), _texts),
+    "outside": _flags,
+    "lost": _numbers,
+    "masked": _top_lists,
+    **dict.fromkeys(("kept", "dropped", "fresh"), _int),
+    "seam": _flag,
+}
+
+
+def _optional_crossing(value: Any, where: str) -> Crossing | None:
+    """A round drafted across tokenizers, its texts one per token."""
+    if value is None:
+        return None
+    crossing = _build(Crossing, value, where, CROSSING)
+    if len(crossing.draft_texts) != len(crossing.draft_ids) or len(crossing.target_texts) != len(crossing.target_ids):
+        raise _damaged(f"{where} has token ids and texts of different lengths")
+    return crossing
+
+
 ROUND = {
     "index": _int,
     "positions": _many(Position, POSITION),
@@ -536,6 +589,7 @@ ROUND = {
     "schedule": _optional_schedule,
     "scored": _many(Scored, SCORED),
     "suffix": _optional_suffix,
+    "crossing": _optional_crossing,
 }
 
 

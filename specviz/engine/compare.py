@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import threading
 import time
+import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -48,7 +49,17 @@ def hf_generate(pair: ModelPair, prompt_ids: list[int], settings: RunSettings, l
     if method.hf_option == methods.HF_ASSISTANT_MODEL:
         if pair.draft is None:
             raise SettingsError("Hugging Face assisted generation needs a draft model.")
-        kwargs.update(assistant_model=_assistant(pair.draft, settings))
+        if method.crosses != (pair.crossing is not None):
+            raise SettingsError(
+                f"The {method.label} lane needs a draft with a tokenizer of its own, and only it takes one: use "
+                f"{methods.HF_UAG} for such a draft, {methods.HF_ASSISTED} for one that shares the target's."
+            )
+        if method.crosses:
+            draft = _pruned_assistant(pair) if not settings.sampling.greedy else pair.draft
+            kwargs.update(tokenizer=pair.tokenizer, assistant_tokenizer=pair.crossing.draft_tokenizer)
+            kwargs.update(assistant_model=_assistant(draft, settings))
+        else:
+            kwargs.update(assistant_model=_assistant(pair.draft, settings))
     elif method.hf_option == methods.HF_PROMPT_LOOKUP_TOKENS:
         kwargs.update(prompt_lookup_num_tokens=settings.k, max_matching_ngram_size=settings.ngram_max)
     model = pair.target
@@ -115,6 +126,24 @@ def _assistant(draft, settings: RunSettings):
     assistant = copy.copy(draft)
     assistant.generation_config = config
     return assistant
+
+
+_PRUNED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # a crossing pair's VocabMap -> its HF assistant
+
+
+def _pruned_assistant(pair: ModelPair):
+    """The draft as transformers' sampled universal assisted generation wants it: on first use it prunes the
+    assistant's LM head and remaps its input embeddings to the shared tokens in place, and caches that translator per
+    tokenizer pair (AssistantVocabTranslatorCache). The shared draft is never handed over: one copy per pair, whose
+    top and base modules are its own (the weights are shared), is pruned once and reused."""
+    pruned = _PRUNED.get(pair.crossing)
+    if pruned is None:
+        base = copy.copy(pair.draft.base_model)
+        base._modules = dict(base._modules)
+        pruned = copy.copy(pair.draft)
+        pruned._modules = {**pruned._modules, pair.draft.base_model_prefix: base}
+        _PRUNED[pair.crossing] = pruned
+    return pruned
 
 
 def _early_exit_target(target, settings: RunSettings):

@@ -258,7 +258,11 @@ def measure_costs(
         ran["draft"] = chosen_forward(forward, pair.draft)
     target = _ready(pair.target, pair.vocab_size, ids, forward=ran["target"])
     draft = None
-    if pair.draft is not None:
+    if pair.draft is not None and pair.crossing is not None:  # a draft with its own tokenizer reads the text its way
+        cross = pair.crossing
+        draft_ids = cross.draft_ids(cross.target_text(ids)) or [0]
+        draft = _ready(pair.draft, cross.intersection.draft_vocab, draft_ids, forward=ran["draft"])
+    elif pair.draft is not None:
         draft = _ready(pair.draft, pair.vocab_size, ids, pair.draft_kept(draft_vocab), ran["draft"])
     drafts = torch.tensor((ids * (k_max // len(ids) + 1))[:k_max], device=pair.device)  # (k_max,) any real tokens
 

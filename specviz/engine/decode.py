@@ -151,6 +151,11 @@ def make_proposer(pair: ModelPair, settings: RunSettings, memory: SuffixMemory |
         return None
     if method.loads_draft and pair.draft is None:
         raise SettingsError(f"The {method.label} method needs a draft model: load a pair with a draft, or use n-gram.")
+    if method.loads_draft and pair.crossing is not None and not method.crosses:
+        raise SettingsError(
+            f"The draft {recorded_name(pair.draft_name)} speaks another tokenizer than the target, so the "
+            f"{method.label} method cannot compare their tokens: use --method {' or '.join(methods.CROSSING)}."
+        )
     if method.remembers:
         return cls.for_run(pair, settings, memory)
     return cls.for_run(pair, settings)
@@ -212,17 +217,18 @@ def decode_rounds(
 
         # 1. fetch candidates (the confidence schedule may stop the drafter before depth)
         start = time.perf_counter()
-        stop_below = {"stop_below": plan.stop_below} if plan.stop_below is not None else {}
         u_draft = u[:slots].float().to(pair.device)
-        proposal = drafter.propose(depth, u_draft, **stop_below) if drafter else empty_chain(pair.device)
+        proposal = drafter.propose(depth, u_draft, plan.stop_below) if drafter else empty_chain(pair.device)
         synchronize(pair.device)  # so the draft time is the draft's
         drafted = time.perf_counter()
         draft_cache = drafter.cache_length if drafter else 0
-        suffix = drafter.match(pair.token_texts) if hasattr(drafter, "match") else None  # suffix: where it drafted
+        suffix = drafter.match(pair.token_texts) if drafter else None  # suffix decoding: where it drafted
 
         # 2. one target pass over the pending tokens + every draft: p at the root and after each draft
         read, base = len(target.pending), target.length  # base: the first row this pass reads
-        logits = drafter.score(proposal) if hasattr(drafter, "score") else _score(target, proposal)  # (n+1, V)
+        logits = drafter.score(proposal) if drafter else None  # early exit verifies on its own work
+        if logits is None:
+            logits = _score(target, proposal)  # (n+1, V)
         if on_target_logits:
             on_target_logits(logits)
         p = logits_to_probs(logits, settings.sampling)  # (n+1, V)
@@ -259,9 +265,10 @@ def decode_rounds(
             target_cache=(target_cache, target.length),
             draft_cache=(draft_cache, drafter.cache_length if drafter else 0),
         )
-        yield replace(rnd, schedule=step, suffix=suffix) if step or suffix else rnd
+        crossing = drafter.crossing() if drafter else None  # across tokenizers: the translation
+        yield replace(rnd, schedule=step, suffix=suffix, crossing=crossing) if step or suffix or crossing else rnd
         if stop:
-            if hasattr(drafter, "finish"):  # a drafter that remembers runs learns the last round too
+            if drafter:  # a drafter that remembers runs learns the last round too
                 drafter.finish(committed)
             return
 

@@ -114,6 +114,14 @@ class CachedModel:
         self.fed_extra = 0
         self.pending.extend(committed[confirmed:])
 
+    def rewind(self, keep: int, pending: list[int]) -> None:
+        """Re-base the committed sequence: keep the first `keep` tokens the cache read (drafts it read this round count
+        as read), drop the rest, and queue `pending` unseen (a drafter over another tokenizer realigns this way)."""
+        if keep < self.length:
+            self.cache.crop(keep - self.length)  # negative: tokens to remove from the end (every cache layer takes it)
+        self.fed_extra = 0
+        self.pending = list(pending)
+
     def _logits(
         self,
         ids: torch.Tensor,

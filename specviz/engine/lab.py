@@ -83,11 +83,13 @@ def two_token_samples(
     on_progress: Progress | None = None,
     exit_variant: str | None = None,
     exit_layer: int = DEFAULT_EXIT_LAYER,
+    method: str | None = None,
 ) -> TwoTokenSamples:
     """Sample the next two tokens `samples` times each way (alternating plain and speculative runs, so a time budget
     cuts both sides equally) and compare the two samples with a χ² homogeneity test. The speculative side is the
     draft model, or with exit_variant (a key of engine/early_exit.py EXIT_VARIANTS) early exit at exit_layer with
-    that exit: the real exit, or one of the lab's switches."""
+    that exit: the real exit, or one of the lab's switches; method names another speculative side (TLI or SLEM for a
+    draft with its own tokenizer)."""
     variant = _exit_variant(exit_variant)
     if variant is None and pair.draft is None:
         raise SettingsError("The speculative side needs a draft model: load a pair with a draft.")
@@ -100,7 +102,7 @@ def two_token_samples(
     if not time_budget_s > 0:
         raise SettingsError("the time budget must be positive.")
     ids = encode_prompt(pair, prompt)
-    side = methods.DRAFT if variant is None else methods.EARLY_EXIT
+    side = method or (methods.DRAFT if variant is None else methods.EARLY_EXIT)
     proposer = None
     if variant is not None:  # one proposer for every run: its settings (sampling, E) are the same in each
         exit_settings = RunSettings(method=side, k=k, sampling=sampling, exit_layer=exit_layer)

@@ -27,6 +27,7 @@ from specviz.engine.medusa import is_medusa_head, load_medusa
 from specviz.engine.mtp import is_mtp, load_mtp
 from specviz.engine.threads import apply_threads
 from specviz.engine.vocab import COUNTS_FILE, TokenCounts, check_trimmable, load_counts
+from specviz.engine.vocab_map import VocabMap, build_vocab_map
 from specviz.errors import IncompatiblePairError, ModelLoadError, SettingsError
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
@@ -63,6 +64,8 @@ class ModelPair:
     head3_dir: str | None = None  # an EAGLE-3 head for this target (given, or found beside it), loaded when first used
     medusa_dir: str | None = None  # Medusa heads for this target (given, or found beside it), loaded when first used
     mtp_dir: str | None = None  # an MTP module for this target (given, or found beside it), loaded when first used
+    crossing: VocabMap | None = None  # a draft with a tokenizer of its own (engine/vocab_map.py): only the methods
+    #                                   that draft across tokenizers (TLI, SLEM) run it; None: one shared tokenizer
 
     @cached_property
     def eagle_head(self):
@@ -140,6 +143,7 @@ class ModelPair:
             "draft": recorded_name(self.draft_name),
             "device": str(self.device),
             "dtype": str(self.dtype).removeprefix("torch."),
+            **(self.crossing.describe() if self.crossing else {}),
         }
 
 
@@ -226,8 +230,11 @@ def load_pair(
     trust_remote_code: bool = False,
     head: str | None = None,
     threads: str | int = AUTO_THREADS,
+    cross_vocab: bool = False,
 ) -> ModelPair:
     """Load target (and draft, unless None) onto one device, check they share a tokenizer, and freeze them for reuse.
+    cross_vocab: a draft whose tokenizer differs is mapped to the target's (engine/vocab_map.py) instead of refused,
+    for the methods that draft across tokenizers.
     head: a feature head directory (EAGLE-1, EAGLE-3 or Medusa, told apart by its config) for its own method; the
     other kinds are looked for beside the target (each loaded only when a run uses it). threads: torch's thread
     count on a CPU, auto or a number (engine/threads.py)."""
@@ -241,13 +248,23 @@ def load_pair(
     dtype = choose_dtype(dtype, dev)
     tokenizer = load_tokenizer(target, trust_remote_code)
     target_model = load_model(target, dev, dtype, allow_pickle, trust_remote_code)
-    draft_model = None
+    draft_model, draft_tok = None, None
+    cross_vocab = cross_vocab and draft is not None  # no draft: nothing to cross
     if draft is not None:
-        check_same_tokenizer(tokenizer, load_tokenizer(draft, trust_remote_code), target, draft)
+        draft_tok = load_tokenizer(draft, trust_remote_code)
+        cross_vocab = cross_vocab and draft_tok.get_vocab() != tokenizer.get_vocab()
+        if not cross_vocab:
+            check_same_tokenizer(tokenizer, draft_tok, target, draft)
         draft_model = load_model(draft, dev, dtype, allow_pickle, trust_remote_code)
     models = [m for m in (target_model, draft_model) if m is not None]
     apply_threads(threads, target_model)
-    vocab_size = min([len(tokenizer)] + [m.get_output_embeddings().weight.shape[0] for m in models])
+    sharing = [target_model] if cross_vocab else models  # the models that number tokens as the target's tokenizer
+    vocab_size = min([len(tokenizer)] + [m.get_output_embeddings().weight.shape[0] for m in sharing])
+    crossing = None
+    if cross_vocab:
+        draft_vocab = min(len(draft_tok), draft_model.get_output_embeddings().weight.shape[0])
+        names = (recorded_name(target), recorded_name(draft))
+        crossing = build_vocab_map(tokenizer, draft_tok, vocab_size, draft_vocab, dev, *names)
     return ModelPair(
         target=target_model,
         draft=draft_model,
@@ -261,11 +278,12 @@ def load_pair(
         sliding_window=_sliding_window(models),
         eos_ids=_eos_ids(target_model, tokenizer),
         token_texts=tuple(tokenizer.batch_decode([[i] for i in range(vocab_size)])),
-        draft_counts=load_counts(draft) if draft is not None and Path(draft).is_dir() else None,
+        draft_counts=load_counts(draft) if draft is not None and Path(draft).is_dir() and not crossing else None,
         head_dir=heads.get(methods.EAGLE),
         head3_dir=heads.get(methods.EAGLE3),
         medusa_dir=heads.get(methods.MEDUSA),
         mtp_dir=heads.get(methods.MTP),
+        crossing=crossing,
     )
 
 

@@ -11,7 +11,7 @@ chains a model's single MTP layer for num_speculative_tokens > 1): the first dra
 real feature of the last committed row (its last hidden state, after its final norm), each later one the module's
 own output h'. Post hoc on a frozen target this is EAGLE-1 (engine/heads.py) plus the two input norms, the block's
 own input norm and an output norm, trained with the cross-entropy against the target alone (DeepSeek's MTP loss; no
-feature regression): the drafter, the trees and the caches are EAGLE-1's (engine/proposers.py MtpProposer).
+feature regression): the drafter, the trees and the caches are EAGLE-1's (engine/proposers/mtp.py).
 
 Files (docs/engine.md): `config.json` = the target's Llama config with `num_hidden_layers: 1`,
 `num_nextn_predict_layers: 1` and architectures ["SpecvizMTP"]; `model.safetensors` = `enorm.weight`,

@@ -278,7 +278,7 @@ def results_table(doc: dict) -> str:
     )
     head += "|---|---|---|---|---|---|" + ("---|" if adaptive else "") + "---|---|---|---|---|\n"
     fmt = lambda v, f: "–" if v is None else format(v, f)  # noqa: E731
-    order = methods.LANES + methods.SHAPED
+    order = methods.LANES + methods.SHAPED + methods.CROSSING_LANES[1:]
     rows = sorted(
         doc["results"], key=lambda r: (order.index(r["method"]), r["k"], r.get("tree", ""), r.get("k_schedule", ""))
     )

@@ -41,6 +41,14 @@ class PromptRow:
     tag: str = UNTAGGED
     line: int = 0  # where it came from in the input, for messages
     chat: bool | None = None  # through the target's chat template (a "chat" field or column); None: the pair decides
+    row_id: str = ""  # a Spec-Bench row's question_id, named in messages instead of the line
+    turns: tuple[str, ...] = ()  # a Spec-Bench row's user turns (prompt is the first, or the second with --second-turn)
+    category: str = ""  # a Spec-Bench row's own category (an MT-bench subcategory such as "writing"; tag groups them)
+
+    @property
+    def where(self) -> str:
+        """How messages name the row: 'question 245' for a Spec-Bench row, else 'line 7'."""
+        return f"question {self.row_id}" if self.row_id else f"line {self.line}"
 
 
 @dataclass(frozen=True)
@@ -209,6 +217,8 @@ def tags_found(rows: Sequence[PromptRow]) -> str:
 
 
 def _row(record: dict, number: int) -> PromptRow | str:
+    if "prompt" not in record and "turns" in record:
+        return _spec_bench_row(record, number)
     prompt = record.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
         return 'missing or empty "prompt"'
@@ -222,6 +232,31 @@ def _row(record: dict, number: int) -> PromptRow | str:
     if isinstance(chat, str):
         return chat
     return tag_problem(tag) or PromptRow(prompt, tag, number, chat)
+
+
+# Spec-Bench (hemingkx/Spec-Bench, data/spec_bench/question.jsonl): MT-bench's eight subcategories are one category
+# there ("mt_bench" in its evaluation/speed.py); the other five are named as they are.
+MT_BENCH = "mt_bench"
+MT_BENCH_SUBCATEGORIES = ("writing", "roleplay", "reasoning", "math", "coding", "extraction", "stem", "humanities")
+
+
+def spec_bench_tag(category: str) -> str:
+    """The Spec-Bench category a row's own category belongs to: 'writing' -> 'mt_bench', 'qa' -> 'qa'."""
+    return MT_BENCH if category in MT_BENCH_SUBCATEGORIES else category
+
+
+def _spec_bench_row(record: dict, number: int) -> PromptRow | str:
+    """A Spec-Bench row ({question_id, category, turns[, reference]}): its first turn is the prompt, its category the
+    tag (MT-bench's subcategories grouped), its question_id what messages name it by."""
+    turns = record.get("turns")
+    if not isinstance(turns, list) or not turns or not all(isinstance(t, str) and t.strip() for t in turns):
+        return '"turns" must be a list of non-empty strings (a Spec-Bench row)'
+    category = str(record.get("category") or "").strip()
+    if not category:
+        return 'a Spec-Bench row needs a "category"'
+    row_id = str(record.get("question_id", number))
+    row = _row({"prompt": turns[0], "tag": spec_bench_tag(category), "chat": record.get("chat")}, number)
+    return replace(row, row_id=row_id, turns=tuple(turns), category=category) if isinstance(row, PromptRow) else row
 
 
 CHAT_WORDS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False, "": None}
@@ -250,8 +285,28 @@ def _bad_char(exc: UnicodeEncodeError) -> str:
     return f"{exc.object[exc.start]!r} at character {exc.start}"
 
 
+WORKLOADS_DIR = Path(__file__).resolve().parents[2] / "assets" / "workloads"
+BUNDLED_WORKLOADS = ("spec-bench", "code", "prose", "structured", "copy")  # assets/workloads/NAME.jsonl
+
+
+def workload_path(name_or_path: str | Path) -> Path:
+    """A bundled workload's file by its name ('spec-bench', 'code', ...), or the path given; an unknown name that is
+    no file is refused with the names."""
+    text = str(name_or_path).strip()
+    if text.lower() in BUNDLED_WORKLOADS:
+        return WORKLOADS_DIR / f"{text.lower()}.jsonl"
+    path = Path(text)
+    if not path.exists() and not path.suffix:
+        raise WorkloadError(
+            f"No workload named {text!r}: give a file (.jsonl, .csv, .txt) or a bundled workload "
+            f"({', '.join(BUNDLED_WORKLOADS)})."
+        )
+    return path
+
+
 def read_workload(path: str | Path) -> Workload:
-    """parse_workload on a file, with a clear message when it cannot be read."""
+    """parse_workload on a file (or a bundled workload by name), with a clear message when it cannot be read."""
+    path = workload_path(path)
     return parse_workload(read_capped(path, MAX_FILE_BYTES, "workload"), str(path))
 
 

@@ -164,7 +164,7 @@ def runnable_rows(
                 check_fits(pair, ids, each)
             fits.append(row)
         except SpecvizError as exc:
-            problems.append(f"line {row.line}: {exc}")
+            problems.append(f"{row.where}: {exc}")
     if not fits:
         raise SettingsError(_none_runs(pair, settings[0].max_new_tokens, problems))
     return fits, problems

@@ -237,8 +237,8 @@ def totals(results: list[dict]) -> dict:
 
 
 def ngram_misses(pair, settings: RunSettings) -> MissedAt:
-    """For n-gram lookup: whether specviz's lookup (vLLM's rule, engine/proposers.py) finds nothing after a token of
-    a local run's output, its prompt's tokens first."""
+    """For n-gram lookup: whether specviz's lookup (vLLM's rule, engine/proposers/ngram.py) finds nothing after a
+    token of a local run's output, its prompt's tokens first."""
     from specviz.engine.decode import encode_prompt
     from specviz.engine.proposers import ngram_lookup
 
@@ -271,10 +271,19 @@ def main(argv: list[str] | None = None) -> int:
     from specviz.errors import SpecvizError
     from specviz.measure.local import engine_source
     from specviz.measure.prompts import read_workload, wrapped_rows
+    from specviz.measure.spec_bench import sample_per_category, select_categories
     from specviz.remote.vllm import connect
 
     parser = argparse.ArgumentParser(prog="python -m specviz.remote.agreement", description=__doc__.split("\n")[0])
-    parser.add_argument("prompts_file")
+    parser.add_argument(
+        "prompts_file", nargs="?", help="a workload file, or a bundled workload's name (spec-bench, ...)"
+    )
+    parser.add_argument("--workload", help="the same as the positional file: a bundled workload's name or a file")
+    parser.add_argument(
+        "--per-category", type=int, default=0, help="N rows of each category, drawn by --seed (0 = all)"
+    )
+    parser.add_argument("--category", action="append", default=[], help="only this category (repeatable)")
+    parser.add_argument("--seed", type=int, default=0, help="draws the --per-category sample")
     parser.add_argument("--server", required=True)
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--limit", type=int, default=0, help="first N prompts only (0 = all)")
@@ -288,21 +297,27 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--method",
-        choices=sorted(set(methods.FROM_VLLM.values())),
+        choices=sorted({*methods.FROM_VLLM.values(), methods.TLI}),
         help="the server's speculative method, when it does not say (a server outside vLLM's dev mode hides it)",
     )
     parser.add_argument("--head", help="the feature head directory the server drafts with (default: beside the target)")
     parser.add_argument("--json", dest="json_out", help="write per-prompt results here")
     args = parser.parse_args(argv)
+    if not (args.prompts_file or args.workload):
+        parser.error("give a workload: a file, or --workload NAME")
     try:
         spec = find_pair(args.pair or DEFAULT_PAIR)
         target, draft = spec.sources()
+        rows = read_workload(args.workload or args.prompts_file).rows
+        rows = sample_per_category(select_categories(rows, args.category), args.per_category, args.seed)
     except SpecvizError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     server = connect(args.server, method=args.method)
-    pair = load_pair(args.target or target, args.draft or draft, device="cpu", dtype="float32", head=args.head)
-    rows = read_workload(args.prompts_file).rows
+    cross = bool(args.method) and methods.get(args.method).crosses  # vLLM's use_heterogeneous_vocab: TLI
+    pair = load_pair(
+        args.target or target, args.draft or draft, device="cpu", dtype="float32", head=args.head, cross_vocab=cross
+    )
     rows = wrapped_rows(pair, rows[: args.limit] if args.limit else rows, spec.chat and not args.raw)
     settings = server.settings(RunSettings(max_new_tokens=args.max_new_tokens, stop_at_eos=False))
     misses = ngram_misses(pair, settings) if settings.method == methods.NGRAM else None

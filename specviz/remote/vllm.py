@@ -624,6 +624,9 @@ def _probe(endpoint: Endpoint, model: str) -> Completion:
 
 
 def _method_name(vllm_method: str | None, declared: str | None, notes: list[str]) -> str:
+    if declared in methods.CROSSING and vllm_method in (None, methods.VLLM_DRAFT_MODEL):  # use_heterogeneous_vocab
+        notes.append(f"method {declared!r} as declared: a draft model with its own vocabulary")
+        return declared
     if vllm_method is not None:
         if vllm_method not in FROM_VLLM:
             raise UnsupportedMethod(

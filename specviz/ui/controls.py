@@ -34,7 +34,7 @@ from specviz.engine.vocab import load_counts
 from specviz.errors import SpecvizError
 from specviz.measure.precision import time_precisions, verdict
 from specviz.ui.limits import Limits, sidebar_source
-from specviz.ui.loaders import cached_pair, default_sources
+from specviz.ui.loaders import cached_pair, default_sources, draft_crosses
 from specviz.viz.explain import BF16_GREEDY_NOTE
 from specviz.viz.text import literal
 
@@ -150,10 +150,9 @@ def in_range(key: str, value, limits: Limits):
 def set_setting(key: str, value) -> str | None:
     """Set a sidebar setting as if the user had chosen it (a shared URL's settings), within the widget's range;
     returns what was changed to fit, for the page to say (None when the value was taken as it is)."""
-    if key == "method" and value not in methods.PROPOSERS + methods.SHAPED:
-        return (
-            f"method = {value!r} is none of {', '.join(methods.PROPOSERS + methods.SHAPED)}; the sidebar keeps its own."
-        )
+    known = methods.PROPOSERS + methods.SHAPED + methods.CROSSING
+    if key == "method" and value not in known:
+        return f"method = {value!r} is none of {', '.join(known)}; the sidebar keeps its own."
     fitted = in_range(key, value, Limits.from_env())
     if fitted is None:
         return f"{key} = {value!r} is not a number here; the sidebar keeps its value."
@@ -349,6 +348,8 @@ def sidebar_controls(page: str = "") -> Controls:
     choices = methods.PROPOSERS + (methods.SHAPED if page in TREE_PAGES else ())
     has_draft = bool(active_sources()[1])
     choices = tuple(name for name in choices if has_draft or not methods.get(name).loads_draft)
+    if has_draft and draft_crosses(*active_sources()[:2]):  # a draft with its own tokenizer: TLI and SLEM draft
+        choices = tuple(name for name in choices if not methods.get(name).loads_draft) + methods.CROSSING
     if st.session_state.get(keep("method", methods.DRAFT)) not in choices:
         # a tree chosen on the rounds page (this page's lanes are chains), or a pair with no draft model
         st.session_state["method"] = methods.DRAFT if has_draft else methods.NGRAM

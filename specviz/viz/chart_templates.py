@@ -6,16 +6,21 @@ converted once per kind and key, with its data taken out (named datasets d0, d1,
 {"$param": name}. A chart is then its rows and those values, computed without Altair: `parts(builder, *args)`.
 `bind(template, params, data)` puts them back; the player does the same in JavaScript (static/js/specviz-player.js),
 and tests check that a bound template is the builder's Vega-Lite for every chart of the bundled traces.
+
+Templates are kept on disk too (`cache_file`: the user's cache directory, one file per version of specviz's chart
+code), so a fresh process (export-html, a restarted server) binds charts without building them or importing Altair.
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-
-from altair.utils.schemapi import debug_mode
+from importlib import metadata
+from pathlib import Path
 
 from specviz.viz import layout
 from specviz.viz import round_charts as charts
@@ -196,20 +201,74 @@ def rows_of(data: tuple[Chunk, ...]) -> list:
     return [row for chunk in data for row in chunk.rows]
 
 
-_TEMPLATES: dict[tuple, dict] = {}
+_TEMPLATES: dict[str, dict] = {}  # a template's key (kind, key, subtitle, lecture as JSON) -> the template
+_READ: list[Path] = []  # the cache file this process has read (once)
+CACHE_FORMAT = 1  # the cache file's own layout
+
+
+def source_hash() -> str:
+    """What shapes a template: the source of specviz's chart code (every module of specviz.viz) and Altair's version;
+    a cache file made by other code is never read."""
+    digest = hashlib.sha256(f"{CACHE_FORMAT}|{metadata.version('altair')}".encode())
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def cache_file() -> Path:
+    """Where templates are kept between processes: $SPECVIZ_TEMPLATE_CACHE, else templates/ under $SPECVIZ_CACHE,
+    $XDG_CACHE_HOME/specviz or ~/.cache/specviz (where the models are), named by the chart code's hash."""
+    name = f"chart-templates-{source_hash()}.json"
+    if os.environ.get("SPECVIZ_TEMPLATE_CACHE"):
+        return Path(os.environ["SPECVIZ_TEMPLATE_CACHE"]).expanduser() / name
+    if os.environ.get("SPECVIZ_CACHE"):
+        root = Path(os.environ["SPECVIZ_CACHE"]).expanduser()
+    else:
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        root = (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "specviz"
+    return root / "templates" / name
+
+
+def _load_cache() -> None:
+    """The templates a previous process kept (none when the file is missing, unreadable or of other code)."""
+    _READ.append(cache_file())
+    try:
+        kept = json.loads(_READ[0].read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if isinstance(kept, dict) and kept.get("format") == CACHE_FORMAT and isinstance(kept.get("templates"), dict):
+        _TEMPLATES.update(kept["templates"])
+
+
+def _save_cache() -> None:
+    """Keep every template built so far for later processes (atomically; a cache that cannot be written is skipped)."""
+    path = _READ[0]
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        spare = path.with_suffix(f".{os.getpid()}.tmp")
+        spare.write_text(json.dumps({"format": CACHE_FORMAT, "templates": _TEMPLATES}), encoding="utf-8")
+        os.replace(spare, path)
+    except OSError:
+        pass
 
 
 def template(build: Callable, args: tuple, chart: Parts, lecture: bool) -> dict:
-    """The template of this chart's kind and key in this view: built once (from this chart, an exemplar) and kept."""
-    key = (chart.kind, chart.key, chart.heading is not None and bool(chart.heading[1]), lecture)
+    """The template of this chart's kind and key in this view: built once (from this chart, an exemplar) and kept, in
+    this process and on disk for the next."""
+    if not _READ:
+        _load_cache()
+    key = json.dumps([chart.kind, list(chart.key), chart.heading is not None and bool(chart.heading[1]), lecture])
     if key not in _TEMPLATES:
         _TEMPLATES[key] = make_template(build, args, chart, lecture)
+        _save_cache()
     return _TEMPLATES[key]
 
 
 def make_template(build: Callable, args: tuple, chart: Parts, lecture: bool) -> dict:
     """The builder's styled spec for an exemplar chart, its datasets renamed d0, d1, ... (by which of the chart's
     datasets each holds) and taken out, its per-chart values made holes."""
+    from altair.utils.schemapi import debug_mode  # here: a process with its templates cached never imports Altair
+
     style = layout.lectured if lecture else layout.readable  # as step_view.styled styles a step's charts
     with debug_mode(False):
         spec = style(build(*args)).to_dict(validate=False)

@@ -23,7 +23,7 @@ from specviz.core.lab import (
     sequence_labels,
     verdict,
 )
-from specviz.viz.layout import CATEGORY_AXIS, UPRIGHT_ROOM, band_height
+from specviz.viz.layout import UPRIGHT_ROOM, band_height, category_axis
 from specviz.viz.palette import ORIGIN_COLORS, ORIGIN_LABELS
 
 SOURCE_COLORS = {
@@ -123,7 +123,7 @@ def shop_chart(exp: ShopExperiment, top: int = 16) -> alt.Chart:
         alt.Chart(frame, title=title)
         .mark_bar()
         .encode(
-            x=alt.X("sequence:N", sort=order, title="sequence", axis=CATEGORY_AXIS),
+            x=alt.X("sequence:N", sort=order, title="sequence", axis=category_axis()),
             xOffset=alt.XOffset("series:N", sort=list(SERIES_COLORS)),
             y=alt.Y("prob:Q", title="probability / frequency"),
             color=alt.Color(
@@ -313,7 +313,7 @@ def real_pair_chart(rows: Sequence[dict], title: str) -> alt.Chart:
         alt.Chart(frame, title=title)
         .mark_bar()
         .encode(
-            x=alt.X("tokens:N", sort=order, title="next two tokens", axis=CATEGORY_AXIS),
+            x=alt.X("tokens:N", sort=order, title="next two tokens", axis=category_axis()),
             xOffset=alt.XOffset("series:N"),
             y=alt.Y("freq:Q", title="frequency"),
             color=alt.Color("series:N", title=None, scale=alt.Scale(domain=list(colors), range=list(colors.values()))),
@@ -362,7 +362,7 @@ def variant_chart(
         alt.Chart(frame, title=f"Exact output of '{variant_label}' vs p, where they differ most")
         .mark_bar()
         .encode(
-            x=alt.X("sequence:N", sort=order, title="sequence", axis=CATEGORY_AXIS),
+            x=alt.X("sequence:N", sort=order, title="sequence", axis=category_axis()),
             xOffset=alt.XOffset("series:N", sort=["exact target p", variant_label]),
             y=alt.Y("prob:Q", title="exact probability"),
             color=alt.Color(

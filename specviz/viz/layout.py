@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import textwrap
 
-import altair as alt
+from specviz.core.lazy import lazy
+
+alt = lazy("altair")
+
 
 TITLE_CHARS = 34  # a title line this long fits a half-width column at 1280 px and a phone's full width at 390 px
 TITLE_SIZE = 15  # px: larger type would take the plot's height (Streamlit keeps a chart's total height)
@@ -36,7 +39,13 @@ def title_params(
 
 BAND_ROW = 30  # px per category of a horizontal bar chart: less, and Vega hides every other label as overlapping
 FRAME_ROOM = 110  # px of a chart's height that a three-line title and the x axis with its title take
-CATEGORY_AXIS = alt.Axis(labelAngle=-90, labelOverlap=False)  # many categories along x: upright, never thinned
+
+
+def category_axis() -> alt.Axis:
+    """The axis of many categories along x: upright, never thinned."""
+    return alt.Axis(labelAngle=-90, labelOverlap=False)
+
+
 UPRIGHT_ROOM = 120  # px more height for upright category labels below the plot
 
 

@@ -1,12 +1,13 @@
 """A trace as a player bundle: every step's blocks in every view, ready for a browser to step through with no Python.
 
-The bundle is one JSON-serialisable dict (format "specviz.player", version 2; docs/player-format.md): tables of the
+The bundle is one JSON-serialisable dict (format "specviz.player", version 3; docs/player-format.md): tables of the
 unique HTML fragments, the committed text's spans per round, one Vega-Lite template per chart kind and view size
 (viz.chart_templates), each chart as its template, its datasets and its few values, the datasets (columns and rows),
 and the layout rows, referenced by index from each step; each step's navigation (next / previous step, next round,
 next rejection, next bonus, first, last) as step indices, and its moment as the round page's URL query. It is built
 from viz.step_view (lazy: charts as their numbers, no Altair chart per step), the round page's own source of truth,
-so a player that draws it looks like the page. `load_bundle` reads one back and checks its format and version.
+so a player that draws it looks like the page. It is sent in a compact wire form (viz.player_wire: strings once,
+datasets column-wise, no repeated keys); `load_bundle` reads one back, checks its format and version and decodes it.
 """
 
 from __future__ import annotations
@@ -15,14 +16,16 @@ import json
 import re
 from dataclasses import dataclass, replace
 
-from specviz.core.trace import Trace
+from specviz.core.trace import REJECTED, Trace
 from specviz.errors import PlayerFormatError
 from specviz.viz import chart_templates as ct
 from specviz.viz import run_notes, steps
 from specviz.viz import step_view as sv
+from specviz.viz.player_wire import decoded, encoded
 from specviz.viz.text import TextParts, literal
 
-FORMAT, VERSION = "specviz.player", 2
+FORMAT, VERSION = "specviz.player", 3
+DOCUMENT_VERSION = 2  # the document without the wire form (what load_bundle decodes to): still read
 VIEWS = {  # view name -> its options (recorded timings: a bundle replays a finished run)
     "full": sv.ViewOptions(),
     "full+lecture": sv.ViewOptions(lecture=True),
@@ -32,18 +35,41 @@ VIEWS = {  # view name -> its options (recorded timings: a bundle replays a fini
 NAVIGATION = ("next", "previous", "next_round", "next_rejection", "next_bonus", "first", "last")
 
 
-def navigation(trace: Trace, cursor: steps.Cursor, index: dict[steps.Cursor, int]) -> dict[str, int | None]:
-    """Where each key of the round page goes from this moment, as step indices (None: nowhere, the key is off)."""
-    found = {kind: steps.next_event(trace, cursor, kind) for kind in ("rejection", "bonus")}
+def navigation(
+    trace: Trace, cursor: steps.Cursor, index: dict[steps.Cursor, int], events: dict[str, list] | None = None
+) -> dict[str, int | None]:
+    """Where each key of the round page goes from this moment, as step indices (None: nowhere, the key is off).
+    events: next_events(trace)'s answers for every moment (else each is searched for)."""
+    if events is None:
+        found = {kind: steps.next_event(trace, cursor, kind) for kind in ("rejection", "bonus")}
+        found = {kind: None if at is None else index[at] for kind, at in found.items()}
+    else:
+        found = {kind: events[kind][index[cursor]] for kind in ("rejection", "bonus")}
     return {
         "next": index[steps.next_step(trace, cursor)],
         "previous": index[steps.previous_step(trace, cursor)],
         "next_round": index[steps.next_round(trace, cursor)],
-        "next_rejection": None if found["rejection"] is None else index[found["rejection"]],
-        "next_bonus": None if found["bonus"] is None else index[found["bonus"]],
+        "next_rejection": found["rejection"],
+        "next_bonus": found["bonus"],
         "first": 0,
         "last": index[steps.last_cursor(trace)],
     }
+
+
+def next_events(trace: Trace, moments: list[steps.Cursor]) -> dict[str, list[int | None]]:
+    """For every moment, the step index of the next rejection and of the next bonus after it (steps.next_event's
+    answers), found in one pass from the end instead of a search from each moment."""
+    out = {"rejection": [None] * len(moments), "bonus": [None] * len(moments)}
+    ahead = {"rejection": None, "bonus": None}
+    for i in range(len(moments) - 1, -1, -1):
+        out["rejection"][i], out["bonus"][i] = ahead["rejection"], ahead["bonus"]
+        cursor = moments[i]
+        step, r = steps.current_step(trace, cursor), trace.rounds[cursor.round]
+        if step.phase == steps.JUDGE and steps.judged_item(r, step.position).verdict == REJECTED:
+            ahead["rejection"] = i
+        if step.phase == steps.RESOLVE and r.extra is not None and r.extra.kind == "bonus":
+            ahead["bonus"] = i
+    return out
 
 
 _BOLD = re.compile(r"\*\*(.+?)\*\*")
@@ -181,13 +207,13 @@ def player_bundle(
     """The trace as a player bundle: every step in every view named (VIEWS), de-duplicated, with its navigation and
     moment. title and about: what the run is, in words (a bundled trace's own; otherwise its settings). live: the
     run was just made on this machine (the round page's live run), so its times are called this machine's; a file
-    handed out, a bundled or an uploaded trace keeps the recorded wording."""
+    handed out, a bundled or an uploaded trace keeps the recorded wording. In its wire form (load_bundle decodes it)."""
     unknown = [v for v in views if v not in VIEWS]
     if unknown:
         raise PlayerFormatError(f"unknown player view(s) {', '.join(unknown)}: choose from {', '.join(VIEWS)}")
     moments = list(steps.moments(trace))
     index = {cursor: i for i, cursor in enumerate(moments)}
-    tables, memo, out = _Tables(), {}, []
+    tables, memo, out, events = _Tables(), {}, [], next_events(trace, moments)
     for cursor in moments:
         shown = {name: sv.step_view(trace, cursor, replace(VIEWS[name], live=live), memo, lazy=True) for name in views}
         first = next(iter(shown.values()))
@@ -199,27 +225,31 @@ def player_bundle(
                 "title": first.title,
                 "moment": first.moment,
                 "query": steps.query_string(first.moment),
-                "nav": navigation(trace, cursor, index),
+                "nav": navigation(trace, cursor, index, events),
                 "views": {name: _rows(view, tables) for name, view in shown.items()},
             }
         )
-    return {
-        "format": FORMAT,
-        "version": VERSION,
-        "title": title or f"A run of {run_notes.settings_summary(trace.settings)}",
-        "about": about
-        or (f"A run of {run_notes.settings_summary(trace.settings)}, timed here." if live else recorded_about(trace)),
-        "rounds": len(trace.rounds),
-        "views": list(views),
-        "phase_titles": steps.PHASE_TITLES,
-        "html": tables.html,
-        "text": memo["spans"][1],
-        "templates": tables.templates,
-        "charts": tables.charts,
-        "datasets": tables.datasets,
-        "rows": tables.rows,
-        "steps": out,
-    }
+    return encoded(
+        {
+            "format": FORMAT,
+            "version": VERSION,
+            "title": title or f"A run of {run_notes.settings_summary(trace.settings)}",
+            "about": about
+            or (
+                f"A run of {run_notes.settings_summary(trace.settings)}, timed here." if live else recorded_about(trace)
+            ),
+            "rounds": len(trace.rounds),
+            "views": list(views),
+            "phase_titles": steps.PHASE_TITLES,
+            "html": tables.html,
+            "text": memo["spans"][1],
+            "templates": tables.templates,
+            "charts": tables.charts,
+            "datasets": tables.datasets,
+            "rows": tables.rows,
+            "steps": out,
+        }
+    )
 
 
 def recorded_about(trace: Trace) -> str:
@@ -232,7 +262,8 @@ def recorded_about(trace: Trace) -> str:
 
 @dataclass(frozen=True)
 class LoadedBundle:
-    """A bundle read back: the document itself, and its blocks expanded from the tables (as the player does)."""
+    """A bundle read back: the document decoded from its wire form, and its blocks expanded from the tables (as the
+    player does)."""
 
     doc: dict
 
@@ -266,7 +297,8 @@ class LoadedBundle:
 
 
 def load_bundle(source: str | bytes | dict) -> LoadedBundle:
-    """A bundle from its JSON text (or the dict), with its format and version checked."""
+    """A bundle from its JSON text (or the dict), with its format and version checked, decoded from its wire form (a
+    version 2 bundle, the document itself, is read as it is)."""
     try:
         doc = json.loads(source) if isinstance(source, str | bytes) else source
     except ValueError as exc:
@@ -276,17 +308,18 @@ def load_bundle(source: str | bytes | dict) -> LoadedBundle:
         raise PlayerFormatError(
             f"not a player bundle: its format is {found!r}, not {FORMAT!r} (make one with specviz.viz.player_bundle)"
         )
+    if doc.get("version") == DOCUMENT_VERSION and isinstance(doc.get("steps"), list):
+        return LoadedBundle(doc)  # version 2 sent the document itself: read as it is
     if doc.get("version") != VERSION:
         raise PlayerFormatError(
             f"a player bundle of version {doc.get('version')!r}: this specviz reads version {VERSION}; rebuild the "
             "bundle from its trace with this version"
         )
-    missing = [
-        key for key in ("html", "text", "templates", "charts", "datasets", "rows", "steps", "views") if key not in doc
-    ]
+    tables = ("strings", "html", "text", "templates", "values", "charts", "columns", "datasets", "rows", "steps")
+    missing = [key for key in (*tables, "views") if key not in doc]
     if missing:
         raise PlayerFormatError(f"a player bundle without its {', '.join(missing)}: rebuild it from its trace")
-    return LoadedBundle(doc)
+    return LoadedBundle(decoded(doc))
 
 
 def bundle_json(bundle: dict) -> str:

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import altair as alt
-
 from specviz import methods
+from specviz.core.lazy import lazy
 from specviz.core.trace import Node, Position, Round, Totals, Trace
 from specviz.viz import chart_templates, feature_flow, run_notes, steps
 from specviz.viz import round_charts as charts
 from specviz.viz import tree_charts as trees
+from specviz.viz.crossing import crossing_html
 from specviz.viz.explain import (
     ALPHA_HELP,
     commit_sentence,
@@ -39,6 +39,8 @@ from specviz.viz.text import (
     round_spans,
     visible,
 )
+
+alt = lazy("altair")
 
 # Block kinds: what a block holds and how it is drawn.
 MARKDOWN = "markdown"  # a sentence in Markdown (only **bold**; user text inert through viz.text.literal)
@@ -250,6 +252,8 @@ def _draft(out: _Blocks, trace: Trace, cursor: steps.Cursor, step: steps.Step) -
         out.add(HTML, feature_flow.flow_html(flow, feature_flow.feature_steps(flow, trace, cursor.round)))
     else:
         out.add(HTML, proposals_html(r))
+        if r.crossing is not None:  # a draft with its own tokenizer: the translation, what was masked, the realignment
+            out.add(HTML, crossing_html(r, trace.meta))
         if r.suffix is not None:  # suffix decoding: which trie, the matched suffix, each draft's path probability
             out.add(HTML, suffix_source_html(r))
             out.chart(charts.suffix_prob_chart, r, trace.settings.suffix.min_token_prob)

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import altair as alt
-import pandas as pd
-
 from specviz.core.dyntree import DynamicTree
+from specviz.core.lazy import lazy
 from specviz.core.trace import ACCEPTED, AFTER_STOP, REJECTED, Node, Round
 from specviz.core.verify import tree_size
 from specviz.viz import steps
 from specviz.viz.palette import ORIGIN_COLORS, ORIGIN_MARKS, P_COLOR, Q_COLOR
 from specviz.viz.round_charts import PADDING, chart_title, drawn_chart
 from specviz.viz.text import visible
+
+alt = lazy("altair")
+pd = lazy("pandas")
 
 # What a node of the drawn tree is at the moment shown: colour, point shape and the mark before its token (colour is
 # never the only cue).

@@ -18,7 +18,7 @@ from specviz.viz.layout import band_height
 from specviz.viz.text import literal
 
 # A multiselect's chips wrap onto more lines instead of scrolling on one: with two methods chosen, Streamlit scrolled
-# the first one out of its box (issue 42, item 8). Streamlit's own test id, on the workload page only.
+# the first one out of its box, out of sight. Streamlit's own test id, on the workload page only.
 CHIPS_WRAP_CSS = (
     "<style>[data-testid='stMultiSelectTagsContainer'], [data-testid='stMultiSelectTagsContainer'] > "
     "span[role='group'] {flex-wrap: wrap !important; overflow: visible !important; height: auto !important; "

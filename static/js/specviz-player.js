@@ -1,4 +1,4 @@
-/* specviz player: steps through a player bundle (format specviz.player v2, docs/player-format.md) in the browser.
+/* specviz player: steps through a player bundle (format specviz.player v3, docs/player-format.md) in the browser.
 
 The one copy of the player's drawing and navigation: the offline HTML export inlines this file, and the round page's
 component loads it from Streamlit's static serving (/app/static/js/specviz-player.js). It only swaps HTML fragments and
@@ -6,7 +6,8 @@ draws the bundle's charts with vega-embed (window.vegaEmbed, loaded before it): 
 template with the chart's values and datasets bound in (viz.chart_templates.bind in Python does the same); no server
 runs per step.
 
-  SpecvizPlayer.unpack(base64)          -> Promise of the bundle (gzip + base64, as viz.export_html.packed writes it)
+  SpecvizPlayer.unpack(base64)          -> Promise of the bundle (gzip + base64, as viz.export_html.packed writes it),
+                                           decoded from its wire form (SpecvizPlayer.decode, as viz.player_wire.decoded)
   SpecvizPlayer.mount(root, doc, opts)  -> {go(i), at(), view(lecture, focus), destroy()}: drawn into root
 
 opts: start (step index; default from the address), lecture, focus (the starting view), moment ("hash": the address's
@@ -34,16 +35,59 @@ data-rendered-ms say how long (browser tests read them). Classes are prefixed sp
   const KEY_LINE = "Keys: → PageDown Space next phase · ← PageUp previous · N next round · J next rejection · " +
     "B next bonus · P play · Home / End start / end · L lecture mode · F focus view";
 
-  /** The bundle from its packed text: base64 of gzipped JSON, unpacked by the browser's DecompressionStream. */
+  /** The bundle from its packed text: base64 of gzipped JSON, unpacked by the browser's DecompressionStream and
+   * decoded from its wire form. */
   async function unpack(raw) {
     const bytes = Uint8Array.from(atob(raw.trim()), (c) => c.charCodeAt(0));
     const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
-    return JSON.parse(await new Response(stream).text());
+    return decode(JSON.parse(await new Response(stream).text()));
+  }
+
+  /** The document from its wire form (version 3: strings by index, datasets column-wise, no repeated keys), as
+   * viz.player_wire.decoded does in Python; a document of another version or form is returned as it is. */
+  function decode(wire) {
+    if (!wire || wire.format !== "specviz.player" || wire.version !== 3 || !Array.isArray(wire.strings)) return wire;
+    const S = wire.strings;
+    const joined = (p) => p.map((i) => S[i]).join("");
+    const value = (v) => (v && typeof v === "object" && !Array.isArray(v) && "$s" in v
+      ? (Array.isArray(v.$s) ? v.$s.map((i) => S[i]) : S[v.$s]) : v);
+    const values = wire.values.map(value);
+    const doc = {};
+    for (const k of ["format", "version", "title", "about", "rounds", "views", "phase_titles", "templates"]) {
+      doc[k] = wire[k];
+    }
+    doc.html = wire.html.map(joined);
+    doc.text = wire.text.map(joined);
+    doc.charts = wire.charts.map(([template, data, p]) => {
+      const params = {};
+      for (let k = 0; k < p.length; k += 2) params[S[p[k]]] = values[p[k + 1]];
+      return {template, data, params};
+    });
+    doc.datasets = wire.datasets.map(([c, ...cols]) => {
+      const full = cols.map(value), rows = [];
+      for (let r = 0; r < (full.length ? full[0].length : 0); r++) rows.push(full.map((col) => col[r]));
+      return {columns: wire.columns[c].map((i) => S[i]), rows};
+    });
+    doc.rows = wire.rows.map(([section, ...columns]) => ({
+      section: S[section],
+      columns: columns.map(([place, width, blocks]) => ({
+        place: S[place], width, blocks: blocks.map(([k, i]) => [S[k], i]),
+      })),
+    }));
+    const st = wire.steps, column = (table, i) => Object.fromEntries(Object.keys(table).map((k) => [k, table[k][i]]));
+    doc.steps = st.round.map((round, i) => ({
+      round, step: st.step[i], phase: S[st.phase[i]], title: st.title[i],
+      moment: Object.fromEntries(new URLSearchParams(st.query[i])), query: st.query[i],
+      nav: column(st.nav, i), views: column(st.views, i),
+    }));
+    return doc;
   }
 
   /** Why the player cannot read a document, or "" when it can. */
   function problem(doc) {
-    if (doc && doc.format === "specviz.player" && doc.version === 2) return "";
+    const version = doc && doc.version; // 3 decoded by unpack; 2 was the document itself
+    const known = version === 3 || version === 2;
+    if (doc && doc.format === "specviz.player" && known && Array.isArray(doc.steps)) return "";
     const what = doc ? doc.format + " document of version " + doc.version : "empty document";
     return "This is a " + what + ", which this player does not read (rebuild it from its trace).";
   }
@@ -380,5 +424,5 @@ data-rendered-ms say how long (browser tests read them). Classes are prefixed sp
     };
   }
 
-  window.SpecvizPlayer = {mount, unpack, problem, stepOf, typing, chartSpec, version: 2};
+  window.SpecvizPlayer = {mount, unpack, decode, problem, stepOf, typing, chartSpec, version: 3};
 })();

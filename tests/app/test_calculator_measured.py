@@ -1,5 +1,5 @@
 """The calculator's measured mode never builds on timings that cannot be true, and never shows one c while its
-formulas use another (issue 27, item 3)."""
+formulas use another."""
 
 from __future__ import annotations
 

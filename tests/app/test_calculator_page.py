@@ -47,7 +47,7 @@ def test_moving_alpha_k_and_c_updates_every_number(page):
     page.slider(key="c").set_value(0.2).run()
     shows(page, analyse(TheoryInputs(alpha=0.6, k=2, c=0.2)))
     assert metrics(page)["Best K"] == "2"
-    assert metrics(page)["Speedup (ideal verify)"] == "1.40×"  # REFERENCE best-K row
+    assert metrics(page)["Speedup (ideal verify)"] == "1.40×"  # the closed form's best K at α 0.6, c 0.2
     page.slider(key="alpha").set_value(0.1).run()
     assert page.warning
     assert "slower than plain decoding" in page.warning[0].value
@@ -154,7 +154,7 @@ def formula_alpha(at, line_start: str) -> str:
 
 @pytest.mark.parametrize("mode", ["ideal (one target step)", "linear model"])
 def test_the_break_even_metric_is_its_formula_lines_alpha_for_the_chosen_k(page, mode):
-    """Issue 42 item 11: the metric showed the break-even over every K under the chosen verify model (0.330) while
+    """A past bug: the metric showed the break-even over every K under the chosen verify model (0.330) while
     its formula line gave the ideal one (→ 0.300); at α 0.6, K 8, c 0.3 it showed 0.300 (K = 1's) beside "slower than
     plain (0.73×)". Now the metric is the chosen K's, named in its label, and equals its formula line."""
     page.radio(key="verify_mode").set_value(mode).run()
@@ -174,7 +174,7 @@ def test_the_break_even_metric_is_its_formula_lines_alpha_for_the_chosen_k(page,
 
 
 def test_the_heatmap_caption_names_the_mark_it_draws_for_your_setting(page):
-    """Issue 42 item 11: the caption said "white circle" for a point mark Vega-Lite draws unfilled: a black ring."""
+    """A past bug: the caption said "white circle" for a point mark Vega-Lite draws unfilled: a black ring."""
     import json
 
     (heatmap,) = [

@@ -167,7 +167,7 @@ def test_an_exit_layer_the_target_lacks_is_a_message_in_the_lab(tiny_default, pa
 
 
 def test_the_bug_table_holds_every_sentence_whole_in_a_static_table(page):
-    """#42 item 3: the grid cut "What it does" and "Seen in" at their columns' width (the Medusa row's 371 and 241
+    """A past bug: the grid cut "What it does" and "Seen in" at their columns' width (the Medusa row's 371 and 241
     characters, the reports' links); a static table wraps them, with the grid's headers and number formats."""
     [table] = page.table
     shown = table.value

@@ -1,6 +1,6 @@
 """The exactness lab counts its switches from the data and tells the design choice from the bugs, and its two-token
-table reads every number with the same decimals as the metrics beside it (issue 42, item 13: "three … the other two"
-was said of six switches, one of them Medusa's typical acceptance, a design choice; the table mixed 2 and 3)."""
+table reads every number with the same decimals as the metrics beside it ("three … the other two" was once said of
+six switches, one of them Medusa's typical acceptance, a design choice; the table mixed 2 and 3)."""
 
 import json
 import re

@@ -1,5 +1,5 @@
 """The home and round pages open on the first run (ui.controls.FIRST_RUN with the code preset) and say what it is;
-the measuring pages keep their own defaults whichever page came before (issue 25, item 5)."""
+the measuring pages keep their own defaults whichever page came before."""
 
 from __future__ import annotations
 

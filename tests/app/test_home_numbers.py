@@ -1,7 +1,7 @@
-"""The home page's speedup is the ratio of the two tokens/s shown beside it (issue 42, item 10: "220 vs 126 tokens/s"
-was shown beside 1.68×), and its comparison with the recorded benches gives the real reason first (item 12).
+"""The home page's speedup is the ratio of the two tokens/s shown beside it ("220 vs 126 tokens/s" was once shown
+beside 1.68×), and its comparison with the recorded benches gives the real reason first.
 
-The page's own measurement runs on the tiny pair (one repeat), then its speeds are set to the issue's: plain's speed
+The page's own measurement runs on the tiny pair (one repeat), then its speeds are set to that case's: plain's speed
 moved between repeats, so each side's median, 220.0 / 126.0 = 1.75, is not the median paired ratio, 1.68."""
 
 import re

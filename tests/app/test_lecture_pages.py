@@ -1,5 +1,5 @@
 """Lecture mode on every page: the sidebar's toggle styles every chart of the page at projector sizes (not only the
-round page's), and the home page, which has no toggle, follows the session's mode (issue 27, item 10)."""
+round page's), and the home page, which has no toggle, follows the session's mode."""
 
 import json
 

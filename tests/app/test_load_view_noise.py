@@ -1,4 +1,4 @@
-"""The workload page's recorded load sweep says how noisy its figures are (issue 42, item 13): it was recorded at a
+"""The workload page's recorded load sweep says how noisy its figures are: it was recorded at a
 load average of 15.51 on 2 cores, and its 2.68× at concurrency 8 stood beside a roofline of 0.33× with no word on it."""
 
 from app_helpers import open_page, text

@@ -1,5 +1,6 @@
-"""Public mode keeps its promises from every page, link and upload, and a link with out-of-range values neither
-raises nor poisons the session (issue 28: F1-F5, F9, F20 of shared/PROBES.md)."""
+"""Public mode keeps its promises from every page, link and upload (K, tree and token caps from a link or a form,
+trace uploads over the size cap, no local path in exports or the sidebar), and a link with out-of-range values
+neither raises nor poisons the session."""
 
 from __future__ import annotations
 

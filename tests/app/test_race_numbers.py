@@ -1,4 +1,4 @@
-"""The race page's numbers agree with the numbers beside them (issue 42, items 9, 10 and 13): its comparison with a
+"""The race page's numbers agree with the numbers beside them: its comparison with a
 recorded bench reads like with like, a speedup that is not the ratio of the tokens/s beside it says why, and twelve
 lanes get charts as wide as the page, with every lane labelled.
 
@@ -16,7 +16,7 @@ from specviz.engine.models import ASSETS
 from specviz.viz.layout import BAND_ROW
 
 TOKENS = 12
-# The issue's race: plain's speed moved between repeats. Paired ratios 1.45, 1.33, 1.51 (median 1.45); each side's
+# A race as once shown: plain's speed moved between repeats. Paired ratios 1.45, 1.33, 1.51 (median 1.45); each side's
 # median taken apart, 184.2 / 137.7 = 1.34.
 PLAIN = (127.0, 137.7, 150.0)
 DRAFT = (127.0 * 1.45, 137.7 * 1.33, 150.0 * 1.51)

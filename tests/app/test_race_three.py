@@ -1,4 +1,4 @@
-"""The race with the lanes the user picks (issue #23 item 6): any three speculative lanes, head lanes, suffix decoding
+"""The race with the lanes the user picks: any three speculative lanes, head lanes, suffix decoding
 and early exit among them, each beside plain decoding; a fourth is not accepted, and a tree lane as a fourth is left
 out with a word."""
 

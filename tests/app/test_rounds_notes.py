@@ -1,8 +1,8 @@
-"""The round page never passes a run off as something it is not (#27 item 8): a sidebar changed since the run shown
-says so until New run; a recorded trace says its own settings and that its times are another machine's; round 1's
-verify time says it holds the first call's warm-up; a last round cut to the token budget says so; a sampled token's
-tiny q or p never reads 0.000. And the play speed is labelled with its unit, the phase strip reads as a route (#27
-item 11), and a presenter's link (present=1) opens in lecture mode's focus view (#27 item 10)."""
+"""The round page never passes a run off as something it is not: a sidebar changed since the run shown says so
+until New run; a recorded trace says its own settings and that its times are another machine's; round 1's verify
+time says it holds the first call's warm-up; a last round cut to the token budget says so; a sampled token's tiny q
+or p never reads 0.000. And the play speed is labelled with its unit, the phase strip reads as a route, and a
+presenter's link (present=1) opens in lecture mode's focus view."""
 
 from app_helpers import click, open_page, page, text
 

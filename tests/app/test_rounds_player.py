@@ -95,7 +95,7 @@ def as_the_player_writes_it(at, data: dict, moment: dict[str, str]) -> None:
 
 
 def test_the_first_bundled_trace_picked_after_a_live_run_is_the_one_shown_and_named(tiny_default, monkeypatch):
-    """#42 item 1: on a fresh visit the player had rewritten the address (the live run's settings and its moment),
+    """A past bug: on a fresh visit the player had rewritten the address (the live run's settings and its moment),
     so the first pick read it as a shared link: the live run stayed and the picker snapped back; a second pick kept
     the live run's settings in the address beside trace=."""
     monkeypatch.delenv("SPECVIZ_STEPPING", raising=False)

@@ -1,4 +1,4 @@
-"""The round page's draft phase says why an adaptive round's draft stopped where it did (#23 item 2): the
+"""The round page's draft phase says why an adaptive round's draft stopped where it did: the
 heuristic's K and its next value, the confidence that fell below the threshold; the sidebar offers the K schedule
 only for the methods whose K is a chain of drafts."""
 

@@ -1,4 +1,4 @@
-"""A bundled lecture picked on the round page links its prebuilt static page (issue 25, end of item 4)."""
+"""A bundled lecture picked on the round page links its prebuilt static page."""
 
 from __future__ import annotations
 

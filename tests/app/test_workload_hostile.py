@@ -1,5 +1,5 @@
-"""The workload page with input no run can take: a clear message, and the results already on screen are kept
-(issue 28, F13)."""
+"""The workload page with input no run can take (every prompt longer than the context): a clear message, and the
+results already on screen are kept."""
 
 from __future__ import annotations
 

@@ -77,7 +77,7 @@ def test_public_mode_refuses_a_server_it_does_not_list(tiny_default, monkeypatch
     assert "not one of them" in errors
 
 
-# ------------------------------------------------------------------ faults of a sweep against scripted servers (#24)
+# ----------------------------------------------------------------------- faults of a sweep against scripted servers
 LEVEL_1 = 3  # one prompt at concurrency 1: a warm-up request and two counted ones
 
 

@@ -184,7 +184,7 @@ def test_public_mode_shows_a_listed_servers_model_without_its_path(monkeypatch):
 
 
 def test_a_servers_words_and_model_id_render_as_text(monkeypatch):
-    """Issue 28, F19: a Markdown image in a server's error message or model id was fetched from the host it named."""
+    """A past bug: a Markdown image in a server's error message or model id was fetched from the host it named."""
     import sys
     from pathlib import Path
 

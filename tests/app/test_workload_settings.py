@@ -1,5 +1,5 @@
 """The workload's settings do not depend on the page visited before, and results measured with other settings say
-so (issue 27, items 1 and 6)."""
+so."""
 
 from __future__ import annotations
 

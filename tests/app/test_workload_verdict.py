@@ -1,4 +1,4 @@
-"""The workload page's go / no-go (issue 27, item 7): pasted prompts take `### tag: NAME` lines and the tags found
+"""The workload page's go / no-go: pasted prompts take `### tag: NAME` lines and the tags found
 are shown before measuring; each tag is judged as well as all prompts, with the figures of the summary; a NO-GO says
 which part of the rule failed and offers no settings to copy, while a tag that passes offers its own."""
 

@@ -1,4 +1,4 @@
-"""The workload page as the engineer walked it (issue 42, items 5 to 8): settings to copy only where the JSON has
+"""The workload page as an engineer trying it walked it: settings to copy only where the JSON has
 them too, with the draft vocabulary the measurement used; a prediction under its measured figure says why; a second
 measurement that disagrees with the first says so; the rule before a run; one name per setting; "1 prompt"."""
 
@@ -55,7 +55,7 @@ def everything(at) -> list[str]:
 
 
 def test_no_verdict_yet_offers_no_settings_as_the_json_says(tiny_default):
-    """Item 5: at 'No verdict yet' (3 prompts) the page offered vLLM and HF settings the JSON had as null."""
+    """A past bug: at 'No verdict yet' (3 prompts) the page offered vLLM and HF settings the JSON had as null."""
     records = [paired((1.2, 1.3), f"p{i}") for i in range(3)]
     at = page_with(records)
     assert not at.exception
@@ -71,7 +71,7 @@ def test_no_verdict_yet_offers_no_settings_as_the_json_says(tiny_default):
 
 
 def test_a_go_offers_settings_and_says_they_run_the_whole_draft_vocabulary(tiny_default):
-    """Item 5: the settings left out the draft vocabulary (1024) the measurement used."""
+    """A past bug: the settings left out the draft vocabulary (1024) the measurement used."""
     records = [paired((1.5, 1.6), f"p{i}") for i in range(5)]
     at = page_with(records)
     assert not at.exception
@@ -90,7 +90,7 @@ def costs_with(verify):
 
 
 def test_a_prediction_under_its_measured_figure_says_why(tiny_default):
-    """Item 6: n-gram's prediction (0.67x) stood under its measured 0.97x while the caption called it the upper
+    """A past bug: n-gram's prediction (0.67x) stood under its measured 0.97x while the caption called it the upper
     bound; v(1) timed at 1.56, above v(4) at 1.13, had passed the plausibility guard."""
     costs = costs_with((1.56, 1.40, 1.25, 1.13))
     ngram = RunSettings(method="ngram", k=4)
@@ -110,7 +110,7 @@ def test_a_prediction_under_its_measured_figure_says_why(tiny_default):
 
 
 def test_a_second_measurement_that_disagrees_with_the_first_says_so(tiny_default):
-    """Item 7: the same 3 prompts measured twice, minutes apart, gave 0.87x [0.83, 0.91] then 0.97x [0.96, 0.97]."""
+    """A past bug: the same 3 prompts measured twice, minutes apart, gave 0.87x [0.83, 0.91] then 0.97x [0.96, 0.97]."""
     settings = RunSettings(draft_vocab=1024)
     earlier = {(("specviz", "draft", 4)): (0.87, 0.83, 0.91)}
     key = "the same prompts and settings"
@@ -132,7 +132,7 @@ def test_a_second_measurement_that_disagrees_with_the_first_says_so(tiny_default
 
 
 def test_the_rule_and_the_minimum_are_on_the_page_before_a_run(tiny_default):
-    """Item 8: the GO rule was stated only in the JSON, the 5-prompt minimum only after a run."""
+    """A past bug: the GO rule was stated only in the JSON, the 5-prompt minimum only after a run."""
     at = open_page("pages/workload.py")
     assert not at.exception
     rule = [text(c) for c in at.caption if RULE in text(c)]
@@ -140,7 +140,7 @@ def test_the_rule_and_the_minimum_are_on_the_page_before_a_run(tiny_default):
 
 
 def test_one_name_per_setting_and_one_prompt_is_singular(tiny_default):
-    """Item 8: 'draft, K = 2' beside 'draft model, K = 2', 'ngram' beside 'n-gram lookup', 'over 1 prompts', and
+    """A past bug: 'draft, K = 2' beside 'draft model, K = 2', 'ngram' beside 'n-gram lookup', 'over 1 prompts', and
     '3/24 timed runs' in progress against '12 of 12 runs measured'."""
     records = [paired((1.2, 1.3), "p0")]
     at = page_with(records)

@@ -4,8 +4,8 @@ The EAGLE-3 toy fuses three features of the context, feeds its own pre-norm stat
 head over a draft vocabulary that leaves a token out (q = 0 there: only the residual can emit it).
 
 Each round's committed tokens, continued by the target alone to K + 1 tokens, must have exactly the target's
-distribution over K + 1 tokens. The negative control pairs argmax drafts with the head's full softmax as q (FAMILY.md:
-Draft&Verify's sampling path), which must fail the same check.
+distribution over K + 1 tokens. The negative control pairs argmax drafts with the head's full softmax as q (the
+mistake in Draft & Verify's sampling path), which must fail the same check.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The calculator's closed forms reproduce REFERENCE.md exactly, and its edge cases behave."""
+"""The calculator's closed forms reproduce Leviathan et al.'s Table 1 and worked best-K examples exactly, and its
+edge cases behave."""
 
 import math
 
@@ -29,7 +30,8 @@ from specviz.core.theory import (
 )
 from specviz.errors import SettingsError
 
-# REFERENCE.md, Leviathan et al. Table 1 (c = 0): (α, K) -> (ops, speed)
+# Leviathan et al. 2023 ("Fast Inference from Transformers via Speculative Decoding"), Table 1 (c = 0):
+# (α, K) -> (ops, speed)
 TABLE1 = {
     (0.6, 2): (1.53, 1.96),
     (0.7, 3): (1.58, 2.53),
@@ -38,7 +40,7 @@ TABLE1 = {
     (0.9, 2): (1.11, 2.71),
     (0.9, 10): (1.60, 6.86),
 }
-# REFERENCE.md, best integer K: (α, c) -> (K, speedup)
+# the best integer K of S = (1 − α^(K+1)) / ((1 − α)(K·c + 1)) and its S, to 2 decimals: (α, c) -> (K, speedup)
 BEST_K = {(0.8, 0.05): (8, 3.09), (0.7, 0.1): (4, 1.98), (0.6, 0.2): (2, 1.40), (0.5, 0.5): (1, 1.00)}
 
 

@@ -1,5 +1,6 @@
-"""Hostile trace documents (PROBES.md F10, F24, F3): each is refused with one clear TraceFormatError at load, so
-nothing the drawing code cannot draw gets into a session; valid traces still load identically."""
+"""Hostile trace documents (over the size cap, nested 100 000 deep, wrong types and values, dangling tree nodes):
+each is refused with one clear TraceFormatError at load, so nothing the drawing code cannot draw gets into a
+session; valid traces still load identically."""
 
 import json
 from pathlib import Path

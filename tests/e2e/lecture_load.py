@@ -9,7 +9,9 @@ The app is served from --root (default: this checkout) on a free port. First one
 says data-ready, against the moment its page was asked for), so the sessions are timed at once, not in turn. A
 session's page is also read every 100 ms for the lecture hall's queue message ("N runs ahead of yours, about T s"),
 kept with the time it was seen. Afterwards each live run is decoded again alone in this process with the settings its
-trace records (the "decode alone" column: the sum of these is what the issue's bound adds a few seconds to).
+trace records (the "decode alone" column: the slowest live run should be drawn within their sum plus a few seconds).
+The CPU seconds the server and Chromium spent from the first live session to the last one drawn are read from /proc
+(Linux).
 
 Not part of the test suite (it takes minutes); tests/e2e/test_lecture_hall_browser.py runs a small version of it.
 """
@@ -69,6 +71,9 @@ WATCH = """() => {
 }"""
 
 
+SERVED: list[int] = []  # the server processes started, latest last (cpu_split reads the current one)
+
+
 @contextmanager
 def served(root: Path, log_path: Path, env_extra: dict[str, str]):
     """`streamlit run app.py` from `root` (its own specviz first on the path) on a free loopback port."""
@@ -83,6 +88,7 @@ def served(root: Path, log_path: Path, env_extra: dict[str, str]):
         url = f"http://127.0.0.1:{port}"
         try:
             wait_healthy(url, process, timeout_s=120)
+            SERVED.append(process.pid)
             yield url
         finally:
             process.terminate()
@@ -147,6 +153,36 @@ def decode_alone(traces: list[dict | None]) -> list[float | None]:
     return times
 
 
+def _stat(pid: int) -> tuple[int, float] | None:
+    """A process's parent and its CPU seconds so far (user + system), from /proc; None once it has gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_split(server_pid: int) -> dict[str, float]:
+    """CPU seconds so far of the app's server (its process and children) and of everything else this script started
+    (Chromium's browser, renderer and GPU processes, Playwright's driver), from /proc: where a load's time went."""
+    table = {int(d.name): _stat(int(d.name)) for d in Path("/proc").iterdir() if d.name.isdigit()}
+    table = {pid: found for pid, found in table.items() if found is not None}
+
+    def below(root: int) -> set[int]:
+        tree, grew = {root}, True
+        while grew:
+            more = {pid for pid, (parent, _) in table.items() if parent in tree} - tree
+            tree, grew = tree | more, bool(more)
+        return tree
+
+    server = below(server_pid)
+    browsers = below(os.getpid()) - server - {os.getpid()}
+    return {
+        "server_cpu_s": round(sum(table[p][1] for p in server if p in table), 1),
+        "browser_cpu_s": round(sum(table[p][1] for p in browsers if p in table), 1),
+    }
+
+
 def load_average() -> str:
     return repr(Path("/proc/loadavg").read_text().split(" ", 3)[:3])
 
@@ -167,6 +203,7 @@ def run(args) -> dict:
             report["bundled_alone"] = result(tab, asked, args.timeout)
             tab.context.close()
             report["load_at_start"] = load_average()
+            cpu_at_start = cpu_split(SERVED[-1])
             started = time.time()
             live = [
                 open_session(browser, url, {"prompt": PROMPTS[i % len(PROMPTS)], "n": str(args.tokens)})
@@ -178,6 +215,8 @@ def run(args) -> dict:
             report["live"] = [result(t, a, args.timeout) for t, a in live]
             report["all_drawn_s"] = round(time.time() - started, 1)
             report["load_at_end"] = load_average()
+            cpu_at_end = cpu_split(SERVED[-1])  # before any tab closes: a closed renderer's time is gone
+            report["cpu_during_load_s"] = {k: round(cpu_at_end[k] - cpu_at_start[k], 1) for k in cpu_at_end}
             traces = [trace_of(t) for t, _ in live]
             browser.close()
     report["decode_alone_s"] = decode_alone(traces)
@@ -191,6 +230,8 @@ def run(args) -> dict:
         "bundled_alone_s": report["bundled_alone"]["wait_s"],
         "bundled_under_load_s": report["bundled_under_load"]["wait_s"],
         "failed": args.sessions - len(waits),
+        "all_drawn_s": report["all_drawn_s"],
+        **report["cpu_during_load_s"],
     }
     return report
 
@@ -217,6 +258,11 @@ def markdown(reports: dict[str, dict]) -> str:
         "the ten decodes alone, summed (s)": lambda r: f"{r['summary']['sum_decode_alone_s']:.1f}",
         "bundled trace, alone (s)": lambda r: f"{r['summary']['bundled_alone_s']:.1f}",
         "bundled trace, under the load (s)": lambda r: f"{r['summary']['bundled_under_load_s']:.1f}",
+        "CPU during the load: server / Chromium (s)": lambda r: (
+            "{server_cpu_s:.0f} / {browser_cpu_s:.0f}".format(**r["cpu_during_load_s"])
+            if "cpu_during_load_s" in r
+            else ""
+        ),
         "load average (1 min) before / at the start / at the end": lambda r: " / ".join(
             ast.literal_eval(r[k])[0] for k in ("load_before", "load_at_start", "load_at_end")
         ),

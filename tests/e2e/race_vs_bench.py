@@ -1,5 +1,6 @@
 """The race page's tokens/s in Chromium next to `python -m specviz bench` for the same prompt, length and settings on
-the same machine (issue 25 item 6: within 15 %). A measurement, not a test: it writes both to one JSON file.
+the same machine (the page's figure should be the engine's, within 15 %). A measurement, not a test: it writes both to
+one JSON file.
 
 usage: python tests/e2e/race_vs_bench.py [--out docs/race-vs-bench.json] [--screenshot race.png]
 

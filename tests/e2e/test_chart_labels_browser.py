@@ -1,6 +1,6 @@
 """In a real browser: every category of the charts that compare samplers, sequences or plans keeps its label (Vega
 hides labels it finds overlapping: the TV chart once labelled every other bar, so "exact" stood beside a biased bar),
-on a laptop and in lecture mode on a projector (issue 27, item 5)."""
+on a laptop and in lecture mode on a projector."""
 
 import pytest
 from browser_helpers import open_app_page

@@ -4,8 +4,8 @@ normal and lecture mode; the address names the moment and opens it again; 20 ses
 step time within 1.5x of one session's. The numbers measured are written to /tmp/specviz-player-timings.json.
 
 A step's time is measured in the page by the player itself (window.__specvizTimings): from the key press's event
-time to the step's DOM and charts drawn (dom_ms, the issue's measure), and to the next frame after that (ms). The 30
-presses must meet 100 ms p95 on both. For 20 sessions the issue's 1.5x is checked on dom_ms; the time to the next frame
+time to the step's DOM and charts drawn (dom_ms), and to the next frame after that (ms). The 30
+presses must meet 100 ms p95 on both. For 20 sessions the 1.5x bound is checked on dom_ms; the time to the next frame
 is recorded beside it: 20 visible headless pages on a 2-core machine with software compositing wait long for their
 frames (measured: 11 ms alone, 514 ms with 20; dom_ms 7.7 and 10.9 ms), which 20 students' own laptops do not share.
 Between presses the test waits until the player has also drawn the
@@ -167,7 +167,7 @@ def test_twenty_sessions_stepping_at_once_step_as_fast_as_one(player_url, browse
     step through the same moments during the same seconds (same steps, same charts to draw for the first time).
 
     Stepping asks nothing of the server, so what could slow a session down is only the machine its browser runs on.
-    Here that machine hosts all twenty browsers on two cores: pressed in turn (the issue's 1.5x is asserted), no
+    Here that machine hosts all twenty browsers on two cores: pressed in turn (the 1.5x bound is asserted), no
     session waits for another's step; pressed at the same instant, twenty renders share two cores, which twenty
     students' laptops do not, and that figure is recorded beside it (measured: 3.6-8.3 ms alone, 5.4-10.9 ms).
     The 1.5x has 3 ms of slack: in turn ran 5.2-6.45 ms where alone ran 4.0-4.4 ms."""

@@ -1,7 +1,7 @@
 """In a real browser, every page reads whole (the round page's focus layout: test_rounds_focus_browser.py): no
 widget, metric, tab or button label cut with an ellipsis, no chart text shortened by Vega, at 1280×800 and in lecture
 mode at 1920×1080; in lecture mode the charts' text reaches projector sizes and a metric's value is larger than its
-label (issue 27, items 10 and 11)."""
+label."""
 
 import pytest
 from browser_helpers import LECTURE_TOGGLE, open_app_page, open_in_lecture_mode, settle, wait_shown

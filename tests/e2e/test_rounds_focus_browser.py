@@ -1,4 +1,4 @@
-"""In a real browser at a projector's 1920x1080 (#27 item 10): the focus view keeps the phase and its accept / reject
+"""In a real browser at a projector's 1920x1080: the focus view keeps the phase and its accept / reject
 test on the first screen with the sidebar open; turning it on mid-session folds the trace controls under the phase
 with no reload; "Copy link to this moment" puts this moment's address on the clipboard, and the presenter's link
 opens it full screen (lecture mode, focus view, sidebar closed)."""

@@ -1,8 +1,8 @@
-"""In Chromium, the round page as the walk of issue #42 used it (the in-page player, the default): the first bundled
-trace picked after a live run is the one shown, named by the picker and alone in the address (item 1); the player's
-own "Focus view (F)" puts the phase, its charts and its sentence on a 1920×1080 screen at once, as a presenter's link
-does (item 2); lecture mode draws the keys line, the moment line, the picker's value, the bug table's sentences and
-the charts' ticks at projector sizes in dark ink (item 3)."""
+"""In Chromium, the round page as a newcomer walks it (the in-page player, the default): the first bundled trace
+picked after a live run is the one shown, named by the picker and alone in the address; the player's own "Focus view
+(F)" puts the phase, its charts and its sentence on a 1920×1080 screen at once, as a presenter's link does; lecture
+mode draws the keys line, the moment line, the picker's value, the bug table's sentences and the charts' ticks at
+projector sizes in dark ink."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The app as served (`streamlit run`, static serving on) hands out the prebuilt lecture pages as plain files: the
-bytes committed, gzipped, with an ETag, to 50 students at once, with no script run (issue 25, end of item 4)."""
+bytes committed, gzipped, with an ETag, to 50 students at once, with no script run."""
 
 from __future__ import annotations
 

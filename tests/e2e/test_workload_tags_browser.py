@@ -1,4 +1,4 @@
-"""Pasted prompts tagged with `### tag: NAME` lines, in a real browser (issue 27, item 7): the paste box shows the
+"""Pasted prompts tagged with `### tag: NAME` lines, in a real browser: the paste box shows the
 syntax as written (not as a Markdown heading), the tags found read as plain text before anything is measured, and a
 tag line written wrong is one message naming its line."""
 

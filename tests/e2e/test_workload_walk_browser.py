@@ -1,4 +1,4 @@
-"""The workload page in a real browser at 1280×800 (issue 42, items 4 and 8): with two methods chosen every chip stays
+"""The workload page in a real browser at 1280×800: with two methods chosen every chip stays
 in its box (the first one scrolled out of it), and the family's ranking gives each setting its own row with a label
 that prints over no other (a 120 px strip: the bars overlapped on one row, the labels over each other)."""
 

@@ -20,7 +20,7 @@ PROMPT = "class Counter:\n    def increment(self, step=1):\n"
 LAYERS = (0, 2, 3)  # the embeddings, a middle layer and the last of the 3-layer test target
 
 
-class Recording:
+class Recording(proposers.Drafter):
     """Wraps a real drafter; keeps every block of features the loop hands it."""
 
     def __init__(self, inner, features: torch.Tensor | None, log: list[torch.Tensor]):
@@ -28,8 +28,8 @@ class Recording:
         if features is not None:
             log.append(features)
 
-    def propose(self, depth, u):
-        return self.inner.propose(depth, u)
+    def propose(self, depth, u, stop_below=None):
+        return self.inner.propose(depth, u, stop_below)
 
     def advance(self, committed, n_accepted, features=None):
         assert features is not None  # asked for, so handed every round

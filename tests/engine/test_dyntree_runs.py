@@ -1,4 +1,4 @@
-"""Dynamic (EAGLE-2) trees on real forward passes (core/dyntree.py, engine/proposers.py): greedy output equals plain
+"""Dynamic (EAGLE-2) trees on real forward passes (core/dyntree.py, engine/proposers/): greedy output equals plain
 decoding on the held-out prompts for the draft model and the EAGLE-1 / EAGLE-3 heads; (budget = depth, top-k = 1)
 is the K = depth chain round for round; the trace records every candidate scored, expanded and kept, and round-trips
 through JSON; sampled runs emit the target's distribution (a fixed-seed χ² over one round's first committed token)."""
@@ -111,5 +111,5 @@ def test_chosen_children_judged_with_the_drafts_softmax_fail_the_same_check(bund
         proposal = grow(*args)
         return replace(proposal, q=proposal.soft_q)
 
-    monkeypatch.setattr(proposers, "dynamic_proposal", with_soft_q)
+    monkeypatch.setattr(proposers.draft_model, "dynamic_proposal", with_soft_q)  # where the tree drafter calls it
     assert first_token_p_value(bundled, methods.TREE) < 1e-3

@@ -94,13 +94,13 @@ def test_sampled_eagle_emits_the_targets_distribution(bundled, method):
 @pytest.mark.slow
 @pytest.mark.parametrize("method", HEADS)
 def test_argmax_drafts_judged_with_the_heads_softmax_fail_the_same_check(bundled, monkeypatch, method):
-    """The control (FAMILY.md: Draft&Verify's sampling path): drafts are the head's argmax but judged with its full
-    softmax as q, min(1, p/q), which is not what they were drawn from. (Drafts judged one-hot are exact however
+    """The control (the mistake in Draft & Verify's sampling path): drafts are the head's argmax but judged with its
+    full softmax as q, min(1, p/q), which is not what they were drawn from. (Drafts judged one-hot are exact however
     they were chosen: their probabilities never enter the test.)"""
     propose = proposers.EagleDrafter.propose
 
-    def argmax_with_soft_q(self, k, u):
-        proposal = propose(self, k, u)
+    def argmax_with_soft_q(self, k, u, stop_below=None):
+        proposal = propose(self, k, u, stop_below)
         if proposal.q is None:  # an empty proposal (no depth left)
             return proposal
         return proposers.Proposal(proposal.q.argmax(-1), proposal.q)

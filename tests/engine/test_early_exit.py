@@ -82,8 +82,8 @@ def test_the_drafts_q_is_the_exit_computed_from_scratch(bundled):
     captured = []
     original = proposers.EarlyExitDrafter.propose
 
-    def keep(self, k, u, **kw):
-        proposal = original(self, k, u, **kw)
+    def keep(self, k, u, stop_below=None):
+        proposal = original(self, k, u, stop_below)
         captured.append(proposal)
         return proposal
 
@@ -242,9 +242,9 @@ def test_sampled_early_exit_emits_the_targets_distribution(bundled):
 
 @pytest.mark.slow
 def test_argmax_exit_drafts_judged_with_the_exits_softmax_fail_the_same_check(bundled, monkeypatch):
-    """The control (Draft&Verify's sampling path, FAMILY.md): the exit's argmax drafted (and fed back), its full
+    """The control (the mistake in Draft & Verify's sampling path): the exit's argmax drafted (and fed back), its full
     softmax kept as q in min(1, p/q), which is not what the drafts were drawn from."""
-    monkeypatch.setattr(proposers, "sample", lambda q, u: q.argmax(-1))
+    monkeypatch.setattr(proposers.early_exit, "sample", lambda q, u: q.argmax(-1))  # the early-exit drafter's draw
     first, second = fits(bundled, PROMPT)
     assert min(first, second) < 1e-3
 

@@ -1,5 +1,5 @@
 """The first run a newcomer sees (home and round page: FIRST_RUN with the code preset) shows the lesson on the real
-bundled pair and reads like code (issue 25, item 5): a fixed seed, so this is one exact run, not a statistic."""
+bundled pair and reads like code: a fixed seed, so this is one exact run, not a statistic."""
 
 from collections import Counter
 

@@ -165,6 +165,6 @@ def test_top_b_children_judged_with_the_heads_softmax_fail_the_same_check(bundle
         soft = [logits_to_probs(parents, SAMPLED).repeat_interleave(b, 0) for parents, b in zip(levels, shape)]
         return proposers.Proposal(proposal.tokens, torch.cat(soft), proposal.parents)
 
-    monkeypatch.setattr(proposers, "grow_top_b_tree", with_soft_q)
+    monkeypatch.setattr(proposers.eagle, "grow_top_b_tree", with_soft_q)  # where the EAGLE drafter calls it
     first, second = first_two(bundled, methods.EAGLE, (3, 2))
     assert min(first, second) < 1e-3

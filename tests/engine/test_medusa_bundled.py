@@ -52,8 +52,8 @@ def test_argmax_drafts_judged_with_the_heads_softmax_fail_the_same_check(bundled
     drawn from)."""
     propose = proposers.MedusaDrafter.propose
 
-    def argmax_with_soft_q(self, k, u):
-        proposal = propose(self, k, u)
+    def argmax_with_soft_q(self, k, u, stop_below=None):
+        proposal = propose(self, k, u, stop_below)
         if proposal.q is None:
             return proposal
         return proposers.Proposal(proposal.q.argmax(-1), proposal.q)

@@ -105,6 +105,24 @@ def test_a_conversion_stopped_halfway_leaves_no_cache(tmp_path, monkeypatch):
     assert list((tmp_path / "models").iterdir()) == []  # its temporary directory is gone too
 
 
+def test_a_player_step_stays_a_few_hundred_bytes_at_the_whole_vocabulary(smollm2, hash_table_prompt):
+    """The real target's 49,152 tokens reach the player bundle only as top-10s, a tree's nodes and KV strips: a step
+    of its run costs what a toy run's step costs (steps table about 200 bytes a step, the whole bundle well under
+    2 kB a step), however large the vocabulary."""
+    import json
+
+    from specviz.viz import player_bundle as pb
+
+    trace = run(smollm2, hash_table_prompt, methods.NGRAM)
+    bundle = pb.player_bundle(trace)
+    steps = len(pb.load_bundle(bundle).doc["steps"])
+    sent = len(pb.bundle_json(bundle).encode("utf-8"))
+    table = len(json.dumps(bundle["steps"], ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    assert steps > 2 * len(trace.rounds) > 0
+    assert table / steps <= 300, table / steps
+    assert sent / steps <= 2000, sent / steps
+
+
 def _median_s(call, repeats: int = 5) -> float:
     import time
 

@@ -30,7 +30,7 @@ def test_the_local_pair_is_the_first_whose_target_is_served_and_that_has_a_draft
 
 
 def test_the_local_engine_of_a_head_server_is_its_target_with_the_head_beside_it(model_dirs, tmp_path):
-    """#22 item 6: the two-engine comparison found a local pair only for a draft-model server; a feature head's server
+    """A past bug: the two-engine comparison found a local pair only for a draft-model server; a feature head's server
     runs here as its target with the head of that kind beside it (no draft)."""
     import shutil
 

@@ -1,4 +1,4 @@
-"""Pasted and .txt prompts can be tagged with `### tag: NAME` lines (issue 27, item 7); a tag line written wrong is
+"""Pasted and .txt prompts can be tagged with `### tag: NAME` lines; a tag line written wrong is
 refused with its line number, and no format may use the tag that names the whole workload."""
 
 import pytest

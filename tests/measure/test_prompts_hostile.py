@@ -1,4 +1,5 @@
-"""Hostile workload files (PROBES.md F11, F12, F16, F24): a bad row is reported by line and the good ones kept; a
+"""Hostile workload files (a huge or bare-CR CSV field, an unterminated quote, deep .jsonl nesting, a lone surrogate,
+an endless device): a bad row is reported by line and the good ones kept; a
 file that cannot be read at all is one clear WorkloadError; nothing reads past the size cap."""
 
 import json

@@ -1,4 +1,4 @@
-"""The whole family ranked per tag (issue #23 item 6): best measured speedup first, with its interval, α, τ, c and
+"""The whole family ranked per tag: best measured speedup first, with its interval, α, τ, c and
 drafts per round, in the command line's text, the JSON and the CSV; and which methods `--method all` runs."""
 
 import csv

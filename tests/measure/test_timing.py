@@ -30,7 +30,7 @@ def test_paired_ratios_divide_each_repeat_by_its_own_plain_run():
 
 
 def test_timing_reports_the_median_and_a_range_that_holds_every_repeat():
-    spread = (0.89, 1.19, 1.07, 0.97, 1.10)  # the issue's run-to-run spread, as five repeats
+    spread = (0.89, 1.19, 1.07, 0.97, 1.10)  # a bench's run-to-run spread, as five repeats
     timed = timing.Timing(spread, temperature=0.0, tokens=48)
     assert timed.speedup == 1.07
     low, high = timed.interval
@@ -104,7 +104,7 @@ def test_against_bench_agrees_disagrees_or_is_not_comparable():
 
 
 def test_a_live_range_that_misses_the_bench_figure_but_meets_its_runs_spread_does_not_agree():
-    """Issue 42 item 9: 1.45× (1.33–1.51) beside a bench of 1.85× whose runs ranged 1.19–2.77× said "agrees"."""
+    """A past bug: 1.45× (1.33–1.51) beside a bench of 1.85× whose runs ranged 1.19–2.77× said "agrees"."""
     ranged = [bench_doc(speedup=1.85, speedup_range=[1.19, 2.77])]
     beside = timing.against_bench(1.45, (1.33, 1.51), ENV, 4, 1024, 0.0, ranged)
     assert beside.verdict == timing.WITHIN_SPREAD
@@ -165,7 +165,7 @@ def test_against_bench_is_not_comparable_on_another_cpu_or_setting(env, k, vocab
 
 
 def test_not_comparable_names_the_setting_no_bench_shares_first_not_the_first_file_by_name():
-    """Issue 42 item 12: a sampled figure against the greedy benches named cpu-bfloat16-trees-code.json's precision
+    """A past bug: a sampled figure against the greedy benches named cpu-bfloat16-trees-code.json's precision
     "(and 15 more files differ)"; the reason is that no recorded bench is sampled."""
     from specviz.engine.models import ASSETS
     from specviz.measure.bench import recorded_benches
@@ -202,7 +202,7 @@ def test_sweep_warns_of_points_that_cannot_be_true():
 def test_sweep_warns_when_its_k_disagrees_with_the_race_lane_on_the_same_prompt_and_settings():
     settings = RunSettings(method="draft", k=4)
     lanes = Race([], {}, {"draft": timing.Timing((1.6, 1.5, 1.7), 0.0, 8)}, "p", settings)
-    cold = sweep([(4, 0.38, 0.35, 0.41, 2.5)], settings)  # the issue's 0.38x at K = 4 next to a 1.6x lane
+    cold = sweep([(4, 0.38, 0.35, 0.41, 2.5)], settings)  # a 0.38x at K = 4 once shown next to a 1.6x lane
     (found,) = sweep_warnings(cold, lanes)
     assert "K = 4: the sweep measured 0.38× (0.35–0.41)" in found and "1.60× (1.50–1.70)" in found
     assert sweep_warnings(sweep([(4, 1.55, 1.4, 1.62, 2.5)], settings), lanes) == []  # ranges meet
@@ -283,7 +283,7 @@ def test_race_lanes_above_their_tau_or_spread_wider_than_their_figure_are_flagge
 
 
 def test_the_median_repeat_is_the_one_whose_ratio_is_the_median_speedup():
-    spec, plain = (220.0, 220.1, 198.2), (126.0, 131.0, 118.0)  # ratios 1.746, 1.680, 1.680 (the issue's home page)
+    spec, plain = (220.0, 220.1, 198.2), (126.0, 131.0, 118.0)  # ratios 1.746, 1.680, 1.680 (once on the home page)
     i = timing.median_repeat(spec, plain)
     assert i == 1 and spec[i] / plain[i] == timing.Timing(timing.paired_ratios(spec, plain), 0.0, 48).speedup
     assert timing.median_repeat((1.0, 2.0), (1.0, 1.0)) is None  # an even count: the median lies between two
@@ -291,7 +291,7 @@ def test_the_median_repeat_is_the_one_whose_ratio_is_the_median_speedup():
 
 
 def test_a_speedup_that_differs_from_the_medians_ratio_says_so_with_its_numbers():
-    plain, draft = (127.0, 137.7, 150.0), (127.0 * 1.45, 137.7 * 1.33, 150.0 * 1.51)  # the issue's race
+    plain, draft = (127.0, 137.7, 150.0), (127.0 * 1.45, 137.7 * 1.33, 150.0 * 1.51)  # the race of test_race_numbers
     speedup = timing.Timing(timing.paired_ratios(draft, plain), 0.0, 48).speedup
     assert round(speedup, 2) == 1.45
     assert timing.shown_ratio_differs(184.15, 137.7, speedup)

@@ -36,8 +36,8 @@ def test_a_lookup_that_drafts_fewer_than_k_is_predicted_from_its_tau_not_from_e_
     prediction = predict([lookup], costs())
     assert prediction.c == 0.0
     assert prediction.drafts_per_round == pytest.approx(4 / 3)
-    # each round priced at v(its drafts): v(4) once, and a plain step for each round that drafted none (issue 42,
-    # item 6); not v at the mean drafts per round (v(1)), nor v(4) for every round
+    # each round priced at v(its drafts): v(4) once, and a plain step for each round that drafted none; not v at the
+    # mean drafts per round (v(1)), nor v(4) for every round
     assert prediction.verify_cost == pytest.approx((1.4 + 1 + 1) / 3)
     assert prediction.speedup == pytest.approx((7 / 3) / ((1.4 + 1 + 1) / 3))
     as_if_k_every_round = expected_tokens(lookup.alpha, 4) / 1.4
@@ -125,7 +125,7 @@ def test_hugging_face_lanes_are_predicted_with_the_whole_draft_when_specviz_trim
 
 
 def test_every_verdict_states_its_threshold_and_a_no_go_says_which_part_failed():
-    """Issue 27, item 7: a NO-GO at 1.10x with its interval above 1 named no threshold."""
+    """A past bug: a NO-GO at 1.10x with its interval above 1 named no threshold."""
     from specviz.measure.recommend import GO_SPEEDUP, RULE
 
     fast = [paired([1.5, 1.6], prompt=f"p{i}") for i in range(MIN_PROMPTS)]

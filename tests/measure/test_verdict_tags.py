@@ -1,4 +1,4 @@
-"""The go / no-go judges each tag as well as all prompts, with the figures of the summary rows (issue 27, item 7),
+"""The go / no-go judges each tag as well as all prompts, with the figures of the summary rows,
 and goes into the JSON and the CSV with the settings that produced every row."""
 
 import csv
@@ -57,7 +57,7 @@ def test_each_tag_is_judged_as_well_as_all_prompts():
 
 
 def test_a_verdict_states_the_figures_of_the_summary_row_it_judged():
-    """The issue saw a verdict and a table disagree: the verdict's interval was drawn with seed 0, the table's with
+    """A past bug: a verdict and a table disagreed: the verdict's interval was drawn with seed 0, the table's with
     the run's seed. Every figure now comes from the summary row, whatever the seed."""
     spread = lambda tag, base: [paired((base + 0.1 * i, base + 0.02 + 0.1 * i), tag, f"{tag}{i}") for i in range(6)]
     results = spread("code", 1.0) + spread("prose", 0.8)  # prompts differ, repeats agree: the bootstrap, not the

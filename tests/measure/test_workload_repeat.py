@@ -1,4 +1,4 @@
-"""A workload measured twice, minutes apart, on a machine whose speed moved between (issue 42, items 6 and 7): the
+"""A workload measured twice, minutes apart, on a machine whose speed moved between: the
 two intervals can exclude each other, and the comparison says so with the range both span; v(K) timed dearer for
 fewer tokens is taken monotone, so a lookup's prediction is not priced at that noise."""
 

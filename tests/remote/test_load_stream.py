@@ -137,7 +137,7 @@ def test_rounds_alternate_the_servers_order_and_merge_into_one_run_per_server():
     assert [run.server for run in level["runs"]] == [baseline.url, spec.url]
 
 
-# ------------------------------------------------------------------------------------------- faults under load (#24)
+# ------------------------------------------------------------------------------------------------- faults under load
 def sweep_cli(tmp_path, spec_url, plain_url, *extra):
     """The load sweep from the command line over one prompt at concurrency 1 and 2 -> (exit code, JSON, CSV)."""
     prompts = tmp_path / "p.txt"

@@ -43,8 +43,9 @@ def test_the_server_runs_the_declared_eagle3_method_with_k_4(server):
 def test_greedy_text_and_steps_agree_with_specviz(server, pair):  # noqa: F811
     same, comparable = greedy_steps_agree(server, pair, PROMPTS, TOKENS)
     print(f"eagle3: {same} of {comparable} comparable steps agree")
-    assert same >= 0.9 * comparable  # once a step starts where a specviz round starts, the steps after it are the
-    #                                  same steps (issue #22: at least 90 %)
+    # once a step starts where a specviz round starts, at least 90 % of the steps after it are the same steps: a
+    # margin, not a measured gap (every step agreed on the 20 code prompts, docs/vllm.md)
+    assert same >= 0.9 * comparable
 
 
 def test_the_agreement_cli_compares_a_head_server_with_the_method_declared(server, capsys):

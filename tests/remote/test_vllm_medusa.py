@@ -48,4 +48,6 @@ def test_the_server_runs_the_declared_medusa_method_with_k_4(server):
 def test_greedy_text_and_steps_agree_with_specviz(server, pair):
     same, comparable = greedy_steps_agree(server, pair, PROMPTS, TOKENS)
     print(f"medusa vs vLLM: {same} of {comparable} comparable steps the same")
-    assert comparable > 0 and same >= 0.9 * comparable  # issue #22: at least 90 % of the comparable steps
+    # at least 90 % of the comparable steps the same: a margin, not a measured gap (every step agreed on the 20 code
+    # prompts, docs/vllm.md), which 3 prompts of 32 tokens could miss by a step or two
+    assert comparable > 0 and same >= 0.9 * comparable

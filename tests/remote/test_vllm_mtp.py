@@ -48,4 +48,6 @@ def test_the_server_runs_the_declared_mtp_method_with_k_4(server):
 def test_greedy_text_and_steps_agree_with_specviz(server, pair):
     same, comparable = greedy_steps_agree(server, pair, PROMPTS, TOKENS)
     print(f"MTP on vLLM: {same} of {comparable} comparable steps the same")
-    assert same >= 0.9 * comparable  # issue #22: at least 90 % of the comparable steps are the same steps
+    # at least 90 % of the comparable steps the same, not all: the MiMo re-export cannot reproduce the scale of the
+    # feature half exactly, which changes about 2 % of the depth-1 drafts (docs/engine.md, MTP)
+    assert same >= 0.9 * comparable

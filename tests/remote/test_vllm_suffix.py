@@ -81,7 +81,8 @@ def test_greedy_text_and_steps_agree_with_specviz(server, pair):
     print(f"on {replayed_exactly}/{len(PROMPTS)} prompts")
     assert replayed_exactly == len(PROMPTS)  # vLLM's own per-step counts are the replay's, prompt by prompt
     assert vllm_steps > 2 * len(PROMPTS) and comparable >= vllm_steps // 2
-    assert same >= 0.9 * comparable  # issue #23: at least 90 % of the comparable steps
+    # at least 90 % of the comparable steps the same: a margin, not a measured gap (64 of 64 agreed, docs/engine.md)
+    assert same >= 0.9 * comparable
 
 
 def _round_starts(record) -> list[int]:

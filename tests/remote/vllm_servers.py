@@ -106,7 +106,7 @@ def greedy_steps_agree(server, pair, rows, tokens: int) -> tuple[int, int]:
         assert served.output_ids == local.output_ids
         assert served.text == local.text
         found = compare(served, local, tokens)
-        print(f"{row.tag}: {found}")  # the numbers a closing note quotes (pytest -s)
+        print(f"{row.tag}: {found}")  # the numbers docs/vllm.md quotes (pytest -s)
         assert found.first_same is not None, found  # a step that starts where a specviz round starts
         comparable += found.steps - found.first_same
         same += found.same_after_first

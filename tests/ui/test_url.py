@@ -33,7 +33,7 @@ def test_what_the_url_does_not_carry_comes_from_the_base():
 
 
 def test_a_run_with_the_whole_draft_vocabulary_has_its_own_url():
-    """Issue 27, item 2: a run with draft vocabulary 0 had the same URL as the default (1024) run."""
+    """A past bug: a run with draft vocabulary 0 had the same URL as the default (1024) run."""
     whole, trimmed = RunSettings(draft_vocab=0), RunSettings(draft_vocab=1024)
     assert url.settings_params(whole, "x") != url.settings_params(trimmed, "x")
     for settings in (whole, trimmed):

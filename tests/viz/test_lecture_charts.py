@@ -96,7 +96,7 @@ def test_a_title_inside_a_layer_is_projector_sized_too():
 
 
 def test_a_lectured_chart_writes_its_axes_legends_and_titles_in_dark_ink():
-    """#42 item 3: Streamlit's theme greys axis and legend text (#808495), which a projector washes out; lecture mode
+    """A past bug: Streamlit's theme greys axis and legend text (#808495), which a projector washes out; lecture mode
     sets every text colour of the chart's config to layout.LECTURE_INK."""
     config = lectured(charts.pq_chart(a_round().positions[0])).to_dict()["config"]
     for part in ("axis", "legend", "header"):

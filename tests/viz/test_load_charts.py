@@ -59,12 +59,12 @@ def test_the_level_table_has_a_row_per_server_and_level():
 
 
 def test_a_sweep_on_a_machine_busier_than_its_cores_says_its_figures_are_noisy():
-    """Issue 42 item 13: the recorded sweep, at load 15.51 on 2 cores, showed 2.68× against a roofline of 0.33× with
+    """A past bug: the recorded sweep, at load 15.51 on 2 cores, showed 2.68× against a roofline of 0.33× with
     no word on the noise."""
     recorded = json.loads((ASSETS / "bench" / "vllm-cpu-load-draft-k4-code.json").read_text())
     words = load_charts.noise_words(recorded)
     assert "load average was 15.51 on 2 cores, about 8 times as much work as cores" in words
-    assert "at concurrency 8, 2.68× with a 95% interval of 1.78–3.10×" in words  # the widest interval, the issue's
+    assert "at concurrency 8, 2.68× with a 95% interval of 1.78–3.10×" in words  # the widest interval
     assert "a gap between the two says little here" in words
     quiet = {**recorded, "machine": {**recorded["machine"], "load_average": 1.2}}
     assert load_charts.noise_words(quiet) is None

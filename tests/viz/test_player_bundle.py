@@ -10,6 +10,7 @@ import pytest
 from specviz.core.trace import Trace
 from specviz.errors import PlayerFormatError
 from specviz.viz import player_bundle as pb
+from specviz.viz import player_wire as pw
 from specviz.viz import step_view as sv
 from specviz.viz import steps
 
@@ -21,12 +22,14 @@ NAMES = ["early-rejection-residual.json", "tree-sibling-accepted.json"]  # a cha
 @pytest.fixture(scope="module", params=NAMES)
 def built(request):
     trace = Trace.from_json((TRACES / request.param).read_text())
-    return trace, pb.player_bundle(trace)
+    wire = pb.player_bundle(trace)
+    return trace, wire, pb.load_bundle(wire).doc  # the bundle as sent, and its document decoded
 
 
 def canonical(spec: dict) -> dict:
     """A Vega-Lite spec with its datasets named d0, d1, ... in the order the spec first uses them (Altair names them
-    by a hash of their rows, the bundle by their place in the template): the same chart, whatever its names."""
+    by a hash of their rows, the bundle by their place in the template) and their numbers rounded as the bundle sends
+    them (pw.rounded: what the charts show): the same chart, whatever its names."""
     spec = json.loads(json.dumps(spec))
     datasets, names = spec.pop("datasets", {}), {}
 
@@ -38,6 +41,7 @@ def canonical(spec: dict) -> dict:
         return [walk(v) for v in node] if isinstance(node, list) else node
 
     spec = walk(spec)
+    datasets = {k: [{c: pw.rounded(v) for c, v in row.items()} for row in rows] for k, rows in datasets.items()}
     return spec | {"datasets": {names[k]: rows for k, rows in datasets.items() if k in names}}
 
 
@@ -60,10 +64,10 @@ def bundled_blocks(loaded, i: int, name: str) -> list:
 def test_the_bundle_reads_back_losslessly_and_expands_to_the_step_views(built):
     """Every chart bound from its template and its numbers is the Vega-Lite the page's chart builder makes (its
     marks, encodings, titles, sizes and rows), in normal and lecture sizes; every HTML block is the page's."""
-    trace, bundle = built
-    text = pb.bundle_json(bundle)
+    trace, wire, bundle = built
+    text = pb.bundle_json(wire)
     loaded = pb.load_bundle(text)
-    assert loaded.doc == json.loads(json.dumps(bundle))  # JSON all the way down, nothing lost
+    assert loaded.doc == bundle == json.loads(json.dumps(bundle))  # JSON all the way down, nothing lost
     memo = {}
     for i, cursor in enumerate(steps.moments(trace)):
         if i % 7:  # every 7th step (each view of it) against a fresh step view: the tables index right
@@ -116,7 +120,7 @@ def test_each_step_is_a_few_hundred_bytes_whatever_the_round(built):
     """A step holds its navigation, its title and its rows by index: its size does not grow with the round (the
     committed text is a count of rounds, the run's times a count of rows); no dataset holds more rows than a chart of
     one round draws (a top-10, a tree, a KV strip), never the vocabulary."""
-    trace, bundle = built
+    trace, wire, bundle = built
     sizes = [len(json.dumps(s, ensure_ascii=False, separators=(",", ":"))) for s in bundle["steps"]]
     assert max(sizes) <= 700, max(sizes)
     first, last = sizes[: len(sizes) // 3], sizes[-len(sizes) // 3 :]
@@ -127,12 +131,12 @@ def test_each_step_is_a_few_hundred_bytes_whatever_the_round(built):
 
 
 def test_de_duplication_shrinks_the_bundle_several_times(built):
-    trace, bundle = built
-    loaded = pb.load_bundle(bundle)
+    trace, wire, bundle = built
+    loaded = pb.load_bundle(wire)
     inline = sum(
         len(json.dumps(loaded.blocks(i, view))) for i in range(len(bundle["steps"])) for view in bundle["views"]
     )
-    assert len(pb.bundle_json(bundle)) * 4 < inline
+    assert len(pb.bundle_json(wire)) * 4 < inline
     assert len(set(bundle["html"])) == len(bundle["html"])
     for table in ("templates", "rows", "datasets"):
         assert len({json.dumps(c, sort_keys=True) for c in bundle[table]}) == len(bundle[table])
@@ -140,7 +144,7 @@ def test_de_duplication_shrinks_the_bundle_several_times(built):
 
 
 def test_navigation_agrees_with_the_round_pages_cursor_moves(built):
-    trace, bundle = built
+    trace, _, bundle = built
     moments = list(steps.moments(trace))
     at = {(s["round"], s["step"]): i for i, s in enumerate(bundle["steps"])}
     for i, cursor in enumerate(moments):
@@ -162,8 +166,10 @@ def test_a_document_that_is_not_a_bundle_of_this_version_is_refused_clearly():
         pb.load_bundle("{not json")
     with pytest.raises(PlayerFormatError, match="format is 'specviz.trace'"):
         pb.load_bundle({"format": "specviz.trace"})
-    with pytest.raises(PlayerFormatError, match="version 1: this specviz reads version 2"):
+    with pytest.raises(PlayerFormatError, match="version 1: this specviz reads version 3"):
         pb.load_bundle({"format": pb.FORMAT, "version": 1})
+    old = pb.load_bundle({"format": pb.FORMAT, "version": 2, "steps": [], "html": ["<p>x</p>"]})
+    assert old.doc["html"] == ["<p>x</p>"]  # version 2 was the document itself: read as it is
     with pytest.raises(PlayerFormatError, match="without its"):
         pb.load_bundle({"format": pb.FORMAT, "version": pb.VERSION, "steps": []})
 
@@ -183,3 +189,14 @@ def test_a_live_runs_bundle_calls_its_times_this_machines():
     live, recorded = (json.dumps(pb.player_bundle(trace, views=("full",), live=flag)) for flag in (True, False))
     assert "another machine" not in live and "first-call warm-up" in live
     assert "another machine" in recorded and "first-call warm-up" not in recorded
+
+
+def test_the_wire_form_sends_each_string_once_and_is_under_half_the_document(built):
+    """Version 3's wire form: the strings table holds each string once; the JSON sent is under half the decoded
+    document's (v2's layout), and a step costs a couple of hundred bytes of it (its columns of the steps table)."""
+    _, wire, bundle = built
+    assert len(set(wire["strings"])) == len(wire["strings"])
+    sent, document = (len(json.dumps(d, ensure_ascii=False, separators=(",", ":"))) for d in (wire, bundle))
+    assert sent * 2 < document, (sent, document)
+    per_step = len(json.dumps(wire["steps"], ensure_ascii=False, separators=(",", ":"))) / len(bundle["steps"])
+    assert per_step <= 300, per_step

@@ -64,7 +64,7 @@ def test_the_chart_draws_one_tag_best_on_top_with_intervals_and_the_plain_line()
 
 
 def test_the_chart_gives_every_setting_its_row_whatever_their_number():
-    """Issue 42, item 4: the chart was 120 px for up to 4 settings (Streamlit keeps a chart's total height, its
+    """A past bug: the chart was 120 px for up to 4 settings (Streamlit keeps a chart's total height, its
     three-line title and x axis included), so its bars overlapped on one row and their labels printed over each other.
     """
     for n in (1, 2, 4, 9):

@@ -46,7 +46,7 @@ EXIT_MISMATCHED = ExitVariant(
     "exit_mismatched_q",
     "drafted without the final norm, judged with the normed q",
     "the drafts come from the raw residual, but the ratio and the residual use the normed exit's q: a q the drafts "
-    "were not drawn from (the issue's 'q taken after a different norm'), so the output is no longer p's",
+    "were not drawn from (a q taken after a different norm than the drafts), so the output is no longer p's",
     norm_drafts=False,
     norm_q=True,
 )

@@ -1,0 +1,89 @@
+"""Who proposes the draft tokens, behind one small interface.
+
+A `Proposer` is shared and read-only (it may hold a cached model); `start` gives one run its own `Drafter`, which owns
+that run's state (a KV cache, or the token history for n-gram lookup).
+
+One module per method family; this package's names are re-exported here, so `specviz.engine.proposers.X` works.
+"""
+
+from __future__ import annotations
+
+from specviz.engine.proposers.base import (
+    Drafter,
+    Proposal,
+    Proposer,
+    draft_confidence,
+    empty_chain,
+    empty_tree,
+    tree_shape,
+)
+from specviz.engine.proposers.crossing import CrossingProposer, SlemProposer
+from specviz.engine.proposers.draft_model import DraftModelDrafter, DraftModelProposer, TreeDrafter, TreeProposer
+from specviz.engine.proposers.eagle import EagleDrafter, EagleProposer
+from specviz.engine.proposers.eagle3 import Eagle3Proposer
+from specviz.engine.proposers.early_exit import EarlyExitDrafter, EarlyExitProposer
+from specviz.engine.proposers.masks import additive_mask, ancestor_matrix, cat_rows, rows_of, take_rows
+from specviz.engine.proposers.medusa import MedusaDrafter, MedusaProposer, draft_cap_note
+from specviz.engine.proposers.mtp import MtpProposer
+from specviz.engine.proposers.ngram import NgramDrafter, NgramProposer, ngram_lookup
+from specviz.engine.proposers.suffix import SuffixDrafter, SuffixProposer
+from specviz.engine.proposers.trees import dynamic_proposal, grow_top_b_tree
+
+PROPOSER_CLASSES = (
+    DraftModelProposer,
+    NgramProposer,
+    TreeProposer,
+    EagleProposer,
+    MtpProposer,
+    Eagle3Proposer,
+    MedusaProposer,
+    SuffixProposer,
+    EarlyExitProposer,
+    CrossingProposer,
+    SlemProposer,
+)
+
+
+def proposer_class(method: str) -> type[Proposer] | None:
+    """The class that implements a registry method in this engine; None for plain decoding."""
+    return next((cls for cls in PROPOSER_CLASSES if cls.method == method), None)
+
+
+__all__ = [
+    "Proposal",
+    "Drafter",
+    "Proposer",
+    "draft_confidence",
+    "tree_shape",
+    "empty_chain",
+    "empty_tree",
+    "cat_rows",
+    "rows_of",
+    "take_rows",
+    "additive_mask",
+    "ancestor_matrix",
+    "grow_top_b_tree",
+    "dynamic_proposal",
+    "DraftModelProposer",
+    "DraftModelDrafter",
+    "TreeProposer",
+    "TreeDrafter",
+    "NgramProposer",
+    "NgramDrafter",
+    "ngram_lookup",
+    "EagleProposer",
+    "EagleDrafter",
+    "Eagle3Proposer",
+    "MtpProposer",
+    "MedusaProposer",
+    "MedusaDrafter",
+    "draft_cap_note",
+    "SuffixProposer",
+    "SuffixDrafter",
+    "EarlyExitProposer",
+    "EarlyExitDrafter",
+    "CrossingProposer",
+    "SlemProposer",
+    "PROPOSER_CLASSES",
+    "proposer_class",
+]

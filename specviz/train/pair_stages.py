@@ -1,0 +1,258 @@
+"""The stages of `train --pair NAME` (train/pair.py): data, draft, eagle3, card. Each reads what the previous one
+wrote in the work dir (outside the repository, under the user's cache) and resumes or skips work already done."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+
+from .chat_data import DataConfig, chat_ids, end_of_turn, generate_data, teacher_mass
+from .draft_pair import (
+    LoopConfig,
+    alpha_tau,
+    batch_of,
+    choose_vocab,
+    distill_loss,
+    draft_matches,
+    kept_ids,
+    kept_logits,
+    new_draft,
+    read_shards,
+    token_counts,
+    train_loop,
+)
+
+HELDOUT_TOKENS = 64  # greedy answer tokens per held-out prompt
+
+
+def load_target(args, dtype_name: str = "float32"):
+    """(target, tokenizer) of the pair, frozen, in eval mode."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    target = AutoModelForCausalLM.from_pretrained(args.target, dtype=getattr(torch, dtype_name)).eval().to(args.device)
+    for p in target.parameters():
+        p.requires_grad_(False)
+    return target, AutoTokenizer.from_pretrained(args.target)
+
+
+def heldout_prompts(path: Path) -> list[dict]:
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    if not rows or any("prompt" not in r for r in rows):
+        raise SystemExit(f"{path}: expected JSON lines with a 'prompt' field each.")
+    return rows
+
+
+def heldout_refs(args, work: Path, target, tokenizer, log) -> list[tuple[list[int], list[int]]]:
+    """(templated prompt ids, the target's greedy answer ids) per held-out prompt, computed once in float32."""
+    import torch
+
+    path = work / "heldout.json"
+    if path.exists():
+        return [(r["prompt_ids"], r["answer_ids"]) for r in json.loads(path.read_text())]
+    eot = end_of_turn(tokenizer)
+    rows = []
+    with torch.no_grad():
+        for item in heldout_prompts(args.heldout):
+            ids = chat_ids(tokenizer, item["prompt"])
+            out = target.generate(
+                torch.tensor([ids], device=target.device),
+                max_new_tokens=HELDOUT_TOKENS,
+                do_sample=False,
+                eos_token_id=eot,
+                pad_token_id=eot,
+            )
+            rows.append({"kind": item.get("kind", ""), "prompt_ids": ids, "answer_ids": out[0, len(ids) :].tolist()})
+    path.write_text(json.dumps(rows))
+    log(f"held out: the target's greedy answers to {len(rows)} prompts of {args.heldout}")
+    return [(r["prompt_ids"], r["answer_ids"]) for r in rows]
+
+
+def stage_data(args, work: Path, log) -> None:
+    import torch
+
+    target, tokenizer = load_target(args, args.data_dtype)
+    heldout = {r["prompt"].strip() for r in heldout_prompts(args.heldout)}
+    cfg = DataConfig(
+        tokens=args.tokens,
+        batch=args.data_batch,
+        top_k=args.top_k,
+        prompt_tokens=args.prompt_tokens,
+        answer_tokens=args.answer_tokens,
+        sample_every=args.sample_every,
+        seed=args.seed,
+        minutes=args.minutes,
+    )
+    with torch.no_grad():
+        summary = generate_data(target, tokenizer, work / "data", cfg, heldout, log)
+    summary["teacher_mass_topk"] = round(teacher_mass(work / "data"), 4)
+    (work / "data" / "summary.json").write_text(json.dumps(summary, indent=2))
+    run = summary["this_run"]
+    rate = run["answer_tokens"] / max(1e-9, run["seconds"])
+    log(f"data: {json.dumps(summary)}; this run {rate:.1f} answer tokens/s")
+
+
+def draft_vocab(args, work: Path, shards, vocab: int, eot: int, log) -> tuple[np.ndarray, np.ndarray, dict]:
+    """(counts, kept ids, the measurement) of the trimmed vocabulary, fixed at the draft's first run."""
+    path = work / "draft_vocab.json"
+    counts = token_counts(shards, vocab)
+    if path.exists():
+        saved = json.loads(path.read_text())
+        return counts, np.asarray(saved["kept"], dtype=np.int64), saved["measured"]
+    top1 = shards.topk_ids[:, 0]
+    n, shares = choose_vocab(counts, top1, args.vocab_coverage)
+    n = args.draft_vocab or n
+    kept = kept_ids(counts, min(n, vocab), always=(eot,))
+    measured = {"coverage_of_top1_by_size": shares, "chosen": int(len(kept)), "goal": args.vocab_coverage}
+    path.write_text(json.dumps({"kept": kept.tolist(), "measured": measured}))
+    log(f"draft: trimmed vocabulary {len(kept)} ids; share of the target's top-1 inside each size: {shares}")
+    return counts, kept, measured
+
+
+def stage_draft(args, work: Path, log) -> None:
+    import torch
+
+    target, tokenizer = load_target(args)
+    refs = heldout_refs(args, work, target, tokenizer, log)
+    shards = read_shards(work / "data")
+    vocab = int(target.config.vocab_size)
+    counts, kept_np, measured = draft_vocab(args, work, shards, vocab, end_of_turn(tokenizer), log)
+    kept = torch.from_numpy(kept_np)
+    index_of = np.full(vocab, -1, dtype=np.int64)
+    index_of[kept_np] = np.arange(len(kept_np))
+    draft = new_draft(target, args.draft_layers).to(args.device)
+    kept = kept.to(args.device)
+    del target
+    n_train = sum(p.numel() for p in draft.parameters() if p.requires_grad)
+    log(
+        f"draft: {args.draft_layers} layers, {n_train / 1e6:.2f} M trained parameters, on {len(shards.tokens):,} "
+        f"samples ({len(shards.topk_ids):,} answer tokens)"
+    )
+
+    def step(rng):
+        picks = rng.integers(0, len(shards.tokens), size=args.batch)
+        x, mask, rows, cols, ids, probs = (t.to(args.device) for t in batch_of(shards, picks, args.context, index_of))
+        return distill_loss(kept_logits(draft, x, mask, kept), rows, cols, ids, probs)
+
+    cfg = LoopConfig(
+        "draft", args.minutes, args.steps, args.lr, args.batch, args.context, args.seed, args.ckpt_minutes,
+        args.eval_minutes,
+    )  # fmt: skip
+    result = train_loop(
+        draft, step, lambda: alpha_tau(draft_matches(draft, kept, refs), args.k), cfg, work / "draft", log
+    )
+    result.update(
+        layers=args.draft_layers, trained_parameters=n_train, vocab=measured, answer_tokens=len(shards.topk_ids)
+    )
+    export_draft(args, draft, tokenizer, counts, len(kept_np), result, log)
+
+
+def export_draft(args, draft, tokenizer, counts: np.ndarray, n_kept: int, result: dict, log) -> None:
+    """out/draft: bfloat16 safetensors, the tokenizer, token_counts.json (recommended = the trimmed size) and
+    training.json."""
+    import torch
+
+    from specviz.engine.vocab import TokenCounts
+
+    out = args.out_dir / "draft"
+    out.mkdir(parents=True, exist_ok=True)
+    draft.to(torch.bfloat16).save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    (out / "token_counts.json").write_text(TokenCounts(counts, "train --pair data stage answers", n_kept).to_json())
+    (out / "training.json").write_text(json.dumps(result, indent=2) + "\n")
+    size = sum(p.stat().st_size for p in out.iterdir()) / 1e6
+    log(f"draft: exported {out} ({size:.1f} MB); held out last: {json.dumps(result['history'][-1])}")
+    draft.to(torch.float32)
+
+
+def stage_eagle3(args, work: Path, log) -> None:
+    """An EAGLE-3 head (train/eagle3.py's recipe: training-time test, started from the target's weights) on the
+    data stage's samples, over the draft's trimmed vocabulary (or --eagle3-vocab most frequent ids)."""
+    import torch
+
+    from specviz.engine.eagle3 import load_head3, new_head3, save_head3
+
+    from .eagle3 import evaluate_head3, init_from_target, ttt_losses
+    from .heads import HeadJob, train_head
+
+    target, tokenizer = load_target(args)
+    refs = heldout_refs(args, work, target, tokenizer, log)
+    shards = read_shards(work / "data")
+    vocab = int(target.config.vocab_size)
+    counts, kept_np, _ = draft_vocab(args, work, shards, vocab, end_of_turn(tokenizer), log)
+    if args.eagle3_vocab:
+        kept_np = kept_ids(counts, args.eagle3_vocab, always=(end_of_turn(tokenizer),))
+    head = new_head3(target, torch.from_numpy(kept_np).to(args.device), seed=args.seed)
+    init_from_target(head, target)
+    flat = np.concatenate(shards.tokens)  # the samples back to back: windows cross sample boundaries, as in train-tiny
+    held = np.concatenate([np.asarray(p + a) for p, a in refs])
+    windows = np.stack([held[s : s + args.context + 1] for s in range(0, len(held) - args.context - 1, args.context)])
+    hargs = SimpleNamespace(
+        batch_size=args.batch, context=args.context, seed=args.seed, eval_minutes=args.eval_minutes,
+        ckpt_minutes=args.ckpt_minutes,
+    )  # fmt: skip
+    job = HeadJob(
+        name="eagle3",
+        module=head,
+        losses=lambda x: ttt_losses(head, target, x),
+        part_names=("ce0", "greedy0"),
+        evaluate=lambda: evaluate_head3(head, target, windows, args.device),
+        minutes=args.minutes,
+        steps=args.steps,
+        lr=args.lr,
+        notes={"draft_vocab_size": len(kept_np), "layers_read": list(head.layers_read), "init": "target"},
+    )
+    result = train_head(job, hargs, work, flat, args.device, log)
+    directory = save_head3(head, args.out_dir / "eagle3")
+    shipped = load_head3(directory, target, "the pair's target").to(torch.float32)
+    result["held_out_shipped"] = evaluate_head3(shipped, target, windows, args.device)
+    (directory / "training.json").write_text(json.dumps(result, indent=2) + "\n")
+    size = sum(p.stat().st_size for p in directory.iterdir()) / 1e6
+    log(f"eagle3: exported {directory} ({size:.1f} MB); held out: {json.dumps(result['held_out_shipped'])}")
+
+
+def curve_table(history: list[dict]) -> str:
+    """The training curve as a markdown table (every held-out evaluation)."""
+    if not history:
+        return "(no evaluations)\n"
+    keys = [k for k in history[0] if isinstance(history[0][k], (int, float))]
+    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    lines += ["| " + " | ".join(str(h.get(k, "")) for k in keys) + " |" for h in history]
+    return "\n".join(lines) + "\n"
+
+
+def stage_card(args, work: Path, log) -> None:
+    """out/training.md: what was trained, on what, for how long, its curve and its held-out agreement."""
+    parts = [
+        f"# Drafters trained by specviz for `{args.pair}`\n",
+        f"Written by `python -m specviz train --pair {args.pair} card` on {time.strftime('%Y-%m-%d')}.\n",
+    ]
+    summary = work / "data" / "summary.json"
+    if summary.exists():
+        s = json.loads(summary.read_text())
+        parts.append(
+            f"## Data\n\n{s['answer_tokens']:,} answer tokens in {s['shards']} shards, written by the target itself "
+            f"(Magpie prompts, its own answers); the teacher's top-{s['top_k']} probabilities kept per position "
+            f"(they hold {s.get('teacher_mass_topk', 'n/a')} of its mass on average).\n"
+        )
+    for name in ("draft", "eagle3"):
+        path = args.out_dir / name / "training.json"
+        if not path.exists():
+            parts.append(f"## {name}\n\nNot trained yet.\n")
+            continue
+        r = json.loads(path.read_text())
+        size = sum(p.stat().st_size for p in path.parent.iterdir()) / 1e6
+        parts.append(
+            f"## {name}\n\n{r.get('steps')} steps in {r.get('train_minutes')} min ({r.get('threads')} threads), "
+            f"batch {r.get('batch')} x {r.get('context')}; folder {size:.1f} MB. Held-out agreement on "
+            f"{args.heldout.name} (the target's greedy answers, teacher-forced):\n\n"
+            + curve_table(r.get("history", []))
+        )
+    path = args.out_dir / "training.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(parts))
+    log(f"card: wrote {path}")

@@ -1,0 +1,118 @@
+"""`train --pair` (train/pair.py) on a tiny chat target the tests build: the data stage writes its own prompts and
+greedy answers with the teacher's top-k aligned to them, resumes without redoing shards, and the draft and EAGLE-3
+stages train, resume and export what the engine loads; the held-out alpha follows greedy speculative decoding."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from specviz.train.chat_data import load_shard, shard_paths, user_prefix
+from specviz.train.draft_pair import alpha_tau, choose_vocab, kept_ids, read_shards, rounds
+from specviz.train.pair import main
+from tests.tiny_models import EOS, build_model, build_tokenizer
+
+TEMPLATE = (
+    "{% for m in messages %}" + EOS + "{{ m['role'] }}\n{{ m['content'] }}" + EOS + "\n{% endfor %}"
+    "{% if add_generation_prompt %}" + EOS + "assistant\n{% endif %}"
+)
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    root = tmp_path_factory.mktemp("pair")
+    tok = build_tokenizer(root / "target")
+    tok.chat_template = TEMPLATE
+    build_model(root / "target", tok, layers=4, padded_vocab=0)
+    heldout = root / "heldout.jsonl"
+    heldout.write_text("".join(json.dumps({"prompt": p, "kind": "code"}) + "\n" for p in ("def add(a, b):", "The fox")))
+    base = ["--pair", "tiny", "--target", str(root / "target"), "--work-dir", str(root / "work"), "--threads", "1"]
+    base += ["--heldout", str(heldout), "--context", "48"]
+    data = ["--tokens", "120", "--data-batch", "6", "--prompt-tokens", "8", "--answer-tokens", "12", "--top-k", "8"]
+    assert main(["data", *base, *data, "--sample-every", "0"]) == 0
+    return root, base, data
+
+
+def test_the_magpie_prompt_is_the_templates_text_before_the_user_message(setup):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(setup[0] / "target")
+    assert user_prefix(tok) == EOS + "user\n"
+
+
+def test_greedy_shards_keep_the_teachers_top_k_aligned_with_the_answers_and_resume_without_redoing(setup):
+    root, base, data = setup
+    paths = shard_paths(root / "work" / "data")
+    assert paths
+    shards = read_shards(root / "work" / "data")
+    answers = np.concatenate([t[a:] for t, a in zip(shards.tokens, shards.answer_at)])
+    assert len(answers) == len(shards.topk_ids) >= 120
+    hit = shards.topk_ids == answers[:, None]  # greedy: the answer token is the teacher's top-1 (or tied with it)
+    assert hit.any(1).all()
+    assert np.allclose(shards.topk_probs[hit], shards.topk_probs[:, 0], atol=1e-3)
+    assert (shards.topk_ids[:, 0] == answers).mean() > 0.9
+    assert (np.diff(shards.topk_probs, axis=1) <= 1e-3).all()  # sorted, descending
+    assert shards.topk_ids.shape[1] == 8
+    before = [p.stat().st_mtime_ns for p in paths]
+    assert main(["data", *base, *data]) == 0  # the goal is met: nothing is generated again
+    assert [p.stat().st_mtime_ns for p in shard_paths(root / "work" / "data")] == before
+    assert load_shard(paths[0])["topk_probs"].dtype == np.float16
+
+
+def test_rounds_accept_drafts_up_to_the_first_miss_then_the_targets_token():
+    m = np.array([1, 1, 0, 1, 1, 1, 1, 1, 0], dtype=bool)
+    # round 1: 2 accepted, the miss at 2 is the target's token; round 2 at 3: 4 accepted (K = 4), token 7 is the
+    # target's bonus; round 3 at 8: 0 accepted
+    assert rounds(m, 4) == (6, 4 + 4 + 1, 3)
+    stats = alpha_tau([m], 4)
+    assert stats["alpha_k4"] == round(6 / 9, 4) and stats["tau_k4"] == 3.0
+
+
+def test_the_trimmed_vocabulary_is_the_smallest_size_covering_the_targets_choices():
+    counts = np.zeros(5000, dtype=np.int64)
+    counts[:1500] = np.arange(1500, 0, -1)
+    top1 = np.arange(1500)
+    n, shares = choose_vocab(counts, top1, 0.98)
+    assert n == 2048 and shares[1024] == round(1024 / 1500, 4)
+    kept = kept_ids(counts, 16, always=(4999,))
+    assert len(kept) == 16 and 4999 in kept and (np.diff(kept) > 0).all()
+
+
+def test_the_draft_trains_resumes_and_exports_a_model_the_engine_loads(setup):
+    root, base, _ = setup
+    work, out = root / "work", root / "work" / "out"
+    assert main(["draft", *base, "--steps", "6", "--minutes", "0", "--draft-layers", "2"]) == 0  # stopped at once
+    assert (work / "draft" / "ckpt.pt").exists() and not (work / "draft" / "result.json").exists()
+    assert main(["draft", *base, "--steps", "6", "--minutes", "2", "--draft-layers", "2"]) == 0  # resumed, finished
+    result = json.loads((work / "draft" / "result.json").read_text())
+    assert result["steps"] == 6 and result["finished"]
+    assert "alpha_k4" in result["history"][-1]
+    from specviz.engine.models import load_pair
+
+    pair = load_pair(str(root / "target"), str(out / "draft"), device="cpu")
+    assert pair.draft.config.num_hidden_layers == 2
+    counts = json.loads((out / "draft" / "token_counts.json").read_text())
+    assert counts["recommended"] == len(json.loads((work / "draft_vocab.json").read_text())["kept"])
+    # the draft starts from the target's embeddings: frozen, so equal (up to bfloat16) after training
+    emb_t = pair.target.get_input_embeddings().weight.float()
+    emb_d = pair.draft.get_input_embeddings().weight.float()
+    assert torch.allclose(emb_t, emb_d, atol=1e-2)
+
+
+def test_the_eagle3_head_trains_on_the_same_samples_and_the_card_names_both(setup):
+    root, base, _ = setup
+    assert main(["eagle3", *base, "--steps", "3", "--minutes", "2", "--batch", "2"]) == 0
+    out = root / "work" / "out"
+    training = json.loads((out / "eagle3" / "training.json").read_text())
+    assert training["steps"] == 3 and "greedy_agreement" in training["held_out_shipped"]
+    assert main(["card", *base]) == 0
+    card = (out / "training.md").read_text()
+    assert "## draft" in card and "## eagle3" in card and "alpha_k4" in card
+
+
+def test_an_unknown_pair_is_refused_in_one_line():
+    with pytest.raises(SystemExit, match="no pair named"):
+        main(["data", "--pair", "nosuch"])
