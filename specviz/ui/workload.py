@@ -27,7 +27,7 @@ from specviz.measure.local import engine_source, step_costs
 from specviz.measure.prompts import PromptRow, wrapped_rows
 from specviz.measure.summary import compare_measurements, measurement_figures
 from specviz.measure.workload import run_workload
-from specviz.remote.agreement import compare_engines, ngram_misses
+from specviz.remote.agreement import compare_engines, ngram_misses, remembered
 from specviz.remote.http import DEFAULT_TIMEOUT_S
 from specviz.remote.load import connect_plain, sweep_documents
 from specviz.remote.vllm import Server, connect, measure
@@ -221,7 +221,8 @@ def compare_with_server(server: Server, target: str, draft: str | None, base: Ru
     bar = st.progress(0.0, text="Warming up both engines…")
     on_prompt = lambda i, row: bar.progress(i / len(rows), text=f"{i}/{len(rows)} prompts · {row.prompt[:60]!r}")  # noqa: E731
     misses = ngram_misses(pair, settings) if settings.method == methods.NGRAM else None  # places n-gram misses
-    runs = compare_engines(engine_source(pair), server.run, rows, settings, on_prompt, misses)
+    source = engine_source(pair, remembered(pair, settings))  # suffix: the server's tree holds its probe first
+    runs = compare_engines(source, server.run, rows, settings, on_prompt, misses)
     out = [agreement_row(run) for run in runs]
     bar.empty()
     return out
