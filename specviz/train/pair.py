@@ -100,8 +100,11 @@ def main(argv: list[str]) -> int:
     torch.manual_seed(args.seed)
     args.device = "cuda" if torch.cuda.is_available() else "cpu"
     log = make_logger(args.work_dir)
-    log(f"train --pair {args.pair} {args.stage}: target {args.target}, work {args.work_dir}, out {args.out_dir}, "
-        f"device {args.device}, threads {torch.get_num_threads()}, cpu {torch.backends.cpu.get_cpu_capability()}")  # fmt: skip
+    cpu = torch.backends.cpu.get_cpu_capability()
+    log(
+        f"train --pair {args.pair} {args.stage}: target {args.target}, work {args.work_dir}, out {args.out_dir}, "
+        f"device {args.device}, threads {torch.get_num_threads()}, cpu {cpu}"
+    )
     from . import pair_stages
 
     for stage in STAGES if args.stage == "all" else (args.stage,):
