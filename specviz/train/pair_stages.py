@@ -136,7 +136,7 @@ def stage_draft(args, work: Path, log) -> None:
     kept = torch.from_numpy(kept_np)
     index_of = np.full(vocab, -1, dtype=np.int64)
     index_of[kept_np] = np.arange(len(kept_np))
-    draft = new_draft(target, args.draft_layers).to(args.device)
+    draft = new_draft(target, args.draft_layers, args.draft_init).to(args.device)
     kept = kept.to(args.device)
     del target
     n_train = sum(p.numel() for p in draft.parameters() if p.requires_grad)
