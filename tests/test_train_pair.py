@@ -81,6 +81,13 @@ def test_the_trimmed_vocabulary_is_the_smallest_size_covering_the_targets_choice
     assert len(kept) == 16 and 4999 in kept and (np.diff(kept) > 0).all()
 
 
+def test_the_draft_starts_from_the_targets_layers():
+    from specviz.train.draft_pair import source_layers
+
+    assert source_layers(30, 2) == [0, 29] and source_layers(30, 2, "first") == [0, 1]
+    assert source_layers(4, 4) == [0, 1, 2, 3]
+
+
 def test_the_draft_trains_resumes_and_exports_a_model_the_engine_loads(setup):
     root, base, _ = setup
     work, out = root / "work", root / "work" / "out"

@@ -93,12 +93,16 @@ def kept_ids(counts: np.ndarray, n: int, always: tuple[int, ...] = ()) -> np.nda
     return np.sort(np.asarray(order, dtype=np.int64))
 
 
-def source_layers(target_layers: int, layers: int) -> list[int]:
-    """Which target layer each draft layer starts from: the first layers - 1, then the last."""
+def source_layers(target_layers: int, layers: int, init: str = "first-last") -> list[int]:
+    """Which target layer each draft layer starts from: the first layers - 1, then the last ("first-last"), or the
+    first layers ("first"). Measured on smollm2's held-out answers before training, 2 layers: first-last agrees on
+    0.0 % of tokens (the last layer reads states it never saw), first on 4.0 %."""
+    if init == "first":
+        return list(range(layers))
     return list(range(layers - 1)) + [target_layers - 1]
 
 
-def new_draft(target, layers: int):
+def new_draft(target, layers: int, init: str = "first-last"):
     """A LlamaForCausalLM of the target's width and tokenizer, started from its weights (see the module's doc)."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
@@ -113,7 +117,7 @@ def new_draft(target, layers: int):
     with torch.no_grad():
         mine["model.embed_tokens.weight"].copy_(sd["model.embed_tokens.weight"])
         mine["model.norm.weight"].copy_(sd["model.norm.weight"])
-        for i, src in enumerate(source_layers(target.config.num_hidden_layers, layers)):
+        for i, src in enumerate(source_layers(target.config.num_hidden_layers, layers, init)):
             for key, value in mine.items():
                 if key.startswith(f"model.layers.{i}."):
                     value.copy_(sd[key.replace(f"model.layers.{i}.", f"model.layers.{src}.", 1)])

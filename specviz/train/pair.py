@@ -60,6 +60,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     train.add_argument("--batch", type=int, default=None, help="samples per step (draft 8, eagle3 4 windows)")
     train.add_argument("--context", type=int, default=256)
     train.add_argument("--draft-layers", type=int, default=2)
+    train.add_argument(
+        "--draft-init",
+        choices=("first-last", "first"),
+        default="first-last",
+        help="target layers the draft starts from",
+    )
     train.add_argument("--draft-vocab", type=int, default=0, help="trimmed vocabulary size (0: chosen by coverage)")
     train.add_argument("--vocab-coverage", type=float, default=0.98, help="share of the target's top-1 to cover")
     train.add_argument("--eagle3-vocab", type=int, default=0, help="the head's vocabulary (0: the draft's)")

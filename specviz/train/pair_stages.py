@@ -96,8 +96,10 @@ def stage_data(args, work: Path, log) -> None:
     log(f"data: {json.dumps(summary)}; this run {rate:.1f} answer tokens/s")
 
 
-def draft_vocab(args, work: Path, shards, vocab: int, eot: int, log) -> tuple[np.ndarray, np.ndarray, dict]:
-    """(counts, kept ids, the measurement) of the trimmed vocabulary, fixed at the draft's first run."""
+def draft_vocab(args, work: Path, shards, vocab: int, eot: int, log, refs=()) -> tuple[np.ndarray, np.ndarray, dict]:
+    """(counts, kept ids, the measurement) of the trimmed vocabulary, fixed at the draft's first run. The size is
+    chosen on the training data's top-1; the same shares on the held-out answers (`refs`) are logged beside them,
+    since on little data the in-sample shares flatter the small sizes."""
     path = work / "draft_vocab.json"
     counts = token_counts(shards, vocab)
     if path.exists():
@@ -107,9 +109,19 @@ def draft_vocab(args, work: Path, shards, vocab: int, eot: int, log) -> tuple[np
     n, shares = choose_vocab(counts, top1, args.vocab_coverage)
     n = args.draft_vocab or n
     kept = kept_ids(counts, min(n, vocab), always=(eot,))
-    measured = {"coverage_of_top1_by_size": shares, "chosen": int(len(kept)), "goal": args.vocab_coverage}
+    held = np.asarray([t for _, answer in refs for t in answer], dtype=np.int64)
+    held_shares = choose_vocab(counts, held, args.vocab_coverage)[1] if len(held) else {}
+    measured = {
+        "coverage_of_top1_by_size": shares,
+        "coverage_of_heldout_by_size": held_shares,
+        "chosen": int(len(kept)),
+        "goal": args.vocab_coverage,
+    }
     path.write_text(json.dumps({"kept": kept.tolist(), "measured": measured}))
-    log(f"draft: trimmed vocabulary {len(kept)} ids; share of the target's top-1 inside each size: {shares}")
+    log(
+        f"draft: trimmed vocabulary {len(kept)} ids; share of the target's top-1 inside each size: {shares} "
+        f"(training data), {held_shares} (held-out answers)"
+    )
     return counts, kept, measured
 
 
@@ -120,11 +132,11 @@ def stage_draft(args, work: Path, log) -> None:
     refs = heldout_refs(args, work, target, tokenizer, log)
     shards = read_shards(work / "data")
     vocab = int(target.config.vocab_size)
-    counts, kept_np, measured = draft_vocab(args, work, shards, vocab, end_of_turn(tokenizer), log)
+    counts, kept_np, measured = draft_vocab(args, work, shards, vocab, end_of_turn(tokenizer), log, refs)
     kept = torch.from_numpy(kept_np)
     index_of = np.full(vocab, -1, dtype=np.int64)
     index_of[kept_np] = np.arange(len(kept_np))
-    draft = new_draft(target, args.draft_layers).to(args.device)
+    draft = new_draft(target, args.draft_layers, args.draft_init).to(args.device)
     kept = kept.to(args.device)
     del target
     n_train = sum(p.numel() for p in draft.parameters() if p.requires_grad)
