@@ -89,12 +89,11 @@ def results_section(ranked: Sequence[dict], records: Sequence) -> None:
         "Published table", range(len(tables)), format_func=lambda i: tables[i].title, key="spec_bench_table"
     )
     table = tables[pick]
-    left, right = st.columns(2)
-    left.markdown("**Measured here** (best K of each method; ★ the category's best)")
-    render.show_table(left, charts.measured_frame(ranked))
-    right.markdown(f"**Published**: {literal(table.model)}, {literal(table.gpu)}, {literal(table.date)}")
-    render.show_table(right, charts.published_frame(table))
-    right.caption(f"Source: {literal(table.source)} (Apache-2.0).")
+    st.markdown("**Measured here** (best K of each method; ★ the category's best)")
+    render.show_table(st, charts.measured_frame(ranked))
+    st.markdown(f"**Published**: {literal(table.model)}, {literal(table.gpu)}, {literal(table.date)}")
+    render.show_table(st, charts.published_frame(table))
+    st.caption(f"Source: {literal(table.source)} (Apache-2.0).")
     for chart in charts.flip_charts(ranked, table):
         render.draw(st, chart)
     st.caption(

@@ -14,15 +14,16 @@ import pandas as pd
 
 from specviz import methods
 from specviz.measure.spec_bench import CATEGORIES, PUBLISHED_TO_OURS, Published, category_rows
+from specviz.viz.layout import band_height
 
 DASH = "–"
-CATEGORY_WORDS = {
-    "mt_bench": "multi-turn (MT-bench)",
+CATEGORY_WORDS = {  # short enough that six fit side by side in a narrow column, each under its own column
+    "mt_bench": "MT-bench",
     "translation": "translation",
-    "summarization": "summarization",
-    "qa": "question answering",
-    "math_reasoning": "math reasoning",
-    "rag": "retrieval-augmented",
+    "summarization": "summary",
+    "qa": "QA",
+    "math_reasoning": "math",
+    "rag": "RAG",
 }
 
 
@@ -161,7 +162,7 @@ def _flip_chart(frame: pd.DataFrame, panel: str) -> alt.LayerChart:
     """One panel of flip_charts."""
     order = [CATEGORY_WORDS[c] for c in CATEGORIES]
     base = alt.Chart(frame).encode(
-        x=alt.X("category:N", sort=order, title="Spec-Bench category", axis=alt.Axis(labelAngle=0)),
+        x=alt.X("category:N", sort=order, title="Spec-Bench category", axis=alt.Axis(labelAngle=0, labelOverlap=False)),
         y=alt.Y("method:N", title=None, sort=alt.EncodingSortField("speedup", op="mean", order="descending")),
     )
     rect = base.mark_rect().encode(
@@ -177,4 +178,4 @@ def _flip_chart(frame: pd.DataFrame, panel: str) -> alt.LayerChart:
         text="label:N", color=alt.condition("datum.rank <= 2", alt.value("white"), alt.value("black"))
     )
     title = f"Speedup by category, ranked within each ({panel})"
-    return (rect + text).properties(title=title, height=28 * max(1, frame["method"].nunique()) + 20)
+    return (rect + text).properties(title=title, height=band_height(max(1, frame["method"].nunique())))

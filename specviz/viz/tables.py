@@ -124,6 +124,7 @@ KEY_FIRST = (
     "example",
     "lane",
     "shape",
+    "category",
     "rank",
     "tag",
     "method",
