@@ -174,6 +174,12 @@ def pair_of_target(target: str) -> PairSpec | None:
     return next((spec for spec in CATALOGUE if target and spec.target_source == target), None)
 
 
+def exit_layer_for(target: str) -> int:
+    """Early exit's default E on this target: the catalogue pair's measured one, else the general default."""
+    spec = pair_of_target(target)
+    return spec.exit_layer if spec else DEFAULT_EXIT_LAYER
+
+
 def presets_for(target: str) -> dict[str, str]:
     """Prompt presets for a target: the catalogue's when known, general ones otherwise."""
     spec = pair_of_target(target)

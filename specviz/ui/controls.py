@@ -17,7 +17,6 @@ from specviz.core import schedule
 from specviz.core.dyntree import DynamicTree
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import (
-    DEFAULT_EXIT_LAYER,
     FORWARD_AUTO,
     FORWARD_HF,
     FORWARD_LEAN,
@@ -28,7 +27,7 @@ from specviz.core.settings import (
     tree_fields,
 )
 from specviz.core.verify import tree_size
-from specviz.engine.catalogue import CATALOGUE, find_pair, presets_for, uses_chat
+from specviz.engine.catalogue import CATALOGUE, exit_layer_for, find_pair, presets_for, uses_chat
 from specviz.engine.models import DTYPES, ModelPair
 from specviz.engine.vocab import load_counts
 from specviz.errors import SpecvizError
@@ -368,7 +367,7 @@ def sidebar_controls(page: str = "") -> Controls:
         help="A tree's K is its depth (the longest run it can accept)." if drafts_tree else None,
     )
     plan = ({} if drafts_tree else schedule_controls(method)) | exit_controls(
-        method, ranges["exit_layer"], page in EXIT_PAGES
+        method, ranges["exit_layer"], active_sources()[0], page in EXIT_PAGES
     )
     temperature = st.sidebar.slider(
         "Temperature (0 = greedy)",
@@ -499,14 +498,18 @@ EXIT_HELP = (
 EXIT_PAGES = ("race", "workload")  # pages that may run early exit beside the chosen method: E always shown
 
 
-def exit_controls(method: str, allowed: tuple[int, int], always: bool = False) -> dict:
+def exit_controls(method: str, allowed: tuple[int, int], target: str, always: bool = False) -> dict:
     """The exit layer E, for the methods that draft with the target's own first layers (and on the pages whose
-    lanes include them whatever the chosen method): RunSettings fields."""
-    if not (always or methods.get(method).exits_early):
-        return {}
+    lanes include them whatever the chosen method): RunSettings fields. E starts at the target's own default (the
+    catalogue's measured one) and follows the pair when it changes, unless the user chose another E."""
+    default = exit_layer_for(target)
+    state = st.session_state
+    if state.get("_exit_pair") != target and not state.get("_touched_exit_layer"):
+        state["exit_layer"] = state["_kept_exit_layer"] = default  # E nobody chose: this pair's default
+    state["_exit_pair"] = target
     exit_layer = st.sidebar.number_input(
         "Exit layer E (draft = the target's first E layers)", *allowed, step=1,
-        key=keep("exit_layer", DEFAULT_EXIT_LAYER), on_change=remember, args=("exit_layer",), help=EXIT_HELP,
+        key=keep("exit_layer", default), on_change=remember, args=("exit_layer",), help=EXIT_HELP,
     )  # fmt: skip
     return {"exit_layer": int(exit_layer)}
 

@@ -5,7 +5,7 @@ import pytest
 from app_helpers import click, open_page
 
 from specviz import methods
-from specviz.engine.catalogue import INSTRUCT_PRESETS
+from specviz.engine.catalogue import INSTRUCT_PRESETS, SMOLLM2_EXIT_LAYER
 from specviz.viz.run_notes import NEW_RUN
 
 
@@ -23,6 +23,9 @@ def test_the_sidebar_loads_smollm2_and_a_run_goes_through_its_chat_template(tiny
     assert proposers.value == methods.NGRAM and methods.DRAFT not in proposers.options
     assert at.session_state["prompt"] == INSTRUCT_PRESETS["code"]  # the pair's own preset replaced the toy's
     assert {"english", "translation", "summary"} <= {b.label for b in at.button}
+    at.sidebar.radio(key="method").set_value(methods.EARLY_EXIT).run()
+    assert at.sidebar.number_input(key="exit_layer").value == SMOLLM2_EXIT_LAYER  # the pair's measured E, not the toy's
+    at.sidebar.radio(key="method").set_value(methods.NGRAM).run()
     at.sidebar.slider(key="temperature").set_value(0.0)
     at.sidebar.slider(key="max_new_tokens").set_value(16)
     at = click(at.run(), NEW_RUN)
