@@ -20,6 +20,7 @@ from specviz.measure.race import MAX_PICKED, SWEEP_KS, k_sweep, race, sweep_warn
 from specviz.measure.timing import REPEATS, implausible_lanes, timing_words
 from specviz.ui.controls import Controls, active_pair, active_sources, exit_layer_fits
 from specviz.ui.hall import in_the_hall, reporting
+from specviz.ui.loaders import draft_crosses
 from specviz.ui.notes import show_note
 from specviz.ui.race_player import race_player
 from specviz.ui.render import draw, show_table
@@ -42,7 +43,8 @@ def show_lane_picker(controls: Controls) -> Entry:
     target = active_sources()[0]
     heads = models.find_heads(target, None)  # looked up now, not at import: tests replace it
     exit_refused = exit_layer_fits(controls.settings, target)  # early exit's E beyond this target's layers
-    runnable = policy.runnable_lanes(heads, bool(exit_refused))
+    crosses = draft_crosses(*active_sources()[:2])  # a draft with its own tokenizer: TLI, SLEM and HF's UAG lanes
+    runnable = policy.runnable_lanes(heads, bool(exit_refused), crosses)
     if exit_refused:
         st.caption(exit_refused)
     picking = st.radio(

@@ -119,3 +119,10 @@ def test_the_precision_note_only_for_greedy_outside_float32():
     assert policy.precision_note(False, "torch.bfloat16") is None
     note = policy.precision_note(True, "torch.bfloat16")
     assert note.startswith("In bfloat16, ") and note.endswith("(Precision is in the sidebar.)")
+
+
+def test_a_draft_with_its_own_tokenizer_races_tli_slem_and_hf_uag_instead_of_the_token_id_lanes():
+    lanes = policy.runnable_lanes({}, exit_refused=False, crosses=True)
+    assert {methods.TLI, methods.SLEM, methods.HF_UAG} <= set(lanes)
+    assert not {methods.DRAFT, methods.HF_ASSISTED} & set(lanes)  # they compare token ids across tokenizers
+    assert methods.PLAIN in lanes and methods.NGRAM in lanes  # the target's own lanes stay
