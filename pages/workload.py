@@ -17,7 +17,7 @@ from specviz.measure.timing import DISAGREES, against_bench, agreement_words, ti
 from specviz.measure.workload import runnable_rows
 from specviz.ui import render, spec_bench
 from specviz.ui import workload as drive
-from specviz.ui.controls import active_pair, active_sources, sidebar_controls
+from specviz.ui.controls import active_pair, active_sources, pair_drafts, sidebar_controls
 from specviz.ui.limits import Limits, display_source, shown_meta
 from specviz.ui.load_view import load_section
 from specviz.ui.render import apply_lecture_mode, draw, page_header
@@ -103,8 +103,9 @@ if where == HERE:
         for line in left_out:
             left.caption(f"Left out {literal(line)}.")
     else:
+        offered_methods = methods.runnable_with(methods.PROPOSERS, *pair_drafts(active_sources()))
         chosen_methods = left.multiselect(
-            "Methods", list(methods.PROPOSERS), default=[methods.DRAFT], format_func=methods.label
+            "Methods", offered_methods, default=[methods.first_choice(offered_methods)], format_func=methods.label
         )
     offered = list(range(1, LIMITS.max_k + 1))  # public mode's K cap holds here too
     ks = middle.multiselect(

@@ -356,6 +356,22 @@ LANES = tuple(name for name, m in REGISTRY.items() if not m.shaped and not m.cro
 CROSSING = tuple(n for n, m in REGISTRY.items() if m.engine == SPECVIZ and m.crosses)  # a draft with its own tokenizer
 CROSSING_LANES = (PLAIN,) + tuple(n for n, m in REGISTRY.items() if m.crosses)  # bench's lanes for such a pair
 SHAPED = tuple(name for name, m in REGISTRY.items() if m.shaped)  # methods that need a tree shape
+
+
+def runnable_with(candidates: tuple[str, ...], has_draft: bool, crosses: bool) -> tuple[str, ...]:
+    """The candidates a pair can run: none that loads a draft model where there is none; with a draft that speaks
+    another tokenizer (crosses), TLI and SLEM instead of the methods that compare its token ids with the target's."""
+    same_tokens = has_draft and not crosses
+    kept = tuple(name for name in candidates if same_tokens or not REGISTRY[name].loads_draft)
+    return kept + (CROSSING if has_draft and crosses else ())
+
+
+def first_choice(offered: tuple[str, ...]) -> str:
+    """The method a page starts with: the draft model where it runs, else the first offered (TLI across
+    tokenizers, n-gram lookup without a draft)."""
+    return DRAFT if DRAFT in offered else next((m for m in offered if m in CROSSING), offered[0])
+
+
 BRANCHING = tuple(name for name, m in REGISTRY.items() if m.branches)  # chain methods that also draft trees
 FROM_VLLM = {
     m.vllm_method: m.name for m in REGISTRY.values() if m.vllm_method and m.engine == SPECVIZ and not m.crosses

@@ -336,6 +336,12 @@ def precision_timing(target: str, draft: str, device: str) -> None:
         st.sidebar.caption(st.session_state[key])
 
 
+def pair_drafts(sources: tuple[str, ...]) -> tuple[bool, bool]:
+    """(has a draft model, that draft speaks another tokenizer) for the pair of these sources."""
+    target, draft = sources[:2]
+    return bool(draft), bool(draft) and draft_crosses(target, draft)
+
+
 def sidebar_controls(page: str = "") -> Controls:
     """Render the shared sidebar (with `page`'s starting values for untouched settings) and return what it says."""
     apply_page_defaults(page)
@@ -344,14 +350,12 @@ def sidebar_controls(page: str = "") -> Controls:
     limits = Limits.from_env()
     ranges = sidebar_ranges(limits)
     st.sidebar.header("Decoding")
-    choices = methods.PROPOSERS + (methods.SHAPED if page in TREE_PAGES else ())
-    has_draft = bool(active_sources()[1])
-    choices = tuple(name for name in choices if has_draft or not methods.get(name).loads_draft)
-    if has_draft and draft_crosses(*active_sources()[:2]):  # a draft with its own tokenizer: TLI and SLEM draft
-        choices = tuple(name for name in choices if not methods.get(name).loads_draft) + methods.CROSSING
+    choices = methods.runnable_with(
+        methods.PROPOSERS + (methods.SHAPED if page in TREE_PAGES else ()), *pair_drafts(active_sources())
+    )
     if st.session_state.get(keep("method", methods.DRAFT)) not in choices:
         # a tree chosen on the rounds page (this page's lanes are chains), or a pair with no draft model
-        st.session_state["method"] = methods.DRAFT if has_draft else methods.NGRAM
+        st.session_state["method"] = methods.first_choice(choices)
     method = st.sidebar.radio(
         "Proposer", list(choices), format_func=methods.label, key="method", on_change=remember, args=("method",)
     )

@@ -144,3 +144,14 @@ for method in ("plain", "ngram"): pass
 role = "draft"  # a model's role, not a method
 """
     assert method_literals(ast.parse(sample)) == {"ngram", "draft", "hf_assisted", "tree", "plain"}
+
+
+def test_a_pair_runs_what_its_draft_allows():
+    """No draft: nothing that loads one; a draft of another tokenizer: TLI and SLEM instead of the token-id methods."""
+    alone = methods.runnable_with(methods.PROPOSERS, has_draft=False, crosses=False)
+    assert methods.DRAFT not in alone and methods.NGRAM in alone and methods.first_choice(alone) == alone[0]
+    same = methods.runnable_with(methods.PROPOSERS, has_draft=True, crosses=False)
+    assert same == methods.PROPOSERS and methods.first_choice(same) == methods.DRAFT
+    crossing = methods.runnable_with(methods.PROPOSERS, has_draft=True, crosses=True)
+    assert set(methods.CROSSING) <= set(crossing) and methods.DRAFT not in crossing
+    assert methods.first_choice(crossing) == methods.TLI
