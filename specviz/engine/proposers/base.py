@@ -3,14 +3,14 @@ defaults, so the loop asks and never probes), the proposer's contract, and the e
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 import torch
 
 from specviz.core.dyntree import GrownTree
-from specviz.core.sampling import SamplingSettings
+from specviz.core.sampling import SamplingSettings, draw
 from specviz.core.settings import RunSettings
 from specviz.core.trace import Crossing, SuffixMatch
 
@@ -95,6 +95,31 @@ class Proposer(Protocol):
     def start(self, prompt_ids: list[int], features: torch.Tensor | None = None) -> Drafter:
         """A fresh drafter for one run over this prompt; features (layers, rows, H) of the prompt's tokens that the
         target's prefill read, when the drafter asks for them."""
+
+
+def draft_chain(
+    logits: torch.Tensor,
+    k: int,
+    u: torch.Tensor,
+    sampling: SamplingSettings,
+    step: Callable[[torch.Tensor], torch.Tensor],
+    stop_below: float | None = None,
+) -> Proposal:
+    """A chain of up to k drafts, each drawn from its processed logits (V,) with its own uniform u[i], so q is exactly
+    what it was drawn from; step(x) reads the drafted x and gives the next logits. With stop_below (the confidence K
+    schedule, core/schedule.py), stop after the first draft whose own probability is below it."""
+    tokens, dists, confidence = [], [], []
+    for i in range(k):
+        x_i, q_i = draw(logits, sampling, u[i])  # q_i (V,): exactly what x_i is drawn from
+        tokens.append(x_i)
+        dists.append(q_i)
+        if stop_below is not None:
+            confidence.append(draft_confidence(logits, q_i, x_i, sampling))
+            if confidence[-1] < stop_below:
+                break
+        if i < k - 1:
+            logits = step(x_i)
+    return Proposal(torch.stack(tokens), torch.stack(dists), confidence=tuple(confidence))  # (n,), (n, V)
 
 
 def draft_confidence(logits: torch.Tensor, q: torch.Tensor, x: torch.Tensor, sampling: SamplingSettings) -> float:

@@ -10,12 +10,12 @@ from transformers import PreTrainedModel
 
 from specviz import methods
 from specviz.core.dyntree import DynamicTree, GrownSoFar
-from specviz.core.sampling import SamplingSettings, draw, logits_to_probs
+from specviz.core.sampling import SamplingSettings, logits_to_probs
 from specviz.core.settings import FORWARD_HF, RunSettings
 from specviz.core.verify import TOP_B, WITHOUT_REPLACEMENT, draw_children, tree_depths, tree_parents
 from specviz.engine.kv import CachedModel
 from specviz.engine.lean import chosen_forward
-from specviz.engine.proposers.base import Drafter, Proposal, draft_confidence, empty_chain, empty_tree
+from specviz.engine.proposers.base import Drafter, Proposal, draft_chain, empty_chain, empty_tree
 from specviz.engine.proposers.masks import ancestor_matrix
 from specviz.engine.proposers.trees import dynamic_proposal
 
@@ -56,19 +56,8 @@ class DraftModelDrafter(Drafter):
         probability is below it (core/schedule.py)."""
         if k < 1:
             return empty_chain(self.state.device)
-        logits = self.state.forward()[-1]  # (V,) reads the committed tokens this cache has not seen
-        tokens, dists, confidence = [], [], []
-        for i in range(k):
-            x_i, q_i = draw(logits, self.sampling, u[i])  # q_i (V,): exactly what x_i is drawn from
-            tokens.append(x_i)
-            dists.append(q_i)
-            if stop_below is not None:
-                confidence.append(draft_confidence(logits, q_i, x_i, self.sampling))
-                if confidence[-1] < stop_below:
-                    break
-            if i < k - 1:
-                logits = self.state.step(x_i)
-        return Proposal(torch.stack(tokens), torch.stack(dists), confidence=tuple(confidence))  # (n,), (n, V)
+        first = self.state.forward()[-1]  # (V,) reads the committed tokens this cache has not seen
+        return draft_chain(first, k, u, self.sampling, self.state.step, stop_below)
 
     def advance(self, committed: list[int], n_accepted: int, features: torch.Tensor | None = None) -> None:
         self.state.advance(committed, n_accepted)

@@ -9,11 +9,11 @@ import torch
 
 from specviz import methods
 from specviz.core.dyntree import DynamicTree, GrownSoFar
-from specviz.core.sampling import SamplingSettings, draw
+from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
 from specviz.core.verify import tree_parents
 from specviz.engine.lean_heads import LeanHead, lean_step
-from specviz.engine.proposers.base import Drafter, Proposal, draft_confidence, empty_chain, empty_tree, tree_shape
+from specviz.engine.proposers.base import Drafter, Proposal, draft_chain, empty_chain, empty_tree, tree_shape
 from specviz.engine.proposers.masks import additive_mask, ancestor_matrix, cat_rows, rows_of, take_rows
 from specviz.engine.proposers.trees import dynamic_proposal, grow_top_b_tree
 
@@ -122,21 +122,17 @@ class EagleDrafter(Drafter):
             return self.propose_tree(k, u.device)
         if k < 1 or self.last is None:  # a one-token prompt: no feature yet, the target decodes one token
             return empty_chain(u.device)
-        p = self.proposer
-        state, tokens, dists, confidence = self.last, [], [], []
-        for i in range(k):
-            logits = p.logits(state)  # (V,) the head's logits over the target's vocabulary
-            x_i, q_i = draw(logits, p.sampling, u[i])  # q_i (V,): exactly what x_i is drawn from
-            tokens.append(x_i)
-            dists.append(q_i)
-            if stop_below is not None:
-                confidence.append(draft_confidence(logits, q_i, x_i, p.sampling))
-                if confidence[-1] < stop_below:
-                    break
-            if i < k - 1:  # the head reads its own output with the drafted token
-                state = p.step(x_i, state, self.cache)
-                self.fed_extra += 1
-        return Proposal(torch.stack(tokens), torch.stack(dists), confidence=tuple(confidence))  # (n,), (n, V)
+        p, state = self.proposer, self.last
+
+        def step(x: torch.Tensor) -> torch.Tensor:
+            """The head reads its own output with the drafted token: the next logits (V,) over the target's
+            vocabulary."""
+            nonlocal state
+            state = p.step(x, state, self.cache)
+            self.fed_extra += 1
+            return p.logits(state)
+
+        return draft_chain(p.logits(state), k, u, p.sampling, step, stop_below)
 
     def propose_tree(self, depth: int, device: torch.device) -> Proposal:
         """The run's tree cut to `depth` levels, EAGLE-2's way with a static shape: each node's children are the
