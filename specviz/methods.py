@@ -358,12 +358,15 @@ CROSSING_LANES = (PLAIN,) + tuple(n for n, m in REGISTRY.items() if m.crosses)  
 SHAPED = tuple(name for name, m in REGISTRY.items() if m.shaped)  # methods that need a tree shape
 
 
-def runnable_with(candidates: tuple[str, ...], has_draft: bool, crosses: bool) -> tuple[str, ...]:
+def runnable_with(
+    candidates: tuple[str, ...], has_draft: bool, crosses: bool, crossing: tuple[str, ...] = CROSSING
+) -> tuple[str, ...]:
     """The candidates a pair can run: none that loads a draft model where there is none; with a draft that speaks
-    another tokenizer (crosses), TLI and SLEM instead of the methods that compare its token ids with the target's."""
+    another tokenizer (crosses), `crossing` (TLI and SLEM; the race adds HF's UAG lane) instead of the methods that
+    compare its token ids with the target's."""
     same_tokens = has_draft and not crosses
     kept = tuple(name for name in candidates if same_tokens or not REGISTRY[name].loads_draft)
-    return kept + (CROSSING if has_draft and crosses else ())
+    return kept + (crossing if has_draft and crosses else ())
 
 
 def first_choice(offered: tuple[str, ...]) -> str:
