@@ -1,9 +1,9 @@
 """The lecture hall's Streamlit side: every model run of a page goes through the one pool (specviz.engine.hall) shared
 by all sessions, and the waiting session is told its place and an estimate ("3 runs ahead of yours, about 4 s").
 
-The waiting page polls the pool a few times a second and redraws its message; each redraw is also how Streamlit
-tells a session that its tab closed (the rerun is stopped: StopException), and the session's queued run is then
-dropped. A rerun of the page while it waits (a widget touched) keeps the place: the rerun asks for the same run and
+The waiting page polls the pool a few times a second and redraws its message when its words change; a redraw is how
+Streamlit tells a session that its tab closed (the rerun is stopped: StopException), so a poll that finds a stop
+requested redraws at once, and the session's queued run is then dropped before a worker can start it. A rerun of the page while it waits (a widget touched) keeps the place: the rerun asks for the same run and
 finds it queued. A run that fails raises its error here, in its own session only.
 """
 
@@ -17,6 +17,7 @@ from collections.abc import Callable, Hashable
 
 import streamlit as st
 from streamlit.runtime.scriptrunner_utils.exceptions import StopException
+from streamlit.runtime.scriptrunner_utils.script_requests import ScriptRequestType
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from specviz.engine.hall import Hall, plural, waiting_message, workers_for
@@ -58,6 +59,14 @@ def session_id() -> str:
     return ctx.session_id if ctx is not None else "no-session"
 
 
+def stop_requested() -> bool:
+    """Whether Streamlit asked this script run to stop (its tab closed): it says so only at the next element drawn,
+    so the waiting loop looks here to draw one at once. Reads the pinned Streamlit's request state (no public getter)."""
+    ctx = get_script_run_ctx(suppress_warning=True)
+    requests = getattr(ctx, "script_requests", None)
+    return getattr(requests, "_state", None) == ScriptRequestType.STOP
+
+
 def in_the_hall(kind: str, key: Hashable, fn: Callable, what: str = "run", cache: bool = True, running: str = ""):
     """fn()'s value, computed in the pool (or handed out again: equal keys are one run). While it waits, the page
     shows its place and an estimate where this is called. fn may report progress: see `reporting`. Raises HallFull
@@ -72,7 +81,8 @@ def in_the_hall(kind: str, key: Hashable, fn: Callable, what: str = "run", cache
                 message = waiting_message(hall.place(ticket), what, running)
                 if limits.public:
                     message += f" (Public mode: {plural(limits.runs_per_session, 'run')} per session at a time.)"
-                if message != shown or time.monotonic() - drawn_at > KEEPALIVE_S:  # a closed tab shows here
+                stale = time.monotonic() - drawn_at > KEEPALIVE_S
+                if message != shown or stale or stop_requested():  # drawing is where a closed tab raises
                     box.info(message, icon=":material/hourglass_top:")
                     shown, drawn_at = message, time.monotonic()
         except StopException:  # the tab closed (or the viewer pressed Stop): a run still queued is dropped
