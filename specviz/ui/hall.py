@@ -3,8 +3,9 @@ by all sessions, and the waiting session is told its place and an estimate ("3 r
 
 The waiting page polls the pool a few times a second and redraws its message when its words change; a redraw is how
 Streamlit tells a session that its tab closed (the rerun is stopped: StopException), so a poll that finds a stop
-requested redraws at once, and the session's queued run is then dropped before a worker can start it. A rerun of the page while it waits (a widget touched) keeps the place: the rerun asks for the same run and
-finds it queued. A run that fails raises its error here, in its own session only.
+requested redraws at once, and the session's queued run is then dropped before a worker can start it. A rerun of
+the page while it waits (a widget touched) keeps the place: the rerun asks for the same run and finds it queued.
+A run that fails raises its error here, in its own session only.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def session_id() -> str:
 
 def stop_requested() -> bool:
     """Whether Streamlit asked this script run to stop (its tab closed): it says so only at the next element drawn,
-    so the waiting loop looks here to draw one at once. Reads the pinned Streamlit's request state (no public getter)."""
+    so the waiting loop looks here to draw one at once. Reads the pinned Streamlit's request state (no getter)."""
     ctx = get_script_run_ctx(suppress_warning=True)
     requests = getattr(ctx, "script_requests", None)
     return getattr(requests, "_state", None) == ScriptRequestType.STOP
