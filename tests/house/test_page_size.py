@@ -26,11 +26,11 @@ def test_the_page_is_layout_of_at_most_150_lines(page):
     )
 
 
-@pytest.mark.parametrize("name", sorted(STILL_ABOVE))
-def test_a_known_exception_is_still_above_the_limit(name):
-    page = ROOT / "pages" / name
-    assert page.is_file(), f"pages/{name} is gone: strike it off STILL_ABOVE"
-    assert lines(page) > MAX_LINES, f"pages/{name} is {lines(page)} lines now: strike it off STILL_ABOVE"
+def test_each_known_exception_is_still_above_the_limit():
+    for name in sorted(STILL_ABOVE):  # a loop, not a parameter: an empty set is a pass, not a skip
+        page = ROOT / "pages" / name
+        assert page.is_file(), f"pages/{name} is gone: strike it off STILL_ABOVE"
+        assert lines(page) > MAX_LINES, f"pages/{name} is {lines(page)} lines now: strike it off STILL_ABOVE"
 
 
 def test_the_exceptions_are_reported():
