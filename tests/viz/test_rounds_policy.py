@@ -1,6 +1,9 @@
 """The round page's decisions (viz/rounds_policy.py, viz.explain.setting_captions): which bundled trace a source names,
 what a shared link does to the run shown, which address keys the player keeps, and the captions a run's settings get."""
 
+import json
+from pathlib import Path
+
 from specviz.viz import rounds_policy as policy
 from specviz.viz.explain import DYNAMIC_NOTE, setting_captions
 
@@ -50,9 +53,6 @@ def test_a_dynamic_tree_adds_its_growth_note_to_the_tree_caption():
 
 
 def test_the_bundled_lesson_fills_the_temperature_into_the_sampling_caption():
-    import json
-    from pathlib import Path
-
     lesson = json.loads((Path(__file__).resolve().parents[2] / "assets" / "lessons" / "rounds.json").read_text())
     sampled = setting_captions(False, False, 0.25, None, lesson)
     assert sampled[0].startswith("Sampling at temperature 0.25: a draft is kept with probability min(1, p/q)")
