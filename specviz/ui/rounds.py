@@ -9,6 +9,8 @@ import json
 from dataclasses import dataclass
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
+from streamlit.runtime.uploaded_file_manager import UploadedFile
 
 from specviz.core.trace import Trace
 from specviz.engine.models import ASSETS, recorded_name
@@ -60,10 +62,10 @@ class Picked:
 
     name: str
     prompt: str
-    uploaded: object
-    about_run: object
-    notes: object
-    controls_box: object
+    uploaded: UploadedFile | None
+    about_run: DeltaGenerator
+    notes: DeltaGenerator | None
+    controls_box: DeltaGenerator
 
 
 def start(trace: Trace, source: str = "live", cursor: steps.Cursor | None = None) -> None:
@@ -97,7 +99,7 @@ def follow_link(opened: url.OpenedUrl | None, pending_moment: dict | None) -> di
         return pending_moment
     state = st.session_state
     action = policy.link_action(opened.trace, bundled_traces(), state.get("rounds_source", "live"), url.BUNDLED)
-    if action == policy.OPEN_BUNDLED:
+    if action == policy.OPEN_BUNDLED and opened.trace:
         state["bundled_pick"] = opened.trace
         open_bundled(opened.trace, pending_moment or None)
         return None
@@ -179,7 +181,7 @@ def show_downloads(picked: Picked, shown_json: str, info: dict) -> None:
         )
 
 
-def describe_run(trace: Trace, controls: Controls, picked: Picked, notes, source: str) -> None:
+def describe_run(trace: Trace, controls: Controls, picked: Picked, notes: DeltaGenerator, source: str) -> None:
     """Under the trace picker: what the run shown is (a bundled trace's own words, or how a run with these settings
     behaves); above the phase, or under it in the focus view: where it disagrees with the sidebar, and whose
     timings it holds."""

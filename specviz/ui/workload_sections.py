@@ -98,8 +98,9 @@ def show_run_limit(workload: Workload | None, cap: int) -> int:
         return cap
     most = min(cap, len(workload.rows))
     limit = int(st.number_input(f"Prompts to run (the first N of {len(workload.rows)})", 1, most, value=most))
-    if len(workload.rows) > cap:
-        st.caption(drive.too_many_note(len(workload.rows), cap).capitalize() + ".")
+    note = drive.too_many_note(len(workload.rows), cap)
+    if note:
+        st.caption(note.capitalize() + ".")
     return limit
 
 
@@ -165,8 +166,9 @@ def show_server(limits: Limits) -> Plan:
         except SpecvizError as exc:
             st.error(literal(str(exc)))  # a server's own words may be in it: shown as text
     plan = replace(plan, found=state.get("server_found"))
-    if plan.found_here():
-        st.success(policy.server_found_words(plan.found))
+    found = plan.found_here()
+    if found:
+        st.success(policy.server_found_words(found))
     return plan
 
 
@@ -182,8 +184,10 @@ def show_measure(workload: Workload | None, settings: RunSettings | None, plan: 
     stop_col.button("■ Stop (keeps what was measured)")
     if clear_col.button("Clear results"):
         drive.clear_results()
-    too_many = drive.too_many_note(len(workload.rows), limits.max_prompts) if workload else None
-    if start and plan.where == HERE:
+    if not (start and workload and settings):  # the button is enabled only with both
+        return
+    too_many = drive.too_many_note(len(workload.rows), limits.max_prompts)
+    if plan.where == HERE:
         try:
             pair = active_pair()
             rows, problems = runnable_rows(pair, workload.rows[:run_limit], [settings])  # before clearing
@@ -192,7 +196,7 @@ def show_measure(workload: Workload | None, settings: RunSettings | None, plan: 
             drive.run_here(pair, rows, plan.methods, plan.ks, settings, plan.repeats)
         except SpecvizError as exc:
             st.error(literal(str(exc)))
-    if start and plan.where == SERVER:
+    else:
         rows = list(workload.rows[:run_limit])
         drive.run_on_server(lambda: plan.open_server(limits), rows, too_many, settings, plan.concurrency, limits)
 
@@ -216,7 +220,7 @@ def show_two_engines(workload: Workload | None, settings: RunSettings | None, pl
     )
     most, default = policy.compare_count(len(workload.rows) if workload else 0, limits.max_prompts)
     n_compare = st.number_input("Prompts to compare", 1, most, value=default)
-    if st.button("Compare with this app's engine", disabled=not (workload and settings)):
+    if st.button("Compare with this app's engine", disabled=not (workload and settings)) and workload and settings:
         state.pop("agreement", None)
         try:
             rows = list(workload.rows[: int(n_compare)])
