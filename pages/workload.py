@@ -26,6 +26,8 @@ sections.show_two_engines(workload, controls.settings, plan, LIMITS)
 
 # ---- the results -----------------------------------------------------------------------------------------------------
 records = st.session_state["workload_records"]
-if records:
-    show_results(records, controls.settings, LIMITS)
+if not records:  # st.stop, as before the split: a stopped run keeps the widget states of widgets it did not draw
+    sections.show_under_load(workload, controls.settings, plan, run_limit, LIMITS)
+    st.stop()
+show_results(records, controls.settings, LIMITS)
 sections.show_under_load(workload, controls.settings, plan, run_limit, LIMITS)
