@@ -389,3 +389,16 @@ ALPHA_HELP = (
     "estimator of it. Drafts after a rejection are never judged. vLLM's 'draft acceptance rate' divides by all drafts "
     "proposed instead, so it falls as K grows."
 )
+
+
+def setting_captions(
+    tree: bool, dynamic: bool, temperature: float, first_run_note: str | None, lesson: dict[str, str]
+) -> list[str]:
+    """What a live run with these settings shows, said under the round page's trace picker: a tree's second chances
+    (and a dynamic tree's growth), the first run's note where it is one, then greedy's agree / disagree or sampling's
+    min(1, p/q); `lesson` is assets/lessons/rounds.json."""
+    captions = [lesson["tree"] + (DYNAMIC_NOTE if dynamic else "")] if tree or dynamic else []
+    if first_run_note:
+        captions.append(first_run_note)
+    sampled = lesson["sampling"].format(temperature=temperature)
+    return [*captions, lesson["greedy"] if temperature == 0 else sampled]

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-WARNING, CAPTION, SUCCESS, ERROR = "warning", "caption", "success", "error"  # st.warning, st.caption, …
+WARNING, CAPTION, SUCCESS, ERROR, INFO = "warning", "caption", "success", "error", "info"  # st.warning, st.caption, …
 
 
 @dataclass(frozen=True)
 class Note:
-    """One line for a page: `level` says how it is drawn (WARNING, CAPTION, SUCCESS or ERROR)."""
+    """One line for a page: `level` says how it is drawn (WARNING, CAPTION, SUCCESS, ERROR or INFO)."""
 
     level: str
     text: str

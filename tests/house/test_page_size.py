@@ -8,7 +8,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 MAX_LINES = 150
-STILL_ABOVE = {"rounds.py", "workload.py"}  # known exceptions, still to be split into ui/ sections and pure policy
+STILL_ABOVE: set[str] = set()  # known exceptions, still to be split into ui/ sections and pure policy: none left
 
 
 def lines(page: Path) -> int:
@@ -26,11 +26,11 @@ def test_the_page_is_layout_of_at_most_150_lines(page):
     )
 
 
-@pytest.mark.parametrize("name", sorted(STILL_ABOVE))
-def test_a_known_exception_is_still_above_the_limit(name):
-    page = ROOT / "pages" / name
-    assert page.is_file(), f"pages/{name} is gone: strike it off STILL_ABOVE"
-    assert lines(page) > MAX_LINES, f"pages/{name} is {lines(page)} lines now: strike it off STILL_ABOVE"
+def test_each_known_exception_is_still_above_the_limit():
+    for name in sorted(STILL_ABOVE):  # a loop, not a parameter: an empty set is a pass, not a skip
+        page = ROOT / "pages" / name
+        assert page.is_file(), f"pages/{name} is gone: strike it off STILL_ABOVE"
+        assert lines(page) > MAX_LINES, f"pages/{name} is {lines(page)} lines now: strike it off STILL_ABOVE"
 
 
 def test_the_exceptions_are_reported():
