@@ -37,7 +37,7 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     """The pair to run (the bundled one by default): by name or its target and draft, device and dtype."""
     parser.add_argument(
         "--pair",
-        dest="bench_pair",  # not "pair": cli.main's resolve_pair leaves this command's model arguments to it
+        dest="bench_pair",  # not "pair": cli.model_args' resolve_pair leaves this command's model arguments to it
         default=None,
         metavar="NAME",
         help="a pair by name (`python -m specviz pairs`), e.g. smollm2: its target and draft (n-gram lookup when it "
