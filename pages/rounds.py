@@ -26,6 +26,7 @@ with st.container(key="rounds_header"):  # the player's focus view puts the phas
     )
 with st.spinner("Loading specviz (the models and charts: a few seconds on a fresh server)…"):
     from specviz.core.trace import Trace
+    from specviz.core.trace_json import trace_from_json, trace_to_json
     from specviz.engine.models import recorded_name
     from specviz.errors import SpecvizError
     from specviz.ui import render, url
@@ -140,7 +141,7 @@ if (clicked or "rounds_trace" not in state) and controls.settings and state.get(
 if uploaded is not None and state.get("replayed") != uploaded.file_id:
     state["replayed"] = uploaded.file_id
     try:
-        replayed = Trace.from_json(uploaded.getvalue(), max_bytes=LIMITS.max_upload_bytes)  # checked before it is kept
+        replayed = trace_from_json(uploaded.getvalue(), max_bytes=LIMITS.max_upload_bytes)  # checked before it is kept
         start(replayed, "upload")
         st.success(f"Replaying a trace of {len(state['rounds_trace'].rounds)} rounds from {literal(uploaded.name)}.")
     except SpecvizError as exc:
@@ -196,7 +197,7 @@ def describe_run(trace: Trace) -> None:
 
 shown = replace(state["rounds_trace"], meta=shown_meta(state["rounds_trace"].meta, LIMITS))  # no local paths in public
 with trace_controls:
-    shown_json = shown.to_json(indent=2)
+    shown_json = trace_to_json(shown, indent=2)
     stepping_col, json_col, html_col = st.columns([1, 1, 1.3], vertical_alignment="center")  # one row, not three
     stepping_col.toggle(
         "Step in the browser",

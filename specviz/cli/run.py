@@ -13,6 +13,7 @@ from specviz.cli.model_args import add_model_arguments, add_sampling_arguments, 
 from specviz.core import schedule
 from specviz.core.settings import check_prompt
 from specviz.core.trace import Trace
+from specviz.core.trace_json import trace_to_json
 from specviz.errors import SpecvizError
 
 ANSI = {"accepted": "\033[32m", "correction": "\033[1;31m", "bonus": "\033[1;34m", "target": "", "prompt": "\033[2m"}
@@ -76,7 +77,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         prompt = chat_wrapped(pair, prompt)
     trace = generate(pair, prompt, with_draft_vocab(settings, args, pair))
     if args.json:
-        print(trace.to_json(indent=2))
+        print(trace_to_json(trace, indent=2))
     else:
         colour = sys.stdout.isatty() and "NO_COLOR" not in os.environ
         print(render_text(trace, colour))
