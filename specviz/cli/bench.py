@@ -77,7 +77,7 @@ def cmd_verify_curve(args: argparse.Namespace) -> int:
     from specviz.engine.catalogue import find_pair
     from specviz.engine.models import load_pair
     from specviz.measure.bench import environment
-    from specviz.measure.load_model import measured_hardware
+    from specviz.measure.sweep_roofline import measured_hardware
     from specviz.measure.verify_curve import curve_document, curve_lines, verify_curve
 
     specs = [find_pair(name) for name in args.pairs.split(",") if name.strip()]
