@@ -148,17 +148,17 @@ def test_other_methods_and_older_suffix_traces_have_no_match_in_their_json(load)
     plain = generate(pair, PROMPTS[3], RunSettings(method="plain", max_new_tokens=8))
     assert all(r.suffix is None for r in plain.rounds)
     assert all("suffix" not in r for r in trace_to_dict(plain)["rounds"])
-    doc = generate(pair, PROMPTS[3], SUFFIX).to_dict()
+    doc = trace_to_dict(generate(pair, PROMPTS[3], SUFFIX))
     for r in doc["rounds"]:
         del r["suffix"]  # a suffix trace written before rounds recorded their match
     old = trace_from_dict(doc)
-    assert all(r.suffix is None for r in old.rounds) and old.to_dict() == doc
+    assert all(r.suffix is None for r in old.rounds) and trace_to_dict(old) == doc
 
 
 def test_a_damaged_suffix_match_is_refused_with_where_it_is(load):
     from specviz.errors import TraceFormatError
 
-    doc = generate(load("llama-target"), PROMPTS[3], SUFFIX).to_dict()
+    doc = trace_to_dict(generate(load("llama-target"), PROMPTS[3], SUFFIX))
     doc["rounds"][0]["suffix"]["source"] = "elsewhere"
     with pytest.raises(TraceFormatError, match=r"rounds\[0\]\.suffix\.source"):
         trace_from_dict(doc)
