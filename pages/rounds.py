@@ -25,6 +25,7 @@ with st.container(key="rounds_header"):  # the player's focus view puts the phas
         "generate alone.",
     )
 with st.spinner("Loading specviz (the models and charts: a few seconds on a fresh server)…"):
+    from specviz.core.trace_json import trace_to_json
     from specviz.ui import rounds as sections
     from specviz.ui import url
     from specviz.ui.controls import sidebar_controls
@@ -63,7 +64,7 @@ if "rounds_trace" not in state:
     st.stop()
 SOURCE = state.get("rounds_source", "live")
 shown = replace(state["rounds_trace"], meta=shown_meta(state["rounds_trace"].meta, LIMITS))  # no local paths in public
-shown_json = shown.to_json(indent=2)
+shown_json = trace_to_json(shown, indent=2)
 bundled_info = rounds_policy.bundled_info(SOURCE, bundled_traces(), url.BUNDLED)
 sections.show_downloads(picked, shown_json, bundled_info)
 notes = picked.notes if picked.notes is not None else st.container(key="rounds_notes")

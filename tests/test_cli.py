@@ -5,7 +5,7 @@ import json
 import pytest
 
 from specviz.cli import main
-from specviz.core.trace import Trace
+from specviz.core.trace_json import trace_from_json
 
 
 def run_cli(capsys, *argv):
@@ -56,7 +56,7 @@ def test_run_in_bfloat16_records_the_precision(model_dirs, capsys):
         "--json",
     )
     assert code == 0, err
-    assert Trace.from_json(out).meta["dtype"] == "bfloat16"
+    assert trace_from_json(out).meta["dtype"] == "bfloat16"
 
 
 def test_run_json_is_a_trace_document(model_dirs, capsys):
@@ -81,7 +81,7 @@ def test_run_json_is_a_trace_document(model_dirs, capsys):
         "--json",
     )
     assert code == 0
-    trace = Trace.from_json(out)
+    trace = trace_from_json(out)
     assert trace.settings.sampling.top_p == 0.9
     assert trace.settings.seed == 3
     assert len(trace.output_ids) == 16
@@ -104,7 +104,7 @@ def test_ngram_and_plain_need_no_draft_model(model_dirs, capsys, mode):
         "--json",
     )
     assert code == 0, err
-    assert Trace.from_json(out).settings.method == mode
+    assert trace_from_json(out).settings.method == mode
 
 
 @pytest.mark.parametrize(

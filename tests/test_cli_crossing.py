@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from specviz.cli import main
-from specviz.cli.main import pair_draft
+from specviz.cli.model_args import pair_draft
 from specviz.engine.models import BUNDLED_DRAFT
 
 

@@ -76,7 +76,8 @@ def test_a_missing_wheel_says_what_to_run(capsys, monkeypatch, tmp_path):
 )
 def test_early_exits_layer_defaults_to_the_pairs_own(argv, exit_layer):
     from specviz.cli.args import settings_from
-    from specviz.cli.main import build_parser, resolve_pair
+    from specviz.cli.main import build_parser
+    from specviz.cli.model_args import resolve_pair
     from specviz.engine.catalogue import SMOLLM2
 
     args = build_parser().parse_args(["run", "--prompt", "hi", "--method", "early_exit", *argv])

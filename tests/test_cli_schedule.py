@@ -6,7 +6,7 @@ import json
 import pytest
 
 from specviz.cli import main
-from specviz.core.trace import Trace
+from specviz.core.trace_json import trace_from_json
 
 
 def run_cli(capsys, *argv):
@@ -25,7 +25,7 @@ def test_run_heuristic_grows_k_after_full_accepts(model_dirs, capsys):
     argv = ["run", "--prompt", "def add", *self_draft(model_dirs), "--k", "2", "--max-new-tokens", "20"]
     code, out, err = run_cli(capsys, *argv, "--k-schedule", "heuristic", "--json")
     assert code == 0, err
-    trace = Trace.from_json(out)
+    trace = trace_from_json(out)
     assert [r.schedule.k for r in trace.rounds] == [2, 4, 6, 8]
     assert [len(r.positions) for r in trace.rounds][:3] == [2, 4, 6]
     assert trace.rounds[-1].schedule.stop == "budget"
@@ -37,7 +37,7 @@ def test_run_confidence_records_each_drafts_confidence(model_dirs, capsys):
     argv = ["run", "--prompt", "def add", *self_draft(model_dirs), "--k", "4", "--max-new-tokens", "12", "--json"]
     code, out, err = run_cli(capsys, *argv, "--k-schedule", "confidence", "--confidence-threshold", "fitted")
     assert code == 0, err
-    trace = Trace.from_json(out)
+    trace = trace_from_json(out)
     assert trace.settings.fit_threshold and trace.settings.confidence_threshold == 0.4
     for r in trace.rounds:
         assert len(r.schedule.confidences) == len(r.positions)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
+from specviz.core.trace_json import trace_to_json
 from specviz.engine.catalogue import presets_for
 from specviz.engine.decode import generate
 from specviz.engine.models import load_pair
@@ -139,7 +140,7 @@ def main() -> None:
         run = (prompt, json.dumps(trace.settings.to_dict(), sort_keys=True))
         if run not in files:  # two moments of one run share its file
             files[run] = f"{name}.json"
-            (HERE / files[run]).write_text(trace.to_json(indent=1))
+            (HERE / files[run]).write_text(trace_to_json(trace, indent=1))
         index[name] = {"file": files[run], "title": title, "what": what, **steps.url_params(trace, moment)}
         print(name, "seed", seed, index[name])
     (HERE / "index.json").write_text(json.dumps(index, indent=2, ensure_ascii=False) + "\n")

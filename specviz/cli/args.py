@@ -1,6 +1,7 @@
 """The command line's shared readers and writers: settings from the options, number lists, the summary table, files.
 
-Both the in-process commands (cli/main.py) and the server ones (cli/remote.py) use them, so they live below both.
+Both the in-process commands (cli/run.py, measure.py, bench.py) and the server ones (cli/remote.py) use them, so they
+live below both.
 """
 
 from __future__ import annotations
@@ -205,3 +206,15 @@ def ranking_table(rows: list[dict]) -> str:
             f"{num(r['drafts_per_round'], '.2f', 12)}"
         )
     return "\n".join(lines)
+
+
+def check_ks(ks: list[int]) -> None:
+    """Validate every K before anything slow is loaded."""
+    for k in ks:
+        RunSettings(k=k)
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Every --json / --csv path must be writable before anything runs, so no finished run is lost."""
+    check_writable(getattr(args, "json_out", None), "--json")
+    check_writable(getattr(args, "csv_out", None), "--csv")

@@ -28,6 +28,8 @@ import threading
 import time
 from pathlib import Path
 
+from specviz.core.trace_json import trace_to_json
+
 REPO = Path(__file__).resolve().parents[2]
 FIRST_RUN = {"temperature": 0.6, "top_p": 1.0, "k": 4, "seed": 3}  # ui.controls.FIRST_RUN (ui imports streamlit)
 LENGTHS = "48,256"
@@ -37,7 +39,7 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     """The pair to run (the bundled one by default): by name or its target and draft, device and dtype."""
     parser.add_argument(
         "--pair",
-        dest="bench_pair",  # not "pair": cli.main's resolve_pair leaves this command's model arguments to it
+        dest="bench_pair",  # not "pair": cli.model_args' resolve_pair leaves this command's model arguments to it
         default=None,
         metavar="NAME",
         help="a pair by name (`python -m specviz pairs`), e.g. smollm2: its target and draft (n-gram lookup when it "
@@ -227,7 +229,7 @@ def export_figures(trace) -> tuple[float, int]:
     """`python -m specviz export-html` of the run in a fresh process (imports included): seconds and bytes."""
     with tempfile.TemporaryDirectory() as folder:
         path, out = Path(folder) / "run.json", Path(folder) / "run.html"
-        path.write_text(trace.to_json(), encoding="utf-8")
+        path.write_text(trace_to_json(trace), encoding="utf-8")
         start = time.perf_counter()
         done = subprocess.run(
             [sys.executable, "-m", "specviz", "export-html", str(path), "-o", str(out)],

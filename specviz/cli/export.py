@@ -13,6 +13,7 @@ from pathlib import Path
 
 from specviz.cli.args import check_writable
 from specviz.core.trace import Trace
+from specviz.core.trace_json import trace_from_json
 from specviz.errors import SpecvizError
 from specviz.viz import lectures
 
@@ -76,7 +77,7 @@ def read_trace(name: str) -> Trace:
     except OSError as exc:
         raise SpecvizError(f"cannot read the trace file {name!r}: {exc.strerror}.") from None
     try:
-        return Trace.from_json(text)
+        return trace_from_json(text)
     except SpecvizError as exc:
         raise SpecvizError(f"{name}: {exc}") from None
 

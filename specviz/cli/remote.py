@@ -87,7 +87,7 @@ def cmd_measure_server(args: argparse.Namespace) -> int:
             raise SpecvizError("A server runs one method (the one it was started with): give at most one --method.")
         declared = names[0]
     if args.baseline_server:
-        return cmd_load(args, declared)
+        return cmd_load_sweep(args, declared)
     concurrency = int_list(args.concurrency, "--concurrency")
     if len(concurrency) > 1:
         raise SpecvizError("A list of --concurrency levels is a load sweep: add --baseline-server PLAIN_URL.")
@@ -160,7 +160,7 @@ def collect(results_iter) -> tuple[list, SpecvizError | None]:
     return results, None
 
 
-def cmd_load(args: argparse.Namespace, declared: str | None) -> int:
+def cmd_load_sweep(args: argparse.Namespace, declared: str | None) -> int:
     """The load sweep: every --server and the --baseline-server at each --concurrency level (specviz.load JSON)."""
     from specviz.cli.workloads import selected_workload
     from specviz.measure import load

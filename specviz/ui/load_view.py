@@ -12,7 +12,7 @@ import streamlit as st
 from specviz.engine.models import ASSETS, BUNDLED_DRAFT, BUNDLED_TARGET
 from specviz.errors import SpecvizError
 from specviz.measure import load
-from specviz.measure.load_model import difference_words, measured_hardware, model_spec, roofline_rows
+from specviz.measure.sweep_roofline import difference_words, measured_hardware, model_spec, roofline_rows
 from specviz.remote.http import DEFAULT_TIMEOUT_S
 from specviz.remote.load import parse_levels
 from specviz.ui import workload as drive

@@ -18,7 +18,7 @@ import os
 
 import streamlit as st
 
-from specviz.core.trace import Trace
+from specviz.core.trace_json import trace_from_json
 from specviz.ui.render import cached_player_bundle
 from specviz.viz.export_html import packed, player_css
 from specviz.viz.lectures import prebuilt_packed
@@ -115,7 +115,7 @@ def cached_packed_bundle(trace_json: str, title: str = "", about: str = "", live
     """A run's bundle as the component's data -> (gzip + base64 text, its short hash), cached for every session; a
     bundled lecture's is read from its prebuilt static page (milliseconds, where building it takes seconds); live:
     the round page's own run, whose times are this machine's."""
-    text = (None if live else prebuilt_packed(Trace.from_json(trace_json), title, about)) or packed(
+    text = (None if live else prebuilt_packed(trace_from_json(trace_json), title, about)) or packed(
         cached_player_bundle(trace_json, title, about, live)
     )
     return text, hashlib.sha256(text.encode("ascii")).hexdigest()[:16]

@@ -14,6 +14,7 @@ from specviz import methods
 from specviz.core.settings import RunSettings
 from specviz.core.suffix_tree import SuffixMemory
 from specviz.core.trace import Trace
+from specviz.core.trace_json import trace_from_json
 from specviz.engine.decode import generate
 from specviz.measure.bench import environment
 from specviz.measure.race import VersusPlain, versus_plain
@@ -142,7 +143,7 @@ def bundled_traces() -> dict[str, dict]:
 @st.cache_data(max_entries=16)
 def load_bundled_trace(name: str) -> Trace:
     """A bundled trace by name, replayed with no model."""
-    return Trace.from_json((TRACES_DIR / bundled_traces()[name]["file"]).read_text())
+    return trace_from_json((TRACES_DIR / bundled_traces()[name]["file"]).read_text())
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -150,12 +151,12 @@ def cached_player_bundle(trace_json: str, title: str = "", about: str = "", live
     """A run's player bundle (viz.player_bundle), built once per trace for the whole server and shared by every
     session: building every step's charts in every view takes seconds, handing it out again takes none. live: the
     round page's own run, timed on this machine."""
-    return player_bundle(Trace.from_json(trace_json), title, about, live=live)
+    return player_bundle(trace_from_json(trace_json), title, about, live=live)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def cached_export_html(trace_json: str, title: str = "", about: str = "") -> bytes:
     """A run as the offline HTML file (python -m specviz export-html gives the same): a bundled lecture's prebuilt page,
     else built from the cached bundle."""
-    page = prebuilt_page(Trace.from_json(trace_json), title, about)
+    page = prebuilt_page(trace_from_json(trace_json), title, about)
     return (page or export_html(cached_player_bundle(trace_json, title, about))).encode("utf-8")

@@ -13,6 +13,7 @@ from streamlit.delta_generator import DeltaGenerator
 from streamlit.runtime.uploaded_file_manager import UploadedFile
 
 from specviz.core.trace import Trace
+from specviz.core.trace_json import trace_from_json
 from specviz.engine.models import ASSETS, recorded_name
 from specviz.errors import SpecvizError
 from specviz.ui import render, url
@@ -157,7 +158,7 @@ def run_or_replay(controls: Controls, picked: Picked, pending_moment: dict | Non
     if uploaded is not None and state.get("replayed") != uploaded.file_id:
         state["replayed"] = uploaded.file_id
         try:
-            replayed = Trace.from_json(uploaded.getvalue(), max_bytes=limits.max_upload_bytes)
+            replayed = trace_from_json(uploaded.getvalue(), max_bytes=limits.max_upload_bytes)
             start(replayed, "upload")
             st.success(
                 f"Replaying a trace of {len(state['rounds_trace'].rounds)} rounds from {literal(uploaded.name)}."

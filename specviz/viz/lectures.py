@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from specviz.core.trace import Trace
+from specviz.core.trace_json import trace_from_json
 from specviz.errors import SpecvizError
 from specviz.viz import steps
 
@@ -47,7 +48,7 @@ def page_file(name: str) -> str:
 
 def lecture_trace(info: dict, traces_dir: Path = TRACES_DIR) -> Trace:
     """The trace an index entry names."""
-    return Trace.from_json((traces_dir / info["file"]).read_text(encoding="utf-8"))
+    return trace_from_json((traces_dir / info["file"]).read_text(encoding="utf-8"))
 
 
 def lecture_html(name: str, info: dict, traces_dir: Path = TRACES_DIR) -> str:

@@ -4,6 +4,7 @@ import pytest
 from app_helpers import page
 
 from specviz.cli.main import main
+from specviz.core.trace_json import trace_to_json
 from specviz.ui.render import TRACES_DIR, bundled_traces, cached_export_html
 
 NAME = "tree-sibling-accepted"
@@ -21,7 +22,7 @@ def test_the_download_button_gives_the_file_export_html_writes(monkeypatch, tmp_
     labels = [button.proto.label for button in at.get("download_button")]
     assert "Download as an offline HTML file" in labels
     info = bundled_traces()[NAME]
-    shown = at.session_state["rounds_trace"].to_json(indent=2)  # what the page hands the button (no paths here)
+    shown = trace_to_json(at.session_state["rounds_trace"], indent=2)  # what the page hands the button (no paths here)
     out = tmp_path / "run.html"
     assert main(["export-html", str(TRACES_DIR / info["file"]), "-o", str(out)]) == 0
     assert cached_export_html(shown, info["title"], info["what"]) == out.read_bytes()

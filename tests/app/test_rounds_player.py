@@ -9,7 +9,7 @@ import json
 import pytest
 from app_helpers import click, page
 
-from specviz.core.trace import Trace
+from specviz.core.trace_json import trace_from_json
 from specviz.ui import url
 from specviz.ui.player import NAME
 from specviz.viz import steps
@@ -49,7 +49,7 @@ def test_the_player_mounts_with_the_runs_bundle_and_starts_at_the_links_moment(b
     at = open_link({"trace": name, "round": moment[0], "phase": moment[1], "lecture": "1", "view": "full"})
     data = player_data(at)
     assert data is not None, "the in-page player is not mounted"
-    trace = Trace.from_json(open(f"{ROOT}/{name}.json").read())
+    trace = trace_from_json(open(f"{ROOT}/{name}.json").read())
     bundle = load_bundle(gzip.decompress(base64.b64decode(data["bundle"])).decode("utf-8"))
     assert len(bundle.doc["steps"]) == len(list(steps.moments(trace)))
     assert data["start"] == step_index(trace, at.session_state["rounds_cursor"])

@@ -4,6 +4,7 @@ after each rejected sibling, the bonus or correction, and the commit; the sideba
 from app_helpers import click, page
 
 from specviz.core.trace import Trace
+from specviz.core.trace_json import trace_from_json
 from specviz.ui.render import TRACES_DIR
 from specviz.viz import steps
 from specviz.viz.explain import tree_judge_sentence
@@ -24,7 +25,7 @@ def open_url(params: dict):
 
 
 def bundled() -> Trace:
-    return Trace.from_json((TRACES_DIR / f"{TREE_TRACE}.json").read_text())
+    return trace_from_json((TRACES_DIR / f"{TREE_TRACE}.json").read_text())
 
 
 def test_the_bundled_tree_round_steps_through_every_phase_with_tree_words(monkeypatch):

@@ -131,14 +131,14 @@ def test_a_damaged_scored_list_is_refused_with_where_and_what():
     import json
     from pathlib import Path
 
-    from specviz.core.trace import Trace
+    from specviz.core.trace_json import trace_from_dict
     from specviz.errors import TraceFormatError
 
     doc = json.loads((Path(__file__).parents[1] / "fixtures/regression/tree_dynamic_greedy_1654.json").read_text())
     doc["rounds"][0]["scored"][0]["parent"] = 5
     with pytest.raises(TraceFormatError, match=r"rounds\[0\]\.scored\[0\]\.parent"):
-        Trace.from_dict(doc)
+        trace_from_dict(doc)
     doc["rounds"][0]["scored"][0]["parent"] = -1
     doc["rounds"][0]["scored"][0]["node"] = 99
     with pytest.raises(TraceFormatError, match=r"scored\[0\]\.node"):
-        Trace.from_dict(doc)
+        trace_from_dict(doc)

@@ -5,6 +5,7 @@ import pytest
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
 from specviz.core.trace import ExtraToken, Position, Round, TokenProb, Totals, Trace
+from specviz.core.trace_json import trace_from_dict, trace_from_json, trace_to_dict, trace_to_json
 from specviz.errors import TraceFormatError
 from specviz.viz import trace_frames
 
@@ -69,20 +70,20 @@ def test_alpha_counts_only_judged_drafts_and_the_acceptance_rate_all_proposed():
 
 def test_json_round_trips_losslessly():
     trace = hand_trace()
-    assert Trace.from_json(trace.to_json()) == trace
-    assert Trace.from_json(trace.to_json(indent=2)).to_json() == trace.to_json()
+    assert trace_from_json(trace_to_json(trace)) == trace
+    assert trace_to_json(trace_from_json(trace_to_json(trace, indent=2))) == trace_to_json(trace)
 
 
 def test_a_trace_saved_before_judged_counts_existed_still_loads():
-    doc = hand_trace().to_dict()
+    doc = trace_to_dict(hand_trace())
     for key in ("judged", "acceptance_rate"):
         del doc["totals"][key]
     doc["totals"]["alpha"] = 0.123  # totals are recounted from the rounds, not trusted
-    assert Trace.from_dict(doc) == hand_trace()
+    assert trace_from_dict(doc) == hand_trace()
 
 
 def test_json_has_the_documented_shape():
-    doc = json.loads(hand_trace().to_json())
+    doc = json.loads(trace_to_json(hand_trace()))
     assert doc["format"] == "specviz.trace"
     assert doc["version"] == 1
     assert {"settings", "rounds", "text", "totals"} <= doc.keys()
@@ -123,23 +124,23 @@ def test_data_frames_one_row_per_round_and_per_position():
     ],
 )
 def test_damaged_or_foreign_traces_are_refused_clearly(edit, message):
-    doc = json.loads(hand_trace().to_json())
+    doc = json.loads(trace_to_json(hand_trace()))
     edit(doc)
     with pytest.raises(TraceFormatError, match=message):
-        Trace.from_json(json.dumps(doc))
+        trace_from_json(json.dumps(doc))
 
 
 def test_non_json_is_refused_clearly():
     with pytest.raises(TraceFormatError, match="not JSON"):
-        Trace.from_json(b"\x89PNG\r\n")
+        trace_from_json(b"\x89PNG\r\n")
 
 
 def test_a_tree_trace_round_trips_with_each_nodes_distributions_and_older_tree_traces_still_load():
     from specviz.ui.render import TRACES_DIR
 
     text = (TRACES_DIR / "tree-sibling-accepted.json").read_text()
-    trace = Trace.from_json(text)
-    assert Trace.from_json(trace.to_json()) == trace
+    trace = trace_from_json(text)
+    assert trace_from_json(trace_to_json(trace)) == trace
     tried = [n for r in trace.rounds for n in r.nodes if n.ratio is not None]
     assert tried
     assert all(n.p_top and n.q_top for n in tried)  # what each child was judged against, and drawn from
@@ -148,6 +149,6 @@ def test_a_tree_trace_round_trips_with_each_nodes_distributions_and_older_tree_t
     for r in doc["rounds"]:  # a version-2 trace written before nodes kept their top-10 lists
         for node in r["nodes"]:
             del node["p_top"], node["q_top"]
-    older = Trace.from_dict(doc)
+    older = trace_from_dict(doc)
     assert [n.token_id for n in older.rounds[1].nodes] == [n.token_id for n in trace.rounds[1].nodes]
     assert "p_top" not in trace_frames.nodes_frame(trace).columns

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from specviz.core.trace import Trace
+from specviz.core.trace_json import trace_from_json, trace_to_json
 from specviz.errors import SpecvizError, TraceFormatError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,10 +23,10 @@ def doc_of(path: Path) -> dict:
 
 
 def refused(doc, match: str, **kwargs) -> str:
-    """The message from_json gives for doc (a dict, or text as is)."""
+    """The message trace_from_json gives for doc (a dict, or text as is)."""
     text = doc if isinstance(doc, (str, bytes)) else json.dumps(doc)
     with pytest.raises(TraceFormatError, match=match) as info:
-        Trace.from_json(text, **kwargs)
+        trace_from_json(text, **kwargs)
     return str(info.value)
 
 
@@ -37,9 +37,9 @@ def first_tree_round(doc: dict) -> dict:
 @pytest.mark.parametrize("path", VALID, ids=lambda p: p.name)
 def test_every_bundled_and_recorded_trace_still_loads_identically(path):
     text = path.read_text()
-    trace = Trace.from_json(text)
-    assert Trace.from_json(trace.to_json()) == trace
-    assert json.loads(trace.to_json())["rounds"] == json.loads(text)["rounds"]
+    trace = trace_from_json(text)
+    assert trace_from_json(trace_to_json(trace)) == trace
+    assert json.loads(trace_to_json(trace))["rounds"] == json.loads(text)["rounds"]
 
 
 def test_a_document_over_max_bytes_is_refused_before_it_is_parsed():
@@ -47,7 +47,7 @@ def test_a_document_over_max_bytes_is_refused_before_it_is_parsed():
     message = refused(text, "limited to 1 kB", max_bytes=1000)
     assert "kB" in message
     refused(text.encode(), "limited to", max_bytes=1000)
-    assert Trace.from_json(text, max_bytes=len(text.encode()))  # exactly at the cap loads
+    assert trace_from_json(text, max_bytes=len(text.encode()))  # exactly at the cap loads
 
 
 def test_the_default_cap_refuses_a_huge_document_without_parsing_it():

@@ -135,18 +135,18 @@ def trace_of(tab) -> dict | None:
 
 def decode_alone(traces: list[dict | None]) -> list[float | None]:
     """Each run decoded again, one at a time, in this process: seconds of generate() with its recorded settings."""
-    from specviz.core.trace import Trace
+    from specviz.core.trace_json import trace_from_json
     from specviz.engine.decode import generate
     from specviz.engine.models import load_pair
 
     pair = load_pair(device="cpu")
-    generate(pair, "def warm():", Trace.from_json(json.dumps(next(t for t in traces if t))).settings)
+    generate(pair, "def warm():", trace_from_json(json.dumps(next(t for t in traces if t))).settings)
     times = []
     for doc in traces:
         if doc is None:
             times.append(None)
             continue
-        trace = Trace.from_json(json.dumps(doc))
+        trace = trace_from_json(json.dumps(doc))
         start = time.perf_counter()
         generate(pair, trace.prompt, trace.settings)
         times.append(round(time.perf_counter() - start, 3))

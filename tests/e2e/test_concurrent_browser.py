@@ -7,6 +7,7 @@ import pytest
 from browser_helpers import settle, wait_shown
 
 from specviz.core.trace import Trace
+from specviz.core.trace_json import trace_from_json, trace_to_json
 from specviz.engine.catalogue import BUNDLED_PRESETS
 from specviz.engine.decode import generate
 from specviz.engine.models import load_pair
@@ -62,14 +63,14 @@ def test_five_sessions_run_and_step_at_once(app_url, browser):
             wait_shown(tab, "Round 4 of")
             with tab.expect_download() as download:
                 tab.get_by_role("button", name="Download this trace (JSON)").click()
-            shown = Trace.from_json(open(download.value.path(), encoding="utf-8").read())
+            shown = trace_from_json(open(download.value.path(), encoding="utf-8").read())
             alone = generate(
                 pair,
                 BUNDLED_PRESETS["code"],
                 replace(first_run_settings(pair.recommended_draft_vocab), seed=seed),  # the page's first run, reseeded
             )
             assert_same_rounds(shown, alone, f"session {seed}")
-            assert json.loads(shown.to_json())["settings"]["seed"] == seed
+            assert json.loads(trace_to_json(shown))["settings"]["seed"] == seed
     finally:
         for context in contexts:
             context.close()

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from specviz.core.trace import Trace
+from specviz.core.trace_json import trace_from_json
 from specviz.viz.export_html import trace_html_file
 
 TRACE = Path(__file__).resolve().parents[2] / "assets" / "traces" / "tree-sibling-accepted.json"
@@ -14,7 +14,7 @@ TRACE = Path(__file__).resolve().parents[2] / "assets" / "traces" / "tree-siblin
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("export") / "run.html"
-    path.write_text(trace_html_file(Trace.from_json(TRACE.read_text())), encoding="utf-8")
+    path.write_text(trace_html_file(trace_from_json(TRACE.read_text())), encoding="utf-8")
     return path
 
 
@@ -91,7 +91,7 @@ def test_the_players_binding_gives_the_same_vega_lite_as_pythons(exported, offli
             return doc.charts.map((_, i) => SpecvizPlayer.chartSpec(doc, i));
         }"""
     )
-    loaded = load_bundle(player_bundle(Trace.from_json(TRACE.read_text())))
+    loaded = load_bundle(player_bundle(trace_from_json(TRACE.read_text())))
     assert len(specs) == len(loaded.doc["charts"]) > 100
     for i, spec in enumerate(specs):
         if spec.get("width") == "container" and "width" not in loaded.chart(i):  # the player fits it to its column

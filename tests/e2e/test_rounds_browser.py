@@ -4,6 +4,8 @@ import re
 
 from browser_helpers import main_text, open_app_page, screenshot, settle
 
+from specviz.core.trace_json import trace_to_json
+
 
 def test_click_through_a_round_to_the_residual_or_bonus_panel(app_url, page):
     open_app_page(page, app_url, "rounds")
@@ -28,8 +30,8 @@ def test_replay_a_trace_file_and_refuse_a_damaged_one(app_url, page, model_dirs,
     pair = load_pair(str(model_dirs["gpt2-target"]), str(model_dirs["gpt2-truncated"]), device="cpu")
     trace = generate(pair, "while True:", RunSettings(k=3, max_new_tokens=12))
     good, bad = tmp_path / "good.json", tmp_path / "bad.json"
-    good.write_text(trace.to_json())
-    bad.write_text(trace.to_json().replace('"version": 1', '"version": 7'))
+    good.write_text(trace_to_json(trace))
+    bad.write_text(trace_to_json(trace).replace('"version": 1', '"version": 7'))
     open_app_page(page, app_url, "rounds")
     page.get_by_text("Edit the prompt · replay a saved trace").click()
     page.locator('input[type="file"]').set_input_files(str(good))

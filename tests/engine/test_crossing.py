@@ -17,7 +17,7 @@ from specviz import methods
 from specviz.core.chisq import chi2_goodness_of_fit, chi2_homogeneity
 from specviz.core.sampling import SamplingSettings, logits_to_probs
 from specviz.core.settings import RunSettings
-from specviz.core.trace import Trace
+from specviz.core.trace_json import trace_from_json, trace_to_json
 from specviz.engine.decode import decode_rounds, encode_prompt, generate
 from specviz.engine.models import BUNDLED_DRAFT, load_pair
 from specviz.errors import IncompatiblePairError, SettingsError
@@ -63,7 +63,7 @@ def test_greedy_across_tokenizers_equals_plain_decoding(tiny, method):
     assert crossed.output_ids == plain.output_ids
     assert crossed.totals.proposed > 0
     assert all(r.crossing is not None and r.crossing.method == method for r in crossed.rounds)
-    assert Trace.from_json(crossed.to_json()) == crossed  # the translation survives the JSON round trip
+    assert trace_from_json(trace_to_json(crossed)) == crossed  # the translation survives the JSON round trip
     assert crossed.meta["intersection"] == tiny.crossing.intersection.size
 
 

@@ -7,7 +7,7 @@ from test_tree_cli import models, run_cli
 
 from specviz.core.dyntree import DynamicTree
 from specviz.core.settings import RunSettings
-from specviz.core.trace import Trace
+from specviz.core.trace_json import trace_from_json
 from specviz.measure.bench import results_table, run_bench
 
 
@@ -17,7 +17,7 @@ def test_run_dynamic_tree_prints_it_and_its_trace_keeps_it(model_dirs, capsys):
     assert code == 0, err
     assert "tree dynamic:8,3,2 (8 nodes kept, depth 3), greedy: 12 tokens" in out
     code, out, err = run_cli(capsys, *argv, "--json")
-    trace = Trace.from_json(out)
+    trace = trace_from_json(out)
     assert trace.settings.dynamic == DynamicTree(8, 3, 2) and trace.settings.k == 3
     assert all(len(r.nodes) <= 8 for r in trace.rounds)
     assert trace.rounds[0].scored  # every candidate, kept or pruned

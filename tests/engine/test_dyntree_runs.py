@@ -15,7 +15,7 @@ from specviz import methods
 from specviz.core.chisq import chi2_goodness_of_fit
 from specviz.core.dyntree import DynamicTree
 from specviz.core.settings import RunSettings
-from specviz.core.trace import Trace
+from specviz.core.trace_json import trace_from_json, trace_to_json
 from specviz.engine import proposers
 from specviz.engine.decode import generate
 from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET, load_pair
@@ -71,7 +71,7 @@ def test_the_trace_records_scored_expanded_and_kept_and_round_trips(bundled):
             assert node.token_id == c.token_id and node.depth == c.depth
             assert node.q == 1.0  # judged one-hot
             assert node.q_top[0].prob == pytest.approx(max(s.q for s in r.scored if s.parent == c.parent))
-    assert Trace.from_json(trace.to_json()) == trace
+    assert trace_from_json(trace_to_json(trace)) == trace
     assert RunSettings.from_dict(trace.settings.to_dict()).dynamic == DynamicTree(10, 4, 3)
 
 

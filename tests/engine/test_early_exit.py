@@ -306,7 +306,7 @@ def test_the_real_engine_with_each_switch_passes_or_fails_the_two_sample_test(bu
 
 
 def test_the_bench_skips_early_exit_lanes_a_target_cannot_run_unless_asked(model_dirs, capsys):
-    from specviz.cli.main import _exit_lanes_that_fit
+    from specviz.cli.bench import _exit_lanes_that_fit
 
     pair = load_pair(str(model_dirs["llama-target"]), None, device="cpu")  # L = 3
     lanes = (methods.PLAIN, EE, methods.HF_EARLY_EXIT)

@@ -7,7 +7,7 @@ import pytest
 from specviz import methods
 from specviz.cli import main
 from specviz.core.settings import RunSettings
-from specviz.core.trace import Trace
+from specviz.core.trace_json import trace_from_json
 from specviz.engine.models import load_pair
 from specviz.measure.bench import results_table, run_bench
 
@@ -25,7 +25,7 @@ def test_run_with_a_tree_drafts_the_heads_tree_and_says_so(capsys, method):
     assert code == 0, err
     assert f"{method} tree 2,2,1,1 (14 nodes, depth 4), greedy: 12 tokens" in out
     code, out, err = run_cli(capsys, *argv, "--json")
-    trace = Trace.from_json(out)
+    trace = trace_from_json(out)
     assert trace.settings.method == method and trace.settings.tree == (2, 2, 1, 1) and trace.settings.k == 4
     assert any(r.is_tree for r in trace.rounds)
 

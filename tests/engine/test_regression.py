@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from specviz import methods
-from specviz.core.trace import Trace
+from specviz.core.trace_json import trace_from_json
 from specviz.engine.decode import generate
 from specviz.methods import ENGINE_METHODS
 
@@ -41,7 +41,7 @@ def across_tokenizers():
 
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
 def test_same_settings_and_seed_give_the_recorded_trace(request, path):
-    recorded = Trace.from_json(path.read_text())
+    recorded = trace_from_json(path.read_text())
     crosses = methods.get(recorded.settings.method).crosses
     pair = request.getfixturevalue("across_tokenizers" if crosses else "bundled")
     now = generate(pair, recorded.prompt, recorded.settings).without_timings()
@@ -78,5 +78,5 @@ def test_same_settings_and_seed_give_the_recorded_trace(request, path):
 
 
 def test_the_fixtures_cover_every_method():
-    recorded = {Trace.from_json(p.read_text()).settings.method for p in FIXTURES}
+    recorded = {trace_from_json(p.read_text()).settings.method for p in FIXTURES}
     assert recorded == set(ENGINE_METHODS)

@@ -10,6 +10,7 @@ from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
 from specviz.core.suffix_tree import SuffixCache, SuffixMemory, SuffixOptions
 from specviz.core.trace import Trace
+from specviz.core.trace_json import trace_from_dict, trace_from_json, trace_to_dict, trace_to_json
 from specviz.engine.decode import generate
 
 PROMPTS = [
@@ -91,7 +92,7 @@ def test_run_method_suffix_and_its_options_on_the_command_line(model_dirs, capsy
     code = main([*base, "--max-new-tokens", "12", "--suffix-min-prob", "0.3", "--json"])
     out, err = capsys.readouterr()
     assert code == 0, err
-    trace = Trace.from_json(out)
+    trace = trace_from_json(out)
     assert trace.settings.method == "suffix" and trace.settings.suffix.min_token_prob == 0.3
     code = main([*base, "--suffix-min-prob", "2"])
     _, err = capsys.readouterr()
@@ -129,7 +130,7 @@ def test_each_round_records_its_trie_its_match_and_each_drafts_path_probability(
         assert m.match_text == tuple(pair.token_texts[t] for t in m.match_ids)
         assert m.match_ids or not m.probs  # a draft grows from a match (a match may find nothing likely enough)
     assert {r.suffix.source for r in trace.rounds} == {"request"}  # no earlier outputs: only this request's trie
-    again = Trace.from_json(trace.to_json())
+    again = trace_from_json(trace_to_json(trace))
     assert again == trace  # the match survives JSON
 
 
@@ -146,21 +147,21 @@ def test_other_methods_and_older_suffix_traces_have_no_match_in_their_json(load)
     pair = load("llama-target")
     plain = generate(pair, PROMPTS[3], RunSettings(method="plain", max_new_tokens=8))
     assert all(r.suffix is None for r in plain.rounds)
-    assert all("suffix" not in r for r in plain.to_dict()["rounds"])
-    doc = generate(pair, PROMPTS[3], SUFFIX).to_dict()
+    assert all("suffix" not in r for r in trace_to_dict(plain)["rounds"])
+    doc = trace_to_dict(generate(pair, PROMPTS[3], SUFFIX))
     for r in doc["rounds"]:
         del r["suffix"]  # a suffix trace written before rounds recorded their match
-    old = Trace.from_dict(doc)
-    assert all(r.suffix is None for r in old.rounds) and old.to_dict() == doc
+    old = trace_from_dict(doc)
+    assert all(r.suffix is None for r in old.rounds) and trace_to_dict(old) == doc
 
 
 def test_a_damaged_suffix_match_is_refused_with_where_it_is(load):
     from specviz.errors import TraceFormatError
 
-    doc = generate(load("llama-target"), PROMPTS[3], SUFFIX).to_dict()
+    doc = trace_to_dict(generate(load("llama-target"), PROMPTS[3], SUFFIX))
     doc["rounds"][0]["suffix"]["source"] = "elsewhere"
     with pytest.raises(TraceFormatError, match=r"rounds\[0\]\.suffix\.source"):
-        Trace.from_dict(doc)
+        trace_from_dict(doc)
     doc["rounds"][0]["suffix"].update(source="request", match_text=["a", "b", "c", "d", "e", "f", "g", "h", "i"])
     with pytest.raises(TraceFormatError, match="match_text"):
-        Trace.from_dict(doc)
+        trace_from_dict(doc)

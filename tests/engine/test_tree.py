@@ -12,7 +12,8 @@ import pytest
 from specviz.core.record import RunRecord
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
-from specviz.core.trace import ACCEPTED, REJECTED, UNREACHED, Trace
+from specviz.core.trace import ACCEPTED, REJECTED, UNREACHED
+from specviz.core.trace_json import trace_from_dict, trace_from_json, trace_to_json
 from specviz.core.verify import tree_size
 from specviz.engine.decode import generate
 from specviz.errors import SettingsError
@@ -127,19 +128,19 @@ def test_tree_nodes_and_path_are_consistent(load):
 def test_tree_trace_round_trips_through_json_and_chain_traces_stay_version_1(load):
     pair = load("llama-target", "llama-truncated")
     trace = generate(pair, PROMPTS[0], tree((2, 2), sampling=SamplingSettings(0.8, top_k=20), max_new_tokens=12))
-    doc = json.loads(trace.to_json())
+    doc = json.loads(trace_to_json(trace))
     assert doc["version"] == 2
     assert doc["settings"]["tree"] == [2, 2]
     assert doc["rounds"][0]["nodes"]
-    assert Trace.from_json(trace.to_json()) == trace
+    assert trace_from_json(trace_to_json(trace)) == trace
     frame = nodes_frame(trace)
     assert len(frame) == sum(len(r.nodes) for r in trace.rounds)
     assert frame["on_path"].sum() == sum(len(r.path) for r in trace.rounds)
-    chain = json.loads(generate(pair, PROMPTS[0], RunSettings(k=2, max_new_tokens=6)).to_json())
+    chain = json.loads(trace_to_json(generate(pair, PROMPTS[0], RunSettings(k=2, max_new_tokens=6))))
     assert chain["version"] == 1
     assert "tree" not in chain["settings"]
     assert "nodes" not in chain["rounds"][0]
-    assert Trace.from_dict(chain).settings.tree == ()
+    assert trace_from_dict(chain).settings.tree == ()
 
 
 @pytest.mark.parametrize("max_new_tokens", [1, 2, 7])

@@ -6,7 +6,7 @@ import pytest
 
 from specviz.cli import main
 from specviz.core.settings import RunSettings
-from specviz.core.trace import Trace
+from specviz.core.trace_json import trace_from_json
 from specviz.measure.bench import results_table, run_bench
 
 
@@ -26,7 +26,7 @@ def test_run_tree_prints_its_shape_and_a_version_2_trace(model_dirs, capsys):
     assert code == 0, err
     assert "tree 3,2,1 (15 nodes, depth 3), greedy: 12 tokens" in out
     code, out, err = run_cli(capsys, *argv, "--json")
-    trace = Trace.from_json(out)
+    trace = trace_from_json(out)
     assert json.loads(out)["version"] == 2
     assert trace.settings.tree == (3, 2, 1)
     assert trace.settings.k == 3

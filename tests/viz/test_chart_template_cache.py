@@ -13,13 +13,13 @@ TRACE = ROOT / "assets" / "traces" / "early-rejection-residual.json"
 HEAVY = ("torch", "transformers", "altair", "pandas")
 BUNDLE = f"""
 import json, sys
-from specviz.core.trace import Trace
+from specviz.core.trace_json import trace_from_json
 from specviz.viz import chart_templates as ct
 from specviz.viz.player_bundle import bundle_json, player_bundle
 built = []
 make = ct.make_template
 ct.make_template = lambda *a: built.append(1) or make(*a)
-text = bundle_json(player_bundle(Trace.from_json(open({str(TRACE)!r}).read())))
+text = bundle_json(player_bundle(trace_from_json(open({str(TRACE)!r}).read())))
 print(json.dumps({{"built": len(built), "heavy": [m for m in {HEAVY!r} if m in sys.modules], "size": len(text)}}))
 """
 

@@ -4,7 +4,7 @@ marks reach projector sizes, whatever size the chart builder set (the u label, t
 import altair as alt
 import pandas as pd
 
-from specviz.core.trace import Trace
+from specviz.core.trace_json import trace_from_json
 from specviz.ui.render import TRACES_DIR
 from specviz.viz import layout
 from specviz.viz import round_charts as charts
@@ -27,7 +27,7 @@ def font_sizes(spec, key: str) -> list[float]:
 
 
 def a_round():
-    trace = Trace.from_json((TRACES_DIR / "early-rejection-residual.json").read_text())
+    trace = trace_from_json((TRACES_DIR / "early-rejection-residual.json").read_text())
     return trace.rounds[2]
 
 

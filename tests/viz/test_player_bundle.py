@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from specviz.core.trace import Trace
+from specviz.core.trace_json import trace_from_dict, trace_from_json, trace_to_dict
 from specviz.errors import PlayerFormatError
 from specviz.viz import player_bundle as pb
 from specviz.viz import player_wire as pw
@@ -21,7 +21,7 @@ NAMES = ["early-rejection-residual.json", "tree-sibling-accepted.json"]  # a cha
 
 @pytest.fixture(scope="module", params=NAMES)
 def built(request):
-    trace = Trace.from_json((TRACES / request.param).read_text())
+    trace = trace_from_json((TRACES / request.param).read_text())
     wire = pb.player_bundle(trace)
     return trace, wire, pb.load_bundle(wire).doc  # the bundle as sent, and its document decoded
 
@@ -86,7 +86,7 @@ def test_the_bundle_reads_back_losslessly_and_expands_to_the_step_views(built):
 def test_templates_bind_to_the_builders_charts_for_suffix_dynamic_trees_and_heads(name, view):
     """The chart kinds the bundled lecture traces lack (suffix decoding's path probabilities, a dynamic tree, a
     head's feature flow) are also the page's own, at every step."""
-    trace = Trace.from_json((REGRESSION / name).read_text())
+    trace = trace_from_json((REGRESSION / name).read_text())
     loaded = pb.load_bundle(pb.player_bundle(trace, views=(view,)))
     memo = {}
     for i, cursor in enumerate(steps.moments(trace)):
@@ -102,7 +102,7 @@ def test_a_chart_kinds_template_is_built_once_and_a_chart_carries_only_its_numbe
     from specviz.viz import chart_templates as ct
     from specviz.viz import round_charts as charts
 
-    trace = Trace.from_json((TRACES / NAMES[0]).read_text())
+    trace = trace_from_json((TRACES / NAMES[0]).read_text())
     first, second = trace.rounds[0].positions[:2]
     one, two = ct.parts(charts.pq_chart, first), ct.parts(charts.pq_chart, second)
     assert one.kind == two.kind and one.key == two.key
@@ -184,8 +184,8 @@ def test_a_live_runs_bundle_calls_its_times_this_machines():
     """The round page's own run steps in the browser with its times called this machine's (its first round holds
     the warm-up); a trace handed out or recorded elsewhere keeps "recorded on another machine". One view of a short
     trace keeps this fast."""
-    trace = Trace.from_json((TRACES / NAMES[0]).read_text())
-    trace = Trace.from_dict({**trace.to_dict(), "rounds": trace.to_dict()["rounds"][:2]})
+    trace = trace_from_json((TRACES / NAMES[0]).read_text())
+    trace = trace_from_dict({**trace_to_dict(trace), "rounds": trace_to_dict(trace)["rounds"][:2]})
     live, recorded = (json.dumps(pb.player_bundle(trace, views=("full",), live=flag)) for flag in (True, False))
     assert "another machine" not in live and "first-call warm-up" in live
     assert "another machine" in recorded and "first-call warm-up" not in recorded

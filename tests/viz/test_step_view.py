@@ -8,6 +8,7 @@ import pytest
 
 from specviz import methods
 from specviz.core.trace import Trace
+from specviz.core.trace_json import trace_from_json
 from specviz.viz import step_view as sv
 from specviz.viz import steps
 from specviz.viz.layout import LECTURE_TITLE_SIZE
@@ -17,7 +18,7 @@ VIEWS = [sv.ViewOptions(lecture, focus) for lecture in (False, True) for focus i
 
 
 def load(name: str) -> Trace:
-    return Trace.from_json((TRACES / name).read_text())
+    return trace_from_json((TRACES / name).read_text())
 
 
 @pytest.mark.slow

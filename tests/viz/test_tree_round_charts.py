@@ -1,7 +1,7 @@
 """Tree rounds on the page: the steps walk the children tried, the tree chart shows what the walk decided at each
 step, the mask lets each node see the committed text and its ancestors only (from the bundled tree trace)."""
 
-from specviz.core.trace import Trace
+from specviz.core.trace_json import trace_from_json
 from specviz.ui.render import TRACES_DIR
 from specviz.viz import steps
 from specviz.viz import tree_charts as trees
@@ -10,7 +10,7 @@ from specviz.viz.round_charts import TITLE_CHARS, cache_frame
 
 
 def round_two():
-    trace = Trace.from_json((TRACES_DIR / "tree-sibling-accepted.json").read_text())
+    trace = trace_from_json((TRACES_DIR / "tree-sibling-accepted.json").read_text())
     return trace, trace.rounds[1]  # ' is' rejected, its sibling ' ==' accepted against the residual, then a correction
 
 

@@ -1,4 +1,4 @@
-"""The roofline beside a load sweep (measure/load_model.py): this machine's two numbers measured, the pair's shapes
+"""The roofline beside a load sweep (measure/sweep_roofline.py): this machine's two numbers measured, the pair's shapes
 read off the models, the prediction per level from the α each server reported, and the words that compare them."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from specviz.core.roofline import Hardware, LoadSettings, ModelSpec, load_point
 from specviz.engine.models import ASSETS
-from specviz.measure import load_model
+from specviz.measure import sweep_roofline
 
 RECORDED = json.loads((ASSETS / "bench" / "vllm-cpu-load-draft-k4-code.json").read_text())
 HARDWARE = Hardware("test", 10.0, 0.1, 16.0)
@@ -18,7 +18,7 @@ DRAFT = ModelSpec("draft", 0.0029, 1, 4, 64, 4)
 
 
 def test_measured_hardware_is_positive_and_names_the_load_it_was_measured_under():
-    hw = load_model.measured_hardware(repeats=1)
+    hw = sweep_roofline.measured_hardware(repeats=1)
     assert 0.1 < hw.bandwidth_gb_s < 10_000  # GB/s: any machine from a phone to an HBM GPU
     assert 1e-4 < hw.peak_tflops < 10_000
     assert hw.memory_gb > 1
@@ -27,7 +27,7 @@ def test_measured_hardware_is_positive_and_names_the_load_it_was_measured_under(
 
 def test_model_spec_counts_the_loaded_models_parameters_and_shapes(load):
     pair = load("llama-target", "llama-truncated")
-    spec = load_model.model_spec(pair.target, "target")
+    spec = sweep_roofline.model_spec(pair.target, "target")
     config = pair.target.config
     assert spec.params_b * 1e9 == sum(p.numel() for p in pair.target.parameters())
     assert spec.layers == config.num_hidden_layers
@@ -37,7 +37,7 @@ def test_model_spec_counts_the_loaded_models_parameters_and_shapes(load):
 
 
 def test_roofline_rows_give_each_speculative_level_the_load_point_of_its_own_alpha_and_k():
-    rows = load_model.roofline_rows(RECORDED, HARDWARE, TARGET, DRAFT)
+    rows = sweep_roofline.roofline_rows(RECORDED, HARDWARE, TARGET, DRAFT)
     server = RECORDED["servers"][0]["server"]
     assert [r["concurrency"] for r in rows] == [level["concurrency"] for level in RECORDED["levels"]]
     assert {r["server"] for r in rows} == {server}  # the baseline reports no α: no row
@@ -52,8 +52,8 @@ def test_roofline_rows_give_each_speculative_level_the_load_point_of_its_own_alp
 
 
 def test_the_words_quote_every_level_measured_and_predicted():
-    rows = load_model.roofline_rows(RECORDED, HARDWARE, TARGET, DRAFT)
-    words = load_model.difference_words(RECORDED, rows)
+    rows = sweep_roofline.roofline_rows(RECORDED, HARDWARE, TARGET, DRAFT)
+    words = sweep_roofline.difference_words(RECORDED, rows)
     for row, level in zip(rows, RECORDED["levels"]):
         measured = level["speedups"][0]["latency_speedup"]
         assert (
@@ -66,5 +66,5 @@ def test_no_alpha_means_no_prediction_and_says_so():
     doc = {**RECORDED, "levels": [
         {**level, "summaries": [{**s, "alpha": None} for s in level["summaries"]]} for level in RECORDED["levels"]
     ]}  # fmt: skip
-    assert load_model.roofline_rows(doc, HARDWARE, TARGET, DRAFT) == []
-    assert load_model.difference_words(doc, []).startswith("No level has both")
+    assert sweep_roofline.roofline_rows(doc, HARDWARE, TARGET, DRAFT) == []
+    assert sweep_roofline.difference_words(doc, []).startswith("No level has both")
