@@ -120,6 +120,7 @@ def first_token_counts(pair, prompt: str, method: str, n: int) -> tuple[Counter,
 
 
 @pytest.mark.slow
+@pytest.mark.prepush  # exactness under sampling, for every method, before a push
 @pytest.mark.parametrize("method", methods.ENGINE_METHODS)
 def test_sampled_first_tokens_follow_the_targets_distribution(pairs, method):
     pair = pairs(method)
