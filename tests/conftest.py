@@ -44,7 +44,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    """A run filtered by -m (the fast loop) says how many tests it left out, and how to run them."""
+    """A run filtered by -m (the inner or the pre-push loop) says how many tests it left out, and how to run them."""
     left = len(terminalreporter.stats.get("deselected", []))
     if left and config.option.markexpr:
         terminalreporter.write_line(
