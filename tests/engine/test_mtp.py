@@ -97,6 +97,7 @@ def test_a_directory_that_is_no_mtp_module_is_refused(tiny, tmp_path, model_dirs
         find_heads(str(model_dirs["llama-target"]), str(directory))
 
 
+@pytest.mark.slow
 def test_the_shipped_module_is_found_beside_the_bundled_target_and_greedy_equals_plain():
     bundled = load_pair(device="cpu", draft=None)
     assert bundled.mtp_dir == str(BUNDLED_PAIR / MTP_BESIDE)
