@@ -25,9 +25,9 @@ FULL_RUN = "python -m pytest"
 
 
 def needs_vllm(item) -> bool:
-    """A test that starts or uses a real vLLM server: the shared draft server's fixture, or a module that starts its
+    """A test that starts or uses a real vLLM server: a shared server's fixture, or a module that starts its
     own through tests/remote/vllm_servers.py (tests/remote/ also holds fast tests against a fake server)."""
-    if "vllm_draft_server" in item.fixturenames:
+    if {"vllm_draft_server", "vllm_plain_server"} & set(item.fixturenames):
         return True
     module = getattr(item, "module", None)
     names = vars(module).values() if module else ()
@@ -44,7 +44,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    """A run filtered by -m (the fast loop) says how many tests it left out, and how to run them."""
+    """A run filtered by -m (the inner or the pre-push loop) says how many tests it left out, and how to run them."""
     left = len(terminalreporter.stats.get("deselected", []))
     if left and config.option.markexpr:
         terminalreporter.write_line(
@@ -119,5 +119,16 @@ def vllm_draft_server(tmp_path_factory):
     from remote.vllm_servers import DRAFT_CONFIG, PER_REQUEST, Shared
 
     shared = Shared("draft", [*DRAFT_CONFIG, *PER_REQUEST], tmp_path_factory)
+    yield shared.get
+    shared.stop()
+
+
+@pytest.fixture(scope="session")
+def vllm_plain_server(tmp_path_factory):
+    """get() -> the plain vLLM server (no speculation) on the bundled target, shared by every test that needs one
+    (the refusal, the load sweep's baseline, the browser's load view): started once on first use, again if killed."""
+    from remote.vllm_servers import Shared
+
+    shared = Shared("plain", [], tmp_path_factory)
     yield shared.get
     shared.stop()

@@ -1,5 +1,7 @@
-"""The fast loop (`python -m pytest -m "not vllm and not browser"`) needs neither the vLLM environment nor Chromium,
-keeps the fast tests that talk to a fake server, and says how many tests it left for the full run."""
+"""The three test tiers (README, docs/contributing.md): the inner loop (`-m "not vllm and not browser and not slow"`)
+needs neither the vLLM environment nor Chromium and leaves out the slow tests; the pre-push loop adds the few tests
+marked `prepush` (slow, vLLM or browser ones: one real check of each kind); the full suite runs everything. A loop
+filtered by -m keeps the fast tests that talk to a fake server and says how many tests it left for the full run."""
 
 import re
 import subprocess
@@ -9,7 +11,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-FAST = "not vllm and not browser"
+INNER = "not vllm and not browser and not slow"
+PREPUSH = f"{INNER} or prepush"
+NO_TESTS = 5  # pytest's exit status when the expression selects nothing
 
 
 def collect(expression: str) -> tuple[list[str], str]:
@@ -20,21 +24,37 @@ def collect(expression: str) -> tuple[list[str], str]:
         text=True,
         timeout=300,
     )
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode in (0, NO_TESTS), done.stdout + done.stderr
     return [line for line in done.stdout.splitlines() if "::" in line], done.stdout
 
 
 @pytest.mark.slow
-def test_the_fast_loop_leaves_out_the_browser_and_vllm_tests_and_says_so():
-    fast, out = collect(FAST)
-    assert fast
-    assert not [t for t in fast if t.startswith("tests/e2e/")]
-    assert not [t for t in fast if "/test_vllm_" in t]
-    assert "tests/app/test_workload_server.py::test_check_then_measure_through_the_server" not in fast
-    assert "tests/app/test_workload_server.py::test_public_mode_shows_a_listed_servers_model_without_its_path" in fast
-    assert "tests/remote/test_client.py::test_public_mode_allows_only_listed_servers" in fast  # a fake server
+def test_the_inner_loop_leaves_out_the_browser_vllm_and_slow_tests_and_says_so():
+    inner, out = collect(INNER)
+    assert inner
+    assert not [t for t in inner if t.startswith("tests/e2e/")]
+    assert not [t for t in inner if "/test_vllm_" in t]
+    assert "tests/app/test_workload_server.py::test_check_then_measure_through_the_server" not in inner
+    assert "tests/app/test_workload_server.py::test_public_mode_shows_a_listed_servers_model_without_its_path" in inner
+    assert "tests/remote/test_client.py::test_public_mode_allows_only_listed_servers" in inner  # a fake server
+    assert (
+        "tests/test_markers.py::test_the_inner_loop_leaves_out_the_browser_vllm_and_slow_tests_and_says_so" not in inner
+    )
+    slow, _ = collect("slow")
+    assert slow and not set(slow) & set(inner)
     left = re.search(r"(\d+)/(\d+) tests collected \((\d+) deselected\)", out)
     assert left, out
-    assert int(left[1]) == len(fast)
-    assert int(left[2]) == len(fast) + int(left[3])
-    assert f"{left[3]} tests deselected by -m '{FAST}': run the full suite with `python -m pytest`" in out
+    assert int(left[1]) == len(inner)
+    assert int(left[2]) == len(inner) + int(left[3])
+    assert f"{left[3]} tests deselected by -m '{INNER}': run the full suite with `python -m pytest`" in out
+
+
+@pytest.mark.slow
+def test_the_pre_push_loop_is_the_inner_loop_and_the_few_marked_prepush_each_slow_vllm_or_browser():
+    inner, _ = collect(INNER)
+    prepush, _ = collect(PREPUSH)
+    marked, _ = collect("prepush")
+    assert marked  # a chosen few, not none
+    assert set(prepush) == set(inner) | set(marked)
+    pointless, _ = collect("prepush and not slow and not vllm and not browser")
+    assert not pointless  # the inner loop runs those already: the marker would mean nothing

@@ -3,6 +3,7 @@ round page's), and the home page, which has no toggle, follows the session's mod
 
 import json
 
+import pytest
 from app_helpers import open_page
 
 from specviz.ui.render import LECTURE_CSS
@@ -37,6 +38,7 @@ def test_the_toggle_styles_every_chart_of_the_calculator_for_a_projector():
     assert lecture_css_shown(at)
 
 
+@pytest.mark.slow
 def test_the_home_page_follows_lecture_mode_turned_on_elsewhere(tiny_default):
     at = open_page("pages/exactness.py", 120)
     next(t for t in at.toggle if t.label == LECTURE).set_value(True).run()

@@ -1,11 +1,13 @@
 """The rounds page runs a dynamic (EAGLE-2) tree: the sidebar's dynamic preset, the URL names it, and its rounds
 step through every phase with the dynamic tree's words (scored, expanded, kept, judged one-hot); a link reopens it."""
 
+import pytest
 from app_helpers import click, open_page, page, step_phases
 
 from specviz import methods
 
 
+@pytest.mark.slow
 def test_a_dynamic_tree_runs_on_the_rounds_page_and_steps_through_its_phases(tiny_default):
     at = open_page("pages/rounds.py")
     at.sidebar.radio(key="method").set_value(methods.TREE).run()

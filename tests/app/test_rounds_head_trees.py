@@ -16,6 +16,7 @@ SAYS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", methods.BRANCHING)
 def test_a_head_tree_runs_on_the_rounds_page_and_steps_through_its_phases(tiny_default, method):
     at = open_page("pages/rounds.py")

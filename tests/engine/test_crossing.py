@@ -78,6 +78,7 @@ def test_tli_rounds_record_the_translation_and_the_mass_lost(tiny):
         assert c.kept + c.fresh >= 1  # the draft's context covers the committed text again
 
 
+@pytest.mark.slow
 def test_sampled_tli_and_slem_follow_the_target_distribution(tiny):
     """At temperature 1: the first token of 400 TLI runs (each a judged draft) passes a χ² goodness-of-fit test
     against the target's exact p, and the first two tokens of TLI and SLEM runs match plain runs' (homogeneity)."""

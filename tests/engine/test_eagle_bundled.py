@@ -40,6 +40,7 @@ def test_the_shipped_head_is_found_beside_the_bundled_target(bundled):
     assert sum(p.numel() for p in head3.parameters()) == pytest.approx(1.71e6, rel=0.01)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", HEADS)
 @pytest.mark.parametrize("k", [1, 4])
 def test_greedy_eagle_equals_plain_on_held_out_prompts(bundled, k, method):

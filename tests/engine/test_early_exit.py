@@ -49,6 +49,7 @@ def early_exit(exit_layer: int = 4, k: int = 4, **changes) -> RunSettings:
     return RunSettings(method=EE, exit_layer=exit_layer, k=k, max_new_tokens=40, stop_at_eos=False, **changes)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("exit_layer, k", [(2, 4), (4, 1), (6, 4), (9, 3)])
 def test_greedy_early_exit_equals_plain_on_held_out_prompts(bundled, plain_ids, exit_layer, k):
     accepted = 0
@@ -131,6 +132,7 @@ def test_the_draft_reuses_the_targets_cache_and_the_verify_pass_the_drafts_layer
     assert counter.rows == [len(prompt_ids) - 1 + verify_rows] * 10
 
 
+@pytest.mark.slow
 def test_after_every_round_the_shared_cache_is_a_plain_targets_cache(bundled):
     """The cache the draft wrote into (layers < E) and the verify pass completed (layers >= E) holds, after each
     rollback, the keys and values a plain prefill of the committed tokens gives, in every layer."""
@@ -179,6 +181,7 @@ def test_the_exit_layer_is_recorded_only_for_early_exit_runs():
     assert RunSettings.from_dict(RunSettings(method=EE, exit_layer=6).to_dict()).exit_layer == 6
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("exit_layer", [2, 6])
 def test_hugging_faces_early_exit_agrees_round_by_round(bundled, monkeypatch, exit_layer):
     """generate(assistant_early_exit=E), greedy, K a round: the same text, and in every round the same number of

@@ -48,6 +48,7 @@ def sibling_accepted(trace) -> bool:
     return False
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", HEADS)
 @pytest.mark.parametrize("tree", [(2, 2, 1, 1), (3, 1, 1)], ids=["2,2,1,1", "3,1,1"])
 def test_greedy_head_trees_equal_plain_on_held_out_prompts(bundled, method, tree):

@@ -57,6 +57,7 @@ def test_measure_with_a_tree_refuses_a_method_that_drafts_no_tree(capsys, tmp_pa
     assert "--method takes any of tree, eagle, eagle3, medusa" in err
 
 
+@pytest.mark.slow
 def test_bench_runs_each_tree_shape_for_each_tree_method():
     pair = load_pair(device="cpu", draft=None)
     doc = run_bench(pair, ["def add(a, b):"], [4], RunSettings(max_new_tokens=8), lanes=("plain", "eagle"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 import torch
 
 from specviz.core.sampling import SamplingSettings
@@ -30,6 +31,7 @@ def test_a_sampled_lane_leaves_the_global_generator_as_it_found_it(load):
     assert torch.equal(torch.random.get_rng_state(), before)
 
 
+@pytest.mark.slow
 def test_interleaved_sessions_get_the_outputs_each_gets_alone(load):
     pair = load("llama-target", "llama-truncated")
     jobs = [("hf_assisted", 1), ("plain", 2), ("hf_prompt_lookup", 3), ("hf_assisted", 4)]

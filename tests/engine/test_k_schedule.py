@@ -61,6 +61,7 @@ def _hf_rounds(monkeypatch, pair, prompt_ids, settings):
     return run.output_ids, seen
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("schedule", SCHEDULES[1:3], ids=lambda s: "-".join(map(str, s.values())))
 def test_hugging_face_generate_drafts_the_same_per_round(bundled, monkeypatch, schedule):
     """The bundled pair, greedy: same text and, round by round, the same K allowed and the same drafts made (the

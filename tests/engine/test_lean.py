@@ -102,6 +102,7 @@ def test_sharing_the_weights_leaves_the_models_own_forward_as_it_was(model_dirs)
     assert close(weights.head.times(hidden), before[0])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["plain", "draft", "tree", "eagle", "medusa"])
 def test_greedy_runs_are_identical_across_forwards(bundled, method):
     tree = (2, 2, 1, 1) if method == "tree" else ()

@@ -83,6 +83,7 @@ def test_the_lean_step_gives_the_modules_logits_at_every_kind_of_pass(bundled, m
     assert close(hf.logits(trees[0]), lean.logits(trees[1]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", list(HEADS))
 def test_greedy_runs_on_the_lean_step_equal_plain_and_the_hf_forward_token_for_token(bundled, method):
     for prompt in HELD_OUT:

