@@ -78,18 +78,21 @@ def test_the_bundle_reads_back_losslessly_and_expands_to_the_step_views(built):
             assert loaded.doc["steps"][i]["title"] == title
 
 
-@pytest.mark.slow  # the page's Altair charts of every step of two short traces in one view each
+@pytest.mark.slow  # the page's Altair charts of many steps of three traces in one view each
 @pytest.mark.parametrize(
     "name, view",
     [("suffix_greedy_k8.json", "full"), ("tree_dynamic_t1_1654.json", "focus+lecture"), ("eagle_t1_k3.json", "full")],
 )
 def test_templates_bind_to_the_builders_charts_for_suffix_dynamic_trees_and_heads(name, view):
     """The chart kinds the bundled lecture traces lack (suffix decoding's path probabilities, a dynamic tree, a
-    head's feature flow) are also the page's own, at every step."""
+    head's feature flow) are also the page's own: every step of the first three rounds (each phase's kinds), then
+    every third step (later rounds' shapes), since Altair builds each expected chart slowly."""
     trace = trace_from_json((REGRESSION / name).read_text())
     loaded = pb.load_bundle(pb.player_bundle(trace, views=(view,)))
     memo = {}
     for i, cursor in enumerate(steps.moments(trace)):
+        if cursor.round >= 3 and i % 3:
+            continue
         _, expected = expected_blocks(trace, cursor, pb.VIEWS[view], memo)
         assert bundled_blocks(loaded, i, view) == expected
     kinds = {loaded.doc["charts"][c]["template"] for c in range(len(loaded.doc["charts"]))}
