@@ -99,7 +99,7 @@ class EagleDrafter(Drafter):
     def _read(self, features: torch.Tensor | None) -> None:
         """Read the pairs of newly committed feature rows; features (layers, rows, H)."""
         n, start = 0 if features is None else features.shape[1], self.cache.get_seq_length()
-        if n == 0:
+        if features is None or n == 0:
             return
         following = torch.tensor(self.tokens[start + 1 : start + 1 + n], device=features.device)  # (n,) x_{t+1}
         self.last = self.proposer.read(following, features, self.cache)

@@ -80,13 +80,13 @@ class HfEagleRunner:
     """EAGLE-1's head through its own modules: logits are the target's LM head on g."""
 
     forward: ClassVar[str] = FORWARD_HF
-    head: EagleHead | MtpModule
+    head: EagleHead | MtpModule  # a frozen field: HfMtpRunner narrows it
     embed: torch.nn.Module  # the target's embedding and LM head, shared
     lm_head: torch.nn.Module
 
     @property
     def dtype(self) -> torch.dtype:
-        return self.embed.weight.dtype
+        return next(self.embed.parameters()).dtype
 
     def new_cache(self) -> Any:
         return self.head.new_cache()
@@ -105,8 +105,10 @@ class HfEagleRunner:
 class HfMtpRunner(HfEagleRunner):
     """The MTP module through its own modules: logits read its output norm before the target's LM head."""
 
+    head: MtpModule
+
     def logits(self, out: Any, vocab_size: int) -> torch.Tensor:
-        return self.lm_head(self.head.normed(out))[..., :vocab_size]  # type: ignore[union-attr]  # an MtpModule
+        return self.lm_head(self.head.normed(out))[..., :vocab_size]
 
 
 @dataclass(frozen=True)
@@ -119,7 +121,7 @@ class HfEagle3Runner:
 
     @property
     def dtype(self) -> torch.dtype:
-        return self.embed.weight.dtype
+        return next(self.embed.parameters()).dtype
 
     def new_cache(self) -> Any:
         return self.head.new_cache()
