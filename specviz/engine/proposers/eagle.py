@@ -12,8 +12,9 @@ from specviz.core.dyntree import DynamicTree, GrownSoFar
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
 from specviz.core.verify import tree_parents
+from specviz.engine.masks import additive_mask, after_cache, ancestor_matrix
 from specviz.engine.proposers.base import Drafter, Proposal, draft_chain, empty_chain, empty_tree, tree_shape
-from specviz.engine.proposers.masks import additive_mask, ancestor_matrix, cat_rows, rows_of, take_rows
+from specviz.engine.proposers.rows import cat_rows, rows_of, take_rows
 from specviz.engine.proposers.runners import HeadRunner, HfEagleRunner, chosen_runner
 from specviz.engine.proposers.trees import dynamic_proposal, grow_top_b_tree
 
@@ -147,7 +148,7 @@ class EagleDrafter(Drafter):
             nonlocal state
             state = take_rows(state, state_rows)  # (m, H) each node's parent's state
             sees = ancestors[nodes][:, : nodes[-1] + 1].to(device)  # (m, earlier nodes + these) the nodes' ancestry
-            allowed = torch.cat([sees.new_ones(len(nodes), committed), sees], dim=1)  # (m, cached + m)
+            allowed = after_cache(sees, committed)  # (m, cached + m)
             positions = torch.full((1, len(nodes)), committed + depth - 1, device=device)  # (1, m)
             mask = additive_mask(allowed, p.runner.dtype)  # (1, 1, m, cached + m)
             state = p.step_nodes(tokens[nodes], state, self.cache, positions, mask)
@@ -171,7 +172,7 @@ class EagleDrafter(Drafter):
             parent_state = cat_rows([state_of[so_far.parents[c]] for c in frontier])  # (m, H) each parent's state
             tokens = torch.tensor([so_far.tokens[c] for c in frontier], device=device)  # (m,)
             sees = so_far.sees(frontier).to(device)  # (m, expanded + m)
-            allowed = torch.cat([sees.new_ones(len(frontier), committed), sees], dim=1)  # (m, cached + m)
+            allowed = after_cache(sees, committed)  # (m, cached + m)
             positions = torch.full((1, len(frontier)), committed + so_far.depth(frontier[0]) - 1, device=device)
             mask = additive_mask(allowed, p.runner.dtype)  # (1, 1, m, cached + m)
             state = p.step_nodes(tokens, parent_state, self.cache, positions, mask)
