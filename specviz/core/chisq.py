@@ -22,7 +22,7 @@ class Chi2Result:
     pooled: int  # categories merged into one bucket because their expected count was small
 
 
-def chi2_p_value(statistic: float, dof: int) -> float:
+def chi2_p_value(statistic: float, dof: float) -> float:
     """Survival function of χ²(dof): the regularised upper incomplete gamma Q(dof/2, x/2)."""
     if dof <= 0:
         return 1.0

@@ -23,11 +23,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from specviz.core.lazy import lazy
 from specviz.errors import SettingsError
 
-torch = lazy("torch")
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy("torch")
 
 PREFIX = "dynamic"  # the text form: dynamic:BUDGET,DEPTH,TOPK (CLI --tree, the sidebar, URLs)
 LOGP_FLOOR = -1e4  # a token outside a trimmed draft vocabulary (log q = -inf) scores this: finite, so JSON keeps it

@@ -6,6 +6,7 @@ for them only when it does use them."""
 from __future__ import annotations
 
 import importlib
+import sys
 import types
 
 
@@ -21,5 +22,5 @@ class LazyModule(types.ModuleType):
 def lazy(name: str) -> types.ModuleType:
     """The module called `name`: the module itself when it is already imported, else a stand-in that imports it on
     first use."""
-    module = importlib.sys.modules.get(name)
+    module = sys.modules.get(name)
     return module if module is not None else LazyModule(name)

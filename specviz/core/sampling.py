@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from specviz.core.lazy import lazy
 from specviz.errors import SettingsError
 
-torch = lazy("torch")
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy("torch")
 
 # The smallest temperature that samples. Below it sampling is greedy in all but name (a logit gap of 0.01 already
 # makes a probability ratio below e^-10), and far below it logits / T overflow float32: 1e-40 gave NaN everywhere.

@@ -27,13 +27,28 @@ import numpy as np
 
 
 class Counts(Protocol):
-    k: int
-    per_round_committed: Sequence[int]
-    per_round_drafted: Sequence[int] | None
-    per_round_accepted: Sequence[int] | None
-    per_round_judged: Sequence[int] | None
-    overlap_by_position: Sequence[float | None]
-    totals: Tally | None
+    """What the rates read from a run (a RunRecord, a trace): read-only, so a frozen dataclass matches it."""
+
+    @property
+    def k(self) -> int: ...
+
+    @property
+    def per_round_committed(self) -> Sequence[int]: ...
+
+    @property
+    def per_round_drafted(self) -> Sequence[int] | None: ...
+
+    @property
+    def per_round_accepted(self) -> Sequence[int] | None: ...
+
+    @property
+    def per_round_judged(self) -> Sequence[int] | None: ...
+
+    @property
+    def overlap_by_position(self) -> Sequence[float | None]: ...
+
+    @property
+    def totals(self) -> Tally | None: ...
 
 
 def total(values: Sequence[int] | None) -> int | None:

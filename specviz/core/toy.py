@@ -32,6 +32,8 @@ class MarkovModel:
     @property
     def rows(self) -> torch.Tensor:
         """(V + 1, V): the table with the start distribution appended as row V (the state before any token)."""
+        if self.start is None:
+            raise ValueError("This Markov model has no start distribution: build it with start=(V,) probabilities.")
         return torch.cat([self.table, self.start[None]])
 
     @classmethod

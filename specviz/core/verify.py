@@ -16,11 +16,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from specviz.core.lazy import lazy
 from specviz.core.sampling import sample
 
-torch = lazy("torch")
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy("torch")
 
 
 def acceptance_probability(p_x: torch.Tensor, q_x: torch.Tensor) -> torch.Tensor:

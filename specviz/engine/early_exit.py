@@ -24,6 +24,7 @@ from __future__ import annotations
 import torch
 from transformers import PreTrainedModel
 
+from specviz.engine import masks
 from specviz.engine.kv import CachedModel
 from specviz.errors import SettingsError
 
@@ -104,5 +105,4 @@ def causal_mask(n: int, past: int, dtype: torch.dtype, device: torch.device) -> 
     passes it). Additive, so eager and sdpa attention both take it as given."""
     if n == 1:
         return None
-    blocked = torch.ones(n, past + n, dtype=torch.bool, device=device).triu(past + 1)  # (n, past + n)
-    return torch.zeros(1, 1, n, past + n, dtype=dtype, device=device).masked_fill(blocked, torch.finfo(dtype).min)
+    return masks.causal_mask(past, n, dtype, device)  # (1, 1, n, past + n)

@@ -29,6 +29,7 @@ from torch import nn
 from transformers import DynamicCache, LlamaConfig, PreTrainedModel
 from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRotaryEmbedding
 
+from specviz.engine.masks import causal_mask
 from specviz.errors import ModelLoadError
 
 WEIGHTS = "model.safetensors"
@@ -167,9 +168,7 @@ def cached_causal_mask(past: int, n: int, dtype: torch.dtype, device: torch.devi
     up to itself; None when sdpa's own causal mask is right (nothing cached, or one row)."""
     if not past or n <= 1:
         return None
-    allowed = torch.ones(n, past + n, dtype=torch.bool, device=device).tril(past)  # (n, past + n)
-    mask = torch.zeros(allowed.shape, dtype=dtype, device=device)
-    return mask.masked_fill(~allowed, torch.finfo(dtype).min)[None, None]  # (1, 1, n, past + n)
+    return causal_mask(past, n, dtype, device)  # (1, 1, n, past + n)
 
 
 def read_head_config(path: Path, what: str, holds: str) -> dict:

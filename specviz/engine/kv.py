@@ -7,6 +7,7 @@ from transformers import DynamicCache, PreTrainedModel
 
 from specviz.core.settings import FORWARD_HF, FORWARD_LEAN
 from specviz.engine.lean import LeanCache, Matrix, lean_forward, lean_weights, packed_copy
+from specviz.engine.masks import additive_mask
 
 
 class CachedModel:
@@ -137,9 +138,8 @@ class CachedModel:
         inputs = {}
         if allowed is not None:  # a 4D additive mask, which transformers passes to eager and sdpa attention as given
             dtype = self.model.dtype
-            mask = torch.zeros(allowed.shape, dtype=dtype, device=self.device)
-            mask = mask.masked_fill(~allowed, torch.finfo(dtype).min)
-            inputs = {"attention_mask": mask[None, None], "position_ids": positions[None]}  # (1, 1, L, total), (1, L)
+            mask = additive_mask(allowed, dtype)
+            inputs = {"attention_mask": mask, "position_ids": positions[None]}  # (1, 1, L, total), (1, L)
         if self.hidden_layers:
             inputs["output_hidden_states"] = True
         if self.head is None:

@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from transformers import PreTrainedModel
 
 from specviz.core.settings import FORWARD_AUTO, FORWARD_HF, FORWARD_LEAN
+from specviz.engine.masks import causal_allowed
 from specviz.errors import SettingsError
 
 LEAN_TYPES = ("llama", "qwen2", "mistral")  # decoders whose layer is exactly the one `layer_forward` computes
@@ -288,12 +289,6 @@ class LeanCache:
             new = old.new_zeros((*old.shape[:2], grown, old.shape[3]))
             new[:, :, : self.length] = old[:, :, : self.length]
             setattr(self, name, new)
-
-
-def causal_allowed(cached: int, n: int, device: torch.device) -> torch.Tensor:
-    """(n, cached + n) bool: token i of n new ones sees every cached token and the new ones up to itself."""
-    seen = torch.arange(cached + n, device=device)
-    return seen[None] <= (cached + torch.arange(n, device=device))[:, None]
 
 
 def lean_forward(

@@ -25,7 +25,6 @@ from specviz.engine.lean import (
     LeanCache,
     LeanWeights,
     Matrix,
-    causal_allowed,
     chosen_forward,
     input_major,
     layer_forward,
@@ -33,6 +32,7 @@ from specviz.engine.lean import (
     lean_weights,
     rotary_table,
 )
+from specviz.engine.masks import causal_allowed
 from specviz.engine.mtp import MtpModule
 
 EAGLE1, EAGLE3, MTP = "eagle", "eagle3", "mtp"  # which head a LeanHead applies

@@ -45,7 +45,7 @@ def not_offered_words(offered: Collection[str]) -> str | None:
 
 def chosen_drafter(picked: str | None, offered: Sequence[str]) -> str:
     """Whose c the measured mode uses (read before its picker is drawn): the picker's choice, else the first offered."""
-    return picked if picked in offered else offered[0]
+    return picked if picked is not None and picked in offered else offered[0]
 
 
 def usable(costs: MeasuredCosts | None) -> MeasuredCosts | None:

@@ -93,7 +93,8 @@ def _as_text(data: bytes | str, filename: str, max_bytes: int) -> str:
 
 
 def _parse_jsonl(text: str) -> tuple[list[PromptRow], list[str]]:
-    rows, problems = [], []
+    rows: list[PromptRow] = []
+    problems: list[str] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -122,7 +123,8 @@ def _parse_csv(text: str) -> tuple[list[PromptRow], list[str]]:
             f"The CSV has no 'prompt' column (its columns: {', '.join(columns) or 'none'}). "
             "Add a header row with prompt[,tag]."
         )
-    rows, problems = [], []
+    rows: list[PromptRow] = []
+    problems: list[str] = []
     for number, record in _csv_records(reader, problems, text.count("\n") + 2):
         clean = {(k or "").strip().lower(): v for k, v in record.items()}
         row = _row(clean, number)
@@ -164,7 +166,9 @@ def _parse_text(text: str) -> tuple[list[PromptRow], list[str]]:
     the block before it and tags the blocks after it."""
     lines = text.splitlines()
     dashed = any(line.strip() == "---" for line in lines)
-    rows, block, start, tag = [], [], 1, UNTAGGED
+    rows: list[PromptRow] = []
+    block: list[str] = []
+    start, tag = 1, UNTAGGED
     for number, line in enumerate([*lines, None], start=1):  # None ends the last block
         named = None if line is None else _tag_of_line(line, number)
         if line is None or named is not None or (line.strip() == "---" if dashed else not line.strip()):

@@ -62,8 +62,9 @@ def by_label(samples: list[Sample], name: str, key: str, **labels: str) -> dict[
     """{value of label `key`: sum over the other labels} for `name`, e.g. accepted tokens per draft position."""
     out: dict[str, float] = {}
     for s in samples:
-        if s.name == name and all(s.label(k) == v for k, v in labels.items()) and s.label(key) is not None:
-            out[s.label(key)] = out.get(s.label(key), 0.0) + s.value
+        value = s.label(key)
+        if s.name == name and all(s.label(k) == v for k, v in labels.items()) and value is not None:
+            out[value] = out.get(value, 0.0) + s.value
     return out
 
 

@@ -96,7 +96,7 @@ def resolve(args: argparse.Namespace) -> argparse.Namespace:
 
 
 def main(argv: list[str]) -> int:
-    from .__init__ import make_logger
+    from specviz.train import make_logger
 
     args = resolve(parse_args(argv))
     import torch

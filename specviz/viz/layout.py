@@ -7,10 +7,14 @@ a half-width column a one-line title rarely fits. Every chart the app draws goes
 from __future__ import annotations
 
 import textwrap
+from typing import TYPE_CHECKING
 
 from specviz.core.lazy import lazy
 
-alt = lazy("altair")
+if TYPE_CHECKING:
+    import altair as alt
+else:
+    alt = lazy("altair")
 
 
 TITLE_CHARS = 34  # a title line this long fits a half-width column at 1280 px and a phone's full width at 390 px

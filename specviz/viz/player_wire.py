@@ -126,7 +126,7 @@ def _replaced(node, index: dict):
 
 def _indexed(wire: dict) -> dict:
     """The wire document with each marked string replaced by its index in `strings` (most used first)."""
-    found = Counter()
+    found: Counter[str] = Counter()
     _walk(wire, found)
     strings = [s for s, _ in found.most_common()]
     index = {s: i for i, s in enumerate(strings)}

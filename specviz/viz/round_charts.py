@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from specviz.core.lazy import lazy
 from specviz.core.trace import Node, Position, Round, TokenProb
 from specviz.viz.layout import PADDING, TITLE_CHARS, chart_title  # noqa: F401 - TITLE_CHARS: part of this API
 from specviz.viz.palette import ORIGIN_COLORS, ORIGIN_MARKS, P_COLOR, Q_COLOR
 from specviz.viz.text import prob, visible
 
-alt = lazy("altair")
-pd = lazy("pandas")
+if TYPE_CHECKING:
+    import altair as alt
+    import pandas as pd
+else:
+    alt = lazy("altair")
+    pd = lazy("pandas")
 
 DIST_COLORS = {"q (draft)": Q_COLOR, "p (target)": P_COLOR}
 VERDICT_COLORS = {"accepted": ORIGIN_COLORS["accepted"], "rejected": ORIGIN_COLORS["rejected"]}

@@ -10,6 +10,7 @@ the column beside it) and its row. The page draws a StepView with Streamlit (ui.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from specviz import methods
 from specviz.core.lazy import lazy
@@ -40,7 +41,10 @@ from specviz.viz.text import (
     visible,
 )
 
-alt = lazy("altair")
+if TYPE_CHECKING:
+    import altair as alt
+else:
+    alt = lazy("altair")
 
 # Block kinds: what a block holds and how it is drawn.
 MARKDOWN = "markdown"  # a sentence in Markdown (only **bold**; user text inert through viz.text.literal)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from specviz.core.dyntree import DynamicTree
 from specviz.core.lazy import lazy
 from specviz.core.trace import ACCEPTED, AFTER_STOP, REJECTED, Node, Round
@@ -11,8 +13,12 @@ from specviz.viz.palette import ORIGIN_COLORS, ORIGIN_MARKS, P_COLOR, Q_COLOR
 from specviz.viz.round_charts import PADDING, chart_title, drawn_chart
 from specviz.viz.text import visible
 
-alt = lazy("altair")
-pd = lazy("pandas")
+if TYPE_CHECKING:
+    import altair as alt
+    import pandas as pd
+else:
+    alt = lazy("altair")
+    pd = lazy("pandas")
 
 # What a node of the drawn tree is at the moment shown: colour, point shape and the mark before its token (colour is
 # never the only cue).

@@ -45,7 +45,7 @@ def both(pair, method: str):
         kind: HEADS[method].for_run(pair, RunSettings(method=method, forward=kind))
         for kind in (FORWARD_HF, FORWARD_LEAN)
     }
-    assert made[FORWARD_HF].lean is None and made[FORWARD_LEAN].lean is not None
+    assert made[FORWARD_HF].runner.forward == FORWARD_HF and made[FORWARD_LEAN].runner.forward == FORWARD_LEAN
     return made[FORWARD_HF], made[FORWARD_LEAN]
 
 
@@ -110,7 +110,7 @@ def test_the_lean_weights_are_built_once_per_head_and_leave_it_unchanged(bundled
 def test_the_hf_forward_keeps_the_modules(bundled, monkeypatch):
     monkeypatch.setenv("SPECVIZ_FORWARD", "hf")  # auto then means Hugging Face's forward in this process
     for method, cls in HEADS.items():
-        assert cls.for_run(bundled, RunSettings(method=method, forward=FORWARD_AUTO)).lean is None
+        assert cls.for_run(bundled, RunSettings(method=method, forward=FORWARD_AUTO)).runner.forward == FORWARD_HF
 
 
 @pytest.mark.parametrize("method", ["eagle", "eagle3", "mtp", "medusa"])

@@ -8,6 +8,7 @@ One module per method family; this package's names are re-exported here, so `spe
 
 from __future__ import annotations
 
+from specviz.engine.masks import additive_mask, ancestor_matrix
 from specviz.engine.proposers.base import (
     Drafter,
     Proposal,
@@ -22,10 +23,10 @@ from specviz.engine.proposers.draft_model import DraftModelDrafter, DraftModelPr
 from specviz.engine.proposers.eagle import EagleDrafter, EagleProposer
 from specviz.engine.proposers.eagle3 import Eagle3Proposer
 from specviz.engine.proposers.early_exit import EarlyExitDrafter, EarlyExitProposer
-from specviz.engine.proposers.masks import additive_mask, ancestor_matrix, cat_rows, rows_of, take_rows
 from specviz.engine.proposers.medusa import MedusaDrafter, MedusaProposer, draft_cap_note
 from specviz.engine.proposers.mtp import MtpProposer
 from specviz.engine.proposers.ngram import NgramDrafter, NgramProposer, ngram_lookup
+from specviz.engine.proposers.rows import cat_rows, rows_of, take_rows
 from specviz.engine.proposers.suffix import SuffixDrafter, SuffixProposer
 from specviz.engine.proposers.trees import dynamic_proposal, grow_top_b_tree
 

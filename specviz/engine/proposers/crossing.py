@@ -113,6 +113,10 @@ class CrossingDrafter(Drafter):
         """This round's translation, and the realignment after its commit (none yet when the run stopped in it)."""
         return self._crossing(*(self.moved or (self.state.length, 0, 0)))
 
+    def _crossing(self, kept: int, dropped: int, fresh: int) -> Crossing:
+        """The round's translation for a realignment that kept, dropped and freshly read so many draft tokens."""
+        raise NotImplementedError  # each way across tokenizers (TLI, SLEM) records its own
+
     @property
     def cache_length(self) -> int:
         return self.state.length

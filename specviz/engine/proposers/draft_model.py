@@ -15,8 +15,8 @@ from specviz.core.settings import FORWARD_HF, RunSettings
 from specviz.core.verify import TOP_B, WITHOUT_REPLACEMENT, draw_children, tree_depths, tree_parents
 from specviz.engine.kv import CachedModel
 from specviz.engine.lean import chosen_forward
+from specviz.engine.masks import ancestor_matrix
 from specviz.engine.proposers.base import Drafter, Proposal, draft_chain, empty_chain, empty_tree
-from specviz.engine.proposers.masks import ancestor_matrix
 from specviz.engine.proposers.trees import dynamic_proposal
 
 if TYPE_CHECKING:

@@ -12,13 +12,13 @@ from specviz.core.dyntree import DynamicTree, GrownSoFar
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
 from specviz.core.verify import tree_parents
-from specviz.engine.lean_heads import LeanHead, lean_step
+from specviz.engine.masks import additive_mask, after_cache, ancestor_matrix
 from specviz.engine.proposers.base import Drafter, Proposal, draft_chain, empty_chain, empty_tree, tree_shape
-from specviz.engine.proposers.masks import additive_mask, ancestor_matrix, cat_rows, rows_of, take_rows
+from specviz.engine.proposers.rows import cat_rows, rows_of, take_rows
+from specviz.engine.proposers.runners import HeadRunner, HfEagleRunner, chosen_runner
 from specviz.engine.proposers.trees import dynamic_proposal, grow_top_b_tree
 
 if TYPE_CHECKING:
-    from specviz.engine.heads import EagleHead
     from specviz.engine.models import ModelPair
 
 
@@ -31,23 +31,19 @@ class EagleProposer:
 
     method: ClassVar[str] = methods.EAGLE
     hidden_layers: ClassVar[tuple[int, ...]] = (-1,)  # the target's last hidden state, after its final norm: f_t
-    head: EagleHead
-    embed: torch.nn.Module  # the target's embedding and LM head, shared
-    lm_head: torch.nn.Module
+    runner: HeadRunner  # the head on the run's forward, chosen once (proposers/runners.py)
     vocab_size: int
     sampling: SamplingSettings
     shape: tuple[int, ...] = ()  # a tree's children per depth (EagleDrafter.propose_tree); empty: a chain
     dynamic: DynamicTree | None = None  # a dynamic (EAGLE-2) tree per round (EagleDrafter.propose_dynamic)
-    lean: LeanHead | None = None  # the head's step on the lean forward (engine/lean_heads.py); None: its own modules
 
     @classmethod
     def for_run(cls, pair: ModelPair, settings: RunSettings) -> EagleProposer:
         target = pair.target
-        head = pair.eagle_head
-        embed, lm_head = target.get_input_embeddings(), target.get_output_embeddings()
+        reference = HfEagleRunner(pair.eagle_head, target.get_input_embeddings(), target.get_output_embeddings())
         shape, dynamic = tree_shape(settings), settings.dynamic if settings.is_tree else None
-        lean = lean_step(head, target, settings.forward)
-        return cls(head, embed, lm_head, pair.vocab_size, settings.sampling, shape, dynamic, lean)
+        runner = chosen_runner(reference, target, settings.forward)
+        return cls(runner, pair.vocab_size, settings.sampling, shape, dynamic)
 
     def start(self, prompt_ids: list[int], features: torch.Tensor | None = None) -> EagleDrafter:
         return EagleDrafter(self, prompt_ids, features)
@@ -57,7 +53,7 @@ class EagleProposer:
 
     def new_cache(self):
         """One run's head cache: a LeanCache for the lean step, the module's DynamicCache otherwise."""
-        return self.lean.new_cache() if self.lean is not None else self.head.new_cache()
+        return self.runner.new_cache()
 
     def read(self, following: torch.Tensor, features: torch.Tensor, cache) -> torch.Tensor:
         """Pairs (f_t, x_{t+1}) of newly committed rows, following (n,) and features (layers, n, H) -> the state
@@ -65,10 +61,8 @@ class EagleProposer:
         return self.head_pass(following, features[0], cache)[-1]
 
     def logits(self, g: torch.Tensor) -> torch.Tensor:
-        """(..., V) the target's LM head on the head's feature(s) g (..., H)."""
-        if self.lean is not None:
-            return self.lean.logits(g, self.vocab_size)
-        return self.lm_head(g)[..., : self.vocab_size]
+        """(..., V) the target's LM head on the head's feature(s) g (..., H) (MTP: through its output norm)."""
+        return self.runner.logits(g, self.vocab_size)
 
     def step(self, token: torch.Tensor, g: torch.Tensor, cache) -> torch.Tensor:
         """The pair (g, x) predicts the next feature: the head reads its own output."""
@@ -82,9 +76,7 @@ class EagleProposer:
     def head_pass(self, tokens: torch.Tensor, states: torch.Tensor, cache, positions=None, mask=None) -> torch.Tensor:
         """The head over pairs: tokens (n,) x_{t+1} with states (n, H) -> (n, H) its outputs, on the lean step or
         through the head's own modules (the reference)."""
-        if self.lean is not None:
-            return self.lean.forward(tokens, states, cache, positions, mask)
-        return self.head(self.embed(tokens)[None], states[None], cache, positions, mask)[0]
+        return self.runner.run(tokens, states, cache, positions, mask)
 
 
 class EagleDrafter(Drafter):
@@ -108,7 +100,7 @@ class EagleDrafter(Drafter):
     def _read(self, features: torch.Tensor | None) -> None:
         """Read the pairs of newly committed feature rows; features (layers, rows, H)."""
         n, start = 0 if features is None else features.shape[1], self.cache.get_seq_length()
-        if n == 0:
+        if features is None or n == 0:
             return
         following = torch.tensor(self.tokens[start + 1 : start + 1 + n], device=features.device)  # (n,) x_{t+1}
         self.last = self.proposer.read(following, features, self.cache)
@@ -156,9 +148,9 @@ class EagleDrafter(Drafter):
             nonlocal state
             state = take_rows(state, state_rows)  # (m, H) each node's parent's state
             sees = ancestors[nodes][:, : nodes[-1] + 1].to(device)  # (m, earlier nodes + these) the nodes' ancestry
-            allowed = torch.cat([sees.new_ones(len(nodes), committed), sees], dim=1)  # (m, cached + m)
+            allowed = after_cache(sees, committed)  # (m, cached + m)
             positions = torch.full((1, len(nodes)), committed + depth - 1, device=device)  # (1, m)
-            mask = additive_mask(allowed, p.embed.weight.dtype)  # (1, 1, m, cached + m)
+            mask = additive_mask(allowed, p.runner.dtype)  # (1, 1, m, cached + m)
             state = p.step_nodes(tokens[nodes], state, self.cache, positions, mask)
             self.fed_extra += len(nodes)
             return p.logits(state)  # (m, V) the logits for each node's children
@@ -180,9 +172,9 @@ class EagleDrafter(Drafter):
             parent_state = cat_rows([state_of[so_far.parents[c]] for c in frontier])  # (m, H) each parent's state
             tokens = torch.tensor([so_far.tokens[c] for c in frontier], device=device)  # (m,)
             sees = so_far.sees(frontier).to(device)  # (m, expanded + m)
-            allowed = torch.cat([sees.new_ones(len(frontier), committed), sees], dim=1)  # (m, cached + m)
+            allowed = after_cache(sees, committed)  # (m, cached + m)
             positions = torch.full((1, len(frontier)), committed + so_far.depth(frontier[0]) - 1, device=device)
-            mask = additive_mask(allowed, p.embed.weight.dtype)  # (1, 1, m, cached + m)
+            mask = additive_mask(allowed, p.runner.dtype)  # (1, 1, m, cached + m)
             state = p.step_nodes(tokens, parent_state, self.cache, positions, mask)
             self.fed_extra += len(frontier)
             for row, c in enumerate(frontier):

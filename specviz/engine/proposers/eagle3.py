@@ -11,12 +11,11 @@ from specviz import methods
 from specviz.core.dyntree import DynamicTree
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
-from specviz.engine.lean_heads import LeanHead, lean_step
 from specviz.engine.proposers.base import tree_shape
 from specviz.engine.proposers.eagle import EagleDrafter
+from specviz.engine.proposers.runners import HeadRunner, HfEagle3Runner, chosen_runner
 
 if TYPE_CHECKING:
-    from specviz.engine.eagle3 import Eagle3Head
     from specviz.engine.models import ModelPair
 
 
@@ -30,43 +29,39 @@ class Eagle3Proposer:
     drafted, so min(1, p/q) and the residual keep the output exact (as for a trimmed draft vocabulary)."""
 
     method: ClassVar[str] = methods.EAGLE3
-    head: Eagle3Head
-    embed: torch.nn.Module  # the target's embedding, shared
+    runner: HeadRunner  # the head on the run's forward, chosen once (proposers/runners.py)
     vocab_size: int
     sampling: SamplingSettings
     hidden_layers: tuple[int, ...] = (2, 5, 7)  # the head's layers read (its config): vLLM's default for 10 layers
     shape: tuple[int, ...] = ()  # a tree's children per depth (EagleDrafter.propose_tree); empty: a chain
     dynamic: DynamicTree | None = None  # a dynamic (EAGLE-2) tree per round (EagleDrafter.propose_dynamic)
-    lean: LeanHead | None = None  # the head's step on the lean forward (engine/lean_heads.py); None: its own modules
 
     @classmethod
     def for_run(cls, pair: ModelPair, settings: RunSettings) -> Eagle3Proposer:
         head = pair.eagle3_head
-        embed = pair.target.get_input_embeddings()
+        reference = HfEagle3Runner(head, pair.target.get_input_embeddings())
         shape, dynamic = tree_shape(settings), settings.dynamic if settings.is_tree else None
-        lean = lean_step(head, pair.target, settings.forward)
-        return cls(head, embed, pair.vocab_size, settings.sampling, head.layers_read, shape, dynamic, lean)
+        runner = chosen_runner(reference, pair.target, settings.forward)
+        return cls(runner, pair.vocab_size, settings.sampling, head.layers_read, shape, dynamic)
 
     def start(self, prompt_ids: list[int], features: torch.Tensor | None = None) -> EagleDrafter:
         return EagleDrafter(self, prompt_ids, features)
 
     def new_cache(self):
         """One run's head cache: a LeanCache for the lean step, the module's DynamicCache otherwise."""
-        return self.lean.new_cache() if self.lean is not None else self.head.new_cache()
+        return self.runner.new_cache()
 
     def read(self, following: torch.Tensor, features: torch.Tensor, cache) -> tuple[torch.Tensor, torch.Tensor]:
         """features (layers, n, H) -> fc over them side by side (n, layers H); the state (normed, s) after the last
         pair, each (H,)."""
         fused = features.transpose(0, 1).reshape(features.shape[1], -1)  # (n, layers * H) in the layers' order
-        h = self.lean.project.times(fused) if self.lean is not None else self.head.fuse(fused)  # (n, H)
+        h = self.runner.fuse(fused)  # (n, H)
         normed, s = self.head_pass(following, h, cache)
         return normed[-1], s[-1]
 
     def logits(self, state: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
         """(..., V) the head's draft logits at their target ids, -inf elsewhere; state (normed, s), each (..., H)."""
-        if self.lean is not None:
-            return self.lean.logits(state, self.vocab_size)
-        return self.head.target_logits(state[0], self.head.config.vocab_size)[..., : self.vocab_size]
+        return self.runner.logits(state, self.vocab_size)
 
     def step(self, token: torch.Tensor, state, cache) -> tuple[torch.Tensor, torch.Tensor]:
         """The head reads its own pre-norm output s back with the drafted token (no fc)."""
@@ -81,7 +76,4 @@ class Eagle3Proposer:
     def head_pass(self, tokens: torch.Tensor, states: torch.Tensor, cache, positions=None, mask=None):
         """The head over pairs: tokens (n,) x_{t+1} with states (n, H) (h: fc's output, or its own s) -> (normed, s),
         each (n, H), on the lean step or through the head's own modules (the reference)."""
-        if self.lean is not None:
-            return self.lean.forward(tokens, states, cache, positions, mask)
-        normed, s = self.head(self.embed(tokens)[None], states[None], cache, positions, mask)
-        return normed[0], s[0]
+        return self.runner.run(tokens, states, cache, positions, mask)

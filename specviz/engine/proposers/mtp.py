@@ -5,13 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-import torch
-
 from specviz import methods
 from specviz.core.settings import RunSettings
-from specviz.engine.lean_heads import lean_step
 from specviz.engine.proposers.base import tree_shape
 from specviz.engine.proposers.eagle import EagleProposer
+from specviz.engine.proposers.runners import HfMtpRunner, chosen_runner
 
 if TYPE_CHECKING:
     from specviz.engine.models import ModelPair
@@ -27,12 +25,6 @@ class MtpProposer(EagleProposer):
     @classmethod
     def for_run(cls, pair: ModelPair, settings: RunSettings) -> MtpProposer:
         target = pair.target
-        embed, lm_head = target.get_input_embeddings(), target.get_output_embeddings()
-        lean = lean_step(pair.mtp_head, target, settings.forward)
-        return cls(pair.mtp_head, embed, lm_head, pair.vocab_size, settings.sampling, tree_shape(settings), lean=lean)
-
-    def logits(self, h: torch.Tensor) -> torch.Tensor:
-        """(..., V) the target's LM head on the module's normed output(s) h (..., H)."""
-        if self.lean is not None:
-            return self.lean.logits(h, self.vocab_size)  # the output norm included
-        return self.lm_head(self.head.normed(h))[..., : self.vocab_size]
+        reference = HfMtpRunner(pair.mtp_head, target.get_input_embeddings(), target.get_output_embeddings())
+        runner = chosen_runner(reference, target, settings.forward)
+        return cls(runner, pair.vocab_size, settings.sampling, tree_shape(settings))
