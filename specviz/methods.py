@@ -87,10 +87,23 @@ class Method:
     vllm_note: str = ""  # what else vLLM needs beyond its --speculative-config (shown beside it)
     crosses: bool = False  # drafts with a draft model whose tokenizer differs from the target's (TLI, SLEM, HF UAG):
     #                        only such a pair runs it, and such a pair runs only these of the draft-model methods
+    lean_head: bool = False  # its feature head has a lean step (engine/lean_heads.py), run where the target's is
+    former_cost_keys: tuple[tuple[str, str], ...] = ()  # (what, key): the keys cost measurements wrote for this
+    #   method before they were keyed by method ("step_ms", "drafts", "reference_ms"), so old files still read
 
     @property
     def speculative(self) -> bool:
         return self.draft_cost != NO_DRAFTS
+
+    @property
+    def timed_as(self) -> str | None:
+        """The drafter whose measured step is this method's draft step (engine/costs.py): the draft model for every
+        method that runs one, the specviz method an HF lane mirrors, else itself; None when no model drafts."""
+        if self.draft_cost in (NO_DRAFTS, HOST_LOOKUP):
+            return None
+        if self.draft_cost == DRAFT_MODEL_STEP:
+            return DRAFT
+        return self.mirrors or self.name
 
     @property
     def takes_tree(self) -> bool:
@@ -209,8 +222,10 @@ REGISTRY: dict[str, Method] = {
             draft_cost=FEATURE_HEAD_STEP,
             vllm_method=VLLM_EAGLE,
             loads_head=True,
+            lean_head=True,
             adaptive=True,
             branches=True,
+            former_cost_keys=(("step_ms", "head_step_ms"),),
         ),
         Method(
             EAGLE3,
@@ -221,8 +236,10 @@ REGISTRY: dict[str, Method] = {
             draft_cost=FEATURE_HEAD_STEP,
             vllm_method=VLLM_EAGLE3,
             loads_head=True,
+            lean_head=True,
             adaptive=True,
             branches=True,
+            former_cost_keys=(("step_ms", "head3_step_ms"),),
         ),
         Method(
             MEDUSA,
@@ -234,6 +251,7 @@ REGISTRY: dict[str, Method] = {
             vllm_method=VLLM_MEDUSA,
             loads_head=True,
             branches=True,
+            former_cost_keys=(("step_ms", "medusa_pass_ms"), ("drafts", "medusa_heads")),
         ),
         Method(
             MTP,
@@ -244,11 +262,13 @@ REGISTRY: dict[str, Method] = {
             draft_cost=FEATURE_HEAD_STEP,
             vllm_method=VLLM_MTP,
             loads_head=True,
+            lean_head=True,
             adaptive=True,
             branches=True,
             vllm_note="vLLM reads MTP layers from the served model itself, so serve the target's MiMoForCausalLM "
             "re-export with the MTP module inside it (`python -m specviz serve --method mtp` writes it once, into "
             "~/.cache/specviz/mimo/), not the target's own directory.",
+            former_cost_keys=(("step_ms", "mtp_step_ms"),),
         ),
         Method(
             EARLY_EXIT,
@@ -264,6 +284,7 @@ REGISTRY: dict[str, Method] = {
                 "Early exit drafts a chain here (one token at a time through the target's first layers): drop the "
                 f"tree shape, or use method {TREE} with the draft model."
             ),
+            former_cost_keys=(("step_ms", "exit_step_ms"), ("reference_ms", "exit_target_step_ms")),
         ),
         Method(
             TREE,

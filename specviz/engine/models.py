@@ -9,8 +9,9 @@ from __future__ import annotations
 import os
 import re
 import socket
-from collections.abc import Callable
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from urllib.parse import urlparse
@@ -40,6 +41,7 @@ MEDUSA_BESIDE = "medusa"  # and its Medusa heads (the bundled pair's medusa/)
 MTP_BESIDE = "mtp"  # and its MTP module (the bundled pair's mtp/)
 DEVICES = ("auto", "cpu", "cuda", "mps")
 DTYPES = ("auto", "float32", "bfloat16", "float16")
+_HEAD_LOCK = threading.Lock()
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 
 
@@ -60,52 +62,32 @@ class ModelPair:
     eos_ids: frozenset[int]
     token_texts: tuple[str, ...]  # decoded text of every token id, for the trace
     draft_counts: TokenCounts | None = None  # token frequencies shipped beside the draft, for a trimmed vocabulary
-    head_dir: str | None = None  # an EAGLE-1 head for this target (given, or found beside it), loaded when first used
-    head3_dir: str | None = None  # an EAGLE-3 head for this target (given, or found beside it), loaded when first used
-    medusa_dir: str | None = None  # Medusa heads for this target (given, or found beside it), loaded when first used
-    mtp_dir: str | None = None  # an MTP module for this target (given, or found beside it), loaded when first used
+    heads: Mapping[str, str] = field(default_factory=dict)  # method -> the feature head it drafts with (given, or
+    #                                                          found beside the target), loaded when first used
     crossing: VocabMap | None = None  # a draft with a tokenizer of its own (engine/vocab_map.py): only the methods
     #                                   that draft across tokenizers (TLI, SLEM) run it; None: one shared tokenizer
 
-    @cached_property
-    def eagle_head(self):
-        """The EAGLE-1 head (engine/heads.py), loaded once on first use, read-only like the models; a clear error
-        when there is none or it does not fit this target."""
-        return self._load_head(methods.EAGLE)
-
-    @cached_property
-    def eagle3_head(self):
-        """The EAGLE-3 head (engine/eagle3.py), loaded once on first use, read-only; a clear error when there is none
-        or it does not fit this target."""
-        return self._load_head(methods.EAGLE3)
-
-    @cached_property
-    def medusa_heads(self):
-        """The Medusa heads (engine/medusa.py), loaded once on first use, read-only; a clear error when there are
-        none or they do not fit this target."""
-        return self._load_head(methods.MEDUSA)
-
-    @cached_property
-    def mtp_head(self):
-        """The MTP module (engine/mtp.py), loaded once on first use, read-only; a clear error when there is none or
-        it does not fit this target."""
-        return self._load_head(methods.MTP)
-
-    def head_dir_for(self, method: str) -> str | None:
+    def head(self, method: str) -> str | None:
         """The head directory a feature-head method drafts with (None: the method reads none, or none was found)."""
-        dirs = {methods.EAGLE: self.head_dir, methods.EAGLE3: self.head3_dir, methods.MEDUSA: self.medusa_dir}
-        return (dirs | {methods.MTP: self.mtp_dir}).get(method)
+        return self.heads.get(method)
+
+    @cached_property
+    def _loaded_heads(self) -> dict:
+        return {}  # method -> its loaded head, filled by load_head_for
 
     def load_head_for(self, method: str):
-        """Load (once) the head a feature-head method drafts with: refused now when missing or misfit; None for a
-        method that reads no head."""
-        loaded = {methods.EAGLE: "eagle_head", methods.EAGLE3: "eagle3_head", methods.MEDUSA: "medusa_heads"}
-        loaded[methods.MTP] = "mtp_head"
-        return getattr(self, loaded[method]) if method in loaded else None
+        """The head a feature-head method drafts with, loaded once on first use and read-only like the models: a
+        clear error now when it is missing or does not fit this target; None for a method that reads no head."""
+        if method not in HEAD_KINDS:
+            return None
+        with _HEAD_LOCK:  # two sessions asking at once load it once
+            if method not in self._loaded_heads:
+                self._loaded_heads[method] = self._load_head(method)
+            return self._loaded_heads[method]
 
     def _load_head(self, method: str):
         kind = HEAD_KINDS[method]
-        directory = self.head_dir_for(method)
+        directory = self.head(method)
         if directory is None:
             raise SettingsError(
                 f"The {kind.name} method needs {kind.needs} trained for this target, and none was found beside "
@@ -273,10 +255,7 @@ def load_pair(
         eos_ids=_eos_ids(target_model, tokenizer),
         token_texts=tuple(tokenizer.batch_decode([[i] for i in range(vocab_size)])),
         draft_counts=load_counts(draft) if draft is not None and Path(draft).is_dir() and not crossing else None,
-        head_dir=heads.get(methods.EAGLE),
-        head3_dir=heads.get(methods.EAGLE3),
-        medusa_dir=heads.get(methods.MEDUSA),
-        mtp_dir=heads.get(methods.MTP),
+        heads=heads,
         crossing=crossing,
     )
 

@@ -22,8 +22,8 @@ def bundled():
 
 
 def test_the_shipped_heads_are_found_beside_the_bundled_target_in_a_few_mb(bundled):
-    assert bundled.medusa_dir == str(BUNDLED_PAIR / MEDUSA_BESIDE)
-    heads = bundled.medusa_heads
+    assert bundled.head(MEDUSA) == str(BUNDLED_PAIR / MEDUSA_BESIDE)
+    heads = bundled.load_head_for(MEDUSA)
     assert heads.num_heads == 4 and heads.shared_lm_head  # one LM head (the target's copy) for all four
     size = sum(f.stat().st_size for f in (BUNDLED_PAIR / MEDUSA_BESIDE).iterdir())
     assert size < 6e6

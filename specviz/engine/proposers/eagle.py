@@ -43,11 +43,18 @@ class EagleProposer:
     @classmethod
     def for_run(cls, pair: ModelPair, settings: RunSettings) -> EagleProposer:
         target = pair.target
-        head = pair.eagle_head
+        head = pair.load_head_for(cls.method)
         embed, lm_head = target.get_input_embeddings(), target.get_output_embeddings()
         shape, dynamic = tree_shape(settings), settings.dynamic if settings.is_tree else None
         lean = lean_step(head, target, settings.forward)
         return cls(head, embed, lm_head, pair.vocab_size, settings.sampling, shape, dynamic, lean)
+
+    @classmethod
+    def cost_probe(cls, pair: ModelPair, ids: list[int], settings: RunSettings):
+        """One head step over the prompt, to be timed (engine/costs.py): its layer and an LM head."""
+        from specviz.engine.proposers.probes import HeadStepProbe
+
+        return HeadStepProbe(cls, pair, ids, settings)
 
     def start(self, prompt_ids: list[int], features: torch.Tensor | None = None) -> EagleDrafter:
         return EagleDrafter(self, prompt_ids, features)

@@ -28,8 +28,9 @@ class MtpProposer(EagleProposer):
     def for_run(cls, pair: ModelPair, settings: RunSettings) -> MtpProposer:
         target = pair.target
         embed, lm_head = target.get_input_embeddings(), target.get_output_embeddings()
-        lean = lean_step(pair.mtp_head, target, settings.forward)
-        return cls(pair.mtp_head, embed, lm_head, pair.vocab_size, settings.sampling, tree_shape(settings), lean=lean)
+        module = pair.load_head_for(cls.method)
+        lean = lean_step(module, target, settings.forward)
+        return cls(module, embed, lm_head, pair.vocab_size, settings.sampling, tree_shape(settings), lean=lean)
 
     def logits(self, h: torch.Tensor) -> torch.Tensor:
         """(..., V) the target's LM head on the module's normed output(s) h (..., H)."""
