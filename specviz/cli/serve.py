@@ -20,7 +20,7 @@ from specviz import methods
 from specviz.errors import SpecvizError
 
 PLAIN_WORDS = ("none", methods.PLAIN)  # --method none (or plain): no --speculative-config
-SERVED = (methods.DRAFT, methods.NGRAM, methods.SUFFIX, methods.EAGLE, methods.EAGLE3, methods.MEDUSA, methods.MTP)
+SERVED = tuple(methods.FROM_VLLM.values())  # every engine method vLLM runs over one tokenizer
 
 
 def add_serve_parser(commands) -> None:

@@ -55,7 +55,7 @@ class MeasuredCosts:
     untrimmed_draft_step_s: float | None = None  # the whole draft, when its step was timed trimmed: what Hugging
     #                                              Face's assisted generation pays per draft step
     pass_drafts: Mapping[str, int] = field(default_factory=dict)  # drafter -> the tokens one timed pass drafted,
-    #                                                               where more than one (Medusa: one per head)
+    #                                                               where more than one (parallel heads: one each)
     exit_layer: int = 0  # the E an early-exit draft step was timed at (0 = not timed)
     reference_step_s: Mapping[str, float] = field(default_factory=dict)  # drafter -> a target step on the forward
     #   it runs, where that is not the one the other timings ran (early exit on Hugging Face's under lean): its c
@@ -193,8 +193,8 @@ class MeasuredCosts:
     @classmethod
     def from_dict(cls, doc: dict) -> MeasuredCosts:
         """A measurement read back from its JSON: the form to_dict writes, or the earlier one with a key per head
-        (head_step_ms, medusa_pass_ms, ...: each method's `former_cost_keys` in the registry) and, in a model card's
-        measurements.json, only v(K) relative to the target step."""
+        (each method's `former_cost_keys` in the registry) and, in a model card's measurements.json, only v(K)
+        relative to the target step."""
         seconds = lambda value: None if value is None else value / 1e3  # noqa: E731
         target = doc["target_step_ms"] / 1e3
         verify = [v / 1e3 for v in doc["verify_ms"]] if doc.get("verify_ms") else []

@@ -132,7 +132,7 @@ def forwards_run(pair: ModelPair, settings: RunSettings) -> dict:
     if method.loads_draft and pair.draft is not None:
         ran["draft"] = chosen_forward(settings.forward, pair.draft)
     if method.loads_head:  # a head with a lean step follows the target where it can; the others run their modules
-        head = pair.load_head_for(method.name) if method.lean_head else None
+        head = pair.load_head_for(method.name) if method.head.lean else None
         ran["head"] = (
             FORWARD_LEAN if head is not None and lean_step(head, pair.target, settings.forward) else FORWARD_HF
         )

@@ -10,7 +10,7 @@ import os
 import re
 import socket
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -21,11 +21,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache, PreT
 
 from specviz import methods
 from specviz.core.settings import AUTO_THREADS
-from specviz.engine.eagle3 import is_eagle3_head, load_head3
-from specviz.engine.heads import is_eagle_head, load_head
 from specviz.engine.install import GGUF_PACKAGES, cache_root, quietly
-from specviz.engine.medusa import is_medusa_head, load_medusa
-from specviz.engine.mtp import is_mtp, load_mtp
 from specviz.engine.threads import apply_threads
 from specviz.engine.vocab import COUNTS_FILE, TokenCounts, check_trimmable, load_counts
 from specviz.engine.vocab_map import VocabMap, build_vocab_map
@@ -35,10 +31,6 @@ ASSETS = Path(__file__).resolve().parents[2] / "assets"
 BUNDLED_PAIR = ASSETS / "models" / "pystdlib"
 BUNDLED_TARGET = str(BUNDLED_PAIR / "target")
 BUNDLED_DRAFT = str(BUNDLED_PAIR / "draft")
-HEAD_BESIDE = "eagle"  # where a pair's EAGLE-1 head is found: beside the target directory (the bundled pair's eagle/)
-HEAD3_BESIDE = "eagle3"  # and its EAGLE-3 head (the bundled pair's eagle3/)
-MEDUSA_BESIDE = "medusa"  # and its Medusa heads (the bundled pair's medusa/)
-MTP_BESIDE = "mtp"  # and its MTP module (the bundled pair's mtp/)
 DEVICES = ("auto", "cpu", "cuda", "mps")
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 _HEAD_LOCK = threading.Lock()
@@ -211,8 +203,8 @@ def load_pair(
     """Load target (and draft, unless None) onto one device, check they share a tokenizer, and freeze them for reuse.
     cross_vocab: a draft whose tokenizer differs is mapped to the target's (engine/vocab_map.py) instead of refused,
     for the methods that draft across tokenizers.
-    head: a feature head directory (EAGLE-1, EAGLE-3 or Medusa, told apart by its config) for its own method; the
-    other kinds are looked for beside the target (each loaded only when a run uses it). threads: torch's thread
+    head: a feature head directory (its kind told apart by its config: the registry's HeadSpec) for its own method;
+    the other kinds are looked for beside the target (each loaded only when a run uses it). threads: torch's thread
     count on a CPU, auto or a number (engine/threads.py)."""
     if not Path(BUNDLED_TARGET).is_dir() and BUNDLED_TARGET in (target, draft):
         raise ModelLoadError(
@@ -260,81 +252,17 @@ def load_pair(
     )
 
 
-@dataclass(frozen=True)
-class HeadKind:
-    """A kind of feature head: the method that drafts with it, the directory beside a target where a pair's copy sits,
-    how its directory is recognised and loaded (engine/heads.py, eagle3.py, medusa.py), and the words for messages."""
-
-    method: str
-    name: str  # "EAGLE-1": the method in messages
-    beside: str  # its directory beside the target
-    needs: str  # "a head": what the method needs
-    one: str  # "one": the pronoun for it
-    stage: str  # the train-tiny stage that writes one for the bundled target
-    holds: str  # what its directory holds, for the refusal of a directory that is none of the kinds
-    recognises: Callable[[str | Path], bool]  # whether a directory holds this kind (read from its files)
-    load: Callable[..., torch.nn.Module]  # (directory, target, target_name) -> the head, refusing misfits
-
-
-HEAD_KINDS = {
-    kind.method: kind
-    for kind in (
-        HeadKind(
-            methods.EAGLE,
-            "EAGLE-1",
-            HEAD_BESIDE,
-            "a head",
-            "one",
-            "eagle",
-            "an EAGLE-1 head (fc.weight and layers.0.*, vLLM's EAGLE-1 format)",
-            is_eagle_head,
-            load_head,
-        ),
-        HeadKind(
-            methods.EAGLE3,
-            "EAGLE-3",
-            HEAD3_BESIDE,
-            "an EAGLE-3 head",
-            "one",
-            "eagle3",
-            'an EAGLE-3 head (a config naming "LlamaForCausalLMEagle3"; fc, midlayer.*, norm, lm_head and d2t)',
-            is_eagle3_head,
-            load_head3,
-        ),
-        HeadKind(
-            methods.MEDUSA,
-            "Medusa",
-            MEDUSA_BESIDE,
-            "heads",
-            "them",
-            "medusa",
-            'Medusa heads (a config naming "MedusaModel"; blocks.* and lm_heads.*)',
-            is_medusa_head,
-            load_medusa,
-        ),
-        HeadKind(
-            methods.MTP,
-            "MTP",
-            MTP_BESIDE,
-            "an MTP module",
-            "one",
-            "mtp",
-            'an MTP module (a config naming "SpecvizMTP"; enorm, hnorm, eh_proj, mtp_block.* and shared_head.norm)',
-            is_mtp,
-            load_mtp,
-        ),
-    )
-}
+HEAD_KINDS = {name: m.head for name, m in methods.REGISTRY.items() if m.head is not None}  # method -> its head kind
 
 
 def find_heads(target: str, head: str | None) -> dict[str, str]:
-    """Method -> the feature head directory it drafts with: the head given (an EAGLE-1, EAGLE-3 or Medusa head, told
-    apart by its config) for its own method, and for each other kind the one beside a local target."""
+    """Method -> the feature head directory it drafts with: the head given (its kind told apart by its config) for
+    its own method, and for each other kind the one beside a local target."""
     found = {}
     if head is not None:
         path = Path(str(head).strip()).expanduser()
-        kind = next((kind for kind in HEAD_KINDS.values() if kind.recognises(path)), None)
-        if kind is None:
+        method = next((method for method, kind in HEAD_KINDS.items() if kind.recognises(path)), None)
+        if method is None:
             raise ModelLoadError(
                 f"{str(path)!r} is not a feature head directory: it needs config.json and model.safetensors, as "
                 + "; ".join(
@@ -342,12 +270,12 @@ def find_heads(target: str, head: str | None) -> dict[str, str]:
                 )
                 + "."
             )
-        found[kind.method] = str(path)
+        found[method] = str(path)
     if Path(str(target)).expanduser().is_dir():
-        for kind in HEAD_KINDS.values():
+        for method, kind in HEAD_KINDS.items():
             directory = Path(str(target)).expanduser().parent / kind.beside
-            if kind.method not in found and kind.recognises(directory):
-                found[kind.method] = str(directory)
+            if method not in found and kind.recognises(directory):
+                found[method] = str(directory)
     return found
 
 

@@ -26,8 +26,8 @@ class Prediction:
 
 def draft_step_cost(method: methods.Method, costs: MeasuredCosts, exit_layer: int = 0) -> float | None:
     """c for this method: a draft model's measured step (the whole head for transformers' lanes, which keep it), its
-    own drafter's measured step per drafted token (a feature head's step, a Medusa pass per draft it makes, an
-    early-exit step at the runs' exit layer), or 0 for a lookup on the host; None when drafting is not measured."""
+    own drafter's measured step per drafted token (a feature head's step, a pass of parallel heads per draft it
+    makes, an early-exit step at the runs' exit layer), or 0 for a lookup on the host; None when not measured."""
     if method.draft_cost == methods.DRAFT_MODEL_STEP and method.engine == methods.HF:
         return costs.untrimmed_c
     if method.exits_early and costs.exit_layer != exit_layer:  # timed at one E: runs at another have no measured c

@@ -79,7 +79,8 @@ def bundled_sources() -> tuple[str, str]:
 
 
 def bundled_head(method: str) -> str:
-    """The bundled target's head directory for a head method (eagle/, eagle3/ or medusa/ beside the target)."""
+    """The bundled target's head directory for a head method (its registry entry's `head.beside`, beside the
+    target)."""
     from specviz.engine.models import BUNDLED_PAIR, HEAD_KINDS
 
     return str(BUNDLED_PAIR / HEAD_KINDS[method].beside)

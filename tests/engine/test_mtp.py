@@ -14,7 +14,7 @@ from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
 from specviz.engine import proposers
 from specviz.engine.decode import generate
-from specviz.engine.models import ASSETS, BUNDLED_PAIR, HEAD_KINDS, MTP_BESIDE, find_heads, load_pair
+from specviz.engine.models import ASSETS, BUNDLED_PAIR, HEAD_KINDS, find_heads, load_pair
 from specviz.engine.mtp import MTP_WEIGHTS, is_mtp, load_mtp, new_mtp, save_mtp
 from specviz.errors import ModelLoadError
 
@@ -50,7 +50,7 @@ def test_the_registry_and_the_command_line_name_it():
     assert m.vllm_config(4, "ignored") == {"method": "mtp", "num_speculative_tokens": 4}  # the served model's own layer
     assert MTP in methods.PROPOSERS and MTP in methods.LANES
     assert proposers.proposer_class(MTP) is proposers.MtpProposer
-    assert HEAD_KINDS[MTP].beside == MTP_BESIDE == "mtp" and HEAD_KINDS[MTP].stage == "mtp"
+    assert HEAD_KINDS[MTP].beside == methods.get(methods.MTP).head.beside == "mtp" and HEAD_KINDS[MTP].stage == "mtp"
 
 
 @pytest.mark.parametrize("k", [1, 4])
@@ -99,7 +99,7 @@ def test_a_directory_that_is_no_mtp_module_is_refused(tiny, tmp_path, model_dirs
 
 def test_the_shipped_module_is_found_beside_the_bundled_target_and_greedy_equals_plain():
     bundled = load_pair(device="cpu", draft=None)
-    assert bundled.head(MTP) == str(BUNDLED_PAIR / MTP_BESIDE)
+    assert bundled.head(MTP) == str(BUNDLED_PAIR / methods.get(methods.MTP).head.beside)
     accepted = 0
     for prompt in HELD_OUT:
         spec = generate(bundled, prompt, greedy(k=3, max_new=40))

@@ -19,8 +19,9 @@ if TYPE_CHECKING:
 
 
 class HeadStepProbe:
-    """A feature head (EAGLE-1, EAGLE-3, MTP) after reading the prompt's pairs, as its drafter holds it: one timed
-    step reads one drafted pair (its own state back, the next token) and draws its logits; restore crops it."""
+    """A chained feature head (EagleDrafter's proposers) after reading the prompt's pairs, as its drafter holds it:
+    one timed step reads one drafted pair (its own state back, the next token) and draws its logits; restore crops
+    it."""
 
     drafts = 1  # one step drafts one token
     target_forward: str | None = None  # its c is against a target step on the run's own forward
@@ -46,7 +47,7 @@ class HeadStepProbe:
 
 
 class PassProbe:
-    """Heads that draft a whole chain in one pass over the target's feature of the prompt's last row (Medusa): one
+    """Parallel heads that draft a whole chain in one pass over the target's feature of the prompt's last row: one
     timed pass is every head's block and LM head (the drafter's whole proposal); the heads keep no state to restore.
     Its time is shared among the `drafts` tokens the pass makes."""
 
