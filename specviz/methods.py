@@ -73,6 +73,9 @@ class HeadSpec:
     recogniser: str  # that module's function (directory) -> whether a directory holds this kind (read from its files)
     loader: str  # and its function (directory, target, target_name) -> the head, refusing misfits
     lean: bool = False  # the head has a lean step (engine/lean_heads.py), run where the target's forward is lean
+    served_inside: str = ""  # "module:function" (target, head, out) writing the checkpoint vLLM serves this method
+    #                          with, where vLLM reads the head from the served model itself ("": it takes the head's
+    #                          directory as its speculative "model")
 
     def recognises(self, directory) -> bool:
         """Whether `directory` holds a head of this kind."""
@@ -170,7 +173,7 @@ class Method:
             config["model"] = draft_source or "<draft model>"
         if self.crosses:
             config["use_heterogeneous_vocab"] = True
-        if self.loads_head and self.vllm_method != VLLM_MTP:
+        if self.head is not None and not self.head.served_inside:
             config["model"] = draft_source or "<head directory>"
         return config
 
@@ -342,6 +345,7 @@ REGISTRY: dict[str, Method] = {
                 "is_mtp",
                 "load_mtp",
                 lean=True,
+                served_inside="specviz.engine.mimo:export_mimo",
             ),
             adaptive=True,
             branches=True,
