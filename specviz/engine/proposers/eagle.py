@@ -1,4 +1,4 @@
-"""EAGLE-1 and the drafter every feature head shares (EAGLE-1, EAGLE-3, MTP): chains, static and dynamic trees."""
+"""EAGLE-1 and the drafter every chained feature head shares: chains, static and dynamic trees."""
 
 from __future__ import annotations
 
