@@ -522,6 +522,11 @@ def loads_head(names) -> bool:
     return any(get(n).loads_head for n in names)
 
 
+def heads_words() -> str:
+    """Each head method and what it drafts with, for help texts: "eagle = the EAGLE-1 head; ..."."""
+    return "; ".join(f"{name} = the {m.label}" for name, m in REGISTRY.items() if m.head is not None)
+
+
 FAMILY = ("all", "family")  # the --method words (and the workload page's choice) for every runnable proposer
 
 

@@ -111,8 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=methods.PROPOSERS + methods.CROSSING,
         help="who drafts (default: the draft model, or n-gram lookup with --draft ngram); "
         f"{' / '.join(methods.CROSSING)} = a --draft with a tokenizer of its own (docs/crossvocab.md); "
-        f"{methods.EAGLE} / {methods.EAGLE3} / {methods.MEDUSA} / {methods.MTP} = the EAGLE-1 / EAGLE-3 head, the "
-        "Medusa heads or the MTP module beside the target or given by --head",
+        f"{methods.heads_words()}: beside the target or given by --head",
     )
     run.add_argument("--json", action="store_true", help="print the full trace as JSON (format specviz.trace v1)")
     run.set_defaults(handler=cmd_run)
@@ -210,10 +209,9 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         "--head",
         default=None,
         metavar="DIR",
-        help=f"a feature head directory: an EAGLE-1 or EAGLE-3 head for the {methods.EAGLE} or {methods.EAGLE3} "
-        f"method, Medusa heads for the {methods.MEDUSA} method, an MTP module for the {methods.MTP} method, told "
-        "apart by its config (default: the eagle/, eagle3/, medusa/ and mtp/ directories beside the target, as the "
-        "bundled pair ships them)",
+        help=f"a feature head directory for its own method ({methods.heads_words()}), told apart by its config "
+        f"(default: the {', '.join(m.head.beside + '/' for m in methods.REGISTRY.values() if m.head)} directories "
+        "beside the target, as the bundled pair ships them)",
     )
     parser.add_argument("--device", default="auto", help="auto (cuda > mps > cpu), cpu, cuda or mps")
     parser.add_argument(
@@ -745,7 +743,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     lanes = _exit_lanes_that_fit(pair, lanes, base, asked=args.lanes is not None)
     base = with_draft_vocab(base, args, pair)
     lanes_of_trees = [tree_settings(base, shape, name) for shape in trees for name in tree_methods]
-    for settings in lanes_of_trees:  # a shape a head cannot draft (a Medusa tree deeper than its heads): now
+    for settings in lanes_of_trees:  # a shape a head cannot draft (a tree deeper than its parallel heads): now
         make_proposer(pair, settings)
     rows, skipped = runnable_rows(pair, chat_rows(args, pair, rows), [base, *lanes_of_trees])
     for problem in skipped:
