@@ -11,6 +11,7 @@ constants below, never by a literal. This module imports nothing heavy: core cod
 from __future__ import annotations
 
 from dataclasses import dataclass
+from importlib import import_module
 from typing import TYPE_CHECKING
 
 from specviz.errors import SettingsError
@@ -26,8 +27,9 @@ DRAFT_MODEL_STEP = "draft model step"  # a forward pass of the draft model per d
 HOST_LOOKUP = "host lookup"  # a search on the host over tokens already known (c = 0: next to nothing)
 FEATURE_HEAD_STEP = "feature head step"  # a pass of a small head over the target's own features per drafted token
 #                                          (c = its measured cost: one decoder layer and the target's LM head)
-MEDUSA_HEADS_PASS = "medusa heads pass"  # one pass of K Medusa heads over one feature drafts all K tokens
-#                                          (c = its measured time / K: a residual block and an LM head per token)
+HEADS_PASS = "medusa heads pass"  # one pass of K parallel heads over one feature drafts all K tokens (Medusa)
+#                                   (c = its measured time / K: a residual block and an LM head per token)
+MEDUSA_HEADS_PASS = HEADS_PASS  # its former name
 EXIT_LAYERS_STEP = "early exit step"  # the target's own first E of L layers, its final norm and LM head, per drafted
 #                                        token (c = its measured cost: about E/L of a target step, plus the LM head)
 
@@ -57,6 +59,34 @@ NEEDS_SHAPE = (
 
 
 @dataclass(frozen=True)
+class HeadSpec:
+    """A kind of feature head a method drafts with: the directory beside a target where a pair's copy sits, the
+    engine module that recognises and loads one (imported only when used), and the words for messages."""
+
+    name: str  # "EAGLE-1": the method in messages
+    beside: str  # its directory beside the target (the bundled pair's eagle/, ...)
+    needs: str  # "a head": what the method needs
+    one: str  # "one": the pronoun for it
+    stage: str  # the train-tiny stage that writes one for the bundled target
+    holds: str  # what its directory holds, for the refusal of a directory that is none of the kinds
+    module: str  # the engine module that reads it
+    recogniser: str  # that module's function (directory) -> whether a directory holds this kind (read from its files)
+    loader: str  # and its function (directory, target, target_name) -> the head, refusing misfits
+    lean: bool = False  # the head has a lean step (engine/lean_heads.py), run where the target's forward is lean
+    served_inside: str = ""  # "module:function" (target, head, out) writing the checkpoint vLLM serves this method
+    #                          with, where vLLM reads the head from the served model itself ("": it takes the head's
+    #                          directory as its speculative "model")
+
+    def recognises(self, directory) -> bool:
+        """Whether `directory` holds a head of this kind."""
+        return getattr(import_module(self.module), self.recogniser)(directory)
+
+    def load(self, directory, target, target_name: str):
+        """The head in `directory`, loaded for `target` (refused when it does not fit)."""
+        return getattr(import_module(self.module), self.loader)(directory, target, target_name)
+
+
+@dataclass(frozen=True)
 class Method:
     """One method: its names, what it needs, and how the same idea is configured in vLLM and transformers."""
 
@@ -66,7 +96,7 @@ class Method:
     engine: str  # SPECVIZ (in-process loop) or HF (transformers generate)
     loads_draft: bool  # runs a second, smaller model (so the pair must load one)
     draft_cost: str  # what drafting one token costs: NO_DRAFTS, DRAFT_MODEL_STEP, HOST_LOOKUP, FEATURE_HEAD_STEP,
-    #                  MEDUSA_HEADS_PASS or EXIT_LAYERS_STEP
+    #                  HEADS_PASS or EXIT_LAYERS_STEP
     mirrors: str | None = None  # for an HF lane: the specviz method it is the reference implementation of
     vllm_method: str | None = None  # vLLM's --speculative-config "method"
     hf_option: str | None = None  # the generate() argument that turns it on
@@ -77,20 +107,38 @@ class Method:
     #                         heads: EAGLE-2-style trees for EAGLE-1 / EAGLE-3, Medusa's Cartesian tree)
     remembers: bool = False  # learns from earlier runs (suffix decoding's global trie): runs take the caller's
     #                          SuffixMemory (per app session, per measurement), so the server's run cache is bypassed
-    loads_head: bool = False  # drafts with a feature head that reads the target's hidden states (engine/heads.py,
-    #                           engine/eagle3.py, engine/medusa.py), found beside the target (DIR/../eagle,
-    #                           DIR/../eagle3, DIR/../medusa) or given by path (--head, its kind read from its
-    #                           config): no draft model
+    head: HeadSpec | None = None  # the feature head it drafts with, reading the target's hidden states: found
+    #                               beside the target (DIR/../<head.beside>) or given by path (--head, its kind read
+    #                               from its config); no draft model
     adaptive: bool = False  # K means a chain drafted token by token, so the K schedules apply (core/schedule.py)
     refuses_schedule: str = ""  # why an adaptive K schedule does not apply (the generic reason when empty)
     exits_early: bool = False  # drafts with the target's own first layers (RunSettings.exit_layer, CLI --exit-layer)
     vllm_note: str = ""  # what else vLLM needs beyond its --speculative-config (shown beside it)
     crosses: bool = False  # drafts with a draft model whose tokenizer differs from the target's (TLI, SLEM, HF UAG):
     #                        only such a pair runs it, and such a pair runs only these of the draft-model methods
+    spec_bench: str = ""  # its name on Spec-Bench's leaderboard (measure/spec_bench.py), where it is there
+    refuses_dynamic: str = ""  # why it cannot grow a dynamic (EAGLE-2) tree though it drafts trees ("" when it can)
+    former_cost_keys: tuple[tuple[str, str], ...] = ()  # (what, key): the keys cost measurements wrote for this
+    #   method before they were keyed by method ("step_ms", "drafts", "reference_ms"), so old files still read
+
+    @property
+    def loads_head(self) -> bool:
+        """Whether it drafts with a feature head (so the pair must find one)."""
+        return self.head is not None
 
     @property
     def speculative(self) -> bool:
         return self.draft_cost != NO_DRAFTS
+
+    @property
+    def timed_as(self) -> str | None:
+        """The drafter whose measured step is this method's draft step (engine/costs.py): the draft model for every
+        method that runs one, the specviz method an HF lane mirrors, else itself; None when no model drafts."""
+        if self.draft_cost in (NO_DRAFTS, HOST_LOOKUP):
+            return None
+        if self.draft_cost == DRAFT_MODEL_STEP:
+            return DRAFT
+        return self.mirrors or self.name
 
     @property
     def takes_tree(self) -> bool:
@@ -125,7 +173,7 @@ class Method:
             config["model"] = draft_source or "<draft model>"
         if self.crosses:
             config["use_heterogeneous_vocab"] = True
-        if self.loads_head and self.vllm_method != VLLM_MTP:
+        if self.head is not None and not self.head.served_inside:
             config["model"] = draft_source or "<head directory>"
         return config
 
@@ -167,6 +215,7 @@ REGISTRY: dict[str, Method] = {
             vllm_method=VLLM_DRAFT_MODEL,
             hf_option=HF_ASSISTANT_MODEL,
             adaptive=True,
+            spec_bench="SpS",  # speculative sampling with a draft model
         ),
         Method(
             NGRAM,
@@ -183,6 +232,7 @@ REGISTRY: dict[str, Method] = {
             ),
             refuses_schedule="proposes whatever continuation it finds, up to K, at next to no cost per token: it "
             "has no confidence of its own to stop on",
+            spec_bench="PLD",  # prompt lookup decoding
         ),
         Method(
             SUFFIX,
@@ -208,9 +258,22 @@ REGISTRY: dict[str, Method] = {
             loads_draft=False,
             draft_cost=FEATURE_HEAD_STEP,
             vllm_method=VLLM_EAGLE,
-            loads_head=True,
+            head=HeadSpec(
+                "EAGLE-1",
+                "eagle",
+                "a head",
+                "one",
+                "eagle",
+                "an EAGLE-1 head (fc.weight and layers.0.*, vLLM's EAGLE-1 format)",
+                "specviz.engine.heads",
+                "is_eagle_head",
+                "load_head",
+                lean=True,
+            ),
             adaptive=True,
             branches=True,
+            former_cost_keys=(("step_ms", "head_step_ms"),),
+            spec_bench="EAGLE",
         ),
         Method(
             EAGLE3,
@@ -220,9 +283,22 @@ REGISTRY: dict[str, Method] = {
             loads_draft=False,
             draft_cost=FEATURE_HEAD_STEP,
             vllm_method=VLLM_EAGLE3,
-            loads_head=True,
+            head=HeadSpec(
+                "EAGLE-3",
+                "eagle3",
+                "an EAGLE-3 head",
+                "one",
+                "eagle3",
+                'an EAGLE-3 head (a config naming "LlamaForCausalLMEagle3"; fc, midlayer.*, norm, lm_head and d2t)',
+                "specviz.engine.eagle3",
+                "is_eagle3_head",
+                "load_head3",
+                lean=True,
+            ),
             adaptive=True,
             branches=True,
+            former_cost_keys=(("step_ms", "head3_step_ms"),),
+            spec_bench="EAGLE3",
         ),
         Method(
             MEDUSA,
@@ -230,10 +306,25 @@ REGISTRY: dict[str, Method] = {
             "specviz · Medusa heads",
             SPECVIZ,
             loads_draft=False,
-            draft_cost=MEDUSA_HEADS_PASS,
+            draft_cost=HEADS_PASS,
             vllm_method=VLLM_MEDUSA,
-            loads_head=True,
+            head=HeadSpec(
+                "Medusa",
+                "medusa",
+                "heads",
+                "them",
+                "medusa",
+                'Medusa heads (a config naming "MedusaModel"; blocks.* and lm_heads.*)',
+                "specviz.engine.medusa",
+                "is_medusa_head",
+                "load_medusa",
+            ),
             branches=True,
+            former_cost_keys=(("step_ms", "medusa_pass_ms"), ("drafts", "medusa_heads")),
+            refuses_dynamic="Medusa cannot grow a dynamic tree: its heads all read one feature and never see a drafted "
+            "token, so expanding a node gives every node of a depth the same children. Use a static Medusa tree (e.g. "
+            f"3,2,1), or a dynamic tree with {TREE}, {EAGLE} or {EAGLE3}.",
+            spec_bench="Medusa",
         ),
         Method(
             MTP,
@@ -243,12 +334,25 @@ REGISTRY: dict[str, Method] = {
             loads_draft=False,
             draft_cost=FEATURE_HEAD_STEP,
             vllm_method=VLLM_MTP,
-            loads_head=True,
+            head=HeadSpec(
+                "MTP",
+                "mtp",
+                "an MTP module",
+                "one",
+                "mtp",
+                'an MTP module (a config naming "SpecvizMTP"; enorm, hnorm, eh_proj, mtp_block.* and shared_head.norm)',
+                "specviz.engine.mtp",
+                "is_mtp",
+                "load_mtp",
+                lean=True,
+                served_inside="specviz.engine.mimo:export_mimo",
+            ),
             adaptive=True,
             branches=True,
             vllm_note="vLLM reads MTP layers from the served model itself, so serve the target's MiMoForCausalLM "
             "re-export with the MTP module inside it (`python -m specviz serve --method mtp` writes it once, into "
             "~/.cache/specviz/mimo/), not the target's own directory.",
+            former_cost_keys=(("step_ms", "mtp_step_ms"),),
         ),
         Method(
             EARLY_EXIT,
@@ -264,6 +368,7 @@ REGISTRY: dict[str, Method] = {
                 "Early exit drafts a chain here (one token at a time through the target's first layers): drop the "
                 f"tree shape, or use method {TREE} with the draft model."
             ),
+            former_cost_keys=(("step_ms", "exit_step_ms"), ("reference_ms", "exit_target_step_ms")),
         ),
         Method(
             TREE,
@@ -375,6 +480,7 @@ def first_choice(offered: tuple[str, ...]) -> str:
     return DRAFT if DRAFT in offered else next((m for m in offered if m in CROSSING), offered[0])
 
 
+RACE_FIRST = (DRAFT, SUFFIX, EAGLE3, EAGLE, MEDUSA, EARLY_EXIT)  # the lanes a chosen race picks first, in order
 BRANCHING = tuple(name for name, m in REGISTRY.items() if m.branches)  # chain methods that also draft trees
 FROM_VLLM = {
     m.vllm_method: m.name for m in REGISTRY.values() if m.vllm_method and m.engine == SPECVIZ and not m.crosses
@@ -414,6 +520,11 @@ def loads_draft(names) -> bool:
 def loads_head(names) -> bool:
     """Whether any of these methods drafts with a feature head (so the pair must find one)."""
     return any(get(n).loads_head for n in names)
+
+
+def heads_words() -> str:
+    """Each head method and what it drafts with, for help texts: "eagle = the EAGLE-1 head; ..."."""
+    return "; ".join(f"{name} = the {m.label}" for name, m in REGISTRY.items() if m.head is not None)
 
 
 FAMILY = ("all", "family")  # the --method words (and the workload page's choice) for every runnable proposer

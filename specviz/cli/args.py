@@ -39,7 +39,7 @@ def one_tree(args: argparse.Namespace) -> TreeSpec:
 
 def settings_from(args: argparse.Namespace, method: str) -> RunSettings:
     """The run's settings; a --tree shape turns the draft-model method into tree speculation, and makes a feature head
-    (eagle, eagle3, medusa) draft a tree of its top tokens (K = the tree's depth)."""
+    (methods.BRANCHING) draft a tree of its top tokens (K = the tree's depth)."""
     tree = one_tree(args)
     if tree and method == methods.DRAFT:
         method = methods.TREE

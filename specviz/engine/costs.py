@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import torch
 
-from specviz import methods
+from specviz import methods as registry  # measure_costs takes an argument called methods
 from specviz.core.settings import FORWARD_AUTO, FORWARD_HF
 from specviz.core.theory import MAX_K, VerifyCost
 from specviz.engine.kv import CachedModel
@@ -27,17 +27,9 @@ from specviz.errors import SettingsError
 
 NOISE_FACTOR = 1.5  # a pass over fewer tokens timed this many times slower than one over more: noise, not cost
 MIN_VERIFY_RELATIVE = 0.9  # a pass over K + 1 tokens reads at least the same weights as a step: below this, noise
-# The drafters whose c the calculator measures: the draft model, the feature heads, early exit, and the lookups (c 0).
-C_DRAFTERS = (
-    methods.DRAFT,
-    methods.EAGLE,
-    methods.EAGLE3,
-    methods.MEDUSA,
-    methods.MTP,
-    methods.EARLY_EXIT,
-    methods.NGRAM,
-    methods.SUFFIX,
-)
+# The drafters whose c the calculator measures: each chain proposer of one tokenizer, those that run a model first
+# (the draft model, the feature heads, early exit), then the lookups (c 0).
+C_DRAFTERS = tuple(sorted(registry.PROPOSERS, key=lambda name: registry.get(name).draft_cost == registry.HOST_LOOKUP))
 Progress = Callable[[int, int], None]  # (rounds of timings done, rounds in all, the warm-up included)
 DEFAULT_PROMPT = (
     "def mean(values):\n    return sum(values) / len(values)\n\n\nclass Stack:\n    def push(self, item):\n"
@@ -54,80 +46,59 @@ class MeasuredCosts:
     dtype: str
     context_tokens: int  # prompt length the timings were taken at
     repeats: int
-    draft_step_s: float | None  # None when the pair has no draft model (an n-gram lookup costs next to nothing)
+    draft_step_s: Mapping[str, float]  # drafter -> seconds one drafted token costs: the draft model under DRAFT
+    #   (absent when the pair has none), each method timed by its own probe under its name (a pass that drafts
+    #   several tokens: its share per token). A number or None is the draft model's alone (the earlier form).
     target_step_s: float
     verify_s: tuple[float, ...]  # verify_s[K - 1]: one pass over 1 + K tokens
-    draft_vocab: int = 0  # the draft vocabulary draft_step_s was timed with (0 = every token)
-    untrimmed_draft_step_s: float | None = None  # the whole draft, when draft_step_s is a trimmed one: what Hugging
+    draft_vocab: int = 0  # the draft vocabulary the draft model was timed with (0 = every token)
+    untrimmed_draft_step_s: float | None = None  # the whole draft, when its step was timed trimmed: what Hugging
     #                                              Face's assisted generation pays per draft step
-    head_step_s: float | None = None  # one EAGLE-1 head step (its layer + the target's LM head), when timed
-    head3_step_s: float | None = None  # one EAGLE-3 head step (its layer + its draft-vocabulary LM head), when timed
-    mtp_step_s: float | None = None  # one MTP module step (its block + its norm + the target's LM head), when timed
-    medusa_pass_s: float | None = None  # one pass of every Medusa head over one feature (all its drafts), when timed
-    medusa_heads: int = 0  # the drafts that pass makes
+    pass_drafts: Mapping[str, int] = field(default_factory=dict)  # drafter -> the tokens one timed pass drafted,
+    #                                                               where more than one (parallel heads: one each)
     exit_layer: int = 0  # the E an early-exit draft step was timed at (0 = not timed)
-    exit_step_s: float | None = None  # one early-exit draft step: layers 0..E-1 over one token and the LM head
-    exit_target_step_s: float | None = None  # a target step on Hugging Face's forward, which early exit runs, when
-    #                                          the other timings ran the lean one: exit_c compares like with like
+    reference_step_s: Mapping[str, float] = field(default_factory=dict)  # drafter -> a target step on the forward
+    #   it runs, where that is not the one the other timings ran (early exit on Hugging Face's under lean): its c
+    #   compares like with like
     forward: tuple[tuple[str, str], ...] = ()  # (model, forward) each timed model ran (engine/lean.py); () = unrecorded
+
+    def __post_init__(self):
+        if self.draft_step_s is None or isinstance(self.draft_step_s, (int, float)):  # the draft model's step alone
+            steps = {} if self.draft_step_s is None else {registry.DRAFT: float(self.draft_step_s)}
+            object.__setattr__(self, "draft_step_s", steps)
 
     @property
     def c(self) -> float | None:
         """Draft step cost as a fraction of a target step (None without a draft model)."""
-        return None if self.draft_step_s is None else self.draft_step_s / self.target_step_s
+        return self.c_of(registry.DRAFT)
 
     @property
-    def head_c(self) -> float | None:
-        """An EAGLE-1 head step as a fraction of a target step (None when no head was timed)."""
-        return None if self.head_step_s is None else self.head_step_s / self.target_step_s
-
-    @property
-    def head3_c(self) -> float | None:
-        """An EAGLE-3 head step as a fraction of a target step (None when no head was timed)."""
-        return None if self.head3_step_s is None else self.head3_step_s / self.target_step_s
-
-    @property
-    def mtp_c(self) -> float | None:
-        """An MTP module step as a fraction of a target step (None when none was timed)."""
-        return None if self.mtp_step_s is None else self.mtp_step_s / self.target_step_s
-
-    @property
-    def medusa_c(self) -> float | None:
-        """A Medusa pass per draft it makes (one head: a residual block and an LM head), as a fraction of a target
-        step (None when no Medusa heads were timed)."""
-        if self.medusa_pass_s is None or not self.medusa_heads:
-            return None
-        return self.medusa_pass_s / self.medusa_heads / self.target_step_s
-
-    @property
-    def exit_c(self) -> float | None:
-        """An early-exit draft step as a fraction of a target step (about E/L, plus the LM head's share); None when
-        none was timed."""
-        return None if self.exit_step_s is None else self.exit_step_s / (self.exit_target_step_s or self.target_step_s)
+    def draft_model_step_s(self) -> float | None:
+        """Seconds of one draft-model step (None without a draft model)."""
+        return self.draft_step_s.get(registry.DRAFT)
 
     def c_of(self, method: str) -> float | None:
-        """c of the drafter `method` drafts with (one of C_DRAFTERS): its measured step over a target step, 0 for a
+        """c of the drafter `method` drafts with: its measured step (per drafted token) over a target step, 0 for a
         host lookup (a search over tokens already known runs no model), None when this measurement did not time it."""
-        cost = methods.get(method).draft_cost
-        if cost == methods.HOST_LOOKUP:
+        entry = registry.get(method)
+        if entry.draft_cost == registry.HOST_LOOKUP:
             return 0.0
-        if cost == methods.DRAFT_MODEL_STEP:
-            return self.c
-        if cost == methods.EXIT_LAYERS_STEP:
-            return self.exit_c
-        heads = {methods.EAGLE: self.head_c, methods.EAGLE3: self.head3_c, methods.MEDUSA: self.medusa_c}
-        return (heads | {methods.MTP: self.mtp_c}).get(method)
+        drafter = entry.timed_as
+        step = None if drafter is None else self.draft_step_s.get(drafter)
+        if step is None:
+            return None
+        return step / self.reference_step_s.get(drafter, self.target_step_s)
 
     def step_s_of(self, method: str) -> float | None:
-        """The measured seconds of one draft step of `method` (a Medusa pass's share per draft), None when untimed
-        or when it runs no model (a host lookup)."""
-        c = self.c_of(method)
-        return None if not c else c * self.target_step_s
+        """The measured seconds of one draft step of `method` (a pass's share per draft), None when untimed or when
+        it runs no model (a host lookup)."""
+        drafter = registry.get(method).timed_as
+        return None if drafter is None else self.draft_step_s.get(drafter)
 
     @property
     def untrimmed_c(self) -> float | None:
         """c of the whole draft (its full LM head): the same as c unless the draft step was timed trimmed."""
-        step = self.untrimmed_draft_step_s if self.draft_vocab else self.draft_step_s
+        step = self.untrimmed_draft_step_s if self.draft_vocab else self.draft_model_step_s
         return None if step is None else step / self.target_step_s
 
     @property
@@ -192,6 +163,8 @@ class MeasuredCosts:
         return None
 
     def to_dict(self) -> dict:
+        """The measurement as JSON (from_dict reads it back, and the keys written before they were by method)."""
+        ms = lambda seconds: None if seconds is None else seconds * 1e3  # noqa: E731
         return {
             "target": self.target_name,
             "draft": self.draft_name,
@@ -199,30 +172,68 @@ class MeasuredCosts:
             "dtype": self.dtype,
             "context_tokens": self.context_tokens,
             "repeats": self.repeats,
-            "draft_step_ms": None if self.draft_step_s is None else self.draft_step_s * 1e3,
+            "draft_step_ms": ms(self.draft_model_step_s),
             "target_step_ms": self.target_step_s * 1e3,
             "verify_ms": [v * 1e3 for v in self.verify_s],
             "c": self.c,
             "draft_vocab": self.draft_vocab,
+            "untrimmed_draft_step_ms": ms(self.untrimmed_draft_step_s),
             "untrimmed_c": self.untrimmed_c,
-            "head_step_ms": None if self.head_step_s is None else self.head_step_s * 1e3,
-            "head_c": self.head_c,
-            "head3_step_ms": None if self.head3_step_s is None else self.head3_step_s * 1e3,
-            "head3_c": self.head3_c,
-            "mtp_step_ms": None if self.mtp_step_s is None else self.mtp_step_s * 1e3,
-            "mtp_c": self.mtp_c,
-            "medusa_pass_ms": None if self.medusa_pass_s is None else self.medusa_pass_s * 1e3,
-            "medusa_heads": self.medusa_heads,
-            "medusa_c": self.medusa_c,
+            "step_ms": {name: ms(s) for name, s in self.draft_step_s.items()},  # per drafted token, by drafter
+            "c_of": {name: self.c_of(name) for name in self.draft_step_s},
+            "pass_drafts": dict(self.pass_drafts),
             "exit_layer": self.exit_layer,
-            "exit_step_ms": None if self.exit_step_s is None else self.exit_step_s * 1e3,
-            "exit_target_step_ms": None if self.exit_target_step_s is None else self.exit_target_step_s * 1e3,
-            "exit_c": self.exit_c,
+            "reference_step_ms": {name: ms(s) for name, s in self.reference_step_s.items()},
             "forward": dict(self.forward),
             "verify_relative": list(self.verify_relative),
             "verify_monotone": list(self.verify_monotone),  # what the predictions use (verify_noise says why)
             "implausible": self.implausible,  # why no prediction is built on these timings, or None
         }
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> MeasuredCosts:
+        """A measurement read back from its JSON: the form to_dict writes, or the earlier one with a key per head
+        (each method's `former_cost_keys` in the registry) and, in a model card's measurements.json, only v(K)
+        relative to the target step."""
+        seconds = lambda value: None if value is None else value / 1e3  # noqa: E731
+        target = doc["target_step_ms"] / 1e3
+        verify = [v / 1e3 for v in doc["verify_ms"]] if doc.get("verify_ms") else []
+        verify = verify or [v * target for v in doc.get("verify_relative") or []]
+        steps = {name: v / 1e3 for name, v in (doc.get("step_ms") or {}).items() if v is not None}
+        drafts = {name: int(n) for name, n in (doc.get("pass_drafts") or {}).items()}
+        reference = {name: v / 1e3 for name, v in (doc.get("reference_step_ms") or {}).items() if v is not None}
+        if doc.get("draft_step_ms") is not None:
+            steps.setdefault(registry.DRAFT, doc["draft_step_ms"] / 1e3)
+        for entry in registry.REGISTRY.values():
+            former = dict(entry.former_cost_keys)
+            if entry.name in steps or doc.get(former.get("step_ms", "")) is None:
+                continue
+            n = int(doc.get(former.get("drafts", ""), 1) or 1)  # a pass's time was written whole: share it
+            steps[entry.name] = doc[former["step_ms"]] / 1e3 / n
+            if n > 1:
+                drafts[entry.name] = n
+            if doc.get(former.get("reference_ms", "")) is not None:
+                reference[entry.name] = doc[former["reference_ms"]] / 1e3
+        untrimmed = seconds(doc.get("untrimmed_draft_step_ms"))
+        if untrimmed is None and doc.get("draft_vocab") and doc.get("untrimmed_c") is not None:
+            untrimmed = doc["untrimmed_c"] * target
+        return cls(
+            target_name=doc.get("target") or "",
+            draft_name=doc.get("draft") or "",
+            device=doc.get("device") or "",
+            dtype=doc.get("dtype") or "",
+            context_tokens=int(doc.get("context_tokens") or 0),
+            repeats=int(doc.get("repeats") or 0),
+            draft_step_s=steps,
+            target_step_s=target,
+            verify_s=tuple(verify),
+            draft_vocab=int(doc.get("draft_vocab") or 0),
+            untrimmed_draft_step_s=untrimmed,
+            pass_drafts=drafts,
+            exit_layer=int(doc.get("exit_layer") or 0),
+            reference_step_s=reference,
+            forward=tuple((doc.get("forward") or {}).items()),
+        )
 
 
 @torch.inference_mode()
@@ -233,19 +244,14 @@ def measure_costs(
     prompt: str = DEFAULT_PROMPT,
     on_progress: Progress | None = None,
     draft_vocab: int = 0,
-    head: bool = False,
-    head3: bool = False,
-    medusa: bool = False,
+    methods: Sequence[str] = (),
     exit_layer: int = 0,
-    mtp: bool = False,
     forward: str = FORWARD_AUTO,
 ) -> MeasuredCosts:
     """Time a draft step (when the pair has a draft; with the run's draft vocabulary, 0 = all tokens), a target step
-    and verify passes for K = 1..k_max (median of `repeats`, after a warm-up); with head=True also a step of the
-    pair's EAGLE-1 head, with head3=True one of its EAGLE-3 head, with medusa=True a pass of its Medusa heads, with
-    exit_layer=E an early-exit draft step at E (0: none), with mtp=True a step of its MTP module. forward: the run
-    setting (auto, lean, hf) each model's timings run under (an early-exit step always runs Hugging Face's: it reads
-    its cache objects)."""
+    and verify passes for K = 1..k_max (median of `repeats`, after a warm-up); and one draft step of each of
+    `methods` whose drafter runs a model of its own (a feature head, early exit at exit_layer): its proposer's cost
+    probe. forward: the run setting (auto, lean, hf) each model's timings run under."""
     if not isinstance(k_max, int) or not 1 <= k_max <= MAX_K:
         raise SettingsError(f"the largest K to measure must be from 1 to {MAX_K}; got {k_max!r}.")
     if not isinstance(repeats, int) or not 1 <= repeats <= 50:
@@ -270,24 +276,17 @@ def measure_costs(
     # instead of skewing one ratio (the target step, say, and with it c and every v(K)).
     calls = {"target": (target, lambda: target.forward(logits_to_keep=1))}
     if draft is not None:
-        calls["draft"] = (draft, lambda: draft.forward(logits_to_keep=1))
+        calls[registry.DRAFT] = (draft, lambda: draft.forward(logits_to_keep=1))
     if draft is not None and draft_vocab:
         whole = _ready(pair.draft, pair.vocab_size, ids, forward=ran["draft"])
         calls["untrimmed"] = (whole, lambda: whole.forward(logits_to_keep=1))
-    heads = (("head", head, "EagleProposer"), ("head3", head3, "Eagle3Proposer"), ("mtp", mtp, "MtpProposer"))
-    for name, wanted, proposer in heads:
-        if wanted:
-            step = _HeadStep(pair, ids, proposer, ran["target"])
-            calls[name] = (step, step.forward)
-    if medusa:
-        timed_pass = _MedusaPass(pair, ids, ran["target"])
-        calls["medusa"] = (timed_pass, timed_pass.forward)
-    if exit_layer:
-        exit_step = _ExitStep(pair, ids, exit_layer)
-        calls["exit"] = (exit_step, exit_step.forward)
-        if ran["target"] != FORWARD_HF:  # early exit runs Hugging Face's forward: its c is against that target step
-            hf_target = _ready(pair.target, pair.vocab_size, ids, forward=FORWARD_HF)
-            calls["exit_target"] = (hf_target, lambda: hf_target.forward(logits_to_keep=1))
+    probes = _probes(pair, ids, methods, exit_layer, ran["target"])
+    for name, probe in probes.items():
+        calls[name] = (probe, probe.forward)
+    references = {name: probe.target_forward for name, probe in probes.items() if _other_forward(probe, ran)}
+    for other in sorted(set(references.values())):  # a target step on that forward, for c against it
+        reference = _ready(pair.target, pair.vocab_size, ids, forward=other)
+        calls[("reference", other)] = (reference, lambda reference=reference: reference.forward(logits_to_keep=1))
     for k in range(1, k_max + 1):
         calls[k] = (target, lambda k=k: target.forward(drafts[:k], logits_to_keep=k + 1))
     times: dict = {name: [] for name in calls}
@@ -299,9 +298,9 @@ def measure_costs(
         if on_progress:
             on_progress(i + 1, repeats + 1)
     median = {name: max(statistics.median(ts), 1e-9) for name, ts in times.items()}
-    draft_step = median.get("draft")
-    target_step = median["target"]
-    verify = [median[k] for k in range(1, k_max + 1)]
+    steps = {name: median[name] / probe.drafts for name, probe in probes.items()}  # each drafted token's share
+    if registry.DRAFT in median:
+        steps = {registry.DRAFT: median[registry.DRAFT], **steps}
     return MeasuredCosts(
         target_name=recorded_name(pair.target_name),
         draft_name=recorded_name(pair.draft_name) or "",
@@ -309,32 +308,51 @@ def measure_costs(
         dtype=str(pair.dtype).removeprefix("torch."),
         context_tokens=len(ids),
         repeats=repeats,
-        draft_step_s=draft_step,
-        target_step_s=target_step,
-        verify_s=tuple(verify),
+        draft_step_s=steps,
+        target_step_s=median["target"],
+        verify_s=tuple(median[k] for k in range(1, k_max + 1)),
         draft_vocab=draft_vocab,
         untrimmed_draft_step_s=median.get("untrimmed"),
-        head_step_s=median.get("head"),
-        head3_step_s=median.get("head3"),
-        mtp_step_s=median.get("mtp"),
-        medusa_pass_s=median.get("medusa"),
-        medusa_heads=pair.medusa_heads.num_heads if medusa else 0,
-        exit_layer=exit_layer if "exit" in median else 0,
-        exit_step_s=median.get("exit"),
-        exit_target_step_s=median.get("exit_target"),
+        pass_drafts={name: probe.drafts for name, probe in probes.items() if probe.drafts > 1},
+        exit_layer=exit_layer if any(registry.get(name).exits_early for name in probes) else 0,
+        reference_step_s={name: median[("reference", other)] for name, other in references.items()},
         forward=tuple(ran.items()),
     )
+
+
+def _probes(pair: ModelPair, ids: list[int], names: Sequence[str], exit_layer: int, forward: str) -> dict:
+    """Drafter -> its proposer's cost probe, for each of `names` whose draft step runs a model of its own (the
+    draft model is timed anyway where the pair has one; a lookup runs none)."""
+    from specviz.core.settings import RunSettings
+    from specviz.engine.proposers import proposer_class
+
+    drafters = [registry.get(name).timed_as for name in names]
+    wanted = dict.fromkeys(d for d in drafters if d is not None and d != registry.DRAFT)
+    made = {}
+    for drafter in wanted:
+        settings = RunSettings(method=drafter, forward=forward)
+        if registry.get(drafter).exits_early:
+            if not exit_layer:
+                continue  # no exit layer asked: nothing to time at
+            settings = RunSettings(method=drafter, forward=forward, exit_layer=exit_layer)
+        made[drafter] = proposer_class(drafter).cost_probe(pair, ids, settings)
+    return made
+
+
+def _other_forward(probe, ran: dict) -> bool:
+    """Whether a probe's c is against a target step on another forward than the one the target was timed on."""
+    return probe.target_forward is not None and probe.target_forward != ran["target"]
 
 
 def timing_options(method: str, exit_layer: int = 0) -> dict:
     """measure_costs' keyword arguments that also time `method`'s draft step (the draft model and a lookup need
     none: the draft model is always timed where the pair has one, a lookup runs no model)."""
-    flags = {methods.EAGLE: "head", methods.EAGLE3: "head3", methods.MEDUSA: "medusa", methods.MTP: "mtp"}
-    if method in flags:
-        return {flags[method]: True}
-    if methods.get(method).draft_cost == methods.EXIT_LAYERS_STEP:
-        return {"exit_layer": exit_layer}
-    return {}
+    drafter = registry.get(method).timed_as
+    if drafter is None or drafter == registry.DRAFT:
+        return {}
+    return (
+        {"methods": (method,), "exit_layer": exit_layer} if registry.get(method).exits_early else {"methods": (method,)}
+    )
 
 
 class _Restorable:
@@ -355,79 +373,6 @@ class _Restorable:
         if self.state.length > self.length:
             self.state.cache.crop(self.length - self.state.length)  # negative: tokens to remove from the end
         self.state.pending, self.state.fed_extra = list(self.pending), 0
-
-
-class _HeadStep:
-    """The pair's feature head (EAGLE-1 or EAGLE-3) after reading the prompt's pairs, as a drafter holds it: one
-    timed step reads one drafted pair (its own state back, the next token) and draws its logits; restore crops it."""
-
-    def __init__(self, pair: ModelPair, ids: list[int], proposer: str, forward: str):
-        from specviz.core.settings import RunSettings
-        from specviz.engine import proposers
-
-        cls = getattr(proposers, proposer)
-        made = cls.for_run(pair, RunSettings(method=cls.method, forward=forward))  # the head runs the target's forward
-        target = CachedModel(
-            pair.target, pair.vocab_size, ids + ids[-1:], hidden_layers=made.hidden_layers, forward=forward
-        )
-        target.prefill()  # features of every prompt token
-        self.drafter = made.start(ids + ids[-1:], target.hidden)
-        self.token = torch.tensor(ids[-1:], device=pair.device)
-
-    def forward(self) -> torch.Tensor:
-        d = self.drafter
-        state = d.proposer.step(self.token, d.last, d.cache)
-        d.fed_extra += 1
-        return d.proposer.logits(state)
-
-    def restore(self) -> None:
-        self.drafter.cache.crop(-self.drafter.fed_extra)
-        self.drafter.fed_extra = 0
-
-
-class _MedusaPass:
-    """The pair's Medusa heads over the target's feature of the prompt's last row, as a drafter holds it: one timed
-    pass is every head's block and LM head (the drafter's whole proposal); the heads keep no state to restore."""
-
-    def __init__(self, pair: ModelPair, ids: list[int], forward: str):
-        from specviz.core.settings import RunSettings
-        from specviz.engine.proposers import MedusaProposer
-
-        layers = MedusaProposer.hidden_layers
-        target = CachedModel(pair.target, pair.vocab_size, ids + ids[-1:], hidden_layers=layers, forward=forward)
-        target.prefill()
-        proposer = MedusaProposer.for_run(pair, RunSettings(method=MedusaProposer.method))
-        self.drafter = proposer.start(ids + ids[-1:], target.hidden)
-        self.k = pair.medusa_heads.num_heads
-        self.u = torch.ones(self.k, device=pair.device)
-
-    def forward(self):
-        return self.drafter.propose(self.k, self.u)
-
-    def restore(self) -> None:
-        pass
-
-
-class _ExitStep:
-    """An early-exit draft over the target's own cache of the prompt, as a drafter holds it: one timed step runs
-    one drafted token through layers 0..E-1 (on the cache those layers share with the target) and draws the exit's
-    logits; restore crops that token from those layers."""
-
-    def __init__(self, pair: ModelPair, ids: list[int], exit_layer: int):
-        from specviz.engine.early_exit import SplitTarget, check_exit_layer
-
-        check_exit_layer(pair.target, exit_layer)
-        state = CachedModel(pair.target, pair.vocab_size, ids + ids[-1:])
-        state.prefill()  # the prompt in every layer, its last token pending
-        self.split = SplitTarget(state, exit_layer)
-        self.token = torch.tensor(ids[-1:], device=pair.device)  # (1,)
-
-    def forward(self) -> torch.Tensor:
-        return self.split.logits(self.split.lower(self.token))  # (1, V)
-
-    def restore(self) -> None:
-        for layer in self.split.state.cache.layers[: self.split.exit_layer]:
-            layer.crop(-1)
 
 
 def _ready(

@@ -111,12 +111,9 @@ def build_trace(
 
 def _head_named(pair: ModelPair, settings: RunSettings) -> dict:
     """The feature head a run drafted with, named in its trace like the pair (nothing for other methods)."""
-    return (
-        {"head": recorded_name(pair.head_dir_for(settings.method))} if methods.get(settings.method).loads_head else {}
-    )
+    return {"head": recorded_name(pair.head(settings.method))} if methods.get(settings.method).loads_head else {}
 
 
-LEAN_HEADS = {methods.EAGLE: "eagle_head", methods.EAGLE3: "eagle3_head", methods.MTP: "mtp_head"}  # pair attributes
 EARLY_EXIT_NEEDS_HF = "early exit reads the target's per-layer cache, which only Hugging Face's forward keeps"
 
 
@@ -134,8 +131,8 @@ def forwards_run(pair: ModelPair, settings: RunSettings) -> dict:
     ran = {"target": chosen_forward(settings.forward, pair.target, needs_hf)}
     if method.loads_draft and pair.draft is not None:
         ran["draft"] = chosen_forward(settings.forward, pair.draft)
-    if method.loads_head:  # EAGLE-1, EAGLE-3 and MTP follow the target where they can; Medusa runs its modules
-        head = getattr(pair, LEAN_HEADS[method.name]) if method.name in LEAN_HEADS else None
+    if method.loads_head:  # a head with a lean step follows the target where it can; the others run their modules
+        head = pair.load_head_for(method.name) if method.head.lean else None
         ran["head"] = (
             FORWARD_LEAN if head is not None and lean_step(head, pair.target, settings.forward) else FORWARD_HF
         )

@@ -159,7 +159,7 @@ def load_head(directory: str | Path, target: PreTrainedModel, target_name: str =
     return place_head(head, weights, path, "EAGLE head", target, target_name)
 
 
-# Shared by the feature heads (EAGLE-1 here, EAGLE-3 in engine/eagle3.py): the cached causal mask, and the loader's
+# Shared by the feature heads (EAGLE-1 here, the others in their own modules): the cached causal mask, and the loader's
 # refusals of a directory that is not a head, a head for another target, and weights vLLM would drop or miss.
 
 

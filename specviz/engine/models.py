@@ -9,8 +9,9 @@ from __future__ import annotations
 import os
 import re
 import socket
-from collections.abc import Callable
-from dataclasses import dataclass
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from urllib.parse import urlparse
@@ -20,11 +21,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache, PreT
 
 from specviz import methods
 from specviz.core.settings import AUTO_THREADS
-from specviz.engine.eagle3 import is_eagle3_head, load_head3
-from specviz.engine.heads import is_eagle_head, load_head
 from specviz.engine.install import GGUF_PACKAGES, cache_root, quietly
-from specviz.engine.medusa import is_medusa_head, load_medusa
-from specviz.engine.mtp import is_mtp, load_mtp
 from specviz.engine.threads import apply_threads
 from specviz.engine.vocab import COUNTS_FILE, TokenCounts, check_trimmable, load_counts
 from specviz.engine.vocab_map import VocabMap, build_vocab_map
@@ -34,12 +31,9 @@ ASSETS = Path(__file__).resolve().parents[2] / "assets"
 BUNDLED_PAIR = ASSETS / "models" / "pystdlib"
 BUNDLED_TARGET = str(BUNDLED_PAIR / "target")
 BUNDLED_DRAFT = str(BUNDLED_PAIR / "draft")
-HEAD_BESIDE = "eagle"  # where a pair's EAGLE-1 head is found: beside the target directory (the bundled pair's eagle/)
-HEAD3_BESIDE = "eagle3"  # and its EAGLE-3 head (the bundled pair's eagle3/)
-MEDUSA_BESIDE = "medusa"  # and its Medusa heads (the bundled pair's medusa/)
-MTP_BESIDE = "mtp"  # and its MTP module (the bundled pair's mtp/)
 DEVICES = ("auto", "cpu", "cuda", "mps")
 DTYPES = ("auto", "float32", "bfloat16", "float16")
+_HEAD_LOCK = threading.Lock()
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 
 
@@ -60,52 +54,32 @@ class ModelPair:
     eos_ids: frozenset[int]
     token_texts: tuple[str, ...]  # decoded text of every token id, for the trace
     draft_counts: TokenCounts | None = None  # token frequencies shipped beside the draft, for a trimmed vocabulary
-    head_dir: str | None = None  # an EAGLE-1 head for this target (given, or found beside it), loaded when first used
-    head3_dir: str | None = None  # an EAGLE-3 head for this target (given, or found beside it), loaded when first used
-    medusa_dir: str | None = None  # Medusa heads for this target (given, or found beside it), loaded when first used
-    mtp_dir: str | None = None  # an MTP module for this target (given, or found beside it), loaded when first used
+    heads: Mapping[str, str] = field(default_factory=dict)  # method -> the feature head it drafts with (given, or
+    #                                                          found beside the target), loaded when first used
     crossing: VocabMap | None = None  # a draft with a tokenizer of its own (engine/vocab_map.py): only the methods
     #                                   that draft across tokenizers (TLI, SLEM) run it; None: one shared tokenizer
 
-    @cached_property
-    def eagle_head(self):
-        """The EAGLE-1 head (engine/heads.py), loaded once on first use, read-only like the models; a clear error
-        when there is none or it does not fit this target."""
-        return self._load_head(methods.EAGLE)
-
-    @cached_property
-    def eagle3_head(self):
-        """The EAGLE-3 head (engine/eagle3.py), loaded once on first use, read-only; a clear error when there is none
-        or it does not fit this target."""
-        return self._load_head(methods.EAGLE3)
-
-    @cached_property
-    def medusa_heads(self):
-        """The Medusa heads (engine/medusa.py), loaded once on first use, read-only; a clear error when there are
-        none or they do not fit this target."""
-        return self._load_head(methods.MEDUSA)
-
-    @cached_property
-    def mtp_head(self):
-        """The MTP module (engine/mtp.py), loaded once on first use, read-only; a clear error when there is none or
-        it does not fit this target."""
-        return self._load_head(methods.MTP)
-
-    def head_dir_for(self, method: str) -> str | None:
+    def head(self, method: str) -> str | None:
         """The head directory a feature-head method drafts with (None: the method reads none, or none was found)."""
-        dirs = {methods.EAGLE: self.head_dir, methods.EAGLE3: self.head3_dir, methods.MEDUSA: self.medusa_dir}
-        return (dirs | {methods.MTP: self.mtp_dir}).get(method)
+        return self.heads.get(method)
+
+    @cached_property
+    def _loaded_heads(self) -> dict:
+        return {}  # method -> its loaded head, filled by load_head_for
 
     def load_head_for(self, method: str):
-        """Load (once) the head a feature-head method drafts with: refused now when missing or misfit; None for a
-        method that reads no head."""
-        loaded = {methods.EAGLE: "eagle_head", methods.EAGLE3: "eagle3_head", methods.MEDUSA: "medusa_heads"}
-        loaded[methods.MTP] = "mtp_head"
-        return getattr(self, loaded[method]) if method in loaded else None
+        """The head a feature-head method drafts with, loaded once on first use and read-only like the models: a
+        clear error now when it is missing or does not fit this target; None for a method that reads no head."""
+        if method not in HEAD_KINDS:
+            return None
+        with _HEAD_LOCK:  # two sessions asking at once load it once
+            if method not in self._loaded_heads:
+                self._loaded_heads[method] = self._load_head(method)
+            return self._loaded_heads[method]
 
     def _load_head(self, method: str):
         kind = HEAD_KINDS[method]
-        directory = self.head_dir_for(method)
+        directory = self.head(method)
         if directory is None:
             raise SettingsError(
                 f"The {kind.name} method needs {kind.needs} trained for this target, and none was found beside "
@@ -229,8 +203,8 @@ def load_pair(
     """Load target (and draft, unless None) onto one device, check they share a tokenizer, and freeze them for reuse.
     cross_vocab: a draft whose tokenizer differs is mapped to the target's (engine/vocab_map.py) instead of refused,
     for the methods that draft across tokenizers.
-    head: a feature head directory (EAGLE-1, EAGLE-3 or Medusa, told apart by its config) for its own method; the
-    other kinds are looked for beside the target (each loaded only when a run uses it). threads: torch's thread
+    head: a feature head directory (its kind told apart by its config: the registry's HeadSpec) for its own method;
+    the other kinds are looked for beside the target (each loaded only when a run uses it). threads: torch's thread
     count on a CPU, auto or a number (engine/threads.py)."""
     if not Path(BUNDLED_TARGET).is_dir() and BUNDLED_TARGET in (target, draft):
         raise ModelLoadError(
@@ -273,89 +247,22 @@ def load_pair(
         eos_ids=_eos_ids(target_model, tokenizer),
         token_texts=tuple(tokenizer.batch_decode([[i] for i in range(vocab_size)])),
         draft_counts=load_counts(draft) if draft is not None and Path(draft).is_dir() and not crossing else None,
-        head_dir=heads.get(methods.EAGLE),
-        head3_dir=heads.get(methods.EAGLE3),
-        medusa_dir=heads.get(methods.MEDUSA),
-        mtp_dir=heads.get(methods.MTP),
+        heads=heads,
         crossing=crossing,
     )
 
 
-@dataclass(frozen=True)
-class HeadKind:
-    """A kind of feature head: the method that drafts with it, the directory beside a target where a pair's copy sits,
-    how its directory is recognised and loaded (engine/heads.py, eagle3.py, medusa.py), and the words for messages."""
-
-    method: str
-    name: str  # "EAGLE-1": the method in messages
-    beside: str  # its directory beside the target
-    needs: str  # "a head": what the method needs
-    one: str  # "one": the pronoun for it
-    stage: str  # the train-tiny stage that writes one for the bundled target
-    holds: str  # what its directory holds, for the refusal of a directory that is none of the kinds
-    recognises: Callable[[str | Path], bool]  # whether a directory holds this kind (read from its files)
-    load: Callable[..., torch.nn.Module]  # (directory, target, target_name) -> the head, refusing misfits
-
-
-HEAD_KINDS = {
-    kind.method: kind
-    for kind in (
-        HeadKind(
-            methods.EAGLE,
-            "EAGLE-1",
-            HEAD_BESIDE,
-            "a head",
-            "one",
-            "eagle",
-            "an EAGLE-1 head (fc.weight and layers.0.*, vLLM's EAGLE-1 format)",
-            is_eagle_head,
-            load_head,
-        ),
-        HeadKind(
-            methods.EAGLE3,
-            "EAGLE-3",
-            HEAD3_BESIDE,
-            "an EAGLE-3 head",
-            "one",
-            "eagle3",
-            'an EAGLE-3 head (a config naming "LlamaForCausalLMEagle3"; fc, midlayer.*, norm, lm_head and d2t)',
-            is_eagle3_head,
-            load_head3,
-        ),
-        HeadKind(
-            methods.MEDUSA,
-            "Medusa",
-            MEDUSA_BESIDE,
-            "heads",
-            "them",
-            "medusa",
-            'Medusa heads (a config naming "MedusaModel"; blocks.* and lm_heads.*)',
-            is_medusa_head,
-            load_medusa,
-        ),
-        HeadKind(
-            methods.MTP,
-            "MTP",
-            MTP_BESIDE,
-            "an MTP module",
-            "one",
-            "mtp",
-            'an MTP module (a config naming "SpecvizMTP"; enorm, hnorm, eh_proj, mtp_block.* and shared_head.norm)',
-            is_mtp,
-            load_mtp,
-        ),
-    )
-}
+HEAD_KINDS = {name: m.head for name, m in methods.REGISTRY.items() if m.head is not None}  # method -> its head kind
 
 
 def find_heads(target: str, head: str | None) -> dict[str, str]:
-    """Method -> the feature head directory it drafts with: the head given (an EAGLE-1, EAGLE-3 or Medusa head, told
-    apart by its config) for its own method, and for each other kind the one beside a local target."""
+    """Method -> the feature head directory it drafts with: the head given (its kind told apart by its config) for
+    its own method, and for each other kind the one beside a local target."""
     found = {}
     if head is not None:
         path = Path(str(head).strip()).expanduser()
-        kind = next((kind for kind in HEAD_KINDS.values() if kind.recognises(path)), None)
-        if kind is None:
+        method = next((method for method, kind in HEAD_KINDS.items() if kind.recognises(path)), None)
+        if method is None:
             raise ModelLoadError(
                 f"{str(path)!r} is not a feature head directory: it needs config.json and model.safetensors, as "
                 + "; ".join(
@@ -363,12 +270,12 @@ def find_heads(target: str, head: str | None) -> dict[str, str]:
                 )
                 + "."
             )
-        found[kind.method] = str(path)
+        found[method] = str(path)
     if Path(str(target)).expanduser().is_dir():
-        for kind in HEAD_KINDS.values():
+        for method, kind in HEAD_KINDS.items():
             directory = Path(str(target)).expanduser().parent / kind.beside
-            if kind.method not in found and kind.recognises(directory):
-                found[kind.method] = str(directory)
+            if method not in found and kind.recognises(directory):
+                found[method] = str(directory)
     return found
 
 

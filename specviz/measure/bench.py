@@ -35,7 +35,7 @@ from specviz.measure.predict import predict
 
 def environment(pair: ModelPair, lanes: tuple[str, ...] = ()) -> dict:
     """Where the numbers were measured (and with which feature head, when a lane drafts with one)."""
-    env = {
+    env: dict[str, object] = {
         "device": str(pair.device),
         "dtype": str(pair.dtype).removeprefix("torch."),
         "cores": os.cpu_count(),
@@ -50,14 +50,9 @@ def environment(pair: ModelPair, lanes: tuple[str, ...] = ()) -> dict:
         "target": recorded_name(pair.target_name),
         "draft": recorded_name(pair.draft_name),
     }
-    if methods.EAGLE in lanes:
-        env["head"] = recorded_name(pair.head_dir)
-    if methods.EAGLE3 in lanes:
-        env["head3"] = recorded_name(pair.head3_dir)
-    if methods.MEDUSA in lanes:
-        env["medusa_head"] = recorded_name(pair.medusa_dir)
-    if methods.MTP in lanes:
-        env["mtp_head"] = recorded_name(pair.mtp_dir)
+    heads = {name: recorded_name(pair.head(name)) for name in lanes if methods.get(name).loads_head}
+    if heads:
+        env["heads"] = heads  # method -> the head its lane drafted with
     if pair.device.type == "cuda":
         env["gpu"] = torch.cuda.get_device_name(pair.device)
     return env
@@ -103,11 +98,8 @@ def run_bench(
         k_max=_k_max(ks, schedules),
         repeats=15,
         draft_vocab=base.draft_vocab,
-        head=methods.EAGLE in lanes,
-        head3=methods.EAGLE3 in lanes,
-        medusa=methods.MEDUSA in lanes,
-        mtp=methods.MTP in lanes,
-        exit_layer=base.exit_layer if any(methods.get(name).exits_early for name in lanes) else 0,
+        methods=lanes,
+        exit_layer=base.exit_layer,
         forward=base.forward,
     )
     say("warming up")

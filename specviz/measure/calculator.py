@@ -115,8 +115,9 @@ def whose_c(costs: MeasuredCosts, drafter: str, layers: int | None) -> str:
     cost = methods.get(drafter).draft_cost
     if cost == methods.HOST_LOOKUP:
         return f"c of {name}: 0, a search over tokens already known on the host, no model run"
-    if cost == methods.MEDUSA_HEADS_PASS:
-        return f"c of the {name}: one pass of all {costs.medusa_heads} heads / {costs.medusa_heads} / one target step"
+    if cost == methods.HEADS_PASS:
+        n = costs.pass_drafts.get(drafter, 0)
+        return f"c of the {name}: one pass of all {n} heads / {n} / one target step"
     if cost == methods.EXIT_LAYERS_STEP:
         ratio = f" (E/L = {costs.exit_layer}/{layers} = {costs.exit_layer / layers:.2f})" if layers else ""
         return f"c of {name} at E = {costs.exit_layer}: its first E layers + LM head / one target step{ratio}"

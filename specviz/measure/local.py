@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from specviz import methods
 from specviz.core.settings import RunSettings
 from specviz.core.suffix_tree import SuffixMemory
 from specviz.engine.costs import MeasuredCosts, measure_costs
@@ -28,11 +27,8 @@ def step_costs(
         k_max=max(ks),
         repeats=COST_REPEATS,
         draft_vocab=base.draft_vocab,
-        head=methods.EAGLE in method_names,
-        head3=methods.EAGLE3 in method_names,
-        medusa=methods.MEDUSA in method_names,
-        mtp=methods.MTP in method_names,
-        exit_layer=base.exit_layer if any(methods.get(name).exits_early for name in method_names) else 0,
+        methods=method_names,
+        exit_layer=base.exit_layer,
         forward=base.forward,
     )
 

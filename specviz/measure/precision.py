@@ -31,7 +31,8 @@ def time_precisions(
     for dtype in dtypes:
         costs = measure_costs(load(dtype), k_max=ROUND_K, repeats=5)
         step = costs.target_step_s * 1e3
-        round_ms = None if costs.draft_step_s is None else (ROUND_K * costs.draft_step_s + costs.verify_s[-1]) * 1e3
+        draft = costs.draft_model_step_s
+        round_ms = None if draft is None else (ROUND_K * draft + costs.verify_s[-1]) * 1e3
         out.append(PrecisionTiming(dtype, step, round_ms))
     return out
 

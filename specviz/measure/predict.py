@@ -25,18 +25,14 @@ class Prediction:
 
 
 def draft_step_cost(method: methods.Method, costs: MeasuredCosts, exit_layer: int = 0) -> float | None:
-    """c for this method: a draft model's measured step (the whole head for transformers' lanes, which keep it), a
-    feature head's measured step, a Medusa pass per draft it makes, an early-exit step at the runs' exit layer, or 0
-    for a lookup on the host; None when drafting is not measured."""
-    if method.draft_cost == methods.DRAFT_MODEL_STEP:
-        return costs.untrimmed_c if method.engine == methods.HF else costs.c
-    if method.draft_cost == methods.FEATURE_HEAD_STEP:
-        return {methods.EAGLE3: costs.head3_c, methods.MTP: costs.mtp_c}.get(method.name, costs.head_c)
-    if method.draft_cost == methods.MEDUSA_HEADS_PASS:
-        return costs.medusa_c
-    if method.draft_cost == methods.EXIT_LAYERS_STEP:  # timed at one E: runs at another have no measured c
-        return costs.exit_c if costs.exit_layer and costs.exit_layer == exit_layer else None
-    return 0.0 if method.draft_cost == methods.HOST_LOOKUP else None
+    """c for this method: a draft model's measured step (the whole head for transformers' lanes, which keep it), its
+    own drafter's measured step per drafted token (a feature head's step, a pass of parallel heads per draft it
+    makes, an early-exit step at the runs' exit layer), or 0 for a lookup on the host; None when not measured."""
+    if method.draft_cost == methods.DRAFT_MODEL_STEP and method.engine == methods.HF:
+        return costs.untrimmed_c
+    if method.exits_early and costs.exit_layer != exit_layer:  # timed at one E: runs at another have no measured c
+        return None
+    return costs.c_of(method.name) if method.speculative else None
 
 
 def predict(records: Sequence[RunRecord], costs: MeasuredCosts | None) -> Prediction | None:

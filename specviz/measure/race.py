@@ -42,7 +42,7 @@ from specviz.measure.timing import (
 
 SWEEP_KS = (1, 2, 4, 8)
 MAX_PICKED = 3  # speculative lanes a chosen race holds beside plain: three fit side by side
-PICKED_FIRST = (methods.DRAFT, methods.SUFFIX, methods.EAGLE3, methods.EAGLE, methods.MEDUSA, methods.EARLY_EXIT)
+PICKED_FIRST = methods.RACE_FIRST  # the lanes a chosen race prefers, in order
 
 
 def three_lanes(offered: Sequence[str]) -> list[str]:

@@ -26,12 +26,11 @@ PUBLISHED_PATH = WORKLOADS_DIR / "spec-bench-published.json"
 DEFAULT_PER_CATEGORY = 5  # rows per category: a CPU-sized sample (docs/spec-bench.md gives the run's time)
 MIN_PROFILE_CATEGORIES = 3  # fewer shared categories give no meaningful ρ
 # Spec-Bench's method names (its leaderboard's) -> the specviz method that does the same thing, where there is one.
+# The lookup first, then the drafters that run a model, in the registry's order (the order the tables list them).
 PUBLISHED_TO_OURS = {
-    "PLD": methods.NGRAM,  # prompt lookup decoding
-    "SpS": methods.DRAFT,  # speculative sampling with a draft model
-    "EAGLE": methods.EAGLE,
-    "EAGLE3": methods.EAGLE3,
-    "Medusa": methods.MEDUSA,
+    m.spec_bench: name
+    for name, m in sorted(methods.REGISTRY.items(), key=lambda item: item[1].draft_cost != methods.HOST_LOOKUP)
+    if m.spec_bench
 }
 
 

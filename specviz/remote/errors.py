@@ -35,7 +35,7 @@ class SpeculationOff(ServerError):
 
 
 class UnsupportedMethod(ServerError):
-    """The server speculates with a method specviz's registry has no entry for (EAGLE, MTP, suffix decoding, ...)."""
+    """The server speculates with a method specviz's registry has no entry for (one vLLM has and specviz does not)."""
 
 
 class StatisticsOff(ServerError):

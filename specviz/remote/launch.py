@@ -6,8 +6,8 @@
 
 `python -m specviz serve` and the tests' servers (tests/remote/vllm_servers.py) both build their command here, so
 the flags are written once: the bundled target, float32, a 256-token context, per-request speculative metrics, and
-the method's `--speculative-config` from the registry (methods.Method.vllm_config). An MTP server serves, instead of
-the bundled target, its MiMoForCausalLM re-export with the MTP module as its MTP layer (served_model, engine/mimo.py).
+the method's `--speculative-config` from the registry (methods.Method.vllm_config). A head that vLLM reads from the
+served model itself (its HeadSpec.served_inside) is served inside a re-export of the bundled target (served_model).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import subprocess
 import time
 import urllib.request
 from dataclasses import dataclass
+from importlib import import_module
 from pathlib import Path
 
 from specviz import methods
@@ -28,7 +29,7 @@ from specviz.remote.errors import ServerError
 
 VENV_VARIABLE = "SPECVIZ_VLLM_VENV"
 DEFAULT_VENV = Path.home() / ".cache" / "specviz" / "vllm-cpu"
-MIMO_CACHE = Path.home() / ".cache" / "specviz" / "mimo"  # MiMo re-exports for MTP servers, one per source digest
+MIMO_CACHE = Path.home() / ".cache" / "specviz" / "mimo"  # re-exports with a head inside, one per source digest
 MAX_MODEL_LEN = 256  # the bundled pair's context
 PER_REQUEST = ("--per-request-spec-decode-metrics", "detailed")  # every response carries its verify steps
 EAGER = ("--compilation-config", '{"mode": 0}')  # no torch.compile: starts in half the time, runs a little slower
@@ -79,28 +80,34 @@ def bundled_sources() -> tuple[str, str]:
 
 
 def bundled_head(method: str) -> str:
-    """The bundled target's head directory for a head method (eagle/, eagle3/ or medusa/ beside the target)."""
+    """The bundled target's head directory for a head method (its registry entry's `head.beside`, beside the
+    target)."""
     from specviz.engine.models import BUNDLED_PAIR, HEAD_KINDS
 
     return str(BUNDLED_PAIR / HEAD_KINDS[method].beside)
 
 
-def mimo_export(target: str | None = None, mtp: str | None = None, cache: Path | None = None) -> str:
-    """The MiMoForCausalLM re-export of a target and its MTP module (engine/mimo.py) that vLLM serves MTP with (the
-    bundled pair's by default): written once into `cache`, under a digest of both sources' files."""
-    from specviz.engine.mimo import EXPORT_VERSION, export_mimo
-
+def head_export(method: str, target: str | None = None, head: str | None = None, cache: Path | None = None) -> str:
+    """The re-export of a target with a head method's head inside it, which vLLM serves that method with (its
+    HeadSpec.served_inside names the writer; the bundled pair's by default): written once into `cache`, under a
+    digest of both sources' files and the writer's EXPORT_VERSION."""
+    spec = methods.get(method).head
+    if spec is None or not spec.served_inside:
+        raise ValueError(f"{method}: vLLM does not serve it from inside a re-exported target")
+    module_name, _, writer = spec.served_inside.partition(":")
+    module = import_module(module_name)
+    export = getattr(module, writer)
     target = target or bundled_sources()[0]
-    mtp = mtp or bundled_head(methods.MTP)
-    digest = hashlib.sha256(str(EXPORT_VERSION).encode())
-    for directory in (target, mtp):
+    head = head or bundled_head(method)
+    digest = hashlib.sha256(str(getattr(module, "EXPORT_VERSION", 0)).encode())
+    for directory in (target, head):
         for name in ("config.json", "model.safetensors"):
             path = Path(directory).expanduser() / name
             digest.update(path.read_bytes() if path.is_file() else b"-")
     out = (MIMO_CACHE if cache is None else Path(cache)) / digest.hexdigest()[:16]
     if not (out / "model.safetensors").is_file():
         partial = out.with_name(f"{out.name}.partial-{os.getpid()}")
-        export_mimo(target, mtp, partial)
+        export(target, head, partial)
         try:
             partial.rename(out)
         except OSError:  # another process wrote it first: theirs is the same files
@@ -110,22 +117,23 @@ def mimo_export(target: str | None = None, mtp: str | None = None, cache: Path |
     return str(out)
 
 
-def served_model(method: str, mtp: str | None = None, cache: Path | None = None) -> tuple[str | None, str | None]:
+def served_model(method: str, head: str | None = None, cache: Path | None = None) -> tuple[str | None, str | None]:
     """(--model, --tokenizer) a method's server needs beyond the bundled target ((None, None): the bundled target): for
-    MTP the MiMo re-export, since vLLM reads MTP layers from the served model itself, with the bundled target's own
-    tokenizer (a qwen2 config would make transformers load it as Qwen2's, which splits text differently)."""
-    if method != methods.MTP:
+    a head vLLM reads from the served model itself, the re-export with the head inside, with the bundled target's
+    own tokenizer (a qwen2 config would make transformers load it as Qwen2's, which splits text differently)."""
+    spec = methods.get(method).head
+    if spec is None or not spec.served_inside:
         return None, None
-    return mimo_export(None, mtp, cache), bundled_sources()[0]
+    return head_export(method, None, head, cache), bundled_sources()[0]
 
 
 def method_args(method: str, k: int = 4, draft: str | None = None, head: str | None = None) -> list[str]:
     """The `--speculative-config` for a registry method with K drafts (nothing for plain decoding); the draft model
-    and the head default to the bundled pair's (MTP names none: its layer is the served model's, served_model)."""
+    and the head default to the bundled pair's (a head served inside the model names none: served_model)."""
     entry = methods.get(method)
     if not entry.speculative:
         return []
-    if entry.vllm_method == methods.VLLM_MTP:
+    if entry.head is not None and entry.head.served_inside:
         return ["--speculative-config", json.dumps(entry.vllm_config(k))]
     source = (head or bundled_head(method)) if entry.loads_head else (draft or bundled_sources()[1])
     config = entry.vllm_config(k, source)

@@ -2,7 +2,7 @@
 
 A head drafts from the target's hidden states, not from tokens alone. Its first draft of a round reads the
 target's real feature of the last committed rows; every later draft of an EAGLE chain reads the feature the head
-itself predicted one step before (the extrapolation that gives EAGLE its name); Medusa's independent heads all read
+itself predicted one step before (the extrapolation that gives EAGLE its name); independent parallel heads all read
 the same target feature, each guessing one position further ahead. The page shows one line per draft,
 appearing one after another: which feature went in (the target's, solid; the head's own, dashed), with which
 token's embedding, and the draft it gave with its q.
@@ -10,9 +10,10 @@ token's embedding, and the draft it gave with its q.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
-from specviz import methods
 from specviz.core.trace import Trace
 from specviz.viz.palette import P_COLOR, Q_COLOR
 from specviz.viz.text import literal, prob, visible
@@ -35,60 +36,11 @@ class HeadFlow:
     short_of_k: str = ""  # why a round drafts fewer than K that the token budget does not explain, with {k}
 
 
-FLOWS = {
-    methods.EAGLE: HeadFlow(
-        head="EAGLE-1 head",
-        first_feature="target's f",
-        later_feature="head's ĝ",
-        turns_into_q="target's LM head",
-        key="f: the target's last-layer feature (after its final norm) at that token, known from the last verify "
-        "pass · ĝ: the feature the head predicted one step before, fed back where the target has computed none "
-        "yet · the target's own LM head turns each ĝ into q",
-        sentence="one pass of the head each: the first reads the target's own feature, each later one the feature "
-        "the head itself predicted the step before; each line shows what one draft read",
-    ),
-    methods.EAGLE3: HeadFlow(
-        head="EAGLE-3 head",
-        first_feature="target's fc(h×3)",
-        later_feature="head's ĝ",
-        turns_into_q="its own LM head",
-        key="h×3: the target's hidden states at three depths (before its final norm) at that token, known from the "
-        "last verify pass, concatenated and fused by the head's fc · ĝ: the head's own output one step before, fed "
-        "back in place of the fused features · the head's own LM head over its draft vocabulary turns each into q "
-        "(zero off that vocabulary)",
-        sentence="one pass of the head each: the first reads the target's hidden states at three depths, fused by "
-        "the head's fc, each later one the head's own output the step before; each line shows what one draft read",
-    ),
-    methods.MTP: HeadFlow(
-        head="MTP module",
-        first_feature="target's f",
-        later_feature="module's h'",
-        turns_into_q="norm + target's LM head",
-        key="f: the target's last-layer feature (after its final norm) at that token, known from the last verify "
-        "pass · h': the module's own output one step before (DeepSeek-V3's MTP chains its depths through it), fed "
-        "back where the target has computed none yet · each input is normed (enorm, hnorm) before the module's "
-        "projection and block · its output norm and the target's own LM head turn each h' into q",
-        sentence="one pass of the module each: the first reads the target's own feature, each later one the "
-        "module's own output the step before; each line shows what one draft read",
-    ),
-    methods.MEDUSA: HeadFlow(
-        head="Medusa heads",
-        first_feature="target's f",
-        later_feature="",
-        turns_into_q="LM head",
-        key="f: the target's last-layer feature (after its final norm) at the row that produced the last committed "
-        "token, known from the last verify pass; every head reads that same f and no token · head i: a residual "
-        "block of its own, guessing the token i + 1 places after the last committed one without seeing the other "
-        "heads' guesses · ĝi: its output · an LM head turns each into q (the bundled heads share one copy of the "
-        "target's)",
-        sentence="all at once from one feature: the target's own feature of the row that produced the last committed "
-        "token. Head i guesses the token i + 1 places after it without seeing the other heads' guesses: a residual "
-        "block, then the LM head turning it into q; each line shows what one head read",
-        pairs_embedding=False,
-        proposes="propose",
-        each_head="head",
-        short_of_k=" (K = {k}, but there is one head per draft)",
-    ),
+LESSON = Path(__file__).resolve().parents[2] / "assets" / "lessons" / "feature_flows.json"
+FLOWS = {  # registry method -> how its head drafts, the prose kept with the other lessons' (assets/lessons/)
+    name: HeadFlow(**flow)
+    for name, flow in json.loads(LESSON.read_text(encoding="utf-8")).items()
+    if not name.startswith("_")
 }
 
 

@@ -45,9 +45,11 @@ def test_a_measured_c_in_use_is_the_one_the_slider_shows():
 # Every drafter timed: an EAGLE-1 head step, an EAGLE-3 one, a pass of 4 Medusa heads, an early exit at E = 4, an
 # MTP module step.
 EVERY = MeasuredCosts(
-    "t", "d", "cpu", "float32", 30, 5, 0.0005, 0.005, (0.0055, 0.006, 0.0065, 0.007),
-    head_step_s=0.0012, head3_step_s=0.0009, medusa_pass_s=0.0016, medusa_heads=4, exit_layer=4, exit_step_s=0.002,
-    mtp_step_s=0.0011,
+    "t", "d", "cpu", "float32", 30, 5, target_step_s=0.005, verify_s=(0.0055, 0.006, 0.0065, 0.007),
+    draft_step_s={
+        "draft": 0.0005, "eagle": 0.0012, "eagle3": 0.0009, "medusa": 0.0004, "early_exit": 0.002, "mtp": 0.0011,
+    },
+    pass_drafts={"medusa": 4}, exit_layer=4,
 )  # fmt: skip
 
 
@@ -74,14 +76,14 @@ def test_the_picker_offers_the_draft_the_heads_beside_the_target_early_exit_and_
 
 
 def test_a_heads_measured_c_is_the_one_the_formulas_use_and_the_page_says_whose():
-    heads = {"eagle": EVERY.head_c, "eagle3": EVERY.head3_c, "medusa": EVERY.medusa_c, "mtp": EVERY.mtp_c}
+    heads = {name: EVERY.c_of(name) for name in ("eagle", "eagle3", "medusa", "mtp")}
     for drafter, c in heads.items():
         at = picked(EVERY, drafter)
         slider = at.slider(key="c")
         assert slider.disabled and f"measured {c:.3f} is used" in slider.label
         assert any(m.label == "Measured c" and m.value == f"{c:.3f}" for m in at.metric)
         assert metric(at, "Speedup (with verify cost)") == pytest.approx(formulas_speedup(at, c), abs=0.006)
-    assert EVERY.medusa_c == pytest.approx(0.0016 / 4 / 0.005)  # a Medusa pass's share per draft
+    assert EVERY.c_of("medusa") == pytest.approx(0.0016 / 4 / 0.005)  # a Medusa pass's share per draft
     assert any("c of the MTP module: one head step" in c.value for c in at.caption)
     at = picked(EVERY, "medusa")
     assert any("one pass of all 4 heads / 4" in c.value for c in at.caption)
@@ -90,7 +92,7 @@ def test_a_heads_measured_c_is_the_one_the_formulas_use_and_the_page_says_whose(
 def test_early_exits_c_is_shown_beside_e_over_l():
     at = picked(EVERY, "early_exit")
     assert at.number_input(key="calc_exit_layer").value == 4
-    assert any(m.label == "Measured c" and m.value == f"{EVERY.exit_c:.3f}" for m in at.metric)
+    assert any(m.label == "Measured c" and m.value == f"{EVERY.c_of('early_exit'):.3f}" for m in at.metric)
     assert any("at E = 4" in c.value and "E/L = 4/10 = 0.40" in c.value for c in at.caption)
     at.number_input(key="calc_exit_layer").set_value(6).run()
     assert any("Measured at E = 4: press Measure again for E = 6" in c.value for c in at.caption)
@@ -116,6 +118,6 @@ def test_measuring_an_eagle_head_times_its_step_on_the_bundled_pair():
     at.button(key="measure").click().run()
     assert not at.exception and not at.error
     costs = at.session_state["measured_costs"]
-    assert costs.head_step_s is not None and costs.head3_step_s is None and costs.exit_step_s is None
+    assert set(costs.draft_step_s) == {"draft", "eagle"}  # the draft model's step and the EAGLE-1 head's alone
     if not costs.implausible:  # a busy machine's timings are refused (above)
-        assert any(m.label == "Measured c" and m.value == f"{costs.head_c:.3f}" for m in at.metric)
+        assert any(m.label == "Measured c" and m.value == f"{costs.c_of('eagle'):.3f}" for m in at.metric)

@@ -124,10 +124,10 @@ def test_a_head_beside_the_target_is_found(model_dirs, tmp_path):
 
     shutil.copytree(model_dirs["llama-target"], tmp_path / "target")
     bare = load_pair(str(tmp_path / "target"), None, device="cpu")
-    assert bare.head_dir is None
+    assert bare.head(EAGLE) is None
     save_degenerate(bare.target, "embedding", tmp_path / "eagle")
     found = load_pair(str(tmp_path / "target"), None, device="cpu")
-    assert found.head_dir == str(tmp_path / "eagle")
+    assert found.head(EAGLE) == str(tmp_path / "eagle")
     assert generate(found, PROMPTS[0], greedy(k=2, max_new=6)).totals.proposed > 0
 
 
@@ -158,14 +158,14 @@ def test_bench_times_a_head_step_and_predicts_eagle_with_it(load):
     pair = load("llama-target")  # the random head beside the tiny targets (tests/conftest.py)
     doc = run_bench(pair, [PROMPTS[0]], [2], RunSettings(max_new_tokens=6), lanes=(methods.PLAIN, EAGLE))
     costs = doc["costs"]
-    assert doc["environment"]["head"] == pair.head_dir  # which head the EAGLE lane drafted with
-    assert costs["head_step_ms"] > 0 and costs["head_c"] == pytest.approx(
-        costs["head_step_ms"] / costs["target_step_ms"]
+    assert doc["environment"]["heads"] == {EAGLE: pair.head(EAGLE)}  # which head the EAGLE lane drafted with
+    assert costs["step_ms"][EAGLE] > 0 and costs["c_of"][EAGLE] == pytest.approx(
+        costs["step_ms"][EAGLE] / costs["target_step_ms"]
     )
     row = next(r for r in doc["results"] if r["method"] == EAGLE)
     assert row["identical_to_plain"]
     if costs["implausible"] is None:  # a busy machine's timings build no prediction
-        assert row["c"] == pytest.approx(costs["head_c"])
+        assert row["c"] == pytest.approx(costs["c_of"][EAGLE])
         assert row["predicted_speedup"] > 0
 
 

@@ -52,7 +52,7 @@ def test_the_degenerate_head_drafts_the_token_worked_out_by_hand_then_repeats_it
     """s = h = the target's state at the first layer read, row n - 1: every draft of a round is the kept token of
     largest lm_head(norm(that state)), computed here from the target alone."""
     pair = heads("echo")
-    head = pair.eagle3_head
+    head = pair.load_head_for(EAGLE3)
     trace = generate(pair, PROMPTS[1], greedy(k=3))
     committed = list(trace.prompt_ids)
     drafted_any = 0
@@ -70,7 +70,7 @@ def test_the_degenerate_head_drafts_the_token_worked_out_by_hand_then_repeats_it
 @pytest.mark.parametrize("k", [1, 4])
 def test_greedy_eagle3_equals_plain_token_for_token(heads, kind, k):
     pair = heads(kind)
-    kept = set(pair.eagle3_head.target_ids.tolist())
+    kept = set(pair.load_head_for(EAGLE3).target_ids.tolist())
     for prompt in PROMPTS + [REPEATING]:
         plain = generate(pair, prompt, RunSettings(method=methods.PLAIN, max_new_tokens=30, stop_at_eos=False))
         eagle = generate(pair, prompt, greedy(k))
@@ -104,7 +104,7 @@ def test_sampled_eagle3_is_seeded_and_its_q_is_zero_off_the_draft_vocabulary(hea
         run = drafter.start(ids, features)
         proposal = run.propose(2, torch.full((2,), 0.5))
     off = torch.ones(pair.vocab_size, dtype=torch.bool)
-    off[pair.eagle3_head.target_ids] = False
+    off[pair.load_head_for(EAGLE3).target_ids] = False
     assert proposal.q.shape == (2, pair.vocab_size) and float(proposal.q[:, off].sum()) == 0.0
     torch.testing.assert_close(proposal.q.sum(-1), torch.ones(2))
 
@@ -112,16 +112,19 @@ def test_sampled_eagle3_is_seeded_and_its_q_is_zero_off_the_draft_vocabulary(hea
 def test_a_head_directory_is_told_apart_by_its_config(heads, model_dirs, tmp_path):
     eagle3 = heads("random")
     beside = model_dirs["llama-target"].parent
-    assert eagle3.head3_dir not in (None, str(beside / "eagle3"))  # --head DIR: an EAGLE-3 head, for EAGLE-3
-    assert eagle3.head_dir == str(beside / "eagle") and eagle3.medusa_dir == str(beside / "medusa")  # the others
+    assert eagle3.head(EAGLE3) not in (None, str(beside / "eagle3"))  # --head DIR: an EAGLE-3 head, for EAGLE-3
+    others = {name: eagle3.head(name) for name in (methods.EAGLE, methods.MEDUSA)}
+    assert others == {methods.EAGLE: str(beside / "eagle"), methods.MEDUSA: str(beside / "medusa")}  # beside it
     shutil.copytree(model_dirs["llama-target"], tmp_path / "target")
     bare = load_pair(str(tmp_path / "target"), None, device="cpu")
-    assert bare.head3_dir is None and bare.head_dir is None
+    assert bare.head(EAGLE3) is None and bare.head(methods.EAGLE) is None
     with pytest.raises(SettingsError, match="EAGLE-1 method needs a head"):
         generate(bare, PROMPTS[0], RunSettings(method=methods.EAGLE, k=2, max_new_tokens=4))
     save_degenerate3(bare.target, every_third(bare), tmp_path / "eagle3")
     found = load_pair(str(tmp_path / "target"), None, device="cpu")
-    assert found.head3_dir == str(tmp_path / "eagle3") and found.head_dir is None  # beside the target: eagle3/
+    assert (
+        found.head(EAGLE3) == str(tmp_path / "eagle3") and found.head(methods.EAGLE) is None
+    )  # beside the target: eagle3/
     assert generate(found, PROMPTS[0], greedy(k=2, max_new=6)).totals.proposed > 0
 
 
@@ -147,9 +150,9 @@ def test_cli_runs_eagle3_with_a_given_head_and_bench_times_its_step(heads, model
     pair = heads("random")
     target = str(pair.target_name)
     base = ["run", "--prompt", "def add", "--target", target, "--method", EAGLE3, "--k", "3", "--device", "cpu"]
-    assert main([*base, "--max-new-tokens", "8", "--head", pair.head3_dir, "--json"]) == 0
+    assert main([*base, "--max-new-tokens", "8", "--head", pair.head(EAGLE3), "--json"]) == 0
     trace = json.loads(capsys.readouterr().out)
-    assert trace["settings"]["method"] == EAGLE3 and trace["meta"]["head"] == pair.head3_dir
+    assert trace["settings"]["method"] == EAGLE3 and trace["meta"]["head"] == pair.head(EAGLE3)
     assert main([*base, "--max-new-tokens", "4", "--json"]) == 0
     beside = str(model_dirs["llama-target"].parent / "eagle3")  # the random head beside the tiny targets (conftest)
     assert json.loads(capsys.readouterr().out)["meta"]["head"] == beside
@@ -162,12 +165,12 @@ def test_cli_runs_eagle3_with_a_given_head_and_bench_times_its_step(heads, model
 
     doc = run_bench(pair, [PROMPTS[0]], [2], RunSettings(max_new_tokens=6), lanes=(methods.PLAIN, EAGLE3))
     costs = doc["costs"]
-    assert doc["environment"]["head3"] == pair.head3_dir and costs["head_step_ms"] is None
-    assert costs["head3_step_ms"] > 0
+    assert doc["environment"]["heads"] == {EAGLE3: pair.head(EAGLE3)} and set(costs["step_ms"]) == {EAGLE3}
+    assert costs["step_ms"][EAGLE3] > 0
     row = next(r for r in doc["results"] if r["method"] == EAGLE3)
     assert row["identical_to_plain"]
     if costs["implausible"] is None:
-        assert row["c"] == pytest.approx(costs["head3_c"])
+        assert row["c"] == pytest.approx(costs["c_of"][EAGLE3])
 
 
 def test_the_registry_lists_eagle3_everywhere_a_proposer_goes():

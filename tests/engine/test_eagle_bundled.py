@@ -15,7 +15,7 @@ from specviz.core.sampling import SamplingSettings, logits_to_probs
 from specviz.core.settings import RunSettings
 from specviz.engine import proposers
 from specviz.engine.decode import generate
-from specviz.engine.models import ASSETS, BUNDLED_PAIR, HEAD3_BESIDE, load_pair
+from specviz.engine.models import ASSETS, BUNDLED_PAIR, load_pair
 
 WORKLOADS = ASSETS / "workloads"
 HELD_OUT = [json.loads(line)["prompt"] for line in (WORKLOADS / "code.jsonl").read_text().splitlines()[:4]]
@@ -31,11 +31,11 @@ def bundled():
 
 
 def test_the_shipped_head_is_found_beside_the_bundled_target(bundled):
-    assert bundled.head_dir == str(BUNDLED_PAIR / "eagle")
-    head = bundled.eagle_head
+    assert bundled.head(methods.EAGLE) == str(BUNDLED_PAIR / "eagle")
+    head = bundled.load_head_for(methods.EAGLE)
     assert sum(p.numel() for p in head.parameters()) == pytest.approx(0.92e6, rel=0.01)
-    assert bundled.head3_dir == str(BUNDLED_PAIR / HEAD3_BESIDE)
-    head3 = bundled.eagle3_head
+    assert bundled.head(methods.EAGLE3) == str(BUNDLED_PAIR / methods.get(methods.EAGLE3).head.beside)
+    head3 = bundled.load_head_for(methods.EAGLE3)
     assert head3.layers_read == (2, 5, 7) and head3.draft_vocab_size == 2048
     assert sum(p.numel() for p in head3.parameters()) == pytest.approx(1.71e6, rel=0.01)
 

@@ -89,9 +89,7 @@ def test_a_head_tree_gets_no_chain_prediction():
     from specviz.measure.predict import predict
 
     pair = load_pair(device="cpu", draft=None)
-    costs = MeasuredCosts(
-        "t", "d", "cpu", "float32", 20, 5, None, 0.01, (0.011, 0.012, 0.013, 0.014), head_step_s=0.002
-    )
+    costs = MeasuredCosts("t", "d", "cpu", "float32", 20, 5, {methods.EAGLE: 0.002}, 0.01, (0.011, 0.012, 0.013, 0.014))
 
     def record(**tree):
         settings = RunSettings(method=methods.EAGLE, k=4, max_new_tokens=8, **tree)

@@ -97,7 +97,7 @@ def test_greedy_runs_on_the_lean_step_equal_plain_and_the_hf_forward_token_for_t
 
 
 def test_the_lean_weights_are_built_once_per_head_and_leave_it_unchanged(bundled):
-    head = bundled.eagle3_head
+    head = bundled.load_head_for(methods.EAGLE3)
     before = {name: (t.data_ptr(), t.clone()) for name, t in head.state_dict().items()}
     built = lean_heads._build(head, bundled.target)
     after = head.state_dict()

@@ -120,7 +120,7 @@ def test_a_head_directory_is_told_apart_by_its_config(model_dirs, heads, tmp_pat
     given = str(tmp_path / "given")
     save_medusa(new_medusa(heads("random").target), given)
     assert find_heads(target, given) == {**found, MEDUSA: given}  # the given one wins
-    assert load_pair(target, None, device="cpu", head=given).medusa_dir == given
+    assert load_pair(target, None, device="cpu", head=given).head(MEDUSA) == given
 
 
 def test_no_heads_and_wrong_heads_are_refused_with_a_message(model_dirs, load, tmp_path):
@@ -170,10 +170,10 @@ def test_bench_times_a_medusa_pass_and_predicts_medusa_with_it(load):
     pair = load("llama-target")  # the random heads beside the tiny targets (tests/conftest.py)
     doc = run_bench(pair, [PROMPTS[0]], [2], RunSettings(max_new_tokens=6), lanes=(methods.PLAIN, MEDUSA))
     costs = doc["costs"]
-    assert doc["environment"]["medusa_head"] == pair.medusa_dir and "head" not in doc["environment"]
-    assert costs["medusa_heads"] == 4 and costs["medusa_pass_ms"] > 0
-    assert costs["medusa_c"] == pytest.approx(costs["medusa_pass_ms"] / 4 / costs["target_step_ms"])
+    assert doc["environment"]["heads"] == {MEDUSA: pair.head(MEDUSA)}
+    assert costs["pass_drafts"] == {MEDUSA: 4} and costs["step_ms"][MEDUSA] > 0  # a pass's share per draft
+    assert costs["c_of"][MEDUSA] == pytest.approx(costs["step_ms"][MEDUSA] / costs["target_step_ms"])
     row = next(r for r in doc["results"] if r["method"] == MEDUSA)
     assert row["identical_to_plain"]
     if costs["implausible"] is None:  # a busy machine's timings build no prediction
-        assert row["c"] == pytest.approx(costs["medusa_c"])
+        assert row["c"] == pytest.approx(costs["c_of"][MEDUSA])

@@ -11,7 +11,7 @@ from specviz import methods
 from specviz.core.settings import RunSettings
 from specviz.engine import proposers
 from specviz.engine.decode import generate
-from specviz.engine.models import BUNDLED_PAIR, MEDUSA_BESIDE, load_pair
+from specviz.engine.models import BUNDLED_PAIR, load_pair
 
 MEDUSA = methods.MEDUSA
 
@@ -22,10 +22,10 @@ def bundled():
 
 
 def test_the_shipped_heads_are_found_beside_the_bundled_target_in_a_few_mb(bundled):
-    assert bundled.medusa_dir == str(BUNDLED_PAIR / MEDUSA_BESIDE)
-    heads = bundled.medusa_heads
+    assert bundled.head(MEDUSA) == str(BUNDLED_PAIR / methods.get(methods.MEDUSA).head.beside)
+    heads = bundled.load_head_for(MEDUSA)
     assert heads.num_heads == 4 and heads.shared_lm_head  # one LM head (the target's copy) for all four
-    size = sum(f.stat().st_size for f in (BUNDLED_PAIR / MEDUSA_BESIDE).iterdir())
+    size = sum(f.stat().st_size for f in (BUNDLED_PAIR / methods.get(methods.MEDUSA).head.beside).iterdir())
     assert size < 6e6
 
 

@@ -13,12 +13,13 @@ import torch
 from safetensors import safe_open
 from transformers import LlamaForCausalLM, Qwen2ForCausalLM
 
+from specviz import methods
 from specviz.engine.heads import read_weights
 from specviz.engine.mimo import ARCHITECTURE, MTP_PREFIX, export_mimo
-from specviz.engine.models import BUNDLED_PAIR, BUNDLED_TARGET, MTP_BESIDE
+from specviz.engine.models import BUNDLED_PAIR, BUNDLED_TARGET
 from specviz.errors import ModelLoadError
 
-MTP_DIR = BUNDLED_PAIR / MTP_BESIDE
+MTP_DIR = BUNDLED_PAIR / methods.get(methods.MTP).head.beside
 BUNDLED_TARGET_DIR = BUNDLED_PAIR / "target"
 EPS = 1e-5  # the bundled pair's rms_norm_eps
 # MiMoMultiTokenPredictorLayer's parameters in vLLM 0.32 (mimo_mtp.py), before q/k/v and gate/up are stacked

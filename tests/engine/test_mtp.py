@@ -14,7 +14,7 @@ from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
 from specviz.engine import proposers
 from specviz.engine.decode import generate
-from specviz.engine.models import ASSETS, BUNDLED_PAIR, HEAD_KINDS, MTP_BESIDE, find_heads, load_pair
+from specviz.engine.models import ASSETS, BUNDLED_PAIR, HEAD_KINDS, find_heads, load_pair
 from specviz.engine.mtp import MTP_WEIGHTS, is_mtp, load_mtp, new_mtp, save_mtp
 from specviz.errors import ModelLoadError
 
@@ -50,7 +50,7 @@ def test_the_registry_and_the_command_line_name_it():
     assert m.vllm_config(4, "ignored") == {"method": "mtp", "num_speculative_tokens": 4}  # the served model's own layer
     assert MTP in methods.PROPOSERS and MTP in methods.LANES
     assert proposers.proposer_class(MTP) is proposers.MtpProposer
-    assert HEAD_KINDS[MTP].beside == MTP_BESIDE == "mtp" and HEAD_KINDS[MTP].stage == "mtp"
+    assert HEAD_KINDS[MTP].beside == methods.get(methods.MTP).head.beside == "mtp" and HEAD_KINDS[MTP].stage == "mtp"
 
 
 @pytest.mark.parametrize("k", [1])  # K = 3: the method contract (test_method_contract.py)
@@ -73,7 +73,7 @@ def test_sampled_mtp_runs_are_seeded(tiny):
 
 
 def test_the_files_hold_exactly_its_weights_and_read_back(tiny, tmp_path):
-    module = tiny.mtp_head
+    module = tiny.load_head_for(MTP)
     directory = save_mtp(module, tmp_path / "again", dtype=torch.float32)
     assert is_mtp(directory) and not is_mtp(tmp_path)
     from safetensors import safe_open
@@ -88,7 +88,7 @@ def test_the_files_hold_exactly_its_weights_and_read_back(tiny, tmp_path):
 
 
 def test_a_directory_that_is_no_mtp_module_is_refused(tiny, tmp_path, model_dirs):
-    directory = save_mtp(tiny.mtp_head, tmp_path / "bad", dtype=torch.float32)
+    directory = save_mtp(tiny.load_head_for(MTP), tmp_path / "bad", dtype=torch.float32)
     config = json.loads((directory / "config.json").read_text())
     (directory / "config.json").write_text(json.dumps({**config, "architectures": ["LlamaForCausalLM"]}))
     with pytest.raises(ModelLoadError, match="is not an MTP module"):
@@ -100,7 +100,7 @@ def test_a_directory_that_is_no_mtp_module_is_refused(tiny, tmp_path, model_dirs
 @pytest.mark.slow
 def test_the_shipped_module_is_found_beside_the_bundled_target_and_greedy_equals_plain():
     bundled = load_pair(device="cpu", draft=None)
-    assert bundled.mtp_dir == str(BUNDLED_PAIR / MTP_BESIDE)
+    assert bundled.head(MTP) == str(BUNDLED_PAIR / methods.get(methods.MTP).head.beside)
     accepted = 0
     for prompt in HELD_OUT:
         spec = generate(bundled, prompt, greedy(k=3, max_new=40))
@@ -125,10 +125,12 @@ def test_bench_times_an_mtp_step_and_predicts_the_mtp_lane_with_it(load):
     pair = load("llama-target")  # the random module beside the tiny targets (tests/conftest.py)
     doc = run_bench(pair, [PROMPTS[0]], [2], RunSettings(max_new_tokens=6), lanes=(methods.PLAIN, MTP))
     costs = doc["costs"]
-    assert doc["environment"]["mtp_head"] == pair.mtp_dir
-    assert costs["mtp_step_ms"] > 0 and costs["mtp_c"] == pytest.approx(costs["mtp_step_ms"] / costs["target_step_ms"])
-    assert costs["head_step_ms"] is None  # only the MTP module's step was asked for
+    assert doc["environment"]["heads"] == {MTP: pair.head(MTP)}
+    assert costs["step_ms"][MTP] > 0 and costs["c_of"][MTP] == pytest.approx(
+        costs["step_ms"][MTP] / costs["target_step_ms"]
+    )
+    assert set(costs["step_ms"]) == {MTP}  # only the MTP module's step was asked for
     row = next(r for r in doc["results"] if r["method"] == MTP)
     assert row["identical_to_plain"]
     if costs["implausible"] is None:  # a busy machine's timings build no prediction
-        assert row["c"] == pytest.approx(costs["mtp_c"])
+        assert row["c"] == pytest.approx(costs["c_of"][MTP])

@@ -18,7 +18,7 @@ IDEAL_MODE, LINEAR_MODE, MEASURED_MODE = VERIFY_MODES
 BUSY = MeasuredCosts("t", "d", "cpu", "float32", 30, 5, 0.0078, 0.077, (0.080, 1.15, 0.075, 0.08))  # v(1) 15x v(3)
 QUIET = MeasuredCosts("t", "d", "cpu", "float32", 30, 5, 0.0005, 0.005, (0.0055, 0.006, 0.0065, 0.007))
 EXIT_AT_4 = MeasuredCosts(
-    "t", "d", "cpu", "float32", 30, 5, 0.0005, 0.005, (0.0055, 0.006), exit_layer=4, exit_step_s=0.002
+    "t", "d", "cpu", "float32", 30, 5, {"draft": 0.0005, "early_exit": 0.002}, 0.005, (0.0055, 0.006), exit_layer=4
 )  # fmt: skip
 TRIMMED = MeasuredCosts(
     "t", "d", "cpu", "float32", 30, 5, 0.0005, 0.005, (0.0055,), draft_vocab=2048, untrimmed_draft_step_s=0.001

@@ -17,8 +17,8 @@ from specviz.measure.summary import RANK_COLUMNS, results_csv, results_json
 from specviz.measure.workload import PairedRun
 
 COSTS = MeasuredCosts(
-    "t", "d", "cpu", "float32", 10, 5, draft_step_s=0.002, target_step_s=0.01, verify_s=(0.011,) * 8,
-    head_step_s=0.003, medusa_pass_s=0.004, medusa_heads=4,
+    "t", "d", "cpu", "float32", 10, 5, draft_step_s={"draft": 0.002, "eagle": 0.003, "medusa": 0.001},
+    target_step_s=0.01, verify_s=(0.011,) * 8, pass_drafts={"medusa": 4},
 )  # fmt: skip  # c: draft 0.2, EAGLE-1 0.3, Medusa 0.1 per draft, lookups 0
 
 
@@ -147,7 +147,7 @@ def test_the_whole_family_is_every_chain_method_the_pair_can_run_and_says_why_no
 
 
 def test_a_method_whose_step_was_not_timed_is_ranked_with_c_unknown():
-    rows = ranking(family(), replace(COSTS, head_step_s=None), seed=1)
+    rows = ranking(family(), replace(COSTS, draft_step_s={"draft": 0.002, "medusa": 0.001}), seed=1)
     assert next(r for r in rows if r["method"] == "eagle")["c"] is None  # EAGLE's step was not timed
     assert next(r for r in rows if r["method"] == "draft")["c"] == pytest.approx(0.2)
     assert len(rows) == 9

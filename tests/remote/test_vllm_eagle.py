@@ -17,14 +17,14 @@ from vllm_servers import PER_REQUEST, greedy_steps_agree, serve  # noqa: E402
 
 from specviz import methods
 from specviz.core.settings import RunSettings
-from specviz.engine.models import ASSETS, BUNDLED_PAIR, HEAD_BESIDE, load_pair
+from specviz.engine.models import ASSETS, BUNDLED_PAIR, load_pair
 from specviz.measure.prompts import read_workload
 from specviz.remote.launch import method_args
 from specviz.remote.vllm import connect
 
 PROMPTS = read_workload(ASSETS / "workloads" / "code.jsonl").rows[:3]
 TOKENS = 32
-HEAD = BUNDLED_PAIR / HEAD_BESIDE
+HEAD = BUNDLED_PAIR / methods.get(methods.EAGLE).head.beside
 EAGLE_CONFIG = method_args(methods.EAGLE, 4, head=str(HEAD))
 
 

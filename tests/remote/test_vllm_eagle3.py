@@ -20,11 +20,11 @@ from vllm_servers import PER_REQUEST, greedy_steps_agree, serve  # noqa: E402
 
 from specviz import methods
 from specviz.core.settings import RunSettings
-from specviz.engine.models import ASSETS, BUNDLED_PAIR, HEAD3_BESIDE
+from specviz.engine.models import ASSETS, BUNDLED_PAIR
 from specviz.remote.launch import method_args
 from specviz.remote.vllm import connect
 
-HEAD = BUNDLED_PAIR / HEAD3_BESIDE
+HEAD = BUNDLED_PAIR / methods.get(methods.EAGLE3).head.beside
 PROMPTS_FILE = ASSETS / "workloads" / "code.jsonl"
 EAGLE3_CONFIG = method_args(methods.EAGLE3, 4, head=str(HEAD))
 

@@ -19,14 +19,14 @@ from vllm_servers import PER_REQUEST, greedy_steps_agree, serve  # noqa: E402
 
 from specviz import methods
 from specviz.core.settings import RunSettings
-from specviz.engine.models import ASSETS, BUNDLED_PAIR, MEDUSA_BESIDE, load_pair
+from specviz.engine.models import ASSETS, BUNDLED_PAIR, load_pair
 from specviz.measure.prompts import read_workload
 from specviz.remote.launch import method_args
 from specviz.remote.vllm import connect
 
 PROMPTS = read_workload(ASSETS / "workloads" / "code.jsonl").rows[:3]
 TOKENS = 32
-HEADS = BUNDLED_PAIR / MEDUSA_BESIDE
+HEADS = BUNDLED_PAIR / methods.get(methods.MEDUSA).head.beside
 
 
 @pytest.fixture(scope="module")

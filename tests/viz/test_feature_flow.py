@@ -90,3 +90,9 @@ def test_a_medusa_round_short_of_k_says_there_is_one_head_per_draft():
     assert "(K = 4, but there is one head per draft)" in explain.draft_sentence(trace, trace.rounds[1])
     eagle = eagle_trace()
     assert "one head per draft" not in explain.draft_sentence(eagle, eagle.rounds[1])
+
+
+def test_every_head_method_has_its_feature_flow_and_no_other_method_does():
+    """The flows are read from assets/lessons/feature_flows.json by method name: a head added to the registry needs
+    its entry there, and a name there that is no head method is a typo."""
+    assert set(feature_flow.FLOWS) == {name for name, m in methods.REGISTRY.items() if m.loads_head}

@@ -1,4 +1,4 @@
-"""EAGLE-1 and the drafter every feature head shares (EAGLE-1, EAGLE-3, MTP): chains, static and dynamic trees."""
+"""EAGLE-1 and the drafter every chained feature head shares: chains, static and dynamic trees."""
 
 from __future__ import annotations
 
@@ -40,10 +40,19 @@ class EagleProposer:
     @classmethod
     def for_run(cls, pair: ModelPair, settings: RunSettings) -> EagleProposer:
         target = pair.target
-        reference = HfEagleRunner(pair.eagle_head, target.get_input_embeddings(), target.get_output_embeddings())
+        reference = HfEagleRunner(
+            pair.load_head_for(cls.method), target.get_input_embeddings(), target.get_output_embeddings()
+        )
         shape, dynamic = tree_shape(settings), settings.dynamic if settings.is_tree else None
         runner = chosen_runner(reference, target, settings.forward)
         return cls(runner, pair.vocab_size, settings.sampling, shape, dynamic)
+
+    @classmethod
+    def cost_probe(cls, pair: ModelPair, ids: list[int], settings: RunSettings):
+        """One head step over the prompt, to be timed (engine/costs.py): its layer and an LM head."""
+        from specviz.engine.proposers.probes import HeadStepProbe
+
+        return HeadStepProbe(cls, pair, ids, settings)
 
     def start(self, prompt_ids: list[int], features: torch.Tensor | None = None) -> EagleDrafter:
         return EagleDrafter(self, prompt_ids, features)

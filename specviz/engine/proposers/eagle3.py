@@ -38,11 +38,18 @@ class Eagle3Proposer:
 
     @classmethod
     def for_run(cls, pair: ModelPair, settings: RunSettings) -> Eagle3Proposer:
-        head = pair.eagle3_head
+        head = pair.load_head_for(cls.method)
         reference = HfEagle3Runner(head, pair.target.get_input_embeddings())
         shape, dynamic = tree_shape(settings), settings.dynamic if settings.is_tree else None
         runner = chosen_runner(reference, pair.target, settings.forward)
         return cls(runner, pair.vocab_size, settings.sampling, head.layers_read, shape, dynamic)
+
+    @classmethod
+    def cost_probe(cls, pair: ModelPair, ids: list[int], settings: RunSettings):
+        """One head step over the prompt, to be timed (engine/costs.py): its layer and its draft-vocabulary LM head."""
+        from specviz.engine.proposers.probes import HeadStepProbe
+
+        return HeadStepProbe(cls, pair, ids, settings)
 
     def start(self, prompt_ids: list[int], features: torch.Tensor | None = None) -> EagleDrafter:
         return EagleDrafter(self, prompt_ids, features)

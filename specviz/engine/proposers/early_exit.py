@@ -10,7 +10,7 @@ import torch
 from specviz import methods
 from specviz.core.lab.exits import EXIT_EXACT, ExitVariant
 from specviz.core.sampling import SamplingSettings, logits_to_probs, sample
-from specviz.core.settings import RunSettings
+from specviz.core.settings import FORWARD_HF, RunSettings
 from specviz.engine.early_exit import SplitTarget, check_exit_layer
 from specviz.engine.kv import CachedModel
 from specviz.engine.proposers.base import Drafter, Proposal, draft_confidence, empty_chain
@@ -38,6 +38,11 @@ class EarlyExitProposer:
     def for_run(cls, pair: ModelPair, settings: RunSettings) -> EarlyExitProposer:
         check_exit_layer(pair.target, settings.exit_layer)
         return cls(settings.exit_layer, settings.sampling)
+
+    @classmethod
+    def cost_probe(cls, pair: ModelPair, ids: list[int], settings: RunSettings) -> ExitStepProbe:
+        """One early-exit draft step at settings.exit_layer over the prompt, to be timed (engine/costs.py)."""
+        return ExitStepProbe(pair, ids, settings.exit_layer)
 
     def start(
         self, prompt_ids: list[int], features: torch.Tensor | None = None, target: CachedModel | None = None
@@ -110,3 +115,28 @@ class EarlyExitDrafter(Drafter):
     def cache_length(self) -> int:
         """Tokens in the cache of layers < E: the committed ones, plus the drafts' while a round is judged."""
         return self.split.lower_length()
+
+
+class ExitStepProbe:
+    """An early-exit draft over the target's own cache of the prompt, as its drafter holds it: one timed step runs
+    one drafted token through layers 0..E-1 (on the cache those layers share with the target) and draws the exit's
+    logits; restore crops that token from those layers. Early exit runs Hugging Face's forward (it reads its cache
+    objects), so its c is against a target step on that forward."""
+
+    drafts = 1
+    target_forward: str | None = FORWARD_HF
+
+    def __init__(self, pair: ModelPair, ids: list[int], exit_layer: int):
+        check_exit_layer(pair.target, exit_layer)
+        state = CachedModel(pair.target, pair.vocab_size, ids + ids[-1:])
+        state.prefill()  # the prompt in every layer, its last token pending
+        self.split = SplitTarget(state, exit_layer)
+        self.token = torch.tensor(ids[-1:], device=pair.device)  # (1,)
+
+    def forward(self) -> torch.Tensor:
+        return self.split.logits(self.split.lower(self.token))  # (1, V)
+
+    def restore(self) -> None:
+        cache = self.split.state.cache  # the HF forward's per-layer cache (the split runs the target's own layers)
+        for layer in cache.layers[: self.split.exit_layer]:  # type: ignore[attr-defined]
+            layer.crop(-1)

@@ -42,7 +42,7 @@ class MedusaProposer:
 
     @classmethod
     def for_run(cls, pair: ModelPair, settings: RunSettings) -> MedusaProposer:
-        heads, shape = pair.medusa_heads, tree_shape(settings)
+        heads, shape = pair.load_head_for(cls.method), tree_shape(settings)
         if len(shape) > heads.num_heads:
             raise SettingsError(
                 f"The Medusa tree {','.join(map(str, shape))} is {len(shape)} levels deep, but the Medusa heads are "
@@ -50,6 +50,14 @@ class MedusaProposer:
                 "deep. Use a shorter tree shape."
             )
         return cls(heads, pair.vocab_size, settings.sampling, shape)
+
+    @classmethod
+    def cost_probe(cls, pair: ModelPair, ids: list[int], settings: RunSettings):
+        """One pass of every head over the prompt's last feature, to be timed (engine/costs.py): its time is shared
+        among the drafts it makes, one per head."""
+        from specviz.engine.proposers.probes import PassProbe
+
+        return PassProbe(cls, pair, ids, settings, pair.load_head_for(cls.method).num_heads)
 
     def start(self, prompt_ids: list[int], features: torch.Tensor | None = None) -> MedusaDrafter:
         return MedusaDrafter(self, features)
@@ -104,9 +112,13 @@ class MedusaDrafter(Drafter):
 
 def draft_cap_note(pair: ModelPair, settings: RunSettings) -> str | None:
     """Why a run drafts fewer than K tokens a round whatever the text (Medusa: one per head); None when it does not."""
-    if settings.method != methods.MEDUSA or settings.is_tree or settings.draft_length <= pair.medusa_heads.num_heads:
+    if (
+        settings.method != methods.MEDUSA
+        or settings.is_tree
+        or settings.draft_length <= pair.load_head_for(settings.method).num_heads
+    ):
         return None
-    n = pair.medusa_heads.num_heads
+    n = pair.load_head_for(settings.method).num_heads
     return (
         f"The Medusa heads are {n}, one draft each: K = {settings.draft_length} drafts {n} tokens a round (vLLM's "
         f"num_speculative_tokens must not exceed the heads either: it would build heads without weights)."

@@ -25,6 +25,8 @@ class MtpProposer(EagleProposer):
     @classmethod
     def for_run(cls, pair: ModelPair, settings: RunSettings) -> MtpProposer:
         target = pair.target
-        reference = HfMtpRunner(pair.mtp_head, target.get_input_embeddings(), target.get_output_embeddings())
+        reference = HfMtpRunner(
+            pair.load_head_for(cls.method), target.get_input_embeddings(), target.get_output_embeddings()
+        )
         runner = chosen_runner(reference, target, settings.forward)
         return cls(runner, pair.vocab_size, settings.sampling, tree_shape(settings))
