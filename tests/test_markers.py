@@ -3,6 +3,7 @@ needs neither the vLLM environment nor Chromium and leaves out the slow tests; t
 marked `prepush` (slow, vLLM or browser ones: one real check of each kind); the full suite runs everything. A loop
 filtered by -m keeps the fast tests that talk to a fake server and says how many tests it left for the full run."""
 
+import functools
 import re
 import subprocess
 import sys
@@ -16,6 +17,7 @@ PREPUSH = f"{INNER} or prepush"
 NO_TESTS = 5  # pytest's exit status when the expression selects nothing
 
 
+@functools.cache  # each selection collected once per run (a collection of the whole suite takes seconds)
 def collect(expression: str) -> tuple[list[str], str]:
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-m", expression],
