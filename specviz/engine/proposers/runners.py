@@ -76,13 +76,12 @@ class LeanRunner:
 
 
 @dataclass(frozen=True)
-class HfEagleRunner:
-    """EAGLE-1's head through its own modules: logits are the target's LM head on g."""
+class HfRunner:
+    """A head through its own modules (the reference): what every such runner shares."""
 
     forward: ClassVar[str] = FORWARD_HF
-    head: EagleHead | MtpModule  # a frozen field: HfMtpRunner narrows it
-    embed: torch.nn.Module  # the target's embedding and LM head, shared
-    lm_head: torch.nn.Module
+    head: Any  # each runner narrows it to its head's class
+    embed: torch.nn.Module  # the target's embedding, shared
 
     @property
     def dtype(self) -> torch.dtype:
@@ -90,6 +89,14 @@ class HfEagleRunner:
 
     def new_cache(self) -> Any:
         return self.head.new_cache()
+
+
+@dataclass(frozen=True)
+class HfEagleRunner(HfRunner):
+    """EAGLE-1's head through its own modules: logits are the target's LM head on g."""
+
+    head: EagleHead | MtpModule  # HfMtpRunner narrows it
+    lm_head: torch.nn.Module  # the target's LM head, shared
 
     def fuse(self, fused: torch.Tensor) -> torch.Tensor:
         raise TypeError("only EAGLE-3's head fuses the target's states")
@@ -112,19 +119,10 @@ class HfMtpRunner(HfEagleRunner):
 
 
 @dataclass(frozen=True)
-class HfEagle3Runner:
+class HfEagle3Runner(HfRunner):
     """EAGLE-3's head through its own modules: its own LM head over the draft vocabulary, placed at the target's ids."""
 
-    forward: ClassVar[str] = FORWARD_HF
     head: Eagle3Head
-    embed: torch.nn.Module  # the target's embedding, shared
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return next(self.embed.parameters()).dtype
-
-    def new_cache(self) -> Any:
-        return self.head.new_cache()
 
     def fuse(self, fused: torch.Tensor) -> torch.Tensor:
         return self.head.fuse(fused)
