@@ -159,7 +159,7 @@ def new_head3(target: PreTrainedModel, kept: torch.Tensor, layers: tuple[int, ..
         if isinstance(module, nn.Linear):
             nn.init.normal_(module.weight, std=config.initializer_range)
     with torch.no_grad():
-        head.d2t.copy_(kept.to(torch.long) - torch.arange(len(kept)))
+        head.d2t.copy_(kept.to(torch.long) - torch.arange(len(kept), device=kept.device))
     return head.to(device=target.device, dtype=target.dtype)
 
 

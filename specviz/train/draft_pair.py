@@ -285,11 +285,11 @@ def train_loop(module, step_fn: Callable, evaluate: Callable[[], dict], cfg: Loo
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
+        sums += [float(loss.detach()), float(agree)]  # waits for the device: the step's time is all in dt
         dt = time.time() - t0
         state["step"] += 1
         state["elapsed"] += dt
         timed.append(dt)
-        sums += [float(loss.detach()), float(agree)]
         if state["max_steps"] is None and len(timed) == 8:
             per_step = float(np.mean(timed[2:]))
             state["max_steps"] = state["step"] + max(1, int((cfg.minutes * 60 * 0.95 - sum(timed)) / per_step))

@@ -161,11 +161,11 @@ def train_head(job: HeadJob, args, work: Path, train_data: np.ndarray, device, l
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, job.clip)
         opt.step()
+        acc += [float(v.detach()) for v in (loss, *parts)]  # waits for the device: the step's time is all in dt
         state["step"] += 1
         dt = time.time() - t0
         state["elapsed"] += dt
         timed.append(dt)
-        acc += [float(v.detach()) for v in (loss, *parts)]
         n_acc += 1
         if state["max_steps"] is None and len(timed) == 10:
             per_step = float(np.mean(timed[2:]))
