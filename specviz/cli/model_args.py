@@ -96,7 +96,7 @@ def pair_draft(draft: str) -> str:
     from specviz.engine.catalogue import PAIR_NAMES, find_pair
 
     named = draft.strip() in PAIR_NAMES and not Path(draft).expanduser().exists()
-    return (find_pair(draft.strip()).draft or draft) if named else draft
+    return (find_pair(draft.strip()).draft_source or draft) if named else draft
 
 
 def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:

@@ -35,7 +35,7 @@ def pair_rows() -> list[dict]:
                 "size": spec.size or "–",
                 "drafters": list(spec.drafters),
                 "target": recorded_name(spec.target_source),
-                "draft": recorded_name(spec.draft),
+                "draft": recorded_name(spec.draft_source),
                 "chat_template": spec.chat,
                 "install": INSTALL_COMMAND if spec.package and state is False else None,
                 "note": spec.note,

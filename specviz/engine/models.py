@@ -22,6 +22,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache, PreT
 from specviz import methods
 from specviz.core.settings import AUTO_THREADS
 from specviz.engine.install import GGUF_PACKAGES, cache_root, quietly
+from specviz.engine.shipped import drafters_home
 from specviz.engine.threads import apply_threads
 from specviz.engine.vocab import COUNTS_FILE, TokenCounts, check_trimmable, load_counts
 from specviz.engine.vocab_map import VocabMap, build_vocab_map
@@ -132,13 +133,16 @@ def recorded_name(source: str | None) -> str | None:
 
 
 def converted_pair_name(source: str | None) -> str | None:
-    """The pair's name (smollm2) for its converted copy in the user's cache, whose absolute path names a home
-    directory and reads differently on every machine; None for any other source."""
+    """The pair's name (smollm2) for its converted copy in the user's cache (smollm2-draft for the draft assembled
+    beside it), whose absolute path names a home directory and reads differently on every machine; None for any other
+    source."""
     models = str(cache_root() / "models") + "/"
     if not source or not str(source).rstrip("/").startswith(models):
         return None
     name = str(source).rstrip("/").removeprefix(models)
-    return next((package.pair for package in GGUF_PACKAGES if package.name == name), None)
+    names = {package.name: package.pair for package in GGUF_PACKAGES}
+    names |= {f"{package.name}-draft": f"{package.pair}-draft" for package in GGUF_PACKAGES}  # its assembled draft
+    return names.get(name)
 
 
 def choose_device(requested: str | None = "auto") -> torch.device:
@@ -257,7 +261,8 @@ HEAD_KINDS = {name: m.head for name, m in methods.REGISTRY.items() if m.head is 
 
 def find_heads(target: str, head: str | None) -> dict[str, str]:
     """Method -> the feature head directory it drafts with: the head given (its kind told apart by its config) for
-    its own method, and for each other kind the one beside a local target."""
+    its own method, and for each other kind the one beside a local target (for a target converted from a package,
+    also the one its pair ships: engine/shipped.py)."""
     found = {}
     if head is not None:
         path = Path(str(head).strip()).expanduser()
@@ -271,12 +276,17 @@ def find_heads(target: str, head: str | None) -> dict[str, str]:
                 + "."
             )
         found[method] = str(path)
-    if Path(str(target)).expanduser().is_dir():
-        for method, kind in HEAD_KINDS.items():
-            directory = Path(str(target)).expanduser().parent / kind.beside
-            if method not in found and kind.recognises(directory):
-                found[method] = str(directory)
+    local = Path(str(target)).expanduser()
+    if local.is_dir():
+        shipped = drafters_home(local)
+        for home in (local.parent,) + ((shipped,) if shipped else ()):
+            found = heads_in(home) | found
     return found
+
+
+def heads_in(home: Path) -> dict[str, str]:
+    """Method -> the head directory of each kind found in `home` (a pair's folder of drafters)."""
+    return {method: str(home / kind.beside) for method, kind in HEAD_KINDS.items() if kind.recognises(home / kind.beside)}
 
 
 def head_beside(target: str, method: str) -> str | None:

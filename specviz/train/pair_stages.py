@@ -164,18 +164,21 @@ def stage_draft(args, work: Path, log) -> None:
 
 
 def export_draft(args, draft, tokenizer, counts: np.ndarray, n_kept: int, result: dict, log) -> None:
-    """out/draft: bfloat16 safetensors, the tokenizer, token_counts.json (recommended = the trimmed size) and
-    training.json."""
+    """out/draft as the pair ships it (engine/shipped.py): the trained tensors without the target's embeddings
+    (layers.safetensors, bfloat16), config.json, token_counts.json (recommended = the trimmed size) and
+    training.json; the whole model with its tokenizer stays in <work>/draft-whole."""
     import torch
 
+    from specviz.engine.shipped import split_draft
     from specviz.engine.vocab import TokenCounts
 
-    out = args.out_dir / "draft"
-    out.mkdir(parents=True, exist_ok=True)
-    draft.to(torch.bfloat16).save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    (out / "token_counts.json").write_text(TokenCounts(counts, "train --pair data stage answers", n_kept).to_json())
-    (out / "training.json").write_text(json.dumps(result, indent=2) + "\n")
+    whole = args.work_dir / "draft-whole"
+    whole.mkdir(parents=True, exist_ok=True)
+    draft.to(torch.bfloat16).save_pretrained(whole)
+    tokenizer.save_pretrained(whole)
+    (whole / "token_counts.json").write_text(TokenCounts(counts, "train --pair data stage answers", n_kept).to_json())
+    (whole / "training.json").write_text(json.dumps(result, indent=2) + "\n")
+    out = split_draft(whole, args.out_dir / "draft")
     size = sum(p.stat().st_size for p in out.iterdir()) / 1e6
     log(f"draft: exported {out} ({size:.1f} MB); held out last: {json.dumps(result['history'][-1])}")
     draft.to(torch.float32)

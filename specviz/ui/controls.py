@@ -96,7 +96,7 @@ def first_run_settings(draft_vocab: int = 0) -> RunSettings:
 
 
 def without_draft_model(settings: RunSettings, sources: tuple[str, str, str, str]) -> RunSettings:
-    """The settings, drafting by n-gram lookup instead where the pair in use has no draft model (smollm2, for now)."""
+    """The settings, drafting by n-gram lookup instead where the pair in use has no draft model."""
     if sources[1] or not methods.get(settings.method).loads_draft:
         return settings
     return replace(settings, method=methods.NGRAM, draft_vocab=0)
@@ -291,7 +291,7 @@ def pair_picker() -> None:
         )
     else:
         spec = find_pair(choice)
-        target, draft = default_sources() if spec.key == CATALOGUE[0].key else (spec.target_source, spec.draft or "")
+        target, draft = default_sources() if spec.key == CATALOGUE[0].key else (spec.target_source, spec.draft_source or "")
         st.sidebar.caption(spec.note)
     device = st.sidebar.selectbox(
         "Device", ["auto", "cpu", "cuda", "mps"], key=keep("device", "auto"), on_change=remember, args=("device",)

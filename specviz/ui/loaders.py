@@ -19,7 +19,7 @@ def default_sources() -> tuple[str, str]:
 
 @st.cache_resource(show_spinner="Loading the model pair…", max_entries=3)
 def cached_pair(target: str, draft: str | None, device: str = "auto", dtype: str = "auto") -> ModelPair:
-    """draft "" or None: the target alone (a pair with no draft model, such as smollm2)."""
+    """draft "" or None: the target alone (a pair with no draft model, such as a hub target given alone)."""
     pair = load_pair(
         target, draft or None, device=device, dtype=dtype, threads=threads_from_environment(), cross_vocab=True
     )
