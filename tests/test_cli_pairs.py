@@ -20,10 +20,12 @@ def test_pairs_lists_each_pair_installed_size_and_drafters(capsys):
     rows = {row["name"]: row for row in json.loads(out)}
     assert rows["pystdlib"]["installed"] == "yes" and "draft" in rows["pystdlib"]["drafters"]
     assert rows["smollm2"]["installed"] == "yes"
-    assert rows["smollm2"]["drafters"] == ["ngram", "suffix", "early_exit"] and rows["smollm2"]["chat_template"]
+    drafters = rows["smollm2"]["drafters"]
+    assert drafters[:2] == ["draft", "tree"] and drafters[-3:] == ["ngram", "suffix", "early_exit"]
+    assert rows["smollm2"]["draft"] == "smollm2-draft" and rows["smollm2"]["chat_template"]
     assert "134.5 M parameters" in rows["smollm2"]["size"]
     code, out, _ = run_cli(capsys, "pairs")
-    assert "smollm2  installed: yes" in out and "(no draft model)" in out
+    assert "smollm2  installed: yes" in out and "← draft smollm2-draft" in out
 
 
 @pytest.mark.parametrize(
@@ -31,7 +33,7 @@ def test_pairs_lists_each_pair_installed_size_and_drafters(capsys):
     [
         (["--pair", "nope"], "There is no pair named 'nope': the pairs are pystdlib, smollm2"),
         (["--pair", "smollm2", "--target", "x"], "give --pair NAME or --target, not both"),
-        (["--pair", "smollm2", "--method", "draft"], "draft needs a draft model, and this pair has none (yet)"),
+        (["--pair", "smollm2", "--draft", "ngram", "--method", "draft"], "draft needs a draft model"),
     ],
 )
 def test_a_pair_that_cannot_run_is_refused_in_one_line(capsys, argv, message):

@@ -99,14 +99,22 @@ def test_the_draft_trains_resumes_and_exports_a_model_the_engine_loads(setup):
     assert "alpha_k4" in result["history"][-1]
     from specviz.engine.models import load_pair
 
-    pair = load_pair(str(root / "target"), str(out / "draft"), device="cpu")
+    # exported as a pair ships it: the trained tensors alone, the embeddings being the target's frozen rows
+    from safetensors.torch import load_file
+
+    from specviz.engine.shipped import LAYERS_FILE
+
+    assert sorted(p.name for p in (out / "draft").iterdir()) == [
+        "config.json", LAYERS_FILE, "token_counts.json", "training.json"
+    ]  # fmt: skip
+    assert not any("embed_tokens" in name for name in load_file(str(out / "draft" / LAYERS_FILE)))
+    pair = load_pair(str(root / "target"), str(work / "draft-whole"), device="cpu")  # the whole model beside it
     assert pair.draft.config.num_hidden_layers == 2
     counts = json.loads((out / "draft" / "token_counts.json").read_text())
     assert counts["recommended"] == len(json.loads((work / "draft_vocab.json").read_text())["kept"])
-    # the draft starts from the target's embeddings: frozen, so equal (up to bfloat16) after training
     emb_t = pair.target.get_input_embeddings().weight.float()
     emb_d = pair.draft.get_input_embeddings().weight.float()
-    assert torch.allclose(emb_t, emb_d, atol=1e-2)
+    assert torch.allclose(emb_t, emb_d, atol=1e-2)  # frozen: equal (up to bfloat16) after training
 
 
 def test_the_eagle3_head_trains_on_the_same_samples_and_the_card_names_both(setup):

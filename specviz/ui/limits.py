@@ -131,9 +131,14 @@ def display_source(source: str, limits: Limits) -> str:
 
 def sidebar_source(source: str, limits: Limits) -> str:
     """The sidebar's name for a model in use: the bundled pair relative to the repository (a projector need not show
-    where it was cloned), anything else as display_source shows it."""
+    where it was cloned), a converted pair's models by name (smollm2, smollm2-draft), anything else as display_source
+    shows it."""
+    from specviz.engine.models import converted_pair_name
+
     inside = source.startswith(str(REPO_ROOT) + "/")
-    return source.removeprefix(str(REPO_ROOT) + "/") if inside else display_source(source, limits)
+    if inside:
+        return source.removeprefix(str(REPO_ROOT) + "/")
+    return converted_pair_name(source) or display_source(source, limits)
 
 
 def shown_meta(meta: dict, limits: Limits) -> dict:

@@ -1,5 +1,5 @@
 """The sidebar offers the real target by name: smollm2 loads (converted once by tests/install.sh), offers the
-proposers that need no draft model, its presets, and runs a user's message through its chat template."""
+its shipped draft model and the proposers that need none, its presets, and runs a user's message through its chat template."""
 
 import pytest
 from app_helpers import click, open_page
@@ -18,9 +18,9 @@ def test_the_sidebar_loads_smollm2_and_a_run_goes_through_its_chat_template(tiny
     menu.set_value("smollm2").run()
     at = click(at, "Load this pair")
     assert not at.exception and not at.sidebar.error
-    assert any("no draft model" in c.value for c in at.sidebar.caption if "In use:" in c.value)
+    assert any("draft **smollm2-draft**" in c.value for c in at.sidebar.caption if "In use:" in c.value)
     proposers = at.sidebar.radio(key="method")
-    assert proposers.value == methods.NGRAM and methods.DRAFT not in proposers.options
+    assert proposers.value == methods.DRAFT and methods.label(methods.NGRAM) in proposers.options  # its shipped draft
     assert at.session_state["prompt"] == INSTRUCT_PRESETS["code"]  # the pair's own preset replaced the toy's
     assert {"english", "translation", "summary"} <= {b.label for b in at.button}
     at.sidebar.radio(key="method").set_value(methods.EARLY_EXIT).run()

@@ -14,6 +14,7 @@ from specviz.engine.catalogue import SMOLLM2, SMOLLM2_GGUF, find_pair, presets_f
 from specviz.engine.decode import chat_wrapped, generate
 from specviz.engine.install import INSTALL_COMMAND, checked_gguf, convert, converted_dir, find_gguf
 from specviz.engine.models import load_pair
+from specviz.engine.shipped import draft_dir
 from specviz.errors import ModelLoadError, SettingsError
 
 pytestmark = pytest.mark.slow
@@ -23,9 +24,9 @@ NEW_TOKENS = 24
 
 @pytest.fixture(scope="session")
 def smollm2():
-    """The converted real target on the CPU in float32, with no draft model (it has none yet)."""
+    """The converted real target on the CPU in float32 (its shipped draft is assembled beside it, not loaded here)."""
     target, draft = SMOLLM2.sources()
-    assert draft is None
+    assert draft == str(draft_dir(SMOLLM2_GGUF))
     return load_pair(target, None, device="cpu", dtype="float32")
 
 
@@ -73,7 +74,8 @@ def test_greedy_early_exit_equals_plain_decoding(smollm2, hash_table_prompt):
 
 def test_the_pairs_by_name(smollm2):
     assert find_pair("smollm2") is SMOLLM2 and find_pair("pystdlib").draft is not None
-    assert SMOLLM2.drafters == (methods.NGRAM, methods.SUFFIX, methods.EARLY_EXIT)
+    assert SMOLLM2.drafters[:2] == (methods.DRAFT, methods.TREE)  # the draft model it ships
+    assert SMOLLM2.drafters[-3:] == (methods.NGRAM, methods.SUFFIX, methods.EARLY_EXIT)
     assert SMOLLM2.chat and SMOLLM2.installed() is True  # converted (by tests/install.sh, else by the fixture)
     assert set(presets_for(SMOLLM2.target_source)) == {"code", "english", "translation", "summary"}
     with pytest.raises(SettingsError, match="pystdlib, smollm2"):
