@@ -56,7 +56,7 @@ def test_run_pair_smollm2_answers_through_the_chat_template(capsys):
 
 def test_serve_refuses_a_method_the_pair_cannot_draft_with(capsys):
     code, _, err = run_cli(capsys, "serve", "--pair", "smollm2", "--method", "eagle")
-    assert code == 2 and "vLLM serves it with --method none, ngram or suffix" in err
+    assert code == 2 and "vLLM serves it with --method none, ngram, suffix, draft, eagle3" in err
 
 
 def test_a_missing_wheel_says_what_to_run(capsys, monkeypatch, tmp_path):

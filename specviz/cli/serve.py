@@ -73,6 +73,17 @@ def _restore(previous: dict) -> None:
         signal.signal(sig, handler)
 
 
+def served_methods(spec) -> tuple[str, ...]:
+    """What vLLM serves a catalogue pair with here: plain decoding, the lookups, its draft model and the heads it
+    ships that vLLM reads from a directory of their own (not those it needs inside the served model)."""
+    own = tuple(
+        m
+        for m in spec.drafters
+        if m == methods.DRAFT or (methods.get(m).head and not methods.get(m).head.served_inside)
+    )
+    return (methods.PLAIN, methods.NGRAM, methods.SUFFIX) + own
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from specviz.core.settings import MAX_K
     from specviz.engine.catalogue import DEFAULT_PAIR, find_pair
@@ -82,10 +93,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not 1 <= args.k <= MAX_K:
         raise SpecvizError(f"--k must be from 1 to {MAX_K}; got {args.k}.")
     spec = find_pair(args.pair or DEFAULT_PAIR)
-    if spec.key != DEFAULT_PAIR and method not in (methods.PLAIN, *spec.drafters):
+    served = served_methods(spec) if spec.key != DEFAULT_PAIR else ()
+    if spec.key != DEFAULT_PAIR and method not in served:
         raise SpecvizError(
-            f"The pair {spec.key} drafts with {', '.join(spec.drafters)}; vLLM serves it with --method none, "
-            f"{methods.NGRAM} or {methods.SUFFIX} here; got {args.method!r}."
+            f"The pair {spec.key} drafts with {', '.join(spec.drafters)}; vLLM serves it with --method "
+            f"{', '.join(PLAIN_WORDS[0] if m == methods.PLAIN else m for m in served)} here; got {args.method!r}."
         )
     python = vllm_python()
     check_port(args.host, args.port)
@@ -93,10 +105,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         extra = method_args(method, args.k)
         model, tokenizer = served_model(method)
     else:
-        if method not in (methods.PLAIN, methods.NGRAM, methods.SUFFIX):
-            raise SpecvizError(f"serve runs {spec.key} with --method none, {methods.NGRAM} or {methods.SUFFIX}.")
-        extra = method_args(method, args.k)
-        model, tokenizer = spec.sources()[0], None
+        from specviz.engine.models import find_heads
+
+        model, draft = spec.sources()
+        extra = method_args(method, args.k, draft=draft, head=find_heads(model, None).get(method))
+        tokenizer = None
     command = server_command(python, args.port, args.host, args.eager, extra, target=model, tokenizer=tokenizer)
     log = Path(args.log) if args.log else Path(tempfile.mkdtemp(prefix="specviz-serve-")) / "vllm.log"
     host = f"[{args.host}]" if ":" in args.host else args.host
