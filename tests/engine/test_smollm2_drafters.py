@@ -1,0 +1,113 @@
+"""smollm2's own drafters on the real target (SmolLM2-135M-Instruct, float32 on the CPU): the shipped draft model
+(assets/models/smollm2/draft, assembled in the cache) and EAGLE-3 head (assets/models/smollm2/eagle3). Greedy output
+equal to plain decoding on held-out chat prompts of three kinds, and sampled output with the target's distribution (a
+fixed-seed χ² that a lossy judge fails), as tests/engine/test_eagle_bundled.py checks them on the toy pair."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from specviz import methods
+from specviz.core.chisq import chi2_goodness_of_fit
+from specviz.core.sampling import SamplingSettings, logits_to_probs
+from specviz.core.settings import RunSettings
+from specviz.engine.catalogue import SMOLLM2
+from specviz.engine.decode import chat_wrapped, generate
+from specviz.engine.models import ASSETS, load_pair
+from specviz.engine.proposers import base
+
+pytestmark = pytest.mark.slow
+HELD_OUT_FILE = ASSETS / "workloads" / "chat-heldout.jsonl"
+KINDS = ("writing", "qa", "code")  # one held-out prompt of each: the first of its kind
+DRAFTERS = [methods.DRAFT, methods.EAGLE3]
+SAMPLED = SamplingSettings(temperature=1.0, top_k=12)  # twelve tokens: every kept one expected often enough for χ²
+SEEDS = 200
+SAMPLED_PROMPT = "What is photosynthesis?"
+
+
+def held_out(kind: str) -> str:
+    rows = [json.loads(line) for line in HELD_OUT_FILE.read_text(encoding="utf-8").splitlines()]
+    return next(row["prompt"] for row in rows if row["kind"] == kind)
+
+
+@pytest.fixture(scope="module")
+def pair():
+    """The converted target and its assembled draft model, float32 on the CPU; the EAGLE-3 head is found beside them
+    (assets/models/smollm2) and loaded on first use."""
+    target, draft = SMOLLM2.sources()
+    assert draft is not None
+    return load_pair(target, draft, device="cpu", dtype="float32")
+
+
+@pytest.fixture(scope="module")
+def plain_runs(pair) -> dict[str, list[int]]:
+    """Kind -> plain decoding's 32 greedy tokens on its held-out prompt (run once for both drafters)."""
+    return {kind: generate(pair, chat_wrapped(pair, held_out(kind)), greedy(methods.PLAIN)).output_ids for kind in KINDS}
+
+
+def greedy(method: str) -> RunSettings:
+    return RunSettings(method=method, k=4, max_new_tokens=32, stop_at_eos=False)
+
+
+@pytest.mark.parametrize("method", DRAFTERS)
+def test_greedy_drafting_equals_plain_on_held_out_chat_prompts(pair, plain_runs, method):
+    accepted = 0
+    for kind in KINDS:
+        drafted = generate(pair, chat_wrapped(pair, held_out(kind)), greedy(method))
+        assert drafted.output_ids == plain_runs[kind], kind
+        accepted += drafted.totals.accepted
+    assert accepted > 0  # a trained drafter: some drafts pass
+
+
+def first_two(pair, prompt: str, method: str) -> list[tuple[int, int]]:
+    """The first two committed tokens of sampled runs over SEEDS seeds (K = 3: one round drafts both)."""
+    pairs = []
+    for seed in range(SEEDS):
+        settings = RunSettings(method=method, k=3, max_new_tokens=4, sampling=SAMPLED, seed=seed, stop_at_eos=False)
+        out = generate(pair, prompt, settings).output_ids
+        pairs.append((out[0], out[1]))
+    return pairs
+
+
+def target_p(pair, ids: list[int]) -> torch.Tensor:
+    with torch.inference_mode():
+        logits = pair.target(input_ids=torch.tensor([ids])).logits[0, -1, : pair.vocab_size]
+    return logits_to_probs(logits, SAMPLED)  # (V,)
+
+
+def fits(pair, method: str) -> tuple[float, float]:
+    """χ² p-values: the first committed token against p(. | prompt), the second (after the most common first)
+    against p(. | prompt, first)."""
+    prompt = chat_wrapped(pair, SAMPLED_PROMPT)
+    ids = pair.tokenizer.encode(prompt)
+    pairs = first_two(pair, prompt, method)
+    firsts = torch.bincount(torch.tensor([a for a, _ in pairs]), minlength=pair.vocab_size)
+    mode = int(firsts.argmax())
+    seconds = torch.bincount(torch.tensor([b for a, b in pairs if a == mode]), minlength=pair.vocab_size)
+    first = chi2_goodness_of_fit(firsts, target_p(pair, ids))
+    second = chi2_goodness_of_fit(seconds, target_p(pair, ids + [mode]))
+    return first.p_value, second.p_value
+
+
+@pytest.mark.parametrize("method", DRAFTERS)
+def test_sampled_drafting_emits_the_targets_distribution(pair, method):
+    """Power: SEEDS runs at T = 1, top-k 12."""
+    first, second = fits(pair, method)
+    assert first > 1e-3 and second > 1e-3
+
+
+def test_argmax_drafts_judged_with_the_drafts_softmax_fail_the_same_check(pair, monkeypatch):
+    """The control: the draft model's drafts are its argmax but judged with its full softmax as q, min(1, p/q),
+    which is not what they were drawn from; the same χ² check on the same prompt and seeds rejects it."""
+    sampled = base.draw
+
+    def argmax_with_soft_q(logits, sampling, u):
+        _, q = sampled(logits, sampling, u)
+        return q.argmax(), q  # the chain's next step reads this argmax, and q still judges it
+
+    monkeypatch.setattr(base, "draw", argmax_with_soft_q)  # what draft_chain draws each draft with
+    first, second = fits(pair, methods.DRAFT)
+    assert min(first, second) < 1e-3
