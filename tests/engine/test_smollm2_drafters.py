@@ -45,7 +45,9 @@ def pair():
 @pytest.fixture(scope="module")
 def plain_runs(pair) -> dict[str, list[int]]:
     """Kind -> plain decoding's 32 greedy tokens on its held-out prompt (run once for both drafters)."""
-    return {kind: generate(pair, chat_wrapped(pair, held_out(kind)), greedy(methods.PLAIN)).output_ids for kind in KINDS}
+    return {
+        kind: generate(pair, chat_wrapped(pair, held_out(kind)), greedy(methods.PLAIN)).output_ids for kind in KINDS
+    }
 
 
 def greedy(method: str) -> RunSettings:
