@@ -97,11 +97,10 @@ def test_the_draft_trains_resumes_and_exports_a_model_the_engine_loads(setup):
     result = json.loads((work / "draft" / "result.json").read_text())
     assert result["steps"] == 6 and result["finished"]
     assert "alpha_k4" in result["history"][-1]
-    from specviz.engine.models import load_pair
-
     # exported as a pair ships it: the trained tensors alone, the embeddings being the target's frozen rows
     from safetensors.torch import load_file
 
+    from specviz.engine.models import load_pair
     from specviz.engine.shipped import LAYERS_FILE
 
     assert sorted(p.name for p in (out / "draft").iterdir()) == [

@@ -286,7 +286,8 @@ def find_heads(target: str, head: str | None) -> dict[str, str]:
 
 def heads_in(home: Path) -> dict[str, str]:
     """Method -> the head directory of each kind found in `home` (a pair's folder of drafters)."""
-    return {method: str(home / kind.beside) for method, kind in HEAD_KINDS.items() if kind.recognises(home / kind.beside)}
+    found = {method: home / kind.beside for method, kind in HEAD_KINDS.items()}
+    return {method: str(directory) for method, directory in found.items() if HEAD_KINDS[method].recognises(directory)}
 
 
 def head_beside(target: str, method: str) -> str | None:

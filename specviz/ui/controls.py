@@ -291,7 +291,8 @@ def pair_picker() -> None:
         )
     else:
         spec = find_pair(choice)
-        target, draft = default_sources() if spec.key == CATALOGUE[0].key else (spec.target_source, spec.draft_source or "")
+        bundled = spec.key == CATALOGUE[0].key
+        target, draft = default_sources() if bundled else (spec.target_source, spec.draft_source or "")
         st.sidebar.caption(spec.note)
     device = st.sidebar.selectbox(
         "Device", ["auto", "cpu", "cuda", "mps"], key=keep("device", "auto"), on_change=remember, args=("device",)

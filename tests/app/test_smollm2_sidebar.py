@@ -1,5 +1,5 @@
-"""The sidebar offers the real target by name: smollm2 loads (converted once by tests/install.sh), offers the
-its shipped draft model and the proposers that need none, its presets, and runs a user's message through its chat template."""
+"""The sidebar offers the real target by name: smollm2 loads (converted once by tests/install.sh), offers its shipped
+draft model and the proposers that need none, its presets, and runs a user's message through its chat template."""
 
 import pytest
 from app_helpers import click, open_page
