@@ -100,10 +100,9 @@ def test_sampled_drafting_emits_the_targets_distribution(pair, method):
     """300 runs at T = 1, top-k 12 on a prompt whose first token varies (p: The .45, In .24, A .14, then nine
     below .04): the first token's test reads 8 bins expected 5 times or more plus one pooled bin (8 degrees of
     freedom), the second's the ~134 runs that began with "The" (p: morning .35, sun .25, village .12, day .08, ...)
-    in 6 bins plus one pooled (6 degrees of freedom). Power at 1e-3 (simulated
-    noncentral χ²): about 0.93 against a first-token error of noncentrality N·Σ(P - p)²/p = 35, such as 13 points of
-    probability moved from "The" to "In", and 0.72 at 25; an error confined to the rare tokens, which the pooled bin
-    blurs, goes unseen."""
+    in 6 bins plus one pooled (6 degrees of freedom). Power at 1e-3 (simulated noncentral χ²): about 0.93 against a
+    first-token error of noncentrality N·Σ(P - p)²/p = 35, such as 13 points of probability moved from "The" to "In",
+    and 0.72 at 25; an error confined to the rare tokens, which the pooled bin blurs, goes unseen."""
     first, second = fits(pair, method)
     assert first > 1e-3 and second > 1e-3
 
