@@ -123,7 +123,8 @@ def from_checkpoint(run, name):  # a drafter stopped before its export: its last
     if ckpt.exists():
         saved = torch.load(ckpt, map_location="cpu", weights_only=False)
         state = saved.get("module") or saved.get("head") or saved.get("model") or {}
-        keep = {k: v for k, v in state.items() if v.is_floating_point() and "embed_tokens" not in k and k != "lm_head.weight"}
+        drafts_own = lambda k: name != "draft" or ("embed_tokens" not in k and k != "lm_head.weight")  # a head's LM head is its own
+        keep = {k: v for k, v in state.items() if v.is_floating_point() and drafts_own(k)}
         save_parts({k: v.to(torch.bfloat16) for k, v in keep.items()}, f"{name}-{run}-ckpt")
         print(f"{run}: exported from {ckpt}, step {saved.get('state', saved).get('step')}")
 
