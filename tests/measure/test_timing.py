@@ -171,19 +171,21 @@ def test_not_comparable_names_the_setting_no_bench_shares_first_not_the_first_fi
     from specviz.measure.bench import recorded_benches
 
     docs = recorded_benches(ASSETS / "bench")
-    assert docs[0]["file"] == "cpu-bfloat16-trees-code.json" and len(docs) == 16
+    n = len(docs)  # every greedy bench JSON in assets/bench (the smollm2 drafters' among them)
+    assert docs[0]["file"] == "cpu-bfloat16-trees-code.json" and n >= 16
     forwards = next(d for d in docs if d["file"] == "cpu-float32-forwards-code.json")["environment"]
     found = timing.against_bench(1.4, (1.3, 1.5), forwards, 4, 1024, 1.0, docs)
     assert found.verdict == timing.NOT_COMPARABLE
     assert found.reason == (
-        "no recorded bench is sampled (this figure is sampled, T = 1; the 16 recorded benches are greedy, T = 0)"
+        f"no recorded bench is sampled (this figure is sampled, T = 1; the {n} recorded benches are greedy, T = 0)"
     )
     assert "cpu-bfloat16" not in found.reason and "more files differ" not in found.reason
     # every setting shared by some file, but no file shares all: the nearest file and what it differs in
     intel = next(d for d in docs if d["file"] == "cpu-float32-eagle-k4.json")["environment"]
     nearest = timing.against_bench(1.4, (1.3, 1.5), {**intel, "torch_threads": 2}, 4, 1024, 0.0, docs)
     assert nearest.reason.startswith(
-        "the nearest of the 16 recorded benches, cpu-float32-eagle-k4.json, differs in torch threads (1 there, 2 here)"
+        f"the nearest of the {n} recorded benches, cpu-float32-eagle-k4.json, differs in torch threads "
+        "(1 there, 2 here)"
     )
 
 
