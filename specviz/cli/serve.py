@@ -76,12 +76,12 @@ def _restore(previous: dict) -> None:
 def served_methods(spec) -> tuple[str, ...]:
     """What vLLM serves a catalogue pair with here: plain decoding, the lookups, its draft model and the heads it
     ships that vLLM reads from a directory of their own (not those it needs inside the served model)."""
-    own = tuple(
-        m
-        for m in spec.drafters
-        if m == methods.DRAFT or (methods.get(m).head and not methods.get(m).head.served_inside)
-    )
-    return (methods.PLAIN, methods.NGRAM, methods.SUFFIX) + own
+
+    def from_a_directory(name: str) -> bool:
+        head = methods.get(name).head
+        return name == methods.DRAFT or (head is not None and not head.served_inside)
+
+    return (methods.PLAIN, methods.NGRAM, methods.SUFFIX) + tuple(m for m in spec.drafters if from_a_directory(m))
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
