@@ -22,7 +22,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache, PreT
 from specviz import methods
 from specviz.core.settings import AUTO_THREADS
 from specviz.engine.install import GGUF_PACKAGES, cache_root, quietly
-from specviz.engine.shipped import drafters_home
+from specviz.engine.shipped import draft_dir, drafters_home
 from specviz.engine.threads import apply_threads
 from specviz.engine.vocab import COUNTS_FILE, TokenCounts, check_trimmable, load_counts
 from specviz.engine.vocab_map import VocabMap, build_vocab_map
@@ -141,7 +141,7 @@ def converted_pair_name(source: str | None) -> str | None:
         return None
     name = str(source).rstrip("/").removeprefix(models)
     names = {package.name: package.pair for package in GGUF_PACKAGES}
-    names |= {f"{package.name}-draft": f"{package.pair}-draft" for package in GGUF_PACKAGES}  # its assembled draft
+    names |= {draft_dir(package).name: f"{package.pair}-draft" for package in GGUF_PACKAGES}  # its assembled draft
     return names.get(name)
 
 
