@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import json
 
+import first_two
 import pytest
-import torch
 
 from specviz import methods
-from specviz.core.chisq import chi2_goodness_of_fit
-from specviz.core.sampling import SamplingSettings, logits_to_probs
+from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
 from specviz.engine import proposers
 from specviz.engine.decode import generate
@@ -53,33 +52,9 @@ def test_greedy_eagle_equals_plain_on_held_out_prompts(bundled, k, method):
     assert accepted > 0  # a trained head: some drafts pass
 
 
-def first_two(bundled, prompt: str, method: str) -> list[tuple[int, int]]:
-    """The first two committed tokens of sampled EAGLE runs over SEEDS seeds (K = 3: one round drafts both)."""
-    pairs = []
-    for seed in range(SEEDS):
-        settings = RunSettings(method=method, k=3, max_new_tokens=4, sampling=SAMPLED, seed=seed, stop_at_eos=False)
-        out = generate(bundled, prompt, settings).output_ids
-        pairs.append((out[0], out[1]))
-    return pairs
-
-
-def target_p(bundled, ids: list[int]) -> torch.Tensor:
-    with torch.inference_mode():
-        logits = bundled.target(input_ids=torch.tensor([ids])).logits[0, -1, : bundled.vocab_size]
-    return logits_to_probs(logits, SAMPLED)  # (V,)
-
-
 def fits(bundled, prompt: str, method: str) -> tuple[float, float]:
-    """χ² p-values: the first committed token against p(. | prompt), the second (after the most common first)
-    against p(. | prompt, first)."""
-    ids = bundled.tokenizer.encode(prompt)
-    pairs = first_two(bundled, prompt, method)
-    firsts = torch.bincount(torch.tensor([a for a, _ in pairs]), minlength=bundled.vocab_size)
-    mode = int(firsts.argmax())
-    seconds = torch.bincount(torch.tensor([b for a, b in pairs if a == mode]), minlength=bundled.vocab_size)
-    first = chi2_goodness_of_fit(firsts, target_p(bundled, ids))
-    second = chi2_goodness_of_fit(seconds, target_p(bundled, ids + [mode]))
-    return first.p_value, second.p_value
+    """χ² p-values of the first two committed tokens over SEEDS seeds (tests/first_two.py)."""
+    return first_two.fits(bundled, prompt, method, SEEDS, SAMPLED)
 
 
 PROMPT = HELD_OUT[0]

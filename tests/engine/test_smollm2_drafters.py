@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import json
 
+import first_two
 import pytest
-import torch
 
 from specviz import methods
-from specviz.core.chisq import chi2_goodness_of_fit
-from specviz.core.sampling import SamplingSettings, logits_to_probs
+from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
 from specviz.engine.catalogue import SMOLLM2
 from specviz.engine.decode import chat_wrapped, generate
@@ -65,34 +64,9 @@ def test_greedy_drafting_equals_plain_on_held_out_chat_prompts(pair, plain_runs,
     assert accepted > 0  # a trained drafter: some drafts pass
 
 
-def first_two(pair, prompt: str, method: str, seeds: int) -> list[tuple[int, int]]:
-    """The first two committed tokens of sampled runs over `seeds` seeds (K = 3: one round drafts both)."""
-    pairs = []
-    for seed in range(seeds):
-        settings = RunSettings(method=method, k=3, max_new_tokens=4, sampling=SAMPLED, seed=seed, stop_at_eos=False)
-        out = generate(pair, prompt, settings).output_ids
-        pairs.append((out[0], out[1]))
-    return pairs
-
-
-def target_p(pair, ids: list[int]) -> torch.Tensor:
-    with torch.inference_mode():
-        logits = pair.target(input_ids=torch.tensor([ids])).logits[0, -1, : pair.vocab_size]
-    return logits_to_probs(logits, SAMPLED)  # (V,)
-
-
 def fits(pair, method: str, seeds: int = SEEDS) -> tuple[float, float]:
-    """χ² p-values: the first committed token against p(. | prompt), the second (after the most common first)
-    against p(. | prompt, first)."""
-    prompt = chat_wrapped(pair, SAMPLED_PROMPT)
-    ids = pair.tokenizer.encode(prompt)
-    pairs = first_two(pair, prompt, method, seeds)
-    firsts = torch.bincount(torch.tensor([a for a, _ in pairs]), minlength=pair.vocab_size)
-    mode = int(firsts.argmax())
-    seconds = torch.bincount(torch.tensor([b for a, b in pairs if a == mode]), minlength=pair.vocab_size)
-    first = chi2_goodness_of_fit(firsts, target_p(pair, ids))
-    second = chi2_goodness_of_fit(seconds, target_p(pair, ids + [mode]))
-    return first.p_value, second.p_value
+    """χ² p-values of the first two committed tokens on the held-out prompt, chat-wrapped (tests/first_two.py)."""
+    return first_two.fits(pair, chat_wrapped(pair, SAMPLED_PROMPT), method, seeds, SAMPLED)
 
 
 @pytest.mark.parametrize("method", DRAFTERS)
