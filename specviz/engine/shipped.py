@@ -99,10 +99,10 @@ def assemble_draft(source: GgufPackage, target_dir: Path | None = None) -> Path:
         save_file(tensors, str(work / "model.safetensors"), metadata={"format": "pt"})
         config = json.loads((shipped / "config.json").read_text(encoding="utf-8"))
         config.update(tie_word_embeddings=True, dtype="float32")
-        for name in COPIED_FROM_DRAFT:
-            if (shipped / name).is_file():
-                shutil.copy(shipped / name, work / name)
         (work / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+        for name in COPIED_FROM_DRAFT:
+            if name != "config.json" and (shipped / name).is_file():  # the config is written above, as assembled
+                shutil.copy(shipped / name, work / name)
         for name in COPIED_FROM_TARGET:
             if (target_dir / name).is_file():
                 shutil.copy(target_dir / name, work / name)
