@@ -9,7 +9,8 @@ from dataclasses import replace
 
 import pytest
 import torch
-from test_eagle_bundled import HELD_OUT, PROMPT, SAMPLED, target_p
+from first_two import target_p
+from test_eagle_bundled import HELD_OUT, PROMPT, SAMPLED
 
 from specviz import methods
 from specviz.core.chisq import chi2_goodness_of_fit
@@ -92,7 +93,7 @@ def first_token_p_value(bundled, method: str) -> float:
         )
         firsts.append(generate(bundled, PROMPT, settings).output_ids[0])
     counts = torch.bincount(torch.tensor(firsts), minlength=bundled.vocab_size)
-    return chi2_goodness_of_fit(counts, target_p(bundled, ids)).p_value
+    return chi2_goodness_of_fit(counts, target_p(bundled, ids, SAMPLED)).p_value
 
 
 @pytest.mark.slow

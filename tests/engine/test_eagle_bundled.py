@@ -54,7 +54,7 @@ def test_greedy_eagle_equals_plain_on_held_out_prompts(bundled, k, method):
 
 def fits(bundled, prompt: str, method: str) -> tuple[float, float]:
     """χ² p-values of the first two committed tokens over SEEDS seeds (tests/first_two.py)."""
-    return first_two.fits(bundled, prompt, method, SEEDS, SAMPLED)
+    return first_two.fits(bundled, prompt, SEEDS, SAMPLED, method=method)
 
 
 PROMPT = HELD_OUT[0]

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import json
 
+import first_two
 import pytest
 import torch
 from transformers import DynamicCache
 from transformers.generation import candidate_generator
 
 from specviz import methods
-from specviz.core.chisq import chi2_goodness_of_fit
 from specviz.core.lab import EXIT_EXACT, EXIT_MISMATCHED, EXIT_NO_NORM
-from specviz.core.sampling import SamplingSettings, logits_to_probs
+from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
 from specviz.engine import proposers
 from specviz.engine.compare import hf_generate
@@ -205,33 +205,10 @@ def test_hugging_faces_early_exit_agrees_round_by_round(bundled, monkeypatch, ex
     assert bundled.target.config.num_hidden_layers == 10  # the shared target's config is left as it was
 
 
-def first_two(bundled, prompt: str) -> list[tuple[int, int]]:
-    """The first two committed tokens of sampled early-exit runs over SEEDS seeds (K = 3: one round drafts both)."""
-    pairs = []
-    for seed in range(SEEDS):
-        settings = RunSettings(method=EE, k=3, max_new_tokens=4, sampling=SAMPLED, seed=seed, stop_at_eos=False)
-        out = generate(bundled, prompt, settings).output_ids
-        pairs.append((out[0], out[1]))
-    return pairs
-
-
-def target_p(bundled, ids: list[int]) -> torch.Tensor:
-    with torch.inference_mode():
-        logits = bundled.target(input_ids=torch.tensor([ids])).logits[0, -1, : bundled.vocab_size]
-    return logits_to_probs(logits, SAMPLED)  # (V,)
-
-
 def fits(bundled, prompt: str) -> tuple[float, float]:
-    """χ² p-values: the first committed token against p(. | prompt), the second (after the most common first)
-    against p(. | prompt, first)."""
-    ids = bundled.tokenizer.encode(prompt)
-    pairs = first_two(bundled, prompt)
-    firsts = torch.bincount(torch.tensor([a for a, _ in pairs]), minlength=bundled.vocab_size)
-    mode = int(firsts.argmax())
-    seconds = torch.bincount(torch.tensor([b for a, b in pairs if a == mode]), minlength=bundled.vocab_size)
-    first = chi2_goodness_of_fit(firsts, target_p(bundled, ids))
-    second = chi2_goodness_of_fit(seconds, target_p(bundled, ids + [mode]))
-    return first.p_value, second.p_value
+    """χ² p-values of the first two committed tokens of sampled early-exit runs over SEEDS seeds
+    (tests/first_two.py)."""
+    return first_two.fits(bundled, prompt, SEEDS, SAMPLED, method=EE)
 
 
 PROMPT = HELD_OUT[0]

@@ -7,12 +7,12 @@ with the head's soft q instead of one-hot fail)."""
 
 from __future__ import annotations
 
+import first_two
 import pytest
 import torch
-from test_eagle_bundled import HELD_OUT, PROMPT, SAMPLED, target_p
+from test_eagle_bundled import HELD_OUT, PROMPT, SAMPLED
 
 from specviz import methods
-from specviz.core.chisq import chi2_goodness_of_fit
 from specviz.core.sampling import SamplingSettings, logits_to_probs
 from specviz.core.settings import RunSettings
 from specviz.core.verify import tree_parents
@@ -123,29 +123,15 @@ def test_head_trees_take_no_adaptive_k_schedule():
     assert RunSettings(method=methods.MEDUSA, tree=(2, 2, 1, 1)).draft_length == 4
 
 
-def first_two(bundled, method: str, tree) -> tuple[float, float]:
-    """χ² p-values of sampled tree runs over SEEDS seeds (one round drafts the first tokens): the first committed
-    token against p(. | prompt), the second (after the most common first) against p(. | prompt, first)."""
-    ids = bundled.tokenizer.encode(PROMPT)
-    pairs = []
-    for seed in range(SEEDS):
-        settings = RunSettings(
-            method=method, tree=tree, max_new_tokens=3, sampling=SAMPLED, seed=seed, stop_at_eos=False
-        )
-        out = generate(bundled, PROMPT, settings).output_ids
-        pairs.append((out[0], out[1]))
-    firsts = torch.bincount(torch.tensor([a for a, _ in pairs]), minlength=bundled.vocab_size)
-    mode = int(firsts.argmax())
-    seconds = torch.bincount(torch.tensor([b for a, b in pairs if a == mode]), minlength=bundled.vocab_size)
-    first = chi2_goodness_of_fit(firsts, target_p(bundled, ids))
-    second = chi2_goodness_of_fit(seconds, target_p(bundled, ids + [mode]))
-    return first.p_value, second.p_value
+def first_two_p_values(bundled, method: str, tree) -> tuple[float, float]:
+    """χ² p-values of the first two committed tokens of sampled tree runs over SEEDS seeds (tests/first_two.py)."""
+    return first_two.fits(bundled, PROMPT, SEEDS, SAMPLED, method=method, tree=tree, k=4, max_new_tokens=3)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("method", HEADS)
 def test_sampled_head_trees_emit_the_targets_distribution(bundled, method):
-    first, second = first_two(bundled, method, (3, 2))
+    first, second = first_two_p_values(bundled, method, (3, 2))
     assert first > 1e-3 and second > 1e-3
 
 
@@ -167,5 +153,5 @@ def test_top_b_children_judged_with_the_heads_softmax_fail_the_same_check(bundle
         return proposers.Proposal(proposal.tokens, torch.cat(soft), proposal.parents)
 
     monkeypatch.setattr(proposers.eagle, "grow_top_b_tree", with_soft_q)  # where the EAGLE drafter calls it
-    first, second = first_two(bundled, methods.EAGLE, (3, 2))
+    first, second = first_two_p_values(bundled, methods.EAGLE, (3, 2))
     assert min(first, second) < 1e-3

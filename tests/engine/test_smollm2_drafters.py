@@ -66,7 +66,7 @@ def test_greedy_drafting_equals_plain_on_held_out_chat_prompts(pair, plain_runs,
 
 def fits(pair, method: str, seeds: int = SEEDS) -> tuple[float, float]:
     """χ² p-values of the first two committed tokens on the held-out prompt, chat-wrapped (tests/first_two.py)."""
-    return first_two.fits(pair, chat_wrapped(pair, SAMPLED_PROMPT), method, seeds, SAMPLED)
+    return first_two.fits(pair, chat_wrapped(pair, SAMPLED_PROMPT), seeds, SAMPLED, method=method)
 
 
 @pytest.mark.parametrize("method", DRAFTERS)
