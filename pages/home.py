@@ -12,7 +12,7 @@ page_header(
 apply_lecture_mode(lecture_on())  # turned on on another page: the home page has no sidebar toggle of its own
 with st.spinner("Loading specviz (the models and charts: a few seconds on a fresh server)…"):
     from specviz.engine.catalogue import presets_for
-    from specviz.engine.models import ASSETS
+    from specviz.engine.models import ASSETS, BUNDLED_TARGET
     from specviz.errors import SpecvizError
     from specviz.measure.bench import recorded_benches
     from specviz.measure.timing import DISAGREES, against_bench, agreement_words
@@ -38,6 +38,13 @@ has *exactly* the target's distribution, and when the draft agrees often, each e
 """
 )
 
+TOY_COSTS = (
+    " Measured on an AMD EPYC (2 cores, float32, one torch thread, the lean forward, docs/speed.md): the bundled draft "
+    "reads a tenth of the target's weights, and in a round's back-to-back draft steps each costs about a ninth of a "
+    "target step (c ≈ 0.11); a verify pass over K + 1 tokens costs 1.1 steps and the round's bookkeeping (the accept "
+    "test, the numbers this page shows) about 0.1 more, so the bench's best is about 1.9x where τ alone (3.5 at "
+    "K = 5) would promise more: the calculator page explains the gap."
+)
 sources = active_sources()
 prompt = chat_prompt(sources[0], presets_for(sources[0])["code"])  # an instruct pair's: in its chat template
 st.subheader("Live: one run on the default pair")
@@ -72,19 +79,17 @@ else:
         recorded_benches(ASSETS / "bench"),
     )  # fmt: skip
     bench_note = "" if bench.verdict == DISAGREES else agreement_words(bench)  # a disagreement is a warning below
-    st.caption(
-        f"Measured at {measured_at} on {spec.meta.get('device', '?')} ({spec.meta.get('dtype', '?')}; "
-        f"{env['cpu']}, load average {env['load_average']}).{vocab_note} "
-        f"{result.timing.words()} {result.speeds_words()} "
-        f"{bench_note} This server keeps the result for every visitor until it restarts. {same} Measured on "
-        "an AMD EPYC (2 cores, float32, one torch thread, the lean forward, docs/speed.md): the bundled draft reads "
-        "a tenth of the target's weights, and in a round's back-to-back draft steps each costs about a ninth of a "
-        "target step (c ≈ 0.11); a verify pass over K + 1 tokens costs 1.1 steps and the round's bookkeeping (the "
-        "accept test, the numbers this page shows) about 0.1 more, so the bench's best is about 1.9x where τ "
-        "alone (3.5 at K = 5) would promise more: the calculator page explains the gap."
-    )
-    if bench.verdict == DISAGREES:
-        st.warning(agreement_words(bench))
+    st.markdown(result.summary_words())
+    with st.expander("How this was measured"):
+        st.caption(
+            f"Measured at {measured_at} on {spec.meta.get('device', '?')} ({spec.meta.get('dtype', '?')}; "
+            f"{env['cpu']}, load average {env['load_average']}).{vocab_note} "
+            f"{result.timing.words()} {result.speeds_words()} "
+            f"{bench_note} This server keeps the result for every visitor until it restarts. {same}"
+            + (TOY_COSTS if sources[0] == BUNDLED_TARGET else "")
+        )
+        if bench.verdict == DISAGREES:
+            st.warning(agreement_words(bench))
 
 st.subheader("Why a verify pass is cheap: v(K) measured on both targets")
 show_verify_curve()

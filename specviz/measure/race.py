@@ -221,6 +221,20 @@ class VersusPlain:
             "paired ratio cancels what slowed both sides of it."
         )
 
+    def summary_words(self) -> str:
+        """Two sentences a student can read under the live figure: what was just measured, and what it means."""
+        spec, plain = self.spec.totals, self.plain.totals
+        measured = (
+            f"Just now the target wrote this answer twice, alone and with the draft guessing ahead: with the draft it "
+            f"needed {spec.rounds} passes instead of {plain.rounds} and was {self.speedup:.2f}× as fast."
+        )
+        kept = f"The target kept {spec.alpha:.0%} of the draft's guesses, {spec.tau:.1f} tokens per pass"
+        if self.speedup >= 1.05:
+            return f"{measured} {kept}, enough to pay for the guessing and the checking."
+        if self.speedup > 0.95:
+            return f"{measured} {kept}: just about what the guessing and the checking cost, so no real gain."
+        return f"{measured} {kept}: too few to pay for the guessing and the checking, so speculation lost time here."
+
     @property
     def timed_runs(self) -> int:
         return self.timing.repeats

@@ -315,3 +315,26 @@ def test_home_words_for_an_even_count_of_repeats_say_why_the_medians_ratio_is_an
     assert "plain ran at 100.0, 120.0 tokens/s" in words
     odd = replace(result, spec_repeats=(200.0, 150.0, 160.0), plain_repeats=(100.0, 120.0, 100.0))
     assert odd.speeds_words() == "In the median repeat 160.0 vs 100.0 tokens/s: 1.60×."
+
+
+@pytest.mark.parametrize(
+    ("ratios", "ending"),
+    [
+        ((1.6, 1.7, 1.8), "enough to pay for the guessing and the checking."),
+        ((0.97, 1.0, 1.02), "so no real gain."),
+        ((0.7, 0.8, 0.9), "so speculation lost time here."),
+    ],
+)
+def test_the_home_pages_two_sentences_say_what_was_measured_and_what_it_means(ratios, ending):
+    from types import SimpleNamespace
+
+    from specviz.measure.race import VersusPlain
+
+    spec = SimpleNamespace(totals=SimpleNamespace(rounds=20, alpha=0.634, tau=2.4))
+    plain = SimpleNamespace(totals=SimpleNamespace(rounds=48))
+    result = VersusPlain(spec, plain, 1.0, 1.0, timing.Timing(ratios, 0.0, 48), None)
+    words = result.summary_words()
+    first, second = words.split(". ", 1)
+    assert first.endswith(f"it needed 20 passes instead of 48 and was {ratios[1]:.2f}× as fast")
+    assert second.startswith("The target kept 63% of the draft's guesses, 2.4 tokens per pass")
+    assert second.endswith(ending)
