@@ -98,7 +98,8 @@ def finish_time(free: list[float], queued_kinds: list[str], own: str, expected: 
 class Hall:
     """The pool. workers: threads that run jobs (started when the first job arrives). max_queued: jobs waiting at
     most (None: no cap). per_session: jobs one session may have queued or running at once (None: no cap).
-    keep: finished results kept for another session asking the same key. clock: time.monotonic, or a test's."""
+    keep: finished results kept for another session asking the same key. clock: time.monotonic, or a test's.
+    alive(session): whether a session is still connected (a closed tab's queued job is then nobody's)."""
 
     def __init__(
         self,
@@ -109,11 +110,12 @@ class Hall:
         keep: int = 64,
         clock: Callable[[], float] = time.monotonic,
         start: bool = True,
+        alive: Callable[[str], bool] = lambda session: True,
     ):
         if workers < 1:
             raise ValueError(f"a hall needs at least one worker, not {workers}")
         self.workers, self.max_queued, self.per_session = workers, max_queued, per_session
-        self.stale_s, self.keep, self.clock = stale_s, keep, clock
+        self.stale_s, self.keep, self.clock, self.alive = stale_s, keep, clock, alive
         self._lock = threading.Condition()
         self._queue: deque[Job] = deque()
         self._running: list[Job] = []
@@ -191,6 +193,8 @@ class Hall:
         with self._lock:
             job = ticket.job
             job.waiters.pop(ticket.session, None)
+            if job.state == DROPPED:  # a worker found nobody connected waiting for it
+                return True
             if job.state == QUEUED and not job.waiters:
                 self._drop(job)
                 return True
@@ -267,7 +271,8 @@ class Hall:
         return None
 
     def _abandoned(self, job: Job, now: float) -> bool:
-        return not job.waiters or all(now - seen > self.stale_s for seen in job.waiters.values())
+        """Nobody waits for the job: every waiter left, stopped asking for stale_s, or its tab is closed."""
+        return all(now - seen > self.stale_s or not self.alive(session) for session, seen in job.waiters.items())
 
     def _drop(self, job: Job, from_queue: bool = True) -> None:
         if from_queue:

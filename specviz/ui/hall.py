@@ -3,9 +3,10 @@ by all sessions, and the waiting session is told its place and an estimate ("3 r
 
 The waiting page polls the pool a few times a second and redraws its message when its words change; a redraw is how
 Streamlit tells a session that its tab closed (the rerun is stopped: StopException), so a poll that finds a stop
-requested redraws at once, and the session's queued run is then dropped before a worker can start it. A rerun of
-the page while it waits (a widget touched) keeps the place: the rerun asks for the same run and finds it queued.
-A run that fails raises its error here, in its own session only.
+requested redraws at once, and the session's queued run is then dropped before a worker can start it. A worker also
+skips a queued run whose every session is disconnected (Streamlit knows at once, the page only at its next redraw).
+A rerun of the page while it waits (a widget touched) keeps the place: the rerun asks for the same run and finds it
+queued. A run that fails raises its error here, in its own session only.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import time
 from collections.abc import Callable, Hashable
 
 import streamlit as st
+from streamlit.runtime import Runtime
 from streamlit.runtime.scriptrunner_utils.exceptions import StopException
 from streamlit.runtime.scriptrunner_utils.script_requests import ScriptRequestType
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
@@ -51,13 +53,19 @@ def lecture_hall(limits: Limits | None = None) -> Hall:
     config = (workers, limits.max_queued, limits.runs_per_session if limits.public else None)
     with _LOCK:
         if config not in _HALLS:
-            _HALLS[config] = Hall(workers, max_queued=config[1], per_session=config[2])
+            _HALLS[config] = Hall(workers, max_queued=config[1], per_session=config[2], alive=session_connected)
         return _HALLS[config]
 
 
 def session_id() -> str:
     ctx = get_script_run_ctx(suppress_warning=True)
     return ctx.session_id if ctx is not None else "no-session"
+
+
+def session_connected(session: str) -> bool:
+    """Whether the session's tab is still connected (Streamlit marks it inactive when its websocket closes), so a
+    worker skips a closed tab's queued run even before that session's waiting loop hears of the close."""
+    return session == "no-session" or not Runtime.exists() or Runtime.instance().is_active_session(session)
 
 
 def stop_requested() -> bool:

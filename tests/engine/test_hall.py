@@ -169,6 +169,22 @@ def test_a_run_nobody_polls_any_more_is_dropped_before_it_runs():
     assert gone.job.state == DROPPED
 
 
+def test_a_disconnected_sessions_queued_run_is_skipped_and_its_late_release_says_dropped():
+    connected = {"s1": True, "s2": True, "s3": True}
+    h, _ = hall(alive=lambda session: connected[session])
+    ran = []
+    h.submit("a", lambda: ran.append("a"), "s1")
+    closed = h.submit("b", lambda: ran.append("b"), "s2")
+    last = h.submit("c", lambda: ran.append("c"), "s3")
+    connected["s2"] = False  # its websocket closed; its waiting loop has not heard yet
+    assert h.place(last).ahead == 1
+    while h.run_next(block=False):
+        pass
+    assert ran == ["a", "c"]
+    assert closed.job.state == DROPPED
+    assert h.release(closed)  # the loop hears of the close later: the run was dropped, not kept
+
+
 def test_asking_for_another_run_gives_up_the_sessions_earlier_queued_one():
     h, _ = hall()
     ran = []
