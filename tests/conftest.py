@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
@@ -41,6 +42,16 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.vllm)
         if item.path.is_relative_to(TESTS / "e2e"):
             item.add_marker(pytest.mark.browser)
+
+
+MARKS_OUT = "SPECVIZ_MARKS_OUT"  # a file to write every collected test's marker names to (tests/test_markers.py)
+
+
+def pytest_collection_finish(session):
+    """With SPECVIZ_MARKS_OUT set, write {test id: its marker names} of the collection there as JSON."""
+    if out := os.environ.get(MARKS_OUT):
+        marks = {item.nodeid: sorted({m.name for m in item.iter_markers()}) for item in session.items}
+        Path(out).write_text(json.dumps(marks))
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
