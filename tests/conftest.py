@@ -35,13 +35,21 @@ def needs_vllm(item) -> bool:
     return any(str(getattr(value, "__module__", "") or "").endswith("vllm_servers") for value in names)
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
-    """Mark what needs more than this Python environment: `vllm` (a real server) and `browser` (Chromium)."""
+    """Mark what needs more than this Python environment: `vllm` (a real server) and `browser` (Chromium). Group
+    them for the two pytest-xdist workers (pyproject's addopts): a file's tests run in one worker (its module
+    fixtures built once), every real-vLLM test in one worker, first (one server at a time, the session's shared
+    servers started once, and the longest group never left for last)."""
     for item in items:
-        if needs_vllm(item):
+        vllm = needs_vllm(item)
+        if vllm:
             item.add_marker(pytest.mark.vllm)
         if item.path.is_relative_to(TESTS / "e2e"):
             item.add_marker(pytest.mark.browser)
+        group = "vllm" if vllm else str(item.path.relative_to(TESTS))
+        item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=lambda item: not item.get_closest_marker("vllm"))  # stable: each file keeps its order
 
 
 MARKS_OUT = "SPECVIZ_MARKS_OUT"  # a file to write every collected test's marker names to (tests/test_markers.py)
@@ -54,9 +62,24 @@ def pytest_collection_finish(session):
         Path(out).write_text(json.dumps(marks))
 
 
+DESELECTED: list[int] = []  # under pytest-xdist: what the workers' collections left out (each collects it all)
+
+
+def pytest_sessionfinish(session):
+    """A pytest-xdist worker tells the controller how many tests its -m left out (the controller never collects)."""
+    if hasattr(session.config, "workeroutput"):
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        session.config.workeroutput["deselected"] = len(reporter.stats.get("deselected", [])) if reporter else 0
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook
+def pytest_testnodedown(node, error):
+    DESELECTED.append(getattr(node, "workeroutput", {}).get("deselected", 0))
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     """A run filtered by -m (the inner or the pre-push loop) says how many tests it left out, and how to run them."""
-    left = len(terminalreporter.stats.get("deselected", []))
+    left = len(terminalreporter.stats.get("deselected", [])) or max(DESELECTED, default=0)
     if left and config.option.markexpr:
         terminalreporter.write_line(
             f"{left} tests deselected by -m {config.option.markexpr!r}: run the full suite with `{FULL_RUN}`",

@@ -110,7 +110,8 @@ def test_k_sweep_shows_measured_and_predicted(tiny_default, monkeypatch):
         assert drafts <= measured["k"]
         assert predicted["tau"] == pytest.approx(drafts + 1)  # every draft plus a bonus
         v = predicted["verify_cost"]  # each round priced at v(its drafts), v(K) taken monotone (measure.predict)
-        assert min(costs.verify_monotone[: measured["k"]]) <= v <= max(costs.verify_monotone[: measured["k"]])
+        low, high = min(costs.verify_monotone[: measured["k"]]), max(costs.verify_monotone[: measured["k"]])
+        assert low - 1e-9 <= v <= high + 1e-9  # an interpolated v(k) may round one ulp past an end
         round_cost = drafts * costs.c + v
         assert predicted["speedup"] == pytest.approx(predicted["tau"] / round_cost)
 
