@@ -47,7 +47,7 @@ def fake_server(routes: dict):
         do_GET = do_POST = _serve
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)  # shutdown waits one poll
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}", seen
