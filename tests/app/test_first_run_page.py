@@ -36,7 +36,7 @@ def test_the_home_page_runs_the_first_run_and_says_what_it_is(tiny_default):
     at = open_page("pages/home.py")
     assert not at.exception
     assert FIRST_RUN_NOTE in [c.value for c in at.caption]
-    (summary,) = [m.value for m in at.markdown if m.value.startswith("Just now the target wrote this answer twice")]
+    (summary,) = [m.value for m in at.markdown if m.value.startswith("Just now the target answered this prompt twice")]
     assert summary.count(". ") == 1  # two sentences a student can read; the protocol's details wait in the expander
     (how,) = [e for e in at.expander if e.label == "How this was measured"]
     assert any("This server keeps the result for every visitor" in c.value for c in how.caption)
