@@ -225,8 +225,8 @@ class VersusPlain:
         """Two sentences a student can read under the live figure: what was just measured, and what it means."""
         spec, plain = self.spec.totals, self.plain.totals
         measured = (
-            f"Just now the target answered this prompt twice, alone and with the draft guessing ahead: with the draft it "
-            f"needed {spec.rounds} passes instead of {plain.rounds} and was {self.speedup:.2f}× as fast."
+            "Just now the target answered this prompt twice, alone and with the draft guessing ahead: with the draft "
+            f"it needed {spec.rounds} passes instead of {plain.rounds} and was {self.speedup:.2f}× as fast."
         )
         kept = f"The target kept {spec.alpha:.0%} of the draft's guesses, {spec.tau:.1f} tokens per pass"
         if self.speedup >= 1.05:
