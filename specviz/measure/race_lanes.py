@@ -46,7 +46,7 @@ def missing_heads_words(heads: Collection[str]) -> str | None:
     stages = " | ".join(HEAD_KINDS[lane].stage for lane in missing)
     return (
         f"No {listed} sit beside this target, so the lanes that draft with them are not offered "
-        f"(`python -m specviz train-tiny {stages}` trains them for the bundled target)."
+        f"(specviz trains them for the bundled toy target only: `python -m specviz train-tiny {stages}`)."
     )
 
 
