@@ -28,7 +28,7 @@ from specviz.core.settings import (
 )
 from specviz.core.verify import tree_size
 from specviz.engine.catalogue import CATALOGUE, exit_layer_for, find_pair, presets_for, uses_chat
-from specviz.engine.models import DTYPES, ModelPair
+from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET, DTYPES, ModelPair
 from specviz.engine.vocab import load_counts
 from specviz.errors import SpecvizError
 from specviz.measure.precision import time_precisions, verdict
@@ -264,16 +264,33 @@ def model_sidebar() -> bool:
     )
 
 
+OPERATOR_DEFAULT = "this server's default pair (set by its operator)"
+
+
+def operator_words(target: str, draft: str, limits: Limits) -> str:
+    """What the first entry loads when the operator pointed SPECVIZ_TARGET / SPECVIZ_DRAFT elsewhere."""
+    drafted = sidebar_source(draft, limits) if draft else "no draft model"
+    return f"Set with SPECVIZ_TARGET / SPECVIZ_DRAFT: {sidebar_source(target, limits)} ← {drafted}."
+
+
 def pair_picker() -> None:
     """A pair by name (the catalogue's: pystdlib, smollm2, hub pairs) or a custom one, loaded on request; a failure is
     reported and the previous pair stays."""
-    names = [spec.key for spec in CATALOGUE] + ([] if Limits.from_env().public else [CUSTOM])
+    limits = Limits.from_env()
+    names = [spec.key for spec in CATALOGUE] + ([] if limits.public else [CUSTOM])
     if st.session_state.get("pair_choice", names[0]) not in names:  # a label kept from before pairs had names
         st.session_state["pair_choice"] = names[0]
+    operator_set = default_sources() != (BUNDLED_TARGET, BUNDLED_DRAFT)  # the first entry loads the server's default
+
+    def label(name: str) -> str:
+        if name == CUSTOM:
+            return name
+        return OPERATOR_DEFAULT if operator_set and name == CATALOGUE[0].key else find_pair(name).label
+
     choice = st.sidebar.selectbox(
         "Model pair",
         names,
-        format_func=lambda name: name if name == CUSTOM else find_pair(name).label,
+        format_func=label,
         key=keep("pair_choice", names[0]),
         on_change=remember,
         args=("pair_choice",),
@@ -293,7 +310,7 @@ def pair_picker() -> None:
         spec = find_pair(choice)
         bundled = spec.key == CATALOGUE[0].key
         target, draft = default_sources() if bundled else (spec.target_source, spec.draft_source or "")
-        st.sidebar.caption(spec.note)
+        st.sidebar.caption(operator_words(target, draft, limits) if bundled and operator_set else spec.note)
     device = st.sidebar.selectbox(
         "Device", ["auto", "cpu", "cuda", "mps"], key=keep("device", "auto"), on_change=remember, args=("device",)
     )
@@ -313,7 +330,6 @@ def pair_picker() -> None:
             st.sidebar.error(f"{literal(str(exc))}\n\nStill using {literal(still)}.")
         else:
             st.session_state["active_pair"] = wanted
-    limits = Limits.from_env()
     target_in_use, draft_in_use, device_in_use, dtype_in_use = (sidebar_source(s, limits) for s in active_sources())
     drafted_by = f"draft **{draft_in_use}**" if draft_in_use else "no draft model"
     st.sidebar.caption(f"In use: **{target_in_use}** ← {drafted_by} on {device_in_use}, {dtype_in_use} precision")

@@ -6,6 +6,7 @@ from app_helpers import click, open_page
 
 from specviz import methods
 from specviz.engine.catalogue import INSTRUCT_PRESETS, SMOLLM2_EXIT_LAYER
+from specviz.ui.controls import OPERATOR_DEFAULT
 from specviz.viz.run_notes import NEW_RUN
 
 
@@ -14,7 +15,8 @@ def test_the_sidebar_loads_smollm2_and_a_run_goes_through_its_chat_template(tiny
     at = open_page("pages/rounds.py")
     assert not at.exception
     menu = at.sidebar.selectbox(key="pair_choice")
-    assert "smollm2" in menu.options[1] and menu.options[0].startswith("pystdlib")
+    assert "smollm2" in menu.options[1] and menu.options[0] == OPERATOR_DEFAULT  # SPECVIZ_TARGET points elsewhere
+    assert any(c.value.startswith("Set with SPECVIZ_TARGET / SPECVIZ_DRAFT: ") for c in at.sidebar.caption)
     menu.set_value("smollm2").run()
     at = click(at, "Load this pair")
     assert not at.exception and not at.sidebar.error
