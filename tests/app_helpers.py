@@ -14,11 +14,11 @@ def click(at, label: str):
 
 
 def open_page(name: str, timeout: float = 60):
-    """Start the app from its entry point (as a browser does) and switch to a page under pages/."""
+    """Start the app from its entry point on a page under pages/, as a browser opening that page's address does (the
+    home page and its live run are not visited on the way)."""
     from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_file(page("app.py"), default_timeout=timeout).run()
-    return at if name == "pages/home.py" else at.switch_page(name).run()
+    return AppTest.from_file(page("app.py"), default_timeout=timeout).switch_page(name).run()
 
 
 def text(element) -> str:

@@ -20,7 +20,7 @@ def open_link(params: dict[str, str], name: str = "pages/rounds.py"):
 
     at = AppTest.from_file(page("app.py"), default_timeout=60)
     at.query_params.update(params)
-    return at.run().switch_page(page(name)).run()
+    return at.switch_page(page(name)).run()
 
 
 @pytest.mark.parametrize(

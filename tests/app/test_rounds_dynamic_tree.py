@@ -29,7 +29,7 @@ def test_a_link_to_a_dynamic_tree_reopens_it_and_a_bad_one_says_why(tiny_default
     def opened(params: dict):
         at = AppTest.from_file(page("app.py"), default_timeout=60)
         at.query_params.update(params)
-        return at.run().switch_page(page("pages/rounds.py")).run()
+        return at.switch_page(page("pages/rounds.py")).run()
 
     at = opened({"method": methods.TREE, "tree": "dynamic:8,3,2", "prompt": "def add", "n": "8"})
     assert not at.exception

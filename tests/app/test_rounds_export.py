@@ -17,7 +17,7 @@ def test_the_download_button_gives_the_file_export_html_writes(monkeypatch, tmp_
 
     at = AppTest.from_file(page("app.py"), default_timeout=60)
     at.query_params.update({"trace": NAME, "round": "2", "phase": "draft"})
-    at = at.run().switch_page(page("pages/rounds.py")).run()
+    at = at.switch_page(page("pages/rounds.py")).run()
     assert not at.exception
     labels = [button.proto.label for button in at.get("download_button")]
     assert "Download as an offline HTML file" in labels

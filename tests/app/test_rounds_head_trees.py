@@ -43,7 +43,7 @@ def test_a_link_to_a_head_tree_reopens_it_as_a_tree_and_a_chain_link_as_a_chain(
     def opened(params: dict):
         at = AppTest.from_file(page("app.py"), default_timeout=60)
         at.query_params.update(params)
-        return at.run().switch_page(page("pages/rounds.py")).run()
+        return at.switch_page(page("pages/rounds.py")).run()
 
     at = opened({"method": methods.EAGLE, "tree": "2,2,1,1", "prompt": "def add", "n": "8"})
     assert not at.exception

@@ -19,7 +19,7 @@ def open_url(params: dict):
 
     at = AppTest.from_file(page("app.py"), default_timeout=60)
     at.query_params.update(params)
-    return at.run().switch_page(page("pages/rounds.py")).run()
+    return at.switch_page(page("pages/rounds.py")).run()
 
 
 def warnings(at) -> list[str]:

@@ -119,7 +119,7 @@ def test_a_url_opens_a_bundled_trace_at_its_moment_with_no_model(monkeypatch):
 
     at = AppTest.from_file(page("app.py"), default_timeout=60)
     at.query_params.update({"trace": "low-q-accepted", "round": "1", "phase": "judge", "pos": "2"})
-    at = at.run().switch_page(page("pages/rounds.py")).run()
+    at = at.switch_page(page("pages/rounds.py")).run()
     assert not at.exception
     assert "3 · Accept or reject (position 2 of 4)" in where(at)
     assert any("**Accepted**" in m.value for m in at.markdown)
@@ -135,7 +135,7 @@ def test_url_settings_reach_the_sidebar_and_the_run(tiny_default):
 
     at = AppTest.from_file(page("app.py"), default_timeout=60)
     at.query_params.update({"t": "0", "k": "2", "n": "8", "seed": "3", "round": "2", "phase": "verify"})
-    at = at.run().switch_page(page("pages/rounds.py")).run()
+    at = at.switch_page(page("pages/rounds.py")).run()
     assert not at.exception
     assert at.sidebar.slider(key="temperature").value == 0.0
     assert at.sidebar.slider(key="k").value == 2

@@ -29,7 +29,7 @@ def open_link(params: dict[str, str]):
 
     at = AppTest.from_file(page("app.py"), default_timeout=60)
     at.query_params.update(params)
-    at = at.run().switch_page(page("pages/rounds.py")).run()
+    at = at.switch_page(page("pages/rounds.py")).run()
     assert not at.exception and not at.error
     return at
 

@@ -18,7 +18,7 @@ def test_a_link_from_settings_opens_a_run_with_those_settings(tiny_default, sett
 
     at = AppTest.from_file(page("app.py"), default_timeout=60)
     at.query_params.update({**url.settings_params(settings, "def f(x):"), "round": "1", "phase": "verify"})
-    at = at.run().switch_page(page("pages/rounds.py")).run()
+    at = at.switch_page(page("pages/rounds.py")).run()
     assert not at.exception
     assert not at.error
     assert at.session_state["rounds_trace"].settings == settings
