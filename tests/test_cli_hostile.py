@@ -4,8 +4,6 @@ unwritable output, /dev/zero as a prompt file, a theory number that overflows, p
 use the bundled pair and 4 new tokens."""
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -14,7 +12,6 @@ import pytest
 from specviz.cli import main
 from specviz.errors import SettingsError, SpecvizError
 
-ROOT = Path(__file__).resolve().parents[1]
 LONG = "def f():\n    return 1\n" * 400  # about 2800 tokens: past the bundled pair's context of 256
 
 
@@ -123,15 +120,8 @@ def test_theory_json_is_strict_when_a_number_overflows(capsys):
         (["bench", "--prompts", "/dev/zero"], "larger than 2,000 kB"),
     ],
 )
-def test_endless_inputs_are_refused_after_reading_at_most_the_cap(argv, match):
-    start = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "specviz", *argv], capture_output=True, text=True, timeout=60, cwd=ROOT
-    )
-    assert done.returncode == 2, done.stderr
-    assert match in done.stderr, done.stderr
-    assert "Traceback" not in done.stderr, done.stderr
-    assert time.perf_counter() - start < 60
+def test_endless_inputs_are_refused_after_reading_at_most_the_cap(capsys, argv, match):
+    refused(capsys, *argv, match=match)
 
 
 def test_a_workload_whose_every_prompt_is_too_long_is_refused_before_any_run(capsys, tmp_path):

@@ -168,7 +168,7 @@ def chosen_pair(args: argparse.Namespace) -> tuple[str, str | None, bool]:
     """The target, the draft model (None: n-gram lookup drafts) and whether prompts go through the target's chat
     template: --pair NAME, else --target / --draft, else the bundled pair."""
     from specviz.engine.catalogue import find_pair, uses_chat
-    from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET
+    from specviz.engine.shipped import BUNDLED_DRAFT, BUNDLED_TARGET
     from specviz.errors import SpecvizError
 
     if args.bench_pair is not None:

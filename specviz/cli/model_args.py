@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     from specviz.engine.catalogue import DEFAULT_PAIR, PAIR_NAMES
-    from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET
+    from specviz.engine.shipped import BUNDLED_DRAFT, BUNDLED_TARGET
 
     parser.add_argument(
         "--pair",
@@ -72,7 +72,7 @@ def resolve_pair(args: argparse.Namespace) -> None:
     if not (hasattr(args, "target") and hasattr(args, "pair")):  # bench-player and export-html take no --pair
         return
     from specviz.engine.catalogue import DEFAULT_PAIR, find_pair, uses_chat
-    from specviz.engine.models import BUNDLED_DRAFT
+    from specviz.engine.shipped import BUNDLED_DRAFT
 
     if args.pair is not None and args.target is not None:
         raise SpecvizError("--pair names the target already: give --pair NAME or --target, not both.")

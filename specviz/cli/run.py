@@ -59,15 +59,15 @@ def read_prompt(args: argparse.Namespace) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from specviz.engine.decode import chat_wrapped, generate
-    from specviz.engine.proposers import draft_cap_note
-
     if args.plain and args.tree:
         raise SpecvizError("--plain runs the target alone, with no drafts: drop --tree, or drop --plain.")
     if len(int_list(args.k, "--k")) > 1:
         raise SpecvizError(f"run takes one K (e.g. --k 4); got {args.k!r}. measure and bench compare several.")
     settings = settings_from(args, method_of(args))  # validate before the slow model load
     prompt = check_prompt(read_prompt(args))
+    from specviz.engine.decode import chat_wrapped, generate  # torch: imported once the input is known to be good
+    from specviz.engine.proposers import draft_cap_note
+
     pair = load_for(args, [settings.method])
     note = draft_cap_note(pair, settings)
     if note:

@@ -11,11 +11,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from specviz import methods
+from specviz.core.lazy import lazy
 from specviz.core.settings import DEFAULT_EXIT_LAYER
 from specviz.engine.install import SMOLLM2_GGUF, GgufPackage, converted_dir, ensure_converted, find_gguf, is_converted
-from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET, find_heads, heads_in
-from specviz.engine.shipped import draft_dir, drafters_dir, ensure_draft, is_assembled, shipped_draft
+from specviz.engine.shipped import (
+    BUNDLED_DRAFT,
+    BUNDLED_TARGET,
+    draft_dir,
+    drafters_dir,
+    ensure_draft,
+    is_assembled,
+    shipped_draft,
+)
 from specviz.errors import SettingsError
+
+models = lazy("specviz.engine.models")  # torch and transformers: the CLI's parser reads the catalogue without them
 
 BUNDLED_PRESETS = {
     # No trailing newline: this tokenizer merges a newline with the next line's indentation ("\n        "), so a
@@ -89,9 +99,9 @@ class PairSpec:
         """The methods this pair drafts with: its draft model's (when it has one), the feature heads beside its target
         (a converted pair's: those it ships), then those that need none."""
         if self.package is not None:
-            heads = tuple(heads_in(drafters_dir(self.package)))
+            heads = tuple(models.heads_in(drafters_dir(self.package)))
         else:
-            heads = tuple(find_heads(self.target, None)) if self.target else ()
+            heads = tuple(models.find_heads(self.target, None)) if self.target else ()
         return ((methods.DRAFT, methods.TREE) if self.draft_source else ()) + heads + NO_DRAFT_MODEL
 
     def installed(self) -> bool | None:

@@ -22,16 +22,13 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache, PreT
 from specviz import methods
 from specviz.core.settings import AUTO_THREADS
 from specviz.engine.install import GGUF_PACKAGES, cache_root, quietly
-from specviz.engine.shipped import draft_dir, drafters_home
+from specviz.engine.shipped import BUNDLED_DRAFT, BUNDLED_PAIR, BUNDLED_TARGET, draft_dir, drafters_home
 from specviz.engine.threads import apply_threads
 from specviz.engine.vocab import COUNTS_FILE, TokenCounts, check_trimmable, load_counts
 from specviz.engine.vocab_map import VocabMap, build_vocab_map
 from specviz.errors import IncompatiblePairError, ModelLoadError, SettingsError
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
-BUNDLED_PAIR = ASSETS / "models" / "pystdlib"
-BUNDLED_TARGET = str(BUNDLED_PAIR / "target")
-BUNDLED_DRAFT = str(BUNDLED_PAIR / "draft")
 DEVICES = ("auto", "cpu", "cuda", "mps")
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 _HEAD_LOCK = threading.Lock()

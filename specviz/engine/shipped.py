@@ -20,6 +20,9 @@ from pathlib import Path
 from specviz.engine.install import DONE_FILE, GGUF_PACKAGES, GgufPackage, cache_root, converted_dir, sha256_of
 
 SHIPPED_ROOT = Path(__file__).resolve().parents[2] / "assets" / "models"
+BUNDLED_PAIR = SHIPPED_ROOT / "pystdlib"  # the toy pair, whole, in the repository
+BUNDLED_TARGET = str(BUNDLED_PAIR / "target")
+BUNDLED_DRAFT = str(BUNDLED_PAIR / "draft")
 LAYERS_FILE = "layers.safetensors"  # a shipped draft's trained tensors (no embeddings)
 EMBEDDINGS = "model.embed_tokens.weight"
 COPIED_FROM_DRAFT = ("config.json", "token_counts.json", "training.json")
