@@ -89,6 +89,7 @@ def test_real_pair_sampling_and_greedy_check(tiny_default, page):
     assert any(s.value.startswith("identical") for s in page.success)
 
 
+@pytest.mark.slow  # the smallest time budget the page offers is 5 s, and this run spends it
 def test_a_budget_cut_run_says_how_little_its_test_can_see(tiny_default, page):
     page.select_slider(key="real_samples").set_value(2000).run()
     page.slider(key="real_budget").set_value(5).run()

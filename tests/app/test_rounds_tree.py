@@ -1,6 +1,7 @@
 """The round page plays a tree round from drafting to commit: the tree, the mask, each child's test, the residual
 after each rejected sibling, the bonus or correction, and the commit; the sidebar offers tree shapes."""
 
+import pytest
 from app_helpers import click, page
 
 from specviz.core.trace import Trace
@@ -28,6 +29,7 @@ def bundled() -> Trace:
     return trace_from_json((TRACES_DIR / f"{TREE_TRACE}.json").read_text())
 
 
+@pytest.mark.slow  # every phase of every round, one rerun each
 def test_the_bundled_tree_round_steps_through_every_phase_with_tree_words(monkeypatch):
     monkeypatch.setenv("SPECVIZ_TARGET", "/nonexistent/target")  # a bundled trace needs no model
     trace = bundled()

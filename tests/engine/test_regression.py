@@ -10,6 +10,7 @@ merged."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,13 @@ from specviz.engine.decode import generate
 from specviz.methods import ENGINE_METHODS
 
 FIXTURES = sorted((Path(__file__).parents[1] / "fixtures" / "regression").glob("*.json"))
+
+
+def replayed(path: Path):
+    """A recorded trace as a test case: those on the real target (drafted across tokenizers) are slow, the 135M model
+    loading and decoding."""
+    crosses = methods.get(json.loads(path.read_text())["settings"]["method"]).crosses
+    return pytest.param(path, id=path.stem, marks=[pytest.mark.slow] if crosses else [])
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +47,7 @@ def across_tokenizers():
     return load_pair(target, BUNDLED_DRAFT, device="cpu", cross_vocab=True)
 
 
-@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", [replayed(p) for p in FIXTURES])
 def test_same_settings_and_seed_give_the_recorded_trace(request, path):
     recorded = trace_from_json(path.read_text())
     crosses = methods.get(recorded.settings.method).crosses

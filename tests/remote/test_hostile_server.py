@@ -106,26 +106,26 @@ BODY = b'{"object": "list", "data": [{"id": "tiny", "object": "model"}]}'
 # ----------------------------------------------------------------------------------------------- one deadline a call
 @pytest.mark.parametrize("drip_head", [False, True], ids=["body", "headers"])
 def test_a_server_dripping_its_answer_is_cut_off_at_the_timeout(drip_head):
-    # 0.2 s a byte: no single read waits 2 s, so a per-read timeout never fires (the old code took 13+ s here)
-    with drip_server(_head(len(BODY)), BODY, 0.2, drip_head=drip_head) as url:
+    # 0.1 s a byte: no single read waits 1 s, so a per-read timeout never fires (the old code took 13+ s at 2 s)
+    with drip_server(_head(len(BODY)), BODY, 0.1, drip_head=drip_head) as url:
         start = time.monotonic()
         with pytest.raises(ServerTimeout) as caught:
-            connect(url, timeout_s=2)
+            connect(url, timeout_s=1)
         took = time.monotonic() - start
-    assert took < 3.0, f"took {took:.1f} s with a 2 s timeout"
+    assert took < 2.0, f"took {took:.1f} s with a 1 s timeout"
     message = str(caught.value)
-    assert f"{url}/v1/models did not answer within 2 s" in message
+    assert f"{url}/v1/models did not answer within 1 s" in message
     assert "raise the timeout" in message
 
 
 def test_the_deadline_covers_redirects_too():
-    # each hop answers in 0.8 s, inside a per-read timeout of 2 s; four hops together pass the 2 s deadline
-    routes = {f"/hop{i}": _slow_redirect(0.8, f"/hop{i + 1}") for i in range(3)}
-    with fake_server({**routes, "/hop3": _slow_redirect(0.8, "/end"), "/end": (200, MODELS, {})}) as (url, _):
+    # each hop answers in 0.4 s, inside a per-read timeout of 1 s; four hops together pass the 1 s deadline
+    routes = {f"/hop{i}": _slow_redirect(0.4, f"/hop{i + 1}") for i in range(3)}
+    with fake_server({**routes, "/hop3": _slow_redirect(0.4, "/end"), "/end": (200, MODELS, {})}) as (url, _):
         start = time.monotonic()
-        with pytest.raises(ServerTimeout, match="did not answer within 2 s"):
-            request(parse_url(url, timeout_s=2), "GET", "/hop0")
-        assert time.monotonic() - start < 3.0
+        with pytest.raises(ServerTimeout, match="did not answer within 1 s"):
+            request(parse_url(url, timeout_s=1), "GET", "/hop0")
+        assert time.monotonic() - start < 2.0
 
 
 def _slow_redirect(seconds: float, to: str):
