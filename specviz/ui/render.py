@@ -49,6 +49,9 @@ def show_table(where, frame, key: str | None = None, formats: dict[str, str] | N
     for a table whose columns no entry of viz.tables names and must read alike (the two-token table's tokens)."""
     frame = pd.DataFrame(frame)
     frame.columns = [str(c) for c in frame.columns]
+    for name in frame.columns:  # numbers with a "—" gap read as text: Arrow takes one type a column (else it logs a
+        if frame[name].dtype == object and frame[name].map(type).nunique() > 1:  # traceback and converts each run)
+            frame[name] = frame[name].map(str)
     numeric = {c: frame[c].tolist() for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c])}
     config = {}
     for name, spec in tables.column_specs(list(frame.columns), numeric).items():
@@ -74,6 +77,9 @@ def show_text_table(where, frame) -> None:
     projector size; the same headers, number formats and column order as show_table."""
     frame = pd.DataFrame(frame)
     frame.columns = [str(c) for c in frame.columns]
+    for name in frame.columns:  # numbers with a "—" gap read as text: Arrow takes one type a column (else it logs a
+        if frame[name].dtype == object and frame[name].map(type).nunique() > 1:  # traceback and converts each run)
+            frame[name] = frame[name].map(str)
     numeric = {c: frame[c].tolist() for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c])}
     specs = tables.column_specs(list(frame.columns), numeric)
     shown = pd.DataFrame(

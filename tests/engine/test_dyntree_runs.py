@@ -36,6 +36,7 @@ def run(bundled, prompt: str, method: str, dynamic=None, **changes):
     return generate(bundled, prompt, settings)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", METHODS)
 def test_greedy_dynamic_trees_equal_plain_on_held_out_prompts(bundled, method):
     off_top = 0

@@ -60,6 +60,7 @@ def test_greedy_early_exit_equals_plain_on_held_out_prompts(bundled, plain_ids, 
     assert accepted > 0  # even an untrained exit guesses some tokens
 
 
+@pytest.mark.slow
 def test_greedy_early_exit_under_the_heuristic_k_schedule_equals_plain(bundled, plain_ids):
     run = generate(bundled, HELD_OUT[0], early_exit(6, k_schedule="heuristic"))
     assert run.output_ids == plain_ids[0]

@@ -69,6 +69,7 @@ def test_the_chain_shaped_tree_is_the_chain(load, arch):
     assert as_tree.totals.tau == chain.totals.tau
 
 
+@pytest.mark.slow
 def test_bundled_pair_tree_greedy_equals_plain_greedy():
     from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET, load_pair
 
