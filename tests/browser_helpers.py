@@ -257,18 +257,25 @@ def open_in_lecture_mode(tab, url: str, path: str, timeout_ms: int = 300_000) ->
         settle(tab, timeout_ms)
 
 
+def enter(tab, label: str, value: str, tries: int = 3) -> None:
+    """Type `value` into the text box labelled `label` and press Enter, until the box still reads it once the app has
+    settled (a rerun still in flight when the box was typed into can draw it again with its old value)."""
+    box = tab.get_by_label(label, exact=True)
+    for _ in range(tries):
+        box.fill(value)
+        box.press("Enter")
+        settle(tab)
+        if box.input_value() == value:
+            return
+    raise AssertionError(f"{label!r} reads {box.input_value()!r} after {tries} tries to enter {value!r}")
+
+
 def workload_through_server(tab, url: str, server_url: str, prompts: int = 3) -> None:
     """The workload page pointed at a vLLM server with the code sample's first prompts, its connection checked."""
     open_app_page(tab, url, "workload")
     tab.get_by_text("a vLLM server", exact=True).click()
     settle(tab)
-    first_n = tab.get_by_label("Prompts to run (the first N of 20)")
-    first_n.fill(str(prompts))
-    first_n.press("Enter")
-    settle(tab)
-    box = tab.get_by_label("Server URL", exact=True)
-    box.fill(server_url)
-    box.press("Enter")
-    settle(tab)
+    enter(tab, "Prompts to run (the first N of 20)", str(prompts))
+    enter(tab, "Server URL", server_url)
     tab.get_by_role("button", name="Check connection").click()
     wait_shown(tab, "per-request metrics", timeout_ms=60_000)

@@ -13,6 +13,9 @@ trace records (the "decode alone" column: the slowest live run should be drawn w
 The CPU seconds the server and Chromium spent from the first live session to the last one drawn are read from /proc
 (Linux).
 
+On a machine where the browsers share the server's cores (a lecture's students are on their own machines), give each
+its own: --server-cpus 0 --browser-cpus 1 pins the server (and the "decode alone" runs) to CPU 0 and Chromium to CPU 1.
+
 Not part of the test suite (it takes minutes); tests/e2e/test_lecture_hall_browser.py runs a small version of it.
 """
 
@@ -75,8 +78,9 @@ SERVED: list[int] = []  # the server processes started, latest last (cpu_split r
 
 
 @contextmanager
-def served(root: Path, log_path: Path, env_extra: dict[str, str]):
-    """`streamlit run app.py` from `root` (its own specviz first on the path) on a free loopback port."""
+def served(root: Path, log_path: Path, env_extra: dict[str, str], cpus: set[int] | None = None):
+    """`streamlit run app.py` from `root` (its own specviz first on the path) on a free loopback port, on `cpus`
+    (None: wherever the system puts it)."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("SPECVIZ_TARGET", "SPECVIZ_DRAFT", "SPECVIZ_STEPPING")}
     env |= {"PYTHONPATH": str(root)} | env_extra
@@ -84,7 +88,8 @@ def served(root: Path, log_path: Path, env_extra: dict[str, str]):
     command += ["--server.address", "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none"]
     command += ["--browser.gatherUsageStats", "false"]
     with open(log_path, "w") as log:
-        process = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
+        pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
+        process = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, preexec_fn=pin)
         url = f"http://127.0.0.1:{port}"
         try:
             wait_healthy(url, process, timeout_s=120)
@@ -192,8 +197,12 @@ def run(args) -> dict:
 
     report = {"sessions": args.sessions, "tokens": args.tokens, "root": str(args.root), "bundled": BUNDLED}
     report["cores"], report["load_before"] = os.cpu_count(), load_average()
+    report["server_cpus"], report["browser_cpus"] = sorted(args.server_cpus or []), sorted(args.browser_cpus or [])
     log_path = Path(args.out).with_suffix(".server.log")
-    with served(args.root, log_path, {"SPECVIZ_PUBLIC": "1"} if args.public else {}) as url:
+    everywhere = os.sched_getaffinity(0)
+    with served(args.root, log_path, {"SPECVIZ_PUBLIC": "1"} if args.public else {}, args.server_cpus) as url:
+        if args.browser_cpus:  # Playwright's driver and Chromium inherit this process's CPUs
+            os.sched_setaffinity(0, args.browser_cpus)
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
             tab, asked = open_session(browser, url, {"prompt": "def warm_up():", "n": str(args.tokens)})
@@ -219,6 +228,7 @@ def run(args) -> dict:
             report["cpu_during_load_s"] = {k: round(cpu_at_end[k] - cpu_at_start[k], 1) for k in cpu_at_end}
             traces = [trace_of(t) for t, _ in live]
             browser.close()
+    os.sched_setaffinity(0, args.server_cpus or everywhere)  # each run decoded alone where the server decoded it
     report["decode_alone_s"] = decode_alone(traces)
     waits = [r["wait_s"] for r in report["live"] if r["wait_s"] is not None]
     decodes = [d for d in report["decode_alone_s"] if d is not None]
@@ -284,6 +294,9 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=900, help="seconds a session may wait before it counts failed")
     parser.add_argument("--root", type=Path, default=ROOT, help="the checkout to serve")
     parser.add_argument("--public", action="store_true", help="serve with SPECVIZ_PUBLIC=1")
+    cpus = lambda text: {int(c) for c in text.split(",")}  # noqa: E731
+    parser.add_argument("--server-cpus", type=cpus, default=None, help="CPUs for the server, e.g. 0 (default: any)")
+    parser.add_argument("--browser-cpus", type=cpus, default=None, help="CPUs for Chromium, e.g. 1 (default: any)")
     parser.add_argument("--out", default="/tmp/lecture-load.json")
     args = parser.parse_args()
     report = run(args)

@@ -3,7 +3,7 @@ at concurrency 1 and 2 on the code sample's first three prompts, and draws the m
 roofline for the served pair (found by Check connection), every level's figures in its table."""
 
 import pytest
-from browser_helpers import main_text, screenshot, settle, wait_shown, workload_through_server
+from browser_helpers import enter, main_text, screenshot, settle, wait_shown, workload_through_server
 
 
 @pytest.fixture
@@ -14,14 +14,8 @@ def plain_server(vllm_plain_server):
 @pytest.mark.slow
 def test_the_load_view_sweeps_two_real_servers_beside_the_roofline(app_url, page, vllm_draft_server, plain_server):
     workload_through_server(page, app_url, vllm_draft_server().url)
-    baseline = page.get_by_label("Plain server URL (the baseline)", exact=True)
-    baseline.fill(plain_server.url)
-    baseline.press("Enter")
-    settle(page)
-    levels = page.get_by_label("Concurrency levels (requests in flight, at most 64)", exact=True)
-    levels.fill("1,2")
-    levels.press("Enter")
-    settle(page)
+    enter(page, "Plain server URL (the baseline)", plain_server.url)
+    enter(page, "Concurrency levels (requests in flight, at most 64)", "1,2")
     page.get_by_role("button", name="▶ Run the load sweep").click()
     wait_shown(page, "Measured on", timeout_ms=300_000)
     settle(page, 120_000)
