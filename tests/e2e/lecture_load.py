@@ -13,6 +13,8 @@ trace records (the "decode alone" column: the slowest live run should be drawn w
 The CPU seconds the server and Chromium spent from the first live session to the last one drawn are read from /proc
 (Linux).
 
+--shared-cache opens every session as a tab of one browser context, so the app's scripts are fetched and compiled
+once (by the warm-up) instead of in each session: in a lecture each student's browser does that on its own machine.
 On a machine where the browsers share the server's cores (a lecture's students are on their own machines), give each
 its own: --server-cpus 0 --browser-cpus 1 pins the server (and the "decode alone" runs) to CPU 0 and Chromium to CPU 1.
 
@@ -100,9 +102,10 @@ def served(root: Path, log_path: Path, env_extra: dict[str, str], cpus: set[int]
             process.wait(timeout=30)
 
 
-def open_session(browser, url: str, query: dict[str, str]):
-    """A fresh browser session asking for the round page at `query`; returns (tab, the time it was asked, ms)."""
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
+def open_session(browser, url: str, query: dict[str, str], shared=None):
+    """A fresh app session asking for the round page at `query`, in a browser context of its own or in `shared` (its
+    tabs share the HTTP cache and compiled scripts); returns (tab, the time it was asked, ms)."""
+    context = shared or browser.new_context(viewport={"width": 1280, "height": 800})
     tab = context.new_page()
     tab.add_init_script(f"({WATCH})()")
     asked = time.time() * 1000
@@ -197,6 +200,7 @@ def run(args) -> dict:
 
     report = {"sessions": args.sessions, "tokens": args.tokens, "root": str(args.root), "bundled": BUNDLED}
     report["cores"], report["load_before"] = os.cpu_count(), load_average()
+    report["shared_cache"] = args.shared_cache
     report["server_cpus"], report["browser_cpus"] = sorted(args.server_cpus or []), sorted(args.browser_cpus or [])
     log_path = Path(args.out).with_suffix(".server.log")
     everywhere = os.sched_getaffinity(0)
@@ -205,21 +209,22 @@ def run(args) -> dict:
             os.sched_setaffinity(0, args.browser_cpus)
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-            tab, asked = open_session(browser, url, {"prompt": "def warm_up():", "n": str(args.tokens)})
+            shared = browser.new_context(viewport={"width": 1280, "height": 800}) if args.shared_cache else None
+            tab, asked = open_session(browser, url, {"prompt": "def warm_up():", "n": str(args.tokens)}, shared)
             report["warm_up"] = result(tab, asked, args.timeout)
-            tab.context.close()
-            tab, asked = open_session(browser, url, {"trace": BUNDLED})
+            tab.close()
+            tab, asked = open_session(browser, url, {"trace": BUNDLED}, shared)
             report["bundled_alone"] = result(tab, asked, args.timeout)
-            tab.context.close()
+            tab.close()
             report["load_at_start"] = load_average()
             cpu_at_start = cpu_split(SERVED[-1])
             started = time.time()
             live = [
-                open_session(browser, url, {"prompt": PROMPTS[i % len(PROMPTS)], "n": str(args.tokens)})
+                open_session(browser, url, {"prompt": PROMPTS[i % len(PROMPTS)], "n": str(args.tokens)}, shared)
                 for i in range(args.sessions)
             ]
             time.sleep(args.delay)
-            bundled = open_session(browser, url, {"trace": BUNDLED})
+            bundled = open_session(browser, url, {"trace": BUNDLED}, shared)
             report["bundled_under_load"] = result(*bundled, args.timeout)
             report["live"] = [result(t, a, args.timeout) for t, a in live]
             report["all_drawn_s"] = round(time.time() - started, 1)
@@ -297,6 +302,11 @@ def main() -> None:
     cpus = lambda text: {int(c) for c in text.split(",")}  # noqa: E731
     parser.add_argument("--server-cpus", type=cpus, default=None, help="CPUs for the server, e.g. 0 (default: any)")
     parser.add_argument("--browser-cpus", type=cpus, default=None, help="CPUs for Chromium, e.g. 1 (default: any)")
+    parser.add_argument(
+        "--shared-cache",
+        action="store_true",
+        help="every session a tab of one browser context (one HTTP cache, scripts compiled once), after the warm-up",
+    )
     parser.add_argument("--out", default="/tmp/lecture-load.json")
     args = parser.parse_args()
     report = run(args)
