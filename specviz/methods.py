@@ -482,6 +482,9 @@ def first_choice(offered: tuple[str, ...]) -> str:
 
 RACE_FIRST = (DRAFT, SUFFIX, EAGLE3, EAGLE, MEDUSA, EARLY_EXIT)  # the lanes a chosen race picks first, in order
 BRANCHING = tuple(name for name, m in REGISTRY.items() if m.branches)  # chain methods that also draft trees
+GROWS_DYNAMIC = tuple(  # the tree methods that can grow a dynamic (EAGLE-2) tree
+    name for name, m in REGISTRY.items() if (m.shaped or m.branches) and not m.refuses_dynamic
+)
 FROM_VLLM = {
     m.vllm_method: m.name for m in REGISTRY.values() if m.vllm_method and m.engine == SPECVIZ and not m.crosses
 }

@@ -135,8 +135,8 @@ def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SHAPE",
         help="draft a tree: children per depth, e.g. 3,2,1,1 (1,1,1,1 = the chain with K=4), or a dynamic (EAGLE-2) "
         "tree grown per round, dynamic:BUDGET,DEPTH,TOPK, e.g. dynamic:16,5,4 (expand the top-k children of the "
-        "top-k frontier nodes for DEPTH levels, keep the BUDGET best by cumulative draft log-prob; draft model, "
-        "eagle, eagle3); bench takes several",
+        "top-k frontier nodes for DEPTH levels, keep the BUDGET best by cumulative draft log-prob; "
+        f"{', '.join(methods.GROWS_DYNAMIC)}); bench takes several",
     )
     parser.add_argument(
         "--k-schedule",

@@ -1,11 +1,11 @@
 """Drafters that ship in the repository for a target converted from a package (assets/models/<pair>/).
 
-A feature head (eagle3/, in vLLM's format) is read where it ships. A draft model ships without its embeddings: they
-are the target's own rows, frozen while it trained, and they are 28 M of its 35 M parameters, so the repository
-holds only what was trained (`draft/layers.safetensors`: its decoder layers and final norm, bfloat16, beside its
-config and token counts). The first use puts the two together into a plain Hugging Face model in the user's cache,
-`<cache>/models/<target>-draft/`, which loads, trims and serves (vLLM) like any other draft; it is assembled again
-when the shipped layers change.
+A feature head (a folder of its own, in vLLM's format) is read where it ships. A draft model ships without its
+embeddings: they are the target's own rows, frozen while it trained, and they are 28 M of its 35 M parameters, so
+the repository holds only what was trained (`draft/layers.safetensors`: its decoder layers and final norm, bfloat16,
+beside its config and token counts). The first use puts the two together into a plain Hugging Face model in the
+user's cache, `<cache>/models/<target>-draft/`, which loads, trims and serves (vLLM) like any other draft; it is
+assembled again when the shipped layers change.
 """
 
 from __future__ import annotations

@@ -179,8 +179,8 @@ def head_tree_toggle(method: str) -> bool:
         key=keep(HEAD_TREE, False),
         on_change=remember,
         args=(HEAD_TREE,),
-        help="EAGLE-2's trees for the EAGLE heads (each node's children: the head's top-b tokens from that node's "
-        "own predicted feature), Medusa's Cartesian tree for the Medusa heads (head i's top-b at depth i + 1). "
+        help="EAGLE-2's tree for a head that reads its own predicted feature (each node's children: the head's top-b "
+        "tokens from that node's feature), a Cartesian tree for parallel heads (head i's top-b at depth i + 1). "
         "Children are chosen, not sampled, so each is judged one-hot: exact at any temperature.",
     )
 

@@ -97,15 +97,17 @@ def suffix_source_html(r: Round) -> str:
 
 
 def head_tree_sentence(trace: Trace, r: Round, shape: str, size: str, depth: int) -> str:
-    """A feature head's tree (EAGLE-2-style for EAGLE-1 / EAGLE-3, Medusa's Cartesian tree): who drafts each depth,
-    and why its children are judged one-hot at any temperature."""
+    """A feature head's tree: an EAGLE-2-style tree for a head that reads its own predicted feature, a Cartesian tree
+    for parallel heads drafting all depths in one pass; who drafts each depth, and why its children are judged one-hot
+    at any temperature."""
     one_hot = (
         "Each child is one of the head's top-b tokens, chosen, not sampled, so it is judged as a one-hot proposal "
         "(q = 1): kept with probability p(x), and a rejected sibling's x is removed from p before the next is tried."
     )
-    if trace.settings.method == methods.MEDUSA:
+    if methods.get(trace.settings.method).draft_cost == methods.HEADS_PASS:
         return (
-            f"The Medusa heads draft their Cartesian tree of shape {shape} ({size}) in one pass over one feature "
+            f"The {methods.label(trace.settings.method)} draft their Cartesian tree of shape {shape} ({size}) in one "
+            f"pass over one feature "
             f"({r.draft_ms:.1f} ms): head i's top tokens are the children of every node at depth i + 1, the same under "
             f"each node, since no head sees a drafted token. {one_hot}"
         )
