@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
@@ -13,10 +13,28 @@ from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
 from specviz.engine.proposers.base import tree_shape
 from specviz.engine.proposers.eagle import EagleDrafter
-from specviz.engine.proposers.runners import HeadRunner, HfEagle3Runner, chosen_runner
+from specviz.engine.proposers.runners import HeadRunner, HfRunner, chosen_runner
 
 if TYPE_CHECKING:
+    from specviz.engine.eagle3 import Eagle3Head
     from specviz.engine.models import ModelPair
+
+
+@dataclass(frozen=True)
+class HfEagle3Runner(HfRunner):
+    """EAGLE-3's head through its own modules: its own LM head over the draft vocabulary, placed at the target's ids."""
+
+    head: Eagle3Head
+
+    def fuse(self, fused: torch.Tensor) -> torch.Tensor:
+        return self.head.fuse(fused)
+
+    def run(self, tokens: torch.Tensor, states: torch.Tensor, cache: Any, positions=None, mask=None) -> Any:
+        normed, s = self.head(self.embed(tokens)[None], states[None], cache, positions, mask)
+        return normed[0], s[0]
+
+    def logits(self, out: Any, vocab_size: int) -> torch.Tensor:
+        return self.head.target_logits(out[0], self.head.config.vocab_size)[..., :vocab_size]
 
 
 @dataclass(frozen=True)

@@ -3,16 +3,29 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from specviz import methods
 from specviz.core.settings import RunSettings
 from specviz.engine.proposers.base import tree_shape
 from specviz.engine.proposers.eagle import EagleProposer
-from specviz.engine.proposers.runners import HfMtpRunner, chosen_runner
+from specviz.engine.proposers.runners import HfEagleRunner, chosen_runner
 
 if TYPE_CHECKING:
+    import torch
+
     from specviz.engine.models import ModelPair
+    from specviz.engine.mtp import MtpModule
+
+
+@dataclass(frozen=True)
+class HfMtpRunner(HfEagleRunner):
+    """The MTP module through its own modules: logits read its output norm before the target's LM head."""
+
+    head: MtpModule
+
+    def logits(self, out: Any, vocab_size: int) -> torch.Tensor:
+        return self.lm_head(self.head.normed(out))[..., :vocab_size]
 
 
 @dataclass(frozen=True)
