@@ -25,6 +25,7 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from safetensors.torch import save_file
@@ -42,6 +43,9 @@ from specviz.engine.heads import (
     read_weights,
 )
 from specviz.errors import ModelLoadError
+
+if TYPE_CHECKING:
+    from specviz.engine.lean_heads import HeadParts
 
 ARCHITECTURE = "LlamaForCausalLMEagle3"
 MIDLAYER_WEIGHTS = (
@@ -143,6 +147,22 @@ class Eagle3Head(nn.Module):
         full = small.new_full((*small.shape[:-1], vocab_size), float("-inf"))
         full[..., self.target_ids] = small
         return full
+
+    def lean_parts(self) -> HeadParts:
+        """Its lean step (engine/lean_heads.py): its layer reads [input_layernorm(e); hidden_norm(h)] whole; its own LM
+        head over the draft vocabulary, placed at the target's ids; fc fuses the target's states."""
+        from specviz.engine.lean_heads import HeadParts
+
+        return HeadParts(
+            self.midlayer,
+            self.fc,
+            emb_norm=self.midlayer.input_layernorm.weight,
+            state_norm=self.midlayer.hidden_norm.weight,
+            final_norm=self.norm.weight,
+            lm_head=self.lm_head,
+            reads_whole=True,
+            target_ids=self.target_ids,
+        )
 
     def vllm_state_dict(self) -> dict[str, torch.Tensor]:
         return {name: tensor for name, tensor in self.state_dict().items() if name in HEAD3_WEIGHTS}

@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from safetensors import safe_open
@@ -31,6 +32,9 @@ from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRot
 
 from specviz.engine.masks import causal_mask
 from specviz.errors import ModelLoadError
+
+if TYPE_CHECKING:
+    from specviz.engine.lean_heads import HeadParts
 
 WEIGHTS = "model.safetensors"
 LAYER_WEIGHTS = (
@@ -92,6 +96,12 @@ class EagleHead(nn.Module):
             use_cache=cache is not None,
             position_embeddings=self.rotary_emb(hidden, positions),
         )
+
+    def lean_parts(self) -> HeadParts:
+        """Its lean step (engine/lean_heads.py): fc over [e; f] enters its one layer as it is; the target's LM head."""
+        from specviz.engine.lean_heads import HeadParts
+
+        return HeadParts(self.layers[0], self.fc, emb_norm=None, state_norm=None, final_norm=None)
 
     def vllm_state_dict(self) -> dict[str, torch.Tensor]:
         """The weights under vLLM's EAGLE-1 names (no input_layernorm: it is the identity here)."""

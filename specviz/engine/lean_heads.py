@@ -1,10 +1,11 @@
-"""The feature heads' draft step on the lean forward (engine/lean.py): EAGLE-1's head, EAGLE-3's head and the MTP
-module each run their one decoder layer through `lean.layer_forward` over a preallocated LeanCache, with their
-matrices and LM head as lean Matrices and the rotary rows from a table, so a draft step costs roughly its matrix
-products (through Hugging Face's modules, c was 0.34-0.52 of a target step on a float32 CPU; the draft model's 0.15).
+"""The feature heads' draft step on the lean forward (engine/lean.py): a head with one decoder layer runs it through
+`lean.layer_forward` over a preallocated LeanCache, with its matrices and LM head as lean Matrices and the rotary rows
+from a table, so a draft step costs roughly its matrix products (through Hugging Face's modules, c was 0.34-0.52 of a
+target step on a float32 CPU; the draft model's 0.15). Each head says what its step is built from (`lean_parts`,
+a HeadParts); this module names none of them.
 
-The modules (engine/heads.py, eagle3.py, mtp.py) stay the reference and run whenever the run's forward is Hugging
-Face's; tests hold the two paths' logits together and their greedy tokens equal (tests/engine/test_lean_heads.py).
+The heads' own modules stay the reference and run whenever the run's forward is Hugging Face's; tests hold the two
+paths' logits together and their greedy tokens equal (tests/engine/test_lean_heads.py).
 """
 
 from __future__ import annotations
@@ -19,8 +20,6 @@ from torch import nn
 from transformers import PreTrainedModel
 
 from specviz.core.settings import FORWARD_LEAN
-from specviz.engine.eagle3 import Eagle3Head
-from specviz.engine.heads import EagleHead
 from specviz.engine.lean import (
     LeanCache,
     LeanWeights,
@@ -33,28 +32,41 @@ from specviz.engine.lean import (
     rotary_table,
 )
 from specviz.engine.masks import causal_allowed
-from specviz.engine.mtp import MtpModule
 
-EAGLE1, EAGLE3, MTP = "eagle", "eagle3", "mtp"  # which head a LeanHead applies
+
+@dataclass(frozen=True)
+class HeadParts:
+    """What a head's lean step is built from, as the head gives it (its `lean_parts()`): two ways a one-layer head
+    reads the pair (state h, next token's embedding e), and how its logits come out.
+
+    projected: x = project([norm_e(e); norm_h(h)]) enters the layer (no norm where one is None).
+    read whole: the layer's q, k and v read [norm_e(e); norm_h(h)] (2H) and its residual is h; the output is
+    (final_norm(s), s), and `project` fuses the target's states before the first step."""
+
+    layer: nn.Module  # the one decoder layer
+    project: nn.Linear  # [e; h] (2H) -> H, or the target's states side by side (layers·H) -> H
+    emb_norm: torch.Tensor | None  # (H,)
+    state_norm: torch.Tensor | None  # (H,)
+    final_norm: torch.Tensor | None  # (H,) the output's norm, where it has one
+    lm_head: nn.Linear | None = None  # its own LM head; None: the target's
+    reads_whole: bool = False  # the layer reads [norm_e(e); norm_h(h)] itself (see above)
+    norms_output: bool = False  # logits read final_norm(out) before the LM head
+    target_ids: torch.Tensor | None = None  # (N,) its own head's draft ids at the target's ids
 
 
 @dataclass(frozen=True, eq=False)
 class LeanHead:
-    """One loaded head as the lean step applies it; built once per head (lean_head), read-only, shared by every run.
+    """One loaded head as the lean step applies it (HeadParts says how); built once per head (lean_head), read-only,
+    shared by every run."""
 
-    EAGLE-1: g = layer(fc([emb; f])), no input norm, logits = the target's head on g.
-    MTP:     h' = block(eh_proj([enorm(emb); hnorm(h)])), logits = the target's head on norm(h').
-    EAGLE-3: s = h + attn([input_layernorm(emb); hidden_norm(h)]) + mlp(...), logits = its own head on norm(s),
-             over its draft vocabulary placed at the target's ids (fc fuses the target's states before the first step).
-    """
-
-    kind: str  # EAGLE1, EAGLE3 or MTP
     weights: LeanWeights  # the one layer, shapes and rotary table; embed: the target's; head: the LM head drafted with
-    project: Matrix  # EAGLE-1's fc and MTP's eh_proj (2H, H) over [emb; h]; EAGLE-3's fc (layers·H, H) over the states
-    emb_norm: torch.Tensor | None  # (H,) MTP's enorm, EAGLE-3's input_layernorm; None: EAGLE-1 reads emb as it is
-    state_norm: torch.Tensor | None  # (H,) MTP's hnorm, EAGLE-3's hidden_norm
-    target_ids: torch.Tensor | None = None  # (N,) EAGLE-3: each draft id's target id; None: the head is the target's
-    placed_vocab: int = 0  # EAGLE-3: the width its logits are placed into (its config's vocab_size)
+    project: Matrix  # (2H, H) over [e; h], or (layers·H, H) fusing the target's states (reads_whole)
+    emb_norm: torch.Tensor | None  # (H,)
+    state_norm: torch.Tensor | None  # (H,)
+    reads_whole: bool = False  # HeadParts.reads_whole
+    norms_output: bool = False  # HeadParts.norms_output
+    target_ids: torch.Tensor | None = None  # (N,) each draft id's target id; None: the head is the target's
+    placed_vocab: int = 0  # the width its logits are placed into where it drafts over ids of its own
 
     def new_cache(self) -> LeanCache:
         """One run's cache of the head's layer (one layer of keys and values)."""
@@ -62,8 +74,9 @@ class LeanHead:
 
     def forward(self, tokens: torch.Tensor, states: torch.Tensor, cache: LeanCache, positions=None, mask=None):
         """Pairs (state_t, x_{t+1}): tokens (n,) with states (n, H) (the target's features, or the head's own output)
-        -> EAGLE-1 g, MTP h' (n, H); EAGLE-3 (normed, s), each (n, H). positions (1, n) and the additive mask
-        (1, 1, n, cached + n) are a tree pass's, as the module takes them; default: causal, after the cache."""
+        -> its output (n, H), or (normed, s), each (n, H), for a head that reads the pair whole. positions (1, n) and
+        the additive mask (1, 1, n, cached + n) are a tree pass's, as the module takes them; default: causal, after
+        the cache."""
         w, layer = self.weights, self.weights.layers[0]
         cached, n, device = cache.length, tokens.numel(), tokens.device
         at = torch.arange(cached, cached + n, device=device) if positions is None else positions[0]  # (n,)
@@ -74,12 +87,12 @@ class LeanHead:
         cache.reserve(cached + n)
         cos, sin = w.rotary(at, cached + n)  # (n, d); every position is below cached + n
         emb = F.embedding(tokens, w.embed)  # (n, H)
-        if self.kind == EAGLE3:  # q, k and v read both halves normed (2H); the residual is h itself
+        if self.reads_whole:  # q, k and v read both halves normed (2H); the residual is h itself
             reads = torch.cat([self._norm(emb, self.emb_norm), self._norm(states, self.state_norm)], dim=-1)
             s = layer_forward(w, layer, 0, cache, states, cos, sin, mask, reads)
             out = (self._norm(s, w.final_norm), s)
         else:
-            if self.emb_norm is not None:  # MTP norms both halves; EAGLE-1 projects them as they are
+            if self.emb_norm is not None:  # some heads norm both halves, others project them as they are
                 emb, states = self._norm(emb, self.emb_norm), self._norm(states, self.state_norm)
             x = self.project.times(torch.cat([emb, states], dim=-1))  # (n, H)
             out = layer_forward(w, layer, 0, cache, x, cos, sin, mask)
@@ -87,13 +100,13 @@ class LeanHead:
         return out
 
     def logits(self, out, vocab_size: int) -> torch.Tensor:
-        """(..., V) draft logits from the head's output(s) (..., H): EAGLE-1's g; MTP's h' through its output norm;
-        EAGLE-3's normed state through its own head, placed at the target's ids and -inf elsewhere (q = 0 there)."""
-        x = out[0] if self.kind == EAGLE3 else out
-        if self.kind == MTP:
+        """(..., V) draft logits from the head's output(s) (..., H), through its output norm where it has one; a head
+        with ids of its own places them at the target's ids, -inf elsewhere (q = 0 there)."""
+        x = out[0] if self.reads_whole else out
+        if self.norms_output:
             x = self._norm(x, self.weights.final_norm)
         rows = x.reshape(-1, x.shape[-1])  # (rows, H)
-        logits = self.weights.head.times(rows)  # (rows, V_head), or (rows, N) over EAGLE-3's draft vocabulary
+        logits = self.weights.head.times(rows)  # (rows, V), or (rows, N) over a draft vocabulary of its own
         if self.target_ids is not None:
             full = logits.new_full((rows.shape[0], self.placed_vocab), float("-inf"))
             logits = full.index_copy_(1, self.target_ids, logits)
@@ -130,42 +143,34 @@ def lean_head(head: nn.Module, target: PreTrainedModel) -> LeanHead:
 
 
 def _build(head: nn.Module, target: PreTrainedModel) -> LeanHead:
-    """Copies of the head's weights; the embedding and (but for EAGLE-3) the LM head are the target's."""
-    if isinstance(head, Eagle3Head):
-        kind, layer, project, final_norm = EAGLE3, head.midlayer, head.fc, head.norm.weight
-        norms = (head.midlayer.input_layernorm.weight, head.midlayer.hidden_norm.weight)
-        lm_head = input_major(head.lm_head)  # (H, N) its own, over the draft vocabulary
-    elif isinstance(head, MtpModule):
-        kind, layer, project, final_norm = MTP, head.mtp_block, head.eh_proj, head.shared_head.norm.weight
-        norms, lm_head = (head.enorm.weight, head.hnorm.weight), lean_weights(target).head  # (H, V) shared
-    elif isinstance(head, EagleHead):
-        kind, layer, project, final_norm = EAGLE1, head.layers[0], head.fc, None
-        norms, lm_head = (None, None), lean_weights(target).head
-    else:
+    """Copies of the head's weights; the embedding and (unless it has its own) the LM head are the target's."""
+    if not hasattr(head, "lean_parts"):
         raise TypeError(f"no lean step for a {type(head).__name__}")
+    parts: HeadParts = head.lean_parts()
     config, heads = head.config, head.config.num_attention_heads
     embed = target.get_input_embeddings().weight.detach()  # (V, H) the target's, shared
     weights = LeanWeights(
         rotary_emb=head.rotary_emb,
-        layers=(layer_weights(layer),),
+        layers=(layer_weights(parts.layer),),
         embed=embed,
-        final_norm=_detached(final_norm),
-        head=lm_head,
+        final_norm=_detached(parts.final_norm),
+        head=lean_weights(target).head if parts.lm_head is None else input_major(parts.lm_head),  # (H, V) or (H, N)
         eps=float(config.rms_norm_eps),
         heads=heads,
         kv_heads=getattr(config, "num_key_value_heads", None) or heads,
         head_dim=getattr(config, "head_dim", None) or config.hidden_size // heads,
         rotary_table=rotary_table(config, head.rotary_emb, embed),
     )
-    eagle3 = kind == EAGLE3
+    own_ids = parts.target_ids is not None
     return LeanHead(
-        kind=kind,
         weights=weights,
-        project=input_major(project),
-        emb_norm=_detached(norms[0]),
-        state_norm=_detached(norms[1]),
-        target_ids=head.target_ids.detach().clone() if eagle3 else None,
-        placed_vocab=int(config.vocab_size) if eagle3 else 0,
+        project=input_major(parts.project),
+        emb_norm=_detached(parts.emb_norm),
+        state_norm=_detached(parts.state_norm),
+        reads_whole=parts.reads_whole,
+        norms_output=parts.norms_output,
+        target_ids=parts.target_ids.detach().clone() if own_ids else None,
+        placed_vocab=int(config.vocab_size) if own_ids else 0,
     )
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from safetensors.torch import save_file
@@ -45,6 +46,9 @@ from specviz.engine.heads import (
     read_weights,
 )
 from specviz.errors import ModelLoadError
+
+if TYPE_CHECKING:
+    from specviz.engine.lean_heads import HeadParts
 
 ARCHITECTURE = "SpecvizMTP"
 WHAT = "MTP module"
@@ -115,6 +119,20 @@ class MtpModule(nn.Module):
     def normed(self, h: torch.Tensor) -> torch.Tensor:
         """(..., H) what the shared LM head reads: the module's output norm of h'."""
         return self.shared_head.norm(h)
+
+    def lean_parts(self) -> HeadParts:
+        """Its lean step (engine/lean_heads.py): eh_proj over [enorm(e); hnorm(h)] into its block; logits read its
+        output norm before the target's LM head."""
+        from specviz.engine.lean_heads import HeadParts
+
+        return HeadParts(
+            self.mtp_block,
+            self.eh_proj,
+            emb_norm=self.enorm.weight,
+            state_norm=self.hnorm.weight,
+            final_norm=self.shared_head.norm.weight,
+            norms_output=True,
+        )
 
     def saved_state_dict(self) -> dict[str, torch.Tensor]:
         return {name: tensor for name, tensor in self.state_dict().items() if name in MTP_WEIGHTS}
