@@ -90,8 +90,12 @@ def test_a_feature_reading_drafter_gets_the_targets_hidden_states_of_the_committ
 def test_drafters_that_read_no_features_are_handed_none(load):
     pair = load("llama-target", "llama-truncated")
     readers = [cls for cls in proposers.PROPOSER_CLASSES if cls.hidden_layers]
-    assert [cls.method for cls in readers] == [methods.EAGLE, methods.MTP, methods.EAGLE3, methods.MEDUSA]  # the heads
+    assert {cls.method for cls in readers} == {methods.EAGLE, methods.MTP, methods.EAGLE3, methods.MEDUSA}  # the heads
     assert proposers.EagleProposer.hidden_layers == (-1,)  # the target's last hidden state, after its final norm
-    assert proposers.Eagle3Proposer.hidden_layers == (2, 5, 7)  # a 10-layer target's states 2, 5, 7 (pre-norm)
+    assert proposers.proposer_class(methods.EAGLE3).hidden_layers == (
+        2,
+        5,
+        7,
+    )  # a 10-layer target's states 2, 5, 7 (pre-norm)
     trace = generate(pair, PROMPT, RunSettings(k=2, max_new_tokens=6))
     assert len(trace.output_ids) == 6

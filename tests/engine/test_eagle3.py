@@ -17,7 +17,7 @@ from specviz.core.settings import RunSettings
 from specviz.engine.decode import generate
 from specviz.engine.eagle3 import new_head3, save_head3
 from specviz.engine.models import load_pair
-from specviz.engine.proposers import Eagle3Proposer
+from specviz.engine.proposers.eagle3 import Eagle3Proposer
 from specviz.errors import ModelLoadError, SettingsError, SpecvizError
 
 PROMPTS = ["def add(a, b):\n    return", "class Counter:\n    def increment(self, step=1):\n", "The quick brown fox"]

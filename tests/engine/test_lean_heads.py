@@ -17,11 +17,7 @@ from specviz.engine.decode import generate
 from specviz.engine.models import ASSETS, load_pair
 
 TOL = 1e-4  # float32: the two paths add the same products in another order
-HEADS = {
-    methods.EAGLE: proposers.EagleProposer,
-    methods.EAGLE3: proposers.Eagle3Proposer,
-    methods.MTP: proposers.MtpProposer,
-}
+HEADS = {name: proposers.proposer_class(name) for name in (methods.EAGLE, methods.EAGLE3, methods.MTP)}
 CODE = [json.loads(line)["prompt"] for line in (ASSETS / "workloads" / "code.jsonl").read_text().splitlines()]
 HELD_OUT = CODE[-2:]  # two held-out code prompts
 

@@ -12,6 +12,7 @@ from specviz.core.settings import RunSettings
 from specviz.engine import proposers
 from specviz.engine.decode import generate
 from specviz.engine.models import BUNDLED_PAIR, load_pair
+from specviz.engine.proposers.medusa import MedusaDrafter
 
 MEDUSA = methods.MEDUSA
 
@@ -51,7 +52,7 @@ def test_sampled_medusa_emits_the_targets_distribution(bundled):
 def test_argmax_drafts_judged_with_the_heads_softmax_fail_the_same_check(bundled, monkeypatch):
     """The control: each head's argmax drafted, but judged with that head's full softmax as q (not what it was
     drawn from)."""
-    propose = proposers.MedusaDrafter.propose
+    propose = MedusaDrafter.propose
 
     def argmax_with_soft_q(self, k, u, stop_below=None):
         proposal = propose(self, k, u, stop_below)
@@ -59,6 +60,6 @@ def test_argmax_drafts_judged_with_the_heads_softmax_fail_the_same_check(bundled
             return proposal
         return proposers.Proposal(proposal.q.argmax(-1), proposal.q)
 
-    monkeypatch.setattr(proposers.MedusaDrafter, "propose", argmax_with_soft_q)
+    monkeypatch.setattr(MedusaDrafter, "propose", argmax_with_soft_q)
     first, second = fits(bundled, PROMPT, MEDUSA)
     assert min(first, second) < 1e-3

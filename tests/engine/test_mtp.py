@@ -16,6 +16,7 @@ from specviz.engine import proposers
 from specviz.engine.decode import generate
 from specviz.engine.models import ASSETS, BUNDLED_PAIR, HEAD_KINDS, find_heads, load_pair
 from specviz.engine.mtp import MTP_WEIGHTS, is_mtp, load_mtp, new_mtp, save_mtp
+from specviz.engine.proposers.mtp import MtpProposer
 from specviz.errors import ModelLoadError
 
 PROMPTS = ["def add(a, b):\n    return", "class Counter:\n    def increment(self, step=1):\n", "The quick brown fox"]
@@ -49,7 +50,7 @@ def test_the_registry_and_the_command_line_name_it():
     assert m.vllm_method == methods.VLLM_MTP  # served on the target's MiMo re-export (engine/mimo.py)
     assert m.vllm_config(4, "ignored") == {"method": "mtp", "num_speculative_tokens": 4}  # the served model's own layer
     assert MTP in methods.PROPOSERS and MTP in methods.LANES
-    assert proposers.proposer_class(MTP) is proposers.MtpProposer
+    assert proposers.proposer_class(MTP) is MtpProposer
     assert HEAD_KINDS[MTP].beside == methods.get(methods.MTP).head.beside == "mtp" and HEAD_KINDS[MTP].stage == "mtp"
 
 

@@ -3,10 +3,16 @@
 A `Proposer` is shared and read-only (it may hold a cached model); `start` gives one run its own `Drafter`, which owns
 that run's state (a KV cache, or the token history for n-gram lookup).
 
-One module per method family; this package's names are re-exported here, so `specviz.engine.proposers.X` works.
+One module per method family, found here by looking (`PROPOSER_CLASSES`: every class in the package's modules whose
+`method` is a registry name), so a new method's proposer needs no line in this file. The shared names are
+re-exported here, so `specviz.engine.proposers.X` works for them; a method's own classes are imported from its module.
 """
 
 from __future__ import annotations
+
+import pkgutil
+from importlib import import_module
+from typing import TYPE_CHECKING
 
 from specviz import methods
 from specviz.engine.masks import additive_mask, ancestor_matrix
@@ -22,33 +28,43 @@ from specviz.engine.proposers.base import (
 from specviz.engine.proposers.crossing import CrossingProposer, SlemProposer
 from specviz.engine.proposers.draft_model import DraftModelDrafter, DraftModelProposer, TreeDrafter, TreeProposer
 from specviz.engine.proposers.eagle import EagleDrafter, EagleProposer
-from specviz.engine.proposers.eagle3 import Eagle3Proposer
 from specviz.engine.proposers.early_exit import EarlyExitDrafter, EarlyExitProposer
-from specviz.engine.proposers.medusa import MedusaDrafter, MedusaProposer, draft_cap_note
-from specviz.engine.proposers.mtp import MtpProposer
 from specviz.engine.proposers.ngram import NgramDrafter, NgramProposer, ngram_lookup
 from specviz.engine.proposers.rows import cat_rows, rows_of, take_rows
 from specviz.engine.proposers.suffix import SuffixDrafter, SuffixProposer
 from specviz.engine.proposers.trees import dynamic_proposal, grow_top_b_tree
 
-PROPOSER_CLASSES = (
-    DraftModelProposer,
-    NgramProposer,
-    TreeProposer,
-    EagleProposer,
-    MtpProposer,
-    Eagle3Proposer,
-    MedusaProposer,
-    SuffixProposer,
-    EarlyExitProposer,
-    CrossingProposer,
-    SlemProposer,
-)
+if TYPE_CHECKING:
+    from specviz.core.settings import RunSettings
+    from specviz.engine.models import ModelPair
+
+
+def _proposers_here() -> tuple[type[Proposer], ...]:
+    """Every proposer class defined in this package's modules (a class with `for_run` whose `method` is a registry
+    name), in the registry's order."""
+    found: dict[str, type[Proposer]] = {}
+    for info in pkgutil.iter_modules(__path__):
+        module = import_module(f"{__name__}.{info.name}")
+        for obj in vars(module).values():
+            defined_here = isinstance(obj, type) and obj.__module__ == module.__name__
+            if defined_here and getattr(obj, "method", None) in methods.REGISTRY and hasattr(obj, "for_run"):
+                found[obj.method] = obj
+    return tuple(found[name] for name in methods.REGISTRY if name in found)
+
+
+PROPOSER_CLASSES = _proposers_here()
 
 
 def proposer_class(method: str) -> type[Proposer] | None:
     """The class that implements a registry method in this engine; None for plain decoding."""
     return next((cls for cls in PROPOSER_CLASSES if cls.method == method), None)
+
+
+def draft_cap_note(pair: ModelPair, settings: RunSettings) -> str | None:
+    """Why a run drafts fewer than K tokens a round whatever the text (its proposer's `cap_note`, where it has one);
+    None when it does not."""
+    note = getattr(proposer_class(settings.method), "cap_note", None)
+    return note(pair, settings) if note else None
 
 
 def proposers_table() -> str:
@@ -97,10 +113,6 @@ __all__ = [
     "ngram_lookup",
     "EagleProposer",
     "EagleDrafter",
-    "Eagle3Proposer",
-    "MtpProposer",
-    "MedusaProposer",
-    "MedusaDrafter",
     "draft_cap_note",
     "SuffixProposer",
     "SuffixDrafter",

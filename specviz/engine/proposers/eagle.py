@@ -70,7 +70,7 @@ class EagleProposer:
         return self.head_pass(following, features[0], cache)[-1]
 
     def logits(self, g: torch.Tensor) -> torch.Tensor:
-        """(..., V) the target's LM head on the head's feature(s) g (..., H) (MTP: through its output norm)."""
+        """(..., V) the target's LM head on the feature(s) g (..., H) (through the head's output norm, if any)."""
         return self.runner.logits(g, self.vocab_size)
 
     def step(self, token: torch.Tensor, g: torch.Tensor, cache) -> torch.Tensor:

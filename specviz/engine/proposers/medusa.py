@@ -52,6 +52,17 @@ class MedusaProposer:
         return cls(heads, pair.vocab_size, settings.sampling, shape)
 
     @classmethod
+    def cap_note(cls, pair: ModelPair, settings: RunSettings) -> str | None:
+        """Why a run drafts fewer than K tokens a round whatever the text (one per head); None when it does not."""
+        n = pair.load_head_for(cls.method).num_heads
+        if settings.is_tree or settings.draft_length <= n:
+            return None
+        return (
+            f"The Medusa heads are {n}, one draft each: K = {settings.draft_length} drafts {n} tokens a round (vLLM's "
+            f"num_speculative_tokens must not exceed the heads either: it would build heads without weights)."
+        )
+
+    @classmethod
     def cost_probe(cls, pair: ModelPair, ids: list[int], settings: RunSettings):
         """One pass of every head over the prompt's last feature, to be timed (engine/costs.py): its time is shared
         among the drafts it makes, one per head."""
@@ -108,18 +119,3 @@ class MedusaDrafter(Drafter):
     @property
     def cache_length(self) -> int:
         return 0
-
-
-def draft_cap_note(pair: ModelPair, settings: RunSettings) -> str | None:
-    """Why a run drafts fewer than K tokens a round whatever the text (Medusa: one per head); None when it does not."""
-    if (
-        settings.method != methods.MEDUSA
-        or settings.is_tree
-        or settings.draft_length <= pair.load_head_for(settings.method).num_heads
-    ):
-        return None
-    n = pair.load_head_for(settings.method).num_heads
-    return (
-        f"The Medusa heads are {n}, one draft each: K = {settings.draft_length} drafts {n} tokens a round (vLLM's "
-        f"num_speculative_tokens must not exceed the heads either: it would build heads without weights)."
-    )
