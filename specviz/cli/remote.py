@@ -87,7 +87,7 @@ def cmd_measure_server(args: argparse.Namespace) -> int:
             raise SpecvizError("A server runs one method (the one it was started with): give at most one --method.")
         declared = names[0]
     if args.baseline_server:
-        return cmd_load_sweep(args, declared)
+        return cmd_concurrency_sweep(args, declared)
     concurrency = int_list(args.concurrency, "--concurrency")
     if len(concurrency) > 1:
         raise SpecvizError("A list of --concurrency levels is a load sweep: add --baseline-server PLAIN_URL.")
@@ -160,11 +160,11 @@ def collect(results_iter) -> tuple[list, SpecvizError | None]:
     return results, None
 
 
-def cmd_load_sweep(args: argparse.Namespace, declared: str | None) -> int:
+def cmd_concurrency_sweep(args: argparse.Namespace, declared: str | None) -> int:
     """The load sweep: every --server and the --baseline-server at each --concurrency level (specviz.load JSON)."""
     from specviz.cli.workloads import selected_workload
-    from specviz.measure import load
-    from specviz.remote.load import connect_plain, parse_levels, sweep_documents
+    from specviz.measure import concurrency
+    from specviz.remote.concurrency import connect_plain, parse_levels, sweep_documents
     from specviz.remote.vllm import connect
 
     levels = parse_levels(args.concurrency)
@@ -191,8 +191,10 @@ def cmd_load_sweep(args: argparse.Namespace, declared: str | None) -> int:
         print("stopped before any level finished: nothing to write", file=sys.stderr)
         return 2
     doc = docs[-1]
-    print(load.table(doc))
-    written = write_all([(args.json_out, lambda: load.to_json(doc)), (args.csv_out, lambda: load.to_csv(doc))])
+    print(concurrency.table(doc))
+    written = write_all(
+        [(args.json_out, lambda: concurrency.to_json(doc)), (args.csv_out, lambda: concurrency.to_csv(doc))]
+    )
     if doc["failure"]:
-        print(f"error: {load.failure_words(doc['failure'])}", file=sys.stderr)
+        print(f"error: {concurrency.failure_words(doc['failure'])}", file=sys.stderr)
     return 0 if doc["failure"] is None and written else 2

@@ -21,15 +21,15 @@ from specviz.engine.catalogue import uses_chat
 from specviz.engine.models import ModelPair
 from specviz.errors import SettingsError, SpecvizError
 from specviz.measure.bench import environment
+from specviz.measure.concurrency import failure_words
 from specviz.measure.identity import local_engine_for, local_pair_for
-from specviz.measure.load import failure_words
 from specviz.measure.local import engine_source, step_costs
 from specviz.measure.prompts import PromptRow, wrapped_rows
 from specviz.measure.summary import compare_measurements, measurement_figures
 from specviz.measure.workload import run_workload
 from specviz.remote.agreement import compare_engines, ngram_misses, remembered
+from specviz.remote.concurrency import connect_plain, sweep_documents
 from specviz.remote.http import DEFAULT_TIMEOUT_S
-from specviz.remote.load import connect_plain, sweep_documents
 from specviz.remote.vllm import Server, connect, measure
 from specviz.ui.limits import Limits, display_source
 from specviz.ui.loaders import cached_pair

@@ -20,9 +20,9 @@ from specviz.measure.workload import runnable_rows
 from specviz.remote.vllm import Server
 from specviz.ui import render, spec_bench
 from specviz.ui import workload as drive
+from specviz.ui.concurrency_view import concurrency_section
 from specviz.ui.controls import Controls, active_pair, active_sources, pair_drafts
 from specviz.ui.limits import Limits, display_source
-from specviz.ui.load_view import load_section
 from specviz.viz import workload_charts as charts
 from specviz.viz.text import literal
 
@@ -241,4 +241,5 @@ def show_under_load(workload: Workload | None, settings: RunSettings | None, pla
     """The vLLM mode's load view, below whatever the one-server measurement shows."""
     if plan.where == SERVER:
         rows = list(workload.rows[:run_limit]) if workload else []
-        load_section(rows, settings, plan.url, plan.served_model, plan.api_key, plan.declared, plan.found, limits)
+        served = (plan.url, plan.served_model, plan.api_key, plan.declared, plan.found)
+        concurrency_section(rows, settings, *served, limits)

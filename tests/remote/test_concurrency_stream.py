@@ -21,9 +21,9 @@ from scripted_vllm import refusal, scripted_vllm, stall  # noqa: E402
 from specviz.cli import main
 from specviz.core.settings import RunSettings
 from specviz.errors import SettingsError
+from specviz.remote.concurrency import LOOP_THREADS, Overloaded, closed_loop, parse_levels, request_count, timed_request
 from specviz.remote.errors import MalformedAnswer, ServerError, ServerHTTPError, ServerUnreachable
 from specviz.remote.http import parse_url, retry_after_s
-from specviz.remote.load import LOOP_THREADS, Overloaded, closed_loop, parse_levels, request_count, timed_request
 
 SETTINGS = RunSettings(max_new_tokens=4, stop_at_eos=False)
 
@@ -112,7 +112,7 @@ def test_bad_sweep_options_are_refused_before_any_request(args, message, tmp_pat
 
 def test_rounds_alternate_the_servers_order_and_merge_into_one_run_per_server():
     from specviz import methods
-    from specviz.remote.load import Baseline, sweep
+    from specviz.remote.concurrency import Baseline, sweep
     from specviz.remote.vllm import Server
 
     order = []

@@ -1,10 +1,11 @@
 """Does speculation still pay under load? The load sweep's numbers, from streamed requests' timings (pure).
 
 One level is one server at one concurrency N: a closed loop kept N requests in flight over the prompts. From each
-request's timing (remote/load.py records it from the stream): time to first token (TTFT), the gap before every token
-after the first (ITL: a burst of n tokens in one event is one gap, then n - 1 zeros, core/stats.py), the mean gap
-per request (TPOT = (end-to-end - TTFT) / (tokens - 1): the figure a user waiting for a stream feels), end-to-end
-time. A level's output tokens/s is all its tokens over its wall time, first request sent to last token received.
+request's timing (remote/concurrency.py records it from the stream): time to first token (TTFT), the gap before
+every token after the first (ITL: a burst of n tokens in one event is one gap, then n - 1 zeros, core/stats.py), the
+mean gap per request (TPOT = (end-to-end - TTFT) / (tokens - 1): the figure a user waiting for a stream feels),
+end-to-end time. A level's output tokens/s is all its tokens over its wall time, first request sent to last token
+received.
 
 Speedup, for a speculative server against the plain one at the same N over the same prompts:
 - latency: plain / speculative median end-to-end time, and the same for the median TPOT (above 1: faster);

@@ -2,7 +2,7 @@
 
     baseline = connect_plain(PLAIN_URL, model=spec.model)      # refuses one that speculates or serves another model
     for level in sweep([spec], baseline, prompts, settings, [1, 2, 4]):   # {concurrency, runs: [LevelRun, ...]}
-        ...                                                      # measure/load.py turns them into numbers
+        ...                                                      # measure/concurrency.py turns them into numbers
 
 Each request is streamed (/v1/completions with "stream": true and usage, so the last event carries the token count
 and, with --per-request-spec-decode-metrics, the speculative-decoding block): its time to first token, every event's
@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from specviz import methods
 from specviz.core.settings import RunSettings
 from specviz.errors import SettingsError, SpecvizError
-from specviz.measure.load import FAILED, OVERLOADED, TIMED_OUT, LevelRun, RequestTiming, failure_words, machine
-from specviz.measure.load import document as document_of
+from specviz.measure.concurrency import FAILED, OVERLOADED, TIMED_OUT, LevelRun, RequestTiming, failure_words, machine
+from specviz.measure.concurrency import document as document_of
 from specviz.remote import answers, vllm
 from specviz.remote.answers import bad, whole
 from specviz.remote.errors import ServerError, ServerHTTPError, ServerTimeout, SpeculationOff
@@ -460,8 +460,8 @@ def sweep_documents(
     rounds: int = 1,
     on_level: Callable[[str, int], None] | None = None,
 ) -> Iterator[dict]:
-    """The sweep as specviz.load documents (measure/load.py): one after each finished level, so a caller that stops
-    keeps what finished; when a server fails, a last one that names the failure and keeps the levels before it.
+    """The sweep as specviz.load documents (measure/concurrency.py): one after each finished level, so a caller that
+    stops keeps what finished; when a server fails, a last one that names the failure and keeps the levels before it.
     rows: the prompts (measure/prompts.PromptRow: prompt, tag)."""
     started, finished = time.perf_counter(), []
     prompts = [{"tag": row.tag, "chars": len(row.prompt)} for row in rows]

@@ -1,7 +1,7 @@
 """The load sweep drawn: speedup of each speculative server over the plain one against concurrency, measured (with
 its 95% interval over prompts) beside the roofline's prediction for the same pair and machine
 (measure/sweep_roofline.py).
-Pure: a specviz.load document (measure/load.py) and the roofline's rows in, frames and Altair charts out."""
+Pure: a specviz.load document (measure/concurrency.py) and the roofline's rows in, frames and Altair charts out."""
 
 from __future__ import annotations
 

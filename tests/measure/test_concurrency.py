@@ -1,4 +1,5 @@
-"""The load sweep's numbers (specviz/measure/load.py) from hand-built request timings, each figure worked by hand."""
+"""The concurrency sweep's numbers (specviz/measure/concurrency.py) from hand-built request timings, each figure
+worked by hand."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import json
 import pytest
 
 from specviz.core import stats
-from specviz.measure import load
-from specviz.measure.load import LevelRun, RequestTiming
+from specviz.measure import concurrency
+from specviz.measure.concurrency import LevelRun, RequestTiming
 
 
 def timing(prompt, e2e, tokens=4, ttft=0.1, sent=0.0, bursts=None, accepted=None, drafted=None, steps=None):
@@ -32,7 +33,7 @@ def test_a_levels_figures():
             timing(1, 2.0, ttft=0.2, accepted=1, drafted=4, steps=(0, 1)),  # 4 single tokens, 0.6 s apart
         ),
     )
-    s = load.level_summary(run)
+    s = concurrency.level_summary(run)
     assert (s["requests"], s["output_tokens"], s["streamed_tokens"]) == (2, 8, 8)
     assert s["tokens_per_s"] == pytest.approx(4.0)  # 8 tokens over 2 s of wall time, not over summed request time
     assert s["e2e_ms"]["median"] == pytest.approx(1500)  # halfway between 1000 and 2000
@@ -53,7 +54,7 @@ def plain_and_spec(plain_e2e, spec_e2e, tokens=8):
 
 def test_speedups_are_plain_over_speculative_latency_and_speculative_over_plain_throughput():
     plain, spec = plain_and_spec([2.0, 2.2, 1.8, 2.0], [1.0, 1.1, 0.9, 1.0])  # twice as fast on every prompt
-    c = load.compare(spec, plain)
+    c = concurrency.compare(spec, plain)
     assert c["latency_speedup"] == pytest.approx(2.0)
     assert c["throughput_speedup"] == pytest.approx(2.0)  # 32 tokens in 4 s vs in 8 s
     assert c["tpot_speedup"] == pytest.approx((2.0 - 0.1) / (1.0 - 0.1))
@@ -63,20 +64,20 @@ def test_speedups_are_plain_over_speculative_latency_and_speculative_over_plain_
 
 
 def test_a_slower_speculative_server_costs_and_the_sweep_says_where_it_stopped_paying():
-    paying = load.compare(*reversed(plain_and_spec([2.0, 2.1, 1.9], [1.0, 1.1, 0.9])))
-    costing = load.compare(*reversed(plain_and_spec([1.0, 1.1, 0.9], [2.0, 2.2, 1.8])))
+    paying = concurrency.compare(*reversed(plain_and_spec([2.0, 2.1, 1.9], [1.0, 1.1, 0.9])))
+    costing = concurrency.compare(*reversed(plain_and_spec([1.0, 1.1, 0.9], [2.0, 2.2, 1.8])))
     assert costing["latency_speedup"] == pytest.approx(0.5) and costing["verdict"] == "costs"
-    assert load.stops_paying([paying, {**costing, "concurrency": 4}]) == 4
-    assert load.stops_paying([paying, {**costing, "concurrency": 4}, {**costing, "concurrency": 8}]) == 4
-    assert load.stops_paying([paying]) is None
+    assert concurrency.stops_paying([paying, {**costing, "concurrency": 4}]) == 4
+    assert concurrency.stops_paying([paying, {**costing, "concurrency": 4}, {**costing, "concurrency": 8}]) == 4
+    assert concurrency.stops_paying([paying]) is None
     # a level below 1 with a higher one paying again (seen on a loaded machine): it did not stop paying there
-    assert load.stops_paying([{**costing, "concurrency": 1}, {**paying, "concurrency": 2}]) is None
+    assert concurrency.stops_paying([{**costing, "concurrency": 1}, {**paying, "concurrency": 2}]) is None
 
 
 def test_the_interval_uses_the_bootstrap_over_prompts_with_its_seed():
     plain, spec = plain_and_spec([2.0, 3.0, 1.0, 2.5, 1.5], [1.0, 2.5, 0.9, 1.0, 1.4])
-    c = load.compare(spec, plain, seed=3)
-    assert c == load.compare(spec, plain, seed=3)  # seeded: the same numbers give the same interval
+    c = concurrency.compare(spec, plain, seed=3)
+    assert c == concurrency.compare(spec, plain, seed=3)  # seeded: the same numbers give the same interval
     assert c["latency_speedup_ci"][0] < c["latency_speedup"] < c["latency_speedup_ci"][1]
     low, high = stats.bootstrap_statistic(5, lambda pick: float(sum(pick)), seed=3)
     assert 0 <= low <= high <= 20
@@ -84,7 +85,7 @@ def test_the_interval_uses_the_bootstrap_over_prompts_with_its_seed():
 
 def test_the_document_csv_and_table_hold_every_level_and_request():
     plain, spec = plain_and_spec([2.0, 2.0], [1.0, 1.0])
-    doc = load.document(
+    doc = concurrency.document(
         [{"concurrency": 1, "runs": [plain, spec]}],
         {"server": "http://plain", "model": "m"},
         [{"server": "http://spec", "model": "m", "method": "draft", "k": 4}],
@@ -93,14 +94,14 @@ def test_the_document_csv_and_table_hold_every_level_and_request():
         [{"tag": "a", "chars": 3}, {"tag": "b", "chars": 4}],
         failure={"server": "http://plain", "concurrency": 2, "error": "Nothing is listening"},
     )
-    doc = json.loads(load.to_json(doc))
+    doc = json.loads(concurrency.to_json(doc))
     assert doc["format"] == "specviz.load" and doc["machine"]["cpu"] == "test CPU"
     assert [len(v) for v in doc["levels"][0]["requests"].values()] == [2, 2]
     assert doc["stops_paying"] == {"http://spec": None}
-    rows = list(csv.DictReader(io.StringIO(load.to_csv(doc))))
+    rows = list(csv.DictReader(io.StringIO(concurrency.to_csv(doc))))
     assert [(r["server"], r["role"]) for r in rows] == [("http://plain", "baseline"), ("http://spec", "speculative")]
     assert float(rows[1]["latency_speedup"]) == pytest.approx(2.0) and rows[0]["latency_speedup"] == ""
-    text = load.table(doc)
+    text = concurrency.table(doc)
     assert "concurrency 1" in text and "latency 2.00x" in text
     assert "failed at concurrency 2 on http://plain: Nothing is listening" in text
 
@@ -128,9 +129,9 @@ def test_the_committed_sweep_is_reproduced_from_its_own_requests():
             )
             assert all(t.tokens == t.streamed == doc["settings"]["max_new_tokens"] for t in timings)
             runs.append(LevelRun(summary["server"], level["concurrency"], summary["wall_s"], timings))
-            again = load.level_summary(runs[-1])
+            again = concurrency.level_summary(runs[-1])
             assert again["tokens_per_s"] == pytest.approx(summary["tokens_per_s"])
             assert again["e2e_ms"]["median"] == pytest.approx(summary["e2e_ms"]["median"], abs=0.05)
-        speedup = load.compare(runs[1], runs[0], seed=0)
+        speedup = concurrency.compare(runs[1], runs[0], seed=0)
         assert speedup["latency_speedup"] == pytest.approx(level["speedups"][0]["latency_speedup"], rel=1e-3)
         assert speedup["throughput_speedup"] == pytest.approx(level["speedups"][0]["throughput_speedup"], rel=1e-3)

@@ -11,15 +11,15 @@ import streamlit as st
 
 from specviz.engine.models import ASSETS, BUNDLED_DRAFT, BUNDLED_TARGET
 from specviz.errors import SpecvizError
-from specviz.measure import load
+from specviz.measure import concurrency
 from specviz.measure.sweep_roofline import difference_words, measured_hardware, model_spec, roofline_rows
+from specviz.remote.concurrency import parse_levels
 from specviz.remote.http import DEFAULT_TIMEOUT_S
-from specviz.remote.load import parse_levels
 from specviz.ui import workload as drive
 from specviz.ui.limits import Limits
 from specviz.ui.loaders import cached_pair
 from specviz.ui.render import draw, show_table
-from specviz.viz import load_charts
+from specviz.viz import concurrency_charts
 from specviz.viz.text import literal
 
 RECORDED = ASSETS / "bench" / "vllm-cpu-load-draft-k4-code.json"
@@ -48,7 +48,7 @@ def predicted(doc: dict, pair_sources: tuple[str, str]) -> list[dict]:
     return roofline_rows(doc, hardware, model_spec(pair.target, "target"), model_spec(pair.draft, "draft"))
 
 
-def load_inputs(limits: Limits) -> tuple[list[str], str, list[int] | None, int, float, bool]:
+def sweep_inputs(limits: Limits) -> tuple[list[str], str, list[int] | None, int, float, bool]:
     """The sweep's own inputs: more speculative servers, the plain one, the levels, rounds and the timeout per
     request, and the button."""
     left, right = st.columns(2)
@@ -117,8 +117,8 @@ def show_sweep(doc: dict, pair_sources: tuple[str, str] | None, recorded: bool) 
                         "tokens/s includes the wait)."
                     )
                 )
-    draw(st, load_charts.speedup_chart(doc, rows))
-    st.caption(literal(load_charts.stops_paying_words(doc)))
+    draw(st, concurrency_charts.speedup_chart(doc, rows))
+    st.caption(literal(concurrency_charts.stops_paying_words(doc)))
     if rows:
         hw = machine_hardware()
         st.caption(
@@ -132,15 +132,15 @@ def show_sweep(doc: dict, pair_sources: tuple[str, str] | None, recorded: bool) 
             "No roofline beside it: the servers' pair is not one this app can load (check the connection to find "
             "out), or no server reported its acceptance."
         )
-    if noisy := load_charts.noise_words(doc):  # a machine busier than its cores: its figures are that moment's
+    if noisy := concurrency_charts.noise_words(doc):  # a machine busier than its cores: its figures are that moment's
         st.caption(literal(noisy))
-    show_table(st, load_charts.level_frame(doc))
+    show_table(st, concurrency_charts.level_frame(doc))
     left, right = st.columns(2)
-    left.download_button("Download the sweep (JSON)", load.to_json(doc), "load-sweep.json", "application/json")
-    right.download_button("Download the sweep (CSV)", load.to_csv(doc), "load-sweep.csv", "text/csv")
+    left.download_button("Download the sweep (JSON)", concurrency.to_json(doc), "load-sweep.json", "application/json")
+    right.download_button("Download the sweep (CSV)", concurrency.to_csv(doc), "load-sweep.csv", "text/csv")
 
 
-def load_section(rows, base, url: str, served_model: str, api_key: str, declared: str, found, limits: Limits):
+def concurrency_section(rows, base, url: str, served_model: str, api_key: str, declared: str, found, limits: Limits):
     """The whole load view: inputs, the sweep when asked, then its results (or the recorded one's)."""
     st.subheader("Under load: speculative against plain, by concurrency")
     st.caption(
@@ -149,14 +149,14 @@ def load_section(rows, base, url: str, served_model: str, api_key: str, declared
         "speculative end-to-end latency per request, and speculative / plain output tokens/s, each with a 95% "
         "interval over prompts. The dashed line is the calculator's roofline for the same pair on this machine."
     )
-    extra, baseline, levels, rounds, timeout_s, start = load_inputs(limits)
+    extra, baseline, levels, rounds, timeout_s, start = sweep_inputs(limits)
     if start and rows and base:
         drive.run_load_sweep(
             [url, *extra], baseline, served_model, api_key, declared, rows, base, levels, rounds, limits, timeout_s
         )
     doc = st.session_state.get(drive.LOAD)
     if doc and doc["failure"] and not start:  # the sweep's own run showed it already; later reruns still say it
-        st.error(literal(load.failure_words(doc["failure"])))
+        st.error(literal(concurrency.failure_words(doc["failure"])))
     local = tuple(found["local_pair"]) if found and found.get("local_pair") else None
     if doc and doc["levels"]:
         show_sweep(doc, local, recorded=False)

@@ -2,7 +2,7 @@
 same pair on this machine beside it (and says it is the recorded one); the sweep's own inputs refuse bad levels and,
 in public mode, more requests in flight than the deployment allows or a server it does not list, before any request.
 A sweep's faults against scripted servers (an overload, a timeout, other clients) reach the page as messages, the
-finished levels kept. A sweep against real servers: tests/remote/test_vllm_load.py."""
+finished levels kept. A sweep against real servers: tests/remote/test_vllm_concurrency.py."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from app_helpers import click, open_page, text
 
-from specviz.viz.load_charts import ROOFLINE
+from specviz.viz.concurrency_charts import ROOFLINE
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "remote"))
 from scripted_vllm import refusal, scripted_vllm, stall  # noqa: E402
@@ -131,8 +131,8 @@ def test_other_clients_on_the_plain_server_are_a_warning_on_the_page(tiny_defaul
 
 def test_public_mode_names_the_sweeps_models_without_a_local_path():
     """What the load view shows and downloads (the recorded sweep too) names its models as public mode may."""
+    from specviz.ui.concurrency_view import recorded_sweep
     from specviz.ui.limits import Limits
-    from specviz.ui.load_view import recorded_sweep
     from specviz.ui.workload import shown_document
 
     recorded = recorded_sweep()

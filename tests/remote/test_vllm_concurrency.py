@@ -20,10 +20,10 @@ from specviz import methods
 from specviz.cli import main
 from specviz.core.settings import RunSettings
 from specviz.engine.models import ASSETS, BUNDLED_TARGET
-from specviz.measure import load
+from specviz.measure import concurrency
 from specviz.measure.prompts import read_workload
+from specviz.remote.concurrency import SweepFailed, connect_plain, request_count, sweep
 from specviz.remote.errors import SpeculationOff
-from specviz.remote.load import SweepFailed, connect_plain, request_count, sweep
 from specviz.remote.vllm import connect
 
 ROWS = read_workload(ASSETS / "workloads" / "code.jsonl").rows[:3]
@@ -48,7 +48,7 @@ def prompts(tmp_path):
 
 
 def test_the_sweep_at_concurrency_1_and_4_counts_every_request_and_token(plain, draft, prompts, tmp_path, capsys):
-    out, table = tmp_path / "load.json", tmp_path / "load.csv"
+    out, table = tmp_path / "concurrency.json", tmp_path / "concurrency.csv"
     args = ["measure", str(prompts), "--server", draft.url, "--baseline-server", plain.url, "--concurrency", "1,4"]
     code = main([*args, "--max-new-tokens", str(TOKENS), "--json", str(out), "--csv", str(table)])
     printed = capsys.readouterr()
@@ -147,7 +147,7 @@ def test_a_server_killed_after_level_1_keeps_level_1_and_says_where(plain, draft
     assert (failed.value.server, failed.value.concurrency) == (plain_server.url, 4)
     assert "failed at concurrency 4" in str(failed.value) and "kept" in str(failed.value)
     failure = {"server": failed.value.server, "concurrency": 4, "error": failed.value.reason}
-    doc = load.document(finished, baseline.describe(), [spec.describe()], {}, {}, [], failure)
+    doc = concurrency.document(finished, baseline.describe(), [spec.describe()], {}, {}, [], failure)
     assert [level["concurrency"] for level in doc["levels"]] == [1]
     assert len(doc["levels"][0]["requests"][plain_server.url]) == request_count(len(ROWS), 1)
-    assert "failed at concurrency 4" in load.table(doc)
+    assert "failed at concurrency 4" in concurrency.table(doc)
