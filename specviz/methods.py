@@ -267,7 +267,7 @@ REGISTRY: dict[str, Method] = {
                 "an EAGLE-1 head (fc.weight and layers.0.*, vLLM's EAGLE-1 format)",
                 "specviz.engine.heads",
                 "is_eagle_head",
-                "load_head",
+                "load_eagle_head",
                 lean=True,
             ),
             adaptive=True,

@@ -111,11 +111,11 @@ def model_dirs(tmp_path_factory) -> dict[str, Path]:
     from transformers import AutoModelForCausalLM
 
     from specviz.engine.eagle3 import new_head3, save_head3
-    from specviz.engine.heads import new_head, save_head
+    from specviz.engine.heads import new_eagle_head, save_eagle_head
     from specviz.engine.medusa import save_medusa
 
     tiny_target = AutoModelForCausalLM.from_pretrained(root / "llama-target")
-    save_head(new_head(tiny_target, seed=7), root / "eagle")
+    save_eagle_head(new_eagle_head(tiny_target, seed=7), root / "eagle")
     # and a random EAGLE-3 head (root/eagle3) over every other token id (tests/engine/test_eagle3.py builds others)
     save_head3(new_head3(tiny_target, torch.arange(0, len(tokenizer), 2), seed=7), root / "eagle3", torch.float32)
     # and random Medusa heads (root/medusa), for the same reason (tests/medusa_heads.py has known ones)

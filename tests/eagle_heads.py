@@ -10,12 +10,12 @@ from pathlib import Path
 
 import torch
 
-from specviz.engine.heads import EagleHead, new_head, save_head
+from specviz.engine.heads import EagleHead, new_eagle_head, save_eagle_head
 
 
 def degenerate_head(target, echo: str) -> EagleHead:
     """echo="embedding": g_{t+1} = emb(x_{t+1}); echo="feature": g_{t+1} = f_t."""
-    head = new_head(target, seed=5)
+    head = new_eagle_head(target, seed=5)
     width = target.config.hidden_size
     eye, zero = torch.eye(width), torch.zeros(width, width)
     with torch.no_grad():
@@ -26,7 +26,7 @@ def degenerate_head(target, echo: str) -> EagleHead:
 
 
 def save_degenerate(target, echo: str, directory: Path) -> Path:
-    return save_head(degenerate_head(target, echo), directory, dtype=torch.float32)
+    return save_eagle_head(degenerate_head(target, echo), directory, dtype=torch.float32)
 
 
 def embedding_chain(pair, last: int, k: int) -> list[int]:

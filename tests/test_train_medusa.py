@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from specviz.engine.heads import is_eagle_head, load_head
+from specviz.engine.heads import is_eagle_head, load_eagle_head
 from specviz.engine.medusa import is_medusa_head, load_medusa, new_medusa
 from specviz.engine.models import load_model
 from specviz.train.eagle import train_eagle
@@ -97,7 +97,7 @@ def test_the_eagle_stage_trains_through_the_same_loop(model_dirs, target, tmp_pa
     out, work = _workdirs(model_dirs, tmp_path)
     train_eagle(_args(out, 4), work, "cpu", lambda line: None)
     assert is_eagle_head(out / "eagle")
-    load_head(out / "eagle", target)
+    load_eagle_head(out / "eagle", target)
     training = json.loads((out / "eagle" / "training.json").read_text())
     assert training["steps"] == 4 and "SmoothL1" in training["loss"] and "feature_loss" in training["history"][-1]
     assert json.loads((out / "manifest.json").read_text())["eagle"]["curve"] == training["history"]

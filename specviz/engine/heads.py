@@ -108,17 +108,17 @@ class EagleHead(nn.Module):
         return {name: tensor for name, tensor in self.state_dict().items() if name in HEAD_WEIGHTS}
 
 
-def head_config(target_config: LlamaConfig) -> LlamaConfig:
+def eagle_head_config(target_config: LlamaConfig) -> LlamaConfig:
     """The head's config: the target's, with one layer (what vLLM reads beside the weights)."""
     config = copy.deepcopy(target_config)
     config.num_hidden_layers = 1
     return config
 
 
-def new_head(target: PreTrainedModel, seed: int = 0) -> EagleHead:
+def new_eagle_head(target: PreTrainedModel, seed: int = 0) -> EagleHead:
     """A freshly initialised head for this target (Llama's initialisation), in the target's dtype and device."""
     torch.manual_seed(seed)
-    head = EagleHead(head_config(target.config))
+    head = EagleHead(eagle_head_config(target.config))
     std = target.config.initializer_range
     for module in head.modules():
         if isinstance(module, nn.Linear):
@@ -126,7 +126,7 @@ def new_head(target: PreTrainedModel, seed: int = 0) -> EagleHead:
     return head.to(device=target.device, dtype=target.dtype)
 
 
-def save_head(head: EagleHead, directory: str | Path, dtype: torch.dtype = torch.bfloat16) -> Path:
+def save_eagle_head(head: EagleHead, directory: str | Path, dtype: torch.dtype = torch.bfloat16) -> Path:
     """Write the head in vLLM's EAGLE-1 format: config.json (the target's config, one layer) + model.safetensors."""
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
@@ -154,7 +154,7 @@ def is_eagle_head(directory: str | Path) -> bool:
     return {"fc.weight", "layers.0.self_attn.q_proj.weight"} <= names and not any("embed_tokens" in n for n in names)
 
 
-def load_head(directory: str | Path, target: PreTrainedModel, target_name: str = "the target") -> EagleHead:
+def load_eagle_head(directory: str | Path, target: PreTrainedModel, target_name: str = "the target") -> EagleHead:
     """Load an EAGLE-1 head for `target`, on its device and dtype; refuse one of another width or vocabulary, and
     one with missing or unexpected weights (which vLLM would drop or miss without a word)."""
     path = Path(directory).expanduser()

@@ -71,13 +71,13 @@ def train_eagle(args, work: Path, device, log) -> None:
     """Train (or resume, or skip when finished) the head over the corpus in <work>/corpus, then export it."""
     import torch
 
-    from specviz.engine.heads import new_head
+    from specviz.engine.heads import new_eagle_head
     from specviz.engine.models import load_model
 
     out = args.out_dir
     train_data, val_data = code_tokens(work, out, HEAD_DIR, log)
     target = load_model(str(out / "target"), torch.device(device), torch.float32)
-    head = new_head(target, seed=args.seed)
+    head = new_eagle_head(target, seed=args.seed)
     log(f"eagle: EAGLE-1 head, {sum(p.numel() for p in head.parameters()) / 1e6:.2f} M parameters, on {out / 'target'}")
     windows = eval_windows(val_data, EVAL_WINDOWS, args.context)
     job = HeadJob(
@@ -103,8 +103,8 @@ def export_head(head, target, out: Path, result: dict, windows, device, log) -> 
     """out/eagle in vLLM's format, read back through specviz's loader and measured again on the held-out windows."""
     import torch
 
-    from specviz.engine.heads import load_head, save_head
+    from specviz.engine.heads import load_eagle_head, save_eagle_head
 
-    directory = save_head(head, out / HEAD_DIR)
-    shipped = load_head(directory, target, "the shipped target").to(torch.float32)
+    directory = save_eagle_head(head, out / HEAD_DIR)
+    shipped = load_eagle_head(directory, target, "the shipped target").to(torch.float32)
     write_training(directory, result, evaluate_head(shipped, target, windows, device), "eagle", out, log)

@@ -13,7 +13,7 @@ from specviz import methods
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
 from specviz.engine.decode import generate
-from specviz.engine.heads import new_head, save_head
+from specviz.engine.heads import new_eagle_head, save_eagle_head
 from specviz.engine.models import load_pair
 from specviz.errors import ModelLoadError, SettingsError, SpecvizError
 
@@ -29,7 +29,7 @@ def heads(model_dirs, tmp_path_factory):
     target_dir = str(model_dirs["llama-target"])
     bare = load_pair(target_dir, None, device="cpu")
     dirs = {echo: save_degenerate(bare.target, echo, root / echo) for echo in ("embedding", "feature")}
-    dirs["random"] = save_head(new_head(bare.target, seed=9), root / "random", dtype=torch.float32)
+    dirs["random"] = save_eagle_head(new_eagle_head(bare.target, seed=9), root / "random", dtype=torch.float32)
     pairs = {kind: load_pair(target_dir, None, device="cpu", head=str(d)) for kind, d in dirs.items()}
     return pairs.__getitem__
 
@@ -112,7 +112,7 @@ def test_no_head_and_wrong_heads_are_refused_with_a_message(model_dirs, load, tm
         generate(bare, PROMPTS[0], greedy(k=2))
     with pytest.raises(ModelLoadError, match="is not a feature head directory"):
         load_pair(str(model_dirs["llama-target"]), None, device="cpu", head=str(model_dirs["llama-truncated"]))
-    other = save_head(new_head(load("other-vocab").target), tmp_path / "other")
+    other = save_eagle_head(new_eagle_head(load("other-vocab").target), tmp_path / "other")
     mismatched = load_pair(str(model_dirs["llama-target"]), None, device="cpu", head=str(other))
     with pytest.raises(SpecvizError, match="built for width 64 and a vocabulary of"):
         generate(mismatched, PROMPTS[0], greedy(k=2))

@@ -11,7 +11,7 @@ from eagle_heads import degenerate_head
 from safetensors import safe_open
 from safetensors.torch import save_file
 
-from specviz.engine.heads import HEAD_WEIGHTS, is_eagle_head, load_head, new_head, save_head
+from specviz.engine.heads import HEAD_WEIGHTS, is_eagle_head, load_eagle_head, new_eagle_head, save_eagle_head
 from specviz.errors import ModelLoadError
 
 
@@ -21,8 +21,8 @@ def target(load):
 
 
 def test_save_writes_vllms_eagle1_format_and_load_reads_it_back(target, tmp_path):
-    head = new_head(target, seed=3)
-    save_head(head, tmp_path / "head", dtype=torch.float32)
+    head = new_eagle_head(target, seed=3)
+    save_eagle_head(head, tmp_path / "head", dtype=torch.float32)
     config = json.loads((tmp_path / "head" / "config.json").read_text())
     assert config["num_hidden_layers"] == 1
     assert config["architectures"] == ["LlamaForCausalLM"]
@@ -33,7 +33,7 @@ def test_save_writes_vllms_eagle1_format_and_load_reads_it_back(target, tmp_path
     assert "layers.0.input_layernorm.weight" not in names and "fc.bias" not in names
     assert is_eagle_head(tmp_path / "head")
 
-    loaded = load_head(tmp_path / "head", target)
+    loaded = load_eagle_head(tmp_path / "head", target)
     for name, tensor in head.vllm_state_dict().items():
         torch.testing.assert_close(loaded.state_dict()[name], tensor, rtol=0, atol=0)
     embeds, features = torch.randn(1, 5, 64), torch.randn(1, 5, 64)
@@ -47,7 +47,7 @@ def test_a_draft_model_directory_is_not_a_head(model_dirs):
 
 
 def test_reading_pairs_through_the_cache_in_pieces_equals_one_causal_pass(target):
-    head = new_head(target, seed=4).eval()
+    head = new_eagle_head(target, seed=4).eval()
     embeds, features = torch.randn(1, 9, 64), torch.randn(1, 9, 64)
     with torch.no_grad():
         whole = head(embeds, features)  # (1, 9, H): no cache, causal
@@ -66,9 +66,9 @@ def test_the_degenerate_heads_echo_what_they_are_built_to(target):
 
 def test_a_head_for_another_width_or_vocabulary_is_refused_naming_both(load, target, tmp_path):
     other = load("other-vocab").target  # width 64, another tokenizer's vocabulary
-    save_head(new_head(other), tmp_path / "other")
+    save_eagle_head(new_eagle_head(other), tmp_path / "other")
     with pytest.raises(ModelLoadError) as refused:
-        load_head(tmp_path / "other", target, "the tiny target")
+        load_eagle_head(tmp_path / "other", target, "the tiny target")
     message = str(refused.value)
     assert f"a vocabulary of {other.config.vocab_size} tokens" in message
     assert f"a vocabulary of {target.config.vocab_size}" in message and "the tiny target" in message
@@ -77,18 +77,18 @@ def test_a_head_for_another_width_or_vocabulary_is_refused_naming_both(load, tar
     config.update(hidden_size=128, vocab_size=target.config.vocab_size)
     (tmp_path / "other" / "config.json").write_text(json.dumps(config))
     with pytest.raises(ModelLoadError, match="built for width 128 .* has width 64"):
-        load_head(tmp_path / "other", target, "the tiny target")
+        load_eagle_head(tmp_path / "other", target, "the tiny target")
 
 
 def test_a_head_with_weights_vllm_would_drop_is_refused(target, tmp_path):
-    directory = save_head(new_head(target), tmp_path / "head")
+    directory = save_eagle_head(new_eagle_head(target), tmp_path / "head")
     with safe_open(str(directory / "model.safetensors"), "pt") as f:
         weights = {name: f.get_tensor(name) for name in f.keys()}
     weights["fc.bias"] = torch.zeros(64)
     save_file(weights, str(directory / "model.safetensors"))
     with pytest.raises(ModelLoadError, match=r"unexpected fc\.bias \(vLLM would drop them silently\)"):
-        load_head(directory, target)
+        load_eagle_head(directory, target)
     del weights["fc.bias"], weights["fc.weight"]
     save_file(weights, str(directory / "model.safetensors"))
     with pytest.raises(ModelLoadError, match=r"missing fc\.weight"):
-        load_head(directory, target)
+        load_eagle_head(directory, target)
