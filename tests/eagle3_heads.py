@@ -21,8 +21,8 @@ def every_third(pair) -> torch.Tensor:
     return torch.arange(0, pair.vocab_size, 3)
 
 
-def degenerate_head3(target, kept: torch.Tensor) -> Eagle3Head:
-    head = new_head3(target, kept, seed=5)
+def degenerate_head3(target, vocab_ids: torch.Tensor) -> Eagle3Head:
+    head = new_head3(target, vocab_ids, seed=5)
     width = target.config.hidden_size
     n = len(head.layers_read)
     with torch.no_grad():
@@ -30,12 +30,12 @@ def degenerate_head3(target, kept: torch.Tensor) -> Eagle3Head:
         head.midlayer.self_attn.o_proj.weight.zero_()
         head.midlayer.mlp.down_proj.weight.zero_()
         head.norm.weight.copy_(target.model.norm.weight)
-        head.lm_head.weight.copy_(target.get_output_embeddings().weight[kept])
+        head.lm_head.weight.copy_(target.get_output_embeddings().weight[vocab_ids])
     return head.eval()
 
 
-def save_degenerate3(target, kept: torch.Tensor, directory: Path) -> Path:
-    return save_head3(degenerate_head3(target, kept), directory, dtype=torch.float32)
+def save_degenerate3(target, vocab_ids: torch.Tensor, directory: Path) -> Path:
+    return save_head3(degenerate_head3(target, vocab_ids), directory, dtype=torch.float32)
 
 
 def echo_draft(pair, head: Eagle3Head, ids: list[int]) -> int:
@@ -45,5 +45,5 @@ def echo_draft(pair, head: Eagle3Head, ids: list[int]) -> int:
         states = pair.target(input_ids=torch.tensor([ids[:-1]]), output_hidden_states=True).hidden_states
         state = states[head.layers_read[0]][0, -1]  # (H,)
         logits = pair.target.get_output_embeddings()(pair.target.model.norm(state))  # (V',)
-    kept = head.target_ids
-    return int(kept[logits[kept].argmax()])
+    vocab_ids = head.target_ids
+    return int(vocab_ids[logits[vocab_ids].argmax()])

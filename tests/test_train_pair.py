@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from specviz.train.chat_data import load_shard, shard_paths, user_prefix
-from specviz.train.draft_pair import alpha_tau, choose_vocab, kept_ids, read_shards, rounds
+from specviz.train.draft_pair import alpha_tau, choose_vocab, read_shards, rounds, trimmed_ids
 from specviz.train.pair import main
 from tests.tiny_models import EOS, build_model, build_tokenizer
 
@@ -77,8 +77,8 @@ def test_the_trimmed_vocabulary_is_the_smallest_size_covering_the_targets_choice
     top1 = np.arange(1500)
     n, shares = choose_vocab(counts, top1, 0.98)
     assert n == 2048 and shares[1024] == round(1024 / 1500, 4)
-    kept = kept_ids(counts, 16, always=(4999,))
-    assert len(kept) == 16 and 4999 in kept and (np.diff(kept) > 0).all()
+    vocab_ids = trimmed_ids(counts, 16, always=(4999,))
+    assert len(vocab_ids) == 16 and 4999 in vocab_ids and (np.diff(vocab_ids) > 0).all()
 
 
 def test_the_draft_starts_from_the_targets_layers():

@@ -201,7 +201,7 @@ def with_draft_vocab(settings: RunSettings, args: argparse.Namespace, pair: Mode
     if not text.isdigit():
         raise SpecvizError(f"--draft-vocab takes auto or a whole number of tokens (0 = all); got {text!r}.")
     n = int(text)
-    pair.draft_kept(n if pair.draft is not None else 0)  # a clear message now if this draft cannot be trimmed
+    pair.draft_vocab_ids(n if pair.draft is not None else 0)  # a clear message now if this draft cannot be trimmed
     return replace(settings, draft_vocab=n)
 
 

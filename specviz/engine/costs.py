@@ -269,7 +269,7 @@ def measure_costs(
         draft_ids = cross.draft_ids(cross.target_text(ids)) or [0]
         draft = _ready(pair.draft, cross.intersection.draft_vocab, draft_ids, forward=ran["draft"])
     elif pair.draft is not None:
-        draft = _ready(pair.draft, pair.vocab_size, ids, pair.draft_kept(draft_vocab), ran["draft"])
+        draft = _ready(pair.draft, pair.vocab_size, ids, pair.draft_vocab_ids(draft_vocab), ran["draft"])
     drafts = torch.tensor((ids * (k_max // len(ids) + 1))[:k_max], device=pair.device)  # (k_max,) any real tokens
 
     # One timing of each kind per repeat, interleaved: a slow spell on a shared machine then slows every kind alike
@@ -376,9 +376,9 @@ class _Restorable:
 
 
 def _ready(
-    model, vocab_size: int, ids: list[int], kept: torch.Tensor | None = None, forward: str = FORWARD_HF
+    model, vocab_size: int, ids: list[int], vocab_ids: torch.Tensor | None = None, forward: str = FORWARD_HF
 ) -> _Restorable:
-    state = CachedModel(model, vocab_size, ids, kept, forward=forward)
+    state = CachedModel(model, vocab_size, ids, vocab_ids, forward=forward)
     state.prefill()  # the cache holds all but the last prompt token; that one is pending
     if state.length == 0:  # a one-token prompt: read it so that every timing runs on top of a cache
         state.forward()

@@ -168,18 +168,18 @@ class Eagle3Head(nn.Module):
         return {name: tensor for name, tensor in self.state_dict().items() if name in HEAD3_WEIGHTS}
 
 
-def new_head3(target: PreTrainedModel, kept: torch.Tensor, layers: tuple[int, ...] | None = None, seed: int = 0):
+def new_head3(target: PreTrainedModel, vocab_ids: torch.Tensor, layers: tuple[int, ...] | None = None, seed: int = 0):
     """A freshly initialised EAGLE-3 head for this target over the draft vocabulary `kept` (N ascending target ids),
     reading `layers` (vLLM's default when None), in the target's dtype and device."""
     config = target.config.get_text_config()
     layers = default_layers(config.num_hidden_layers) if layers is None else tuple(sorted(set(layers)))
     torch.manual_seed(seed)
-    head = Eagle3Head(copy.deepcopy(config), len(kept), layers)
+    head = Eagle3Head(copy.deepcopy(config), len(vocab_ids), layers)
     for module in head.modules():
         if isinstance(module, nn.Linear):
             nn.init.normal_(module.weight, std=config.initializer_range)
     with torch.no_grad():
-        head.d2t.copy_(kept.to(torch.long) - torch.arange(len(kept), device=kept.device))
+        head.d2t.copy_(vocab_ids.to(torch.long) - torch.arange(len(vocab_ids), device=vocab_ids.device))
     return head.to(device=target.device, dtype=target.dtype)
 
 

@@ -21,26 +21,26 @@ class CachedModel:
         model: PreTrainedModel,
         vocab_size: int,
         prompt_ids: list[int],
-        kept: torch.Tensor | None = None,
+        vocab_ids: torch.Tensor | None = None,
         hidden_layers: tuple[int, ...] = (),
         forward: str = FORWARD_HF,
     ):
-        """kept (N,) long: a trimmed vocabulary (engine/vocab.py); logits are computed for these tokens only and the
-        others get -inf (probability 0). None: the model's whole head. hidden_layers: the `hidden_states` each
+        """vocab_ids (N,) long: a trimmed vocabulary (engine/vocab.py); logits are computed for these tokens only and
+        the others get -inf (probability 0). None: the model's whole head. hidden_layers: the `hidden_states` each
         forward keeps in `self.hidden` (layers, rows read, H), for a drafter that reads the target's features.
         forward: "hf" (Hugging Face's, the reference) or "lean" (engine/lean.py; the same function, less overhead)."""
         self.model = model
         self.vocab_size = vocab_size
         self.device = model.device
-        self.kept = None if kept is None else kept.to(self.device)
+        self.vocab_ids = None if vocab_ids is None else vocab_ids.to(self.device)
         if forward == FORWARD_LEAN:
             self.lean = lean_weights(model)
             self.cache = LeanCache(self.lean)
-            self.head = self.lean.head if kept is None else _trimmed(self.lean.head, self.kept)  # (H, V or N)
+            self.head = self.lean.head if vocab_ids is None else _trimmed(self.lean.head, self.vocab_ids)  # (H, V or N)
         else:
             self.lean = None
             self.cache = DynamicCache(config=model.config)
-            self.head = None if kept is None else model.get_output_embeddings().weight[self.kept]  # (N, H)
+            self.head = None if vocab_ids is None else model.get_output_embeddings().weight[self.vocab_ids]  # (N, H)
         self.pending: list[int] = list(prompt_ids)
         self.fed_extra = 0  # extra tokens read by the last forward, not yet confirmed
         self.hidden_layers = tuple(hidden_layers)
@@ -160,12 +160,12 @@ class CachedModel:
         if keep is not None:
             hidden = hidden[keep]  # (rows, H)
         logits = self.head.times(hidden)  # (rows, V_head or N)
-        return logits[:, : self.vocab_size] if self.kept is None else self._widened(logits)
+        return logits[:, : self.vocab_size] if self.vocab_ids is None else self._widened(logits)
 
     def _widened(self, small: torch.Tensor) -> torch.Tensor:
         """(rows, N) logits of the kept tokens as (rows, V), -inf for the rest."""
         full = torch.full((small.shape[0], self.vocab_size), float("-inf"), dtype=small.dtype, device=small.device)
-        return full.index_copy_(1, self.kept, small)
+        return full.index_copy_(1, self.vocab_ids, small)
 
     def _keep_hidden(self, out) -> None:
         if self.hidden_layers:
@@ -184,7 +184,7 @@ class CachedModel:
         return torch.tensor([tokens], dtype=torch.long, device=self.device)
 
 
-def _trimmed(head: Matrix, kept: torch.Tensor) -> Matrix:
+def _trimmed(head: Matrix, vocab_ids: torch.Tensor) -> Matrix:
     """The kept columns of an input-major LM head (H, N), this run's own copy, packed as the whole head is."""
-    weight = head.weight[:, kept]
+    weight = head.weight[:, vocab_ids]
     return Matrix(weight, None, packed_copy(weight) if head.packed is not None else None)

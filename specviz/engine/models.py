@@ -87,7 +87,7 @@ class ModelPair:
             )
         return kind.load(directory, self.target, recorded_name(self.target_name))
 
-    def draft_kept(self, n: int) -> torch.Tensor | None:
+    def draft_vocab_ids(self, n: int) -> torch.Tensor | None:
         """(n,) the draft vocabulary of a run (its n most frequent tokens), or None for the full vocabulary (n = 0)."""
         if not n:
             return None
@@ -100,7 +100,7 @@ class ModelPair:
                 "frequency order to trim its vocabulary by: count tokens over your own text with `python -m specviz "
                 "draft-vocab --draft DIR TEXT_FILES...`, or use the full vocabulary (draft vocabulary 0)."
             )
-        return self.draft_counts.kept(n, self.vocab_size)
+        return self.draft_counts.top_ids(n, self.vocab_size)
 
     @property
     def recommended_draft_vocab(self) -> int:

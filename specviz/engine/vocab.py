@@ -23,7 +23,7 @@ import torch
 from specviz.errors import SettingsError
 
 COUNTS_FILE = "token_counts.json"
-MIN_KEPT = 16  # fewer kept tokens than this cannot say anything useful
+MIN_VOCAB = 16  # fewer kept tokens than this cannot say anything useful
 # Architectures whose causal-LM forward is exactly lm_head(base_model(...).last_hidden_state), with no logit scaling or
 # soft-capping, so a head over a subset of rows gives exactly those rows of the full logits.
 PLAIN_HEAD_TYPES = frozenset({"llama", "mistral", "qwen2", "qwen3", "gpt2", "gpt_neox", "phi3", "olmo2"})
@@ -37,12 +37,12 @@ class TokenCounts:
     source: str
     recommended: int  # 0 = use the full vocabulary
 
-    def kept(self, n: int, vocab_size: int) -> torch.Tensor:
+    def top_ids(self, n: int, vocab_size: int) -> torch.Tensor:
         """(n,) long: the n most frequent token ids below vocab_size (ties broken by id), in ascending id order."""
         counts = self.counts[:vocab_size]
-        if not MIN_KEPT <= n <= len(counts):
+        if not MIN_VOCAB <= n <= len(counts):
             raise SettingsError(
-                f"The draft vocabulary must keep from {MIN_KEPT} to {len(counts)} tokens; got {n}. "
+                f"The draft vocabulary must keep from {MIN_VOCAB} to {len(counts)} tokens; got {n}. "
                 "Use 0 for the full vocabulary."
             )
         order = np.argsort(-counts, kind="stable")[:n]

@@ -84,7 +84,7 @@ def choose_vocab(counts: np.ndarray, top1: np.ndarray, coverage: float) -> tuple
     return chosen, shares
 
 
-def kept_ids(counts: np.ndarray, n: int, always: tuple[int, ...] = ()) -> np.ndarray:
+def trimmed_ids(counts: np.ndarray, n: int, always: tuple[int, ...] = ()) -> np.ndarray:
     """(n,) the n most frequent ids (ties by id) plus `always` (the end-of-turn token), ascending."""
     order = list(np.argsort(-counts, kind="stable")[:n])
     for token in always:
@@ -126,10 +126,10 @@ def new_draft(target, layers: int, init: str = "first-last"):
     return draft
 
 
-def kept_logits(draft, x, mask, kept):
+def trimmed_logits(draft, x, mask, vocab_ids):
     """(B, T, N) the draft's logits over the kept ids only: the trimmed LM head."""
     hidden = draft.model(input_ids=x, attention_mask=mask).last_hidden_state  # (B, T, H)
-    return hidden @ draft.model.embed_tokens.weight[kept].T
+    return hidden @ draft.model.embed_tokens.weight[vocab_ids].T
 
 
 def batch_of(shards: Shards, picks: np.ndarray, context: int, index_of: np.ndarray):
@@ -196,16 +196,16 @@ def alpha_tau(match_runs: list[np.ndarray], k: int) -> dict:
     }
 
 
-def draft_matches(draft, kept, refs: list[tuple[list[int], list[int]]]) -> list[np.ndarray]:
+def draft_matches(draft, vocab_ids, refs: list[tuple[list[int], list[int]]]) -> list[np.ndarray]:
     """Per held-out answer, whether the draft's trimmed argmax equals the target's greedy token at each position."""
     import torch
 
     runs = []
     with torch.no_grad():
         for prompt, answer in refs:
-            x = torch.tensor([prompt + answer], device=kept.device)
-            logits = kept_logits(draft, x, torch.ones_like(x), kept)[0]  # (S, N)
-            guess = kept[logits[len(prompt) - 1 : -1].argmax(-1)]
+            x = torch.tensor([prompt + answer], device=vocab_ids.device)
+            logits = trimmed_logits(draft, x, torch.ones_like(x), vocab_ids)[0]  # (S, N)
+            guess = vocab_ids[logits[len(prompt) - 1 : -1].argmax(-1)]
             runs.append((guess == x[0, len(prompt) :]).cpu().numpy())
     return runs
 

@@ -98,10 +98,10 @@ def ttt_losses(head, target, x, steps: int = TTT_STEPS):
     """(loss, CE of step 0, greedy agreement of step 0 within the draft vocabulary) of training-time test."""
     import torch
 
-    kept = head.target_ids
+    vocab_ids = head.target_ids
     loss, first = 0.0, None
     for k, (q_logits, p_logits) in enumerate(unroll(head, target, x, steps)):
-        p = p_logits[..., kept].softmax(-1)  # (B, T-k, N) the target's softmax on the draft vocabulary, renormalised
+        p = p_logits[..., vocab_ids].softmax(-1)  # (B, T-k, N) the target's softmax on the draft vocabulary
         ce = -(p * q_logits.log_softmax(-1)).sum(-1).mean()
         loss = loss + DECAY**k * ce
         if first is None:
@@ -149,8 +149,8 @@ def train_eagle3(args, work: Path, device, log) -> None:
     counts = load_counts(out / "draft")
     if counts is None:
         raise SystemExit(f"eagle3: no token counts in {out / 'draft'}: run `train-tiny vocab` first")
-    kept = counts.kept(args.eagle3_vocab, target.config.vocab_size)
-    head = new_head3(target, kept, seed=args.seed)
+    vocab_ids = counts.top_ids(args.eagle3_vocab, target.config.vocab_size)
+    head = new_head3(target, vocab_ids, seed=args.seed)
     if args.eagle3_init == "target":
         init_from_target(head, target)
     if args.eagle3_gen_tokens:
@@ -161,7 +161,7 @@ def train_eagle3(args, work: Path, device, log) -> None:
     n_params = sum(p.numel() for p in head.parameters())
     log(
         f"eagle3: EAGLE-3 head, {n_params / 1e6:.2f} M parameters, layers {list(head.layers_read)}, draft vocabulary "
-        f"{len(kept)}, on {out / 'target'}"
+        f"{len(vocab_ids)}, on {out / 'target'}"
     )
     windows = eval_windows(val_data, EVAL_WINDOWS, args.context)
     job = HeadJob(
@@ -176,7 +176,7 @@ def train_eagle3(args, work: Path, device, log) -> None:
         notes={
             "loss": f"training-time test: sum_k {DECAY:g}^k CE(target's softmax on the draft vocabulary, head's), "
             f"k < {TTT_STEPS}; no feature loss",
-            "draft_vocab_size": len(kept),
+            "draft_vocab_size": len(vocab_ids),
             "layers_read": list(head.layers_read),
             "init": args.eagle3_init,
             "data": "code documents of the training split"

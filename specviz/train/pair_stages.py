@@ -18,12 +18,12 @@ from .draft_pair import (
     choose_vocab,
     distill_loss,
     draft_matches,
-    kept_ids,
-    kept_logits,
     new_draft,
     read_shards,
     token_counts,
     train_loop,
+    trimmed_ids,
+    trimmed_logits,
 )
 
 HELDOUT_TOKENS = 64  # greedy answer tokens per held-out prompt
@@ -108,21 +108,21 @@ def draft_vocab(args, work: Path, shards, vocab: int, eot: int, log, refs=()) ->
     top1 = shards.topk_ids[:, 0]
     n, shares = choose_vocab(counts, top1, args.vocab_coverage)
     n = args.draft_vocab or n
-    kept = kept_ids(counts, min(n, vocab), always=(eot,))
+    vocab_ids = trimmed_ids(counts, min(n, vocab), always=(eot,))
     held = np.asarray([t for _, answer in refs for t in answer], dtype=np.int64)
     held_shares = choose_vocab(counts, held, args.vocab_coverage)[1] if len(held) else {}
     measured = {
         "coverage_of_top1_by_size": shares,
         "coverage_of_heldout_by_size": held_shares,
-        "chosen": int(len(kept)),
+        "chosen": int(len(vocab_ids)),
         "goal": args.vocab_coverage,
     }
-    path.write_text(json.dumps({"kept": kept.tolist(), "measured": measured}))
+    path.write_text(json.dumps({"kept": vocab_ids.tolist(), "measured": measured}))
     log(
-        f"draft: trimmed vocabulary {len(kept)} ids; share of the target's top-1 inside each size: {shares} "
+        f"draft: trimmed vocabulary {len(vocab_ids)} ids; share of the target's top-1 inside each size: {shares} "
         f"(training data), {held_shares} (held-out answers)"
     )
-    return counts, kept, measured
+    return counts, vocab_ids, measured
 
 
 def stage_draft(args, work: Path, log) -> None:
@@ -132,12 +132,12 @@ def stage_draft(args, work: Path, log) -> None:
     refs = heldout_refs(args, work, target, tokenizer, log)
     shards = read_shards(work / "data")
     vocab = int(target.config.vocab_size)
-    counts, kept_np, measured = draft_vocab(args, work, shards, vocab, end_of_turn(tokenizer), log, refs)
-    kept = torch.from_numpy(kept_np)
+    counts, vocab_ids_np, measured = draft_vocab(args, work, shards, vocab, end_of_turn(tokenizer), log, refs)
+    vocab_ids = torch.from_numpy(vocab_ids_np)
     index_of = np.full(vocab, -1, dtype=np.int64)
-    index_of[kept_np] = np.arange(len(kept_np))
+    index_of[vocab_ids_np] = np.arange(len(vocab_ids_np))
     draft = new_draft(target, args.draft_layers, args.draft_init).to(args.device)
-    kept = kept.to(args.device)
+    vocab_ids = vocab_ids.to(args.device)
     del target
     n_train = sum(p.numel() for p in draft.parameters() if p.requires_grad)
     log(
@@ -148,19 +148,19 @@ def stage_draft(args, work: Path, log) -> None:
     def step(rng):
         picks = rng.integers(0, len(shards.tokens), size=args.batch)
         x, mask, rows, cols, ids, probs = (t.to(args.device) for t in batch_of(shards, picks, args.context, index_of))
-        return distill_loss(kept_logits(draft, x, mask, kept), rows, cols, ids, probs)
+        return distill_loss(trimmed_logits(draft, x, mask, vocab_ids), rows, cols, ids, probs)
 
     cfg = LoopConfig(
         "draft", args.minutes, args.steps, args.lr, args.batch, args.context, args.seed, args.ckpt_minutes,
         args.eval_minutes,
     )  # fmt: skip
     result = train_loop(
-        draft, step, lambda: alpha_tau(draft_matches(draft, kept, refs), args.k), cfg, work / "draft", log
+        draft, step, lambda: alpha_tau(draft_matches(draft, vocab_ids, refs), args.k), cfg, work / "draft", log
     )
     result.update(
         layers=args.draft_layers, trained_parameters=n_train, vocab=measured, answer_tokens=len(shards.topk_ids)
     )
-    export_draft(args, draft, tokenizer, counts, len(kept_np), result, log)
+    export_draft(args, draft, tokenizer, counts, len(vocab_ids_np), result, log)
 
 
 def export_draft(args, draft, tokenizer, counts: np.ndarray, n_kept: int, result: dict, log) -> None:
@@ -198,10 +198,10 @@ def stage_eagle3(args, work: Path, log) -> None:
     refs = heldout_refs(args, work, target, tokenizer, log)
     shards = read_shards(work / "data")
     vocab = int(target.config.vocab_size)
-    counts, kept_np, _ = draft_vocab(args, work, shards, vocab, end_of_turn(tokenizer), log)
+    counts, vocab_ids_np, _ = draft_vocab(args, work, shards, vocab, end_of_turn(tokenizer), log)
     if args.eagle3_vocab:
-        kept_np = kept_ids(counts, args.eagle3_vocab, always=(end_of_turn(tokenizer),))
-    head = new_head3(target, torch.from_numpy(kept_np).to(args.device), seed=args.seed)
+        vocab_ids_np = trimmed_ids(counts, args.eagle3_vocab, always=(end_of_turn(tokenizer),))
+    head = new_head3(target, torch.from_numpy(vocab_ids_np).to(args.device), seed=args.seed)
     init_from_target(head, target)
     flat = np.concatenate(shards.tokens)  # the samples back to back: windows cross sample boundaries, as in train-tiny
     held = np.concatenate([np.asarray(p + a) for p, a in refs])
@@ -219,7 +219,7 @@ def stage_eagle3(args, work: Path, log) -> None:
         minutes=args.minutes,
         steps=args.steps,
         lr=args.lr,
-        notes={"draft_vocab_size": len(kept_np), "layers_read": list(head.layers_read), "init": "target"},
+        notes={"draft_vocab_size": len(vocab_ids_np), "layers_read": list(head.layers_read), "init": "target"},
     )
     result = train_head(job, hargs, work, flat, args.device, log)
     directory = save_head3(head, args.out_dir / "eagle3")

@@ -33,31 +33,31 @@ def with_counts(pair, text: str = "def return self the a b fox quick brown " * 2
 
 def test_kept_tokens_are_the_most_frequent_in_id_order():
     counts = TokenCounts(np.array([5, 0, 9, 9, 1, 7] + [0] * 20), "hand-made", 0)
-    assert counts.kept(16, 26)[:4].tolist() == [0, 1, 2, 3]  # ties broken by id, then sorted
-    assert set(counts.kept(16, 26).tolist()) >= {0, 2, 3, 4, 5}
+    assert counts.top_ids(16, 26)[:4].tolist() == [0, 1, 2, 3]  # ties broken by id, then sorted
+    assert set(counts.top_ids(16, 26).tolist()) >= {0, 2, 3, 4, 5}
     with pytest.raises(SettingsError, match="from 16 to 26 tokens"):
-        counts.kept(8, 26)
+        counts.top_ids(8, 26)
 
 
 @pytest.mark.parametrize("arch", ["llama", "gpt2"])
 def test_q_is_the_full_distribution_renormalised_over_the_kept_tokens(load, arch):
     pair = with_counts(load(f"{arch}-target", f"{arch}-truncated"))
-    kept = pair.draft_kept(48)
+    vocab_ids = pair.draft_vocab_ids(48)
     ids = pair.tokenizer.encode(PROMPTS[0])
     full = CachedModel(pair.draft, pair.vocab_size, ids)
-    trimmed = CachedModel(pair.draft, pair.vocab_size, ids, kept)
+    trimmed = CachedModel(pair.draft, pair.vocab_size, ids, vocab_ids)
     for state in (full, trimmed):
         state.prefill()
     full_logits, trimmed_logits = full.forward()[-1], trimmed.forward()[-1]  # (V,)
     outside = torch.ones(pair.vocab_size, dtype=torch.bool)
-    outside[kept] = False
+    outside[vocab_ids] = False
     q = torch.softmax(trimmed_logits, -1)
     assert torch.all(q[outside] == 0)
-    assert torch.isfinite(trimmed_logits[kept]).all()
-    expected = torch.softmax(full_logits, -1)[kept]
-    torch.testing.assert_close(q[kept], expected / expected.sum(), rtol=1e-5, atol=1e-7)
-    token = kept[3]
-    torch.testing.assert_close(trimmed.step(token)[kept], full.step(token)[kept], rtol=1e-5, atol=1e-5)
+    assert torch.isfinite(trimmed_logits[vocab_ids]).all()
+    expected = torch.softmax(full_logits, -1)[vocab_ids]
+    torch.testing.assert_close(q[vocab_ids], expected / expected.sum(), rtol=1e-5, atol=1e-7)
+    token = vocab_ids[3]
+    torch.testing.assert_close(trimmed.step(token)[vocab_ids], full.step(token)[vocab_ids], rtol=1e-5, atol=1e-5)
 
 
 def test_speculative_sampling_stays_exact_when_q_is_zero_on_tokens_p_likes():
@@ -76,9 +76,9 @@ def test_greedy_output_with_a_trimmed_draft_equals_plain_decoding(load, arch, me
         trimmed = generate(pair, prompt, settings)
         assert trimmed.output_ids == plain.output_ids, (arch, method, prompt)
         assert trimmed.settings.draft_vocab == 40
-        kept = set(pair.draft_kept(40).tolist())
+        vocab_ids = set(pair.draft_vocab_ids(40).tolist())
         drafted = [pos.token_id for r in trimmed.rounds for pos in r.positions]
-        assert set(drafted) <= kept  # never proposes a token outside its vocabulary
+        assert set(drafted) <= vocab_ids  # never proposes a token outside its vocabulary
 
 
 def test_the_bundled_draft_ships_counts_and_keeps_greedy_output_and_alpha():

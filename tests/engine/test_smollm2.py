@@ -176,18 +176,18 @@ def test_a_trimmed_vocabulary_of_49152_tokens_keeps_exact_logits_and_is_fast(smo
     texts = [hash_table_prompt, "def reverse(text):\n    return text[::-1]\n", "The cat sat on the mat."] * 3
     counts = count_tokens(smollm2.tokenizer, texts, smollm2.vocab_size) + np.arange(49_152)[::-1] % 7
     table = TokenCounts(counts, "test", 4096)
-    assert _median_s(lambda: table.kept(4096, smollm2.vocab_size)) < 0.05
-    kept = table.kept(4096, smollm2.vocab_size)
+    assert _median_s(lambda: table.top_ids(4096, smollm2.vocab_size)) < 0.05
+    vocab_ids = table.top_ids(4096, smollm2.vocab_size)
     ids = encode_prompt(smollm2, hash_table_prompt)
-    whole, trimmed = (CachedModel(smollm2.target, smollm2.vocab_size, ids, k) for k in (None, kept))
+    whole, trimmed = (CachedModel(smollm2.target, smollm2.vocab_size, ids, k) for k in (None, vocab_ids))
     full, small = (state.forward(logits_to_keep=1)[0] for state in (whole, trimmed))  # (V,) each
     assert small.shape == full.shape == (49_152,)
-    assert torch.allclose(small[kept], full[kept], atol=1e-4)
+    assert torch.allclose(small[vocab_ids], full[vocab_ids], atol=1e-4)
     outside = torch.ones(49_152, dtype=torch.bool)
-    outside[kept] = False
+    outside[vocab_ids] = False
     assert torch.isneginf(small[outside]).all()
     assert tuple(trimmed.head.shape) == (4096, 576)  # the head this run reads: 4096 of its 49,152 rows
-    assert _median_s(lambda: trimmed.step(torch.tensor(kept[0])), repeats=3) < 2.0  # one step runs (loaded: < 2 s)
+    assert _median_s(lambda: trimmed.step(torch.tensor(vocab_ids[0])), repeats=3) < 2.0  # one step runs (loaded: < 2 s)
 
 
 def test_recorded_names_give_the_pair_not_the_cache_path(smollm2):

@@ -32,16 +32,16 @@ class DraftModelProposer:
     model: PreTrainedModel
     vocab_size: int
     sampling: SamplingSettings
-    kept: torch.Tensor | None = None  # (N,) a trimmed draft vocabulary (engine/vocab.py); None = every token
+    vocab_ids: torch.Tensor | None = None  # (N,) a trimmed draft vocabulary (engine/vocab.py); None = every token
     forward: str = FORWARD_HF  # the draft's forward pass (engine/lean.py)
 
     @classmethod
     def for_run(cls, pair: ModelPair, settings: RunSettings) -> DraftModelProposer:
-        kept, forward = pair.draft_kept(settings.draft_vocab), chosen_forward(settings.forward, pair.draft)
-        return cls(pair.draft, pair.vocab_size, settings.sampling, kept, forward)
+        vocab_ids, forward = pair.draft_vocab_ids(settings.draft_vocab), chosen_forward(settings.forward, pair.draft)
+        return cls(pair.draft, pair.vocab_size, settings.sampling, vocab_ids, forward)
 
     def start(self, prompt_ids: list[int], features: torch.Tensor | None = None) -> DraftModelDrafter:
-        state = CachedModel(self.model, self.vocab_size, prompt_ids, self.kept, forward=self.forward)
+        state = CachedModel(self.model, self.vocab_size, prompt_ids, self.vocab_ids, forward=self.forward)
         return DraftModelDrafter(state, self.sampling)
 
 
@@ -81,17 +81,17 @@ class TreeProposer:
     vocab_size: int
     sampling: SamplingSettings
     shape: tuple[int, ...]
-    kept: torch.Tensor | None = None  # (N,) a trimmed draft vocabulary (engine/vocab.py); None = every token
+    vocab_ids: torch.Tensor | None = None  # (N,) a trimmed draft vocabulary (engine/vocab.py); None = every token
     forward: str = FORWARD_HF  # the draft's forward pass (engine/lean.py)
     dynamic: DynamicTree | None = None  # grow a dynamic (EAGLE-2) tree per round instead of the static shape
 
     @classmethod
     def for_run(cls, pair: ModelPair, settings: RunSettings) -> TreeProposer:
-        kept, forward = pair.draft_kept(settings.draft_vocab), chosen_forward(settings.forward, pair.draft)
-        return cls(pair.draft, pair.vocab_size, settings.sampling, settings.tree, kept, forward, settings.dynamic)
+        vocab_ids, forward = pair.draft_vocab_ids(settings.draft_vocab), chosen_forward(settings.forward, pair.draft)
+        return cls(pair.draft, pair.vocab_size, settings.sampling, settings.tree, vocab_ids, forward, settings.dynamic)
 
     def start(self, prompt_ids: list[int], features: torch.Tensor | None = None) -> TreeDrafter:
-        state = CachedModel(self.model, self.vocab_size, prompt_ids, self.kept, forward=self.forward)
+        state = CachedModel(self.model, self.vocab_size, prompt_ids, self.vocab_ids, forward=self.forward)
         return TreeDrafter(state, self.sampling, self.shape, self.dynamic)
 
 
