@@ -173,7 +173,7 @@ def overlap(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
 #   WITH_REPLACEMENT  x_j ~ q for every j (SpecInfer): q_j = q.
 #   WITHOUT_REPLACEMENT  x_j ~ norm(q with x_1..x_{j-1} zeroed) (Sequoia's SpecTree): q_j is that renormalised q
 #       (when the elder siblings used up all of q's support, x_j is drawn from q itself and q_j = q: still exact).
-#   TOP_B  the b most likely draft tokens, deterministic (EAGLE-2 / Medusa trees): q_j = one_hot(x_j), so a child is
+#   TOP_B  the b most likely draft tokens, deterministic (the feature heads' trees): q_j = one_hot(x_j), so a child is
 #       kept with probability r_j(x_j) and a rejection zeroes x_j in r and renormalises. Putting the draft's soft q in
 #       the ratio instead is NOT exact (x_j was not drawn from it); tests/core/test_tree_verify.py shows the bias.
 WITH_REPLACEMENT, WITHOUT_REPLACEMENT, TOP_B = "with_replacement", "without_replacement", "top_b"

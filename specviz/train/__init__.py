@@ -9,15 +9,9 @@ Stages (each resumable; `all` runs them in order, skipping finished ones):
              (--draft-tune-minutes M: then distil it M minutes more on continuations the target writes after code
              prefixes, generated once into <work>/data/{train,val}_gen.bin -> <work>/draft_gen/...)
   export     bf16 safetensors + tokenizer -> assets/models/pystdlib/{target,draft}, manifest.json; then the card
-  eagle      (not part of `all`) an EAGLE-1 head on the exported target's features (specviz/train/eagle.py),
-             resumable, --eagle-minutes of training -> <work>/eagle/..., exported to assets/models/pystdlib/eagle
-  eagle3     (not part of `all`) an EAGLE-3 head trained with training-time test (specviz/train/eagle3.py), on the
-             eagle stage's tokens, resumable, --eagle3-minutes -> <work>/eagle3/..., exported to .../pystdlib/eagle3
-  medusa     (not part of `all`) K = 4 Medusa heads on the exported target's features (specviz/train/medusa.py),
-             resumable, --medusa-minutes of training -> <work>/medusa/..., exported to assets/models/pystdlib/medusa
-  mtp        (not part of `all`) one MTP module (DeepSeek-V3 style) post hoc on the exported target's features
-             (specviz/train/mtp.py), resumable, --mtp-minutes (15: a short run) -> <work>/mtp/..., exported to
-             assets/models/pystdlib/mtp
+  <head>     (not part of `all`) a feature head for the exported target, one stage per kind (each named below,
+             with its options): trained on the target's features, resumable, --<head>-minutes of training ->
+             <work>/<head>/..., exported to assets/models/pystdlib/<head> (specviz/train/<head>.py)
   vocab      (not part of `all`: export writes it) count the training split's tokens -> draft/token_counts.json, the
              frequency order of the draft's trimmed vocabulary (specviz/engine/vocab.py)
   card       (not part of `all`: export ends with it) measure the exported pair with `python -m specviz run |
@@ -41,11 +35,15 @@ import argparse
 import json
 import os
 import time
+from importlib import import_module
 from pathlib import Path
+
+from specviz import methods
 
 from .paths import DEFAULT_OUT, WORKLOADS
 
 STAGES = ("corpus", "tokenizer", "target", "draft", "export")
+HEAD_STAGES = tuple(m.head.stage for m in methods.REGISTRY.values() if m.head)  # one per kind of feature head
 
 
 def make_logger(work_dir: Path):
@@ -65,7 +63,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="python -m specviz train-tiny", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    extra = ("vocab", "card", "eagle", "eagle3", "medusa", "mtp", "all", "check-workloads")
+    extra = ("vocab", "card", *HEAD_STAGES, "all", "check-workloads")
     p.add_argument("stage", nargs="?", default="all", choices=STAGES + extra)
     p.add_argument("--work-dir", type=Path, default=Path(os.path.expanduser("~/.cache/specviz/train-tiny")))
     p.add_argument("--out-dir", type=Path, default=DEFAULT_OUT, help="export destination")
@@ -123,32 +121,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--gen-tokens", type=int, default=600_000, help="tokens of target continuations to generate for --draft-tune-*"
     )
-    p.add_argument("--eagle-minutes", type=float, default=25.0, help="training budget of the EAGLE-1 head")
-    p.add_argument("--eagle-steps", type=int, default=None, help="fix the EAGLE-1 head's step count instead")
-    p.add_argument("--eagle-lr", type=float, default=1e-3, help="peak learning rate of the EAGLE-1 head")
-    p.add_argument("--eagle3-minutes", type=float, default=45.0, help="training budget of the EAGLE-3 head")
-    p.add_argument("--eagle3-steps", type=int, default=None, help="fix the EAGLE-3 head's step count instead")
-    p.add_argument("--eagle3-lr", type=float, default=1e-3, help="peak learning rate of the EAGLE-3 head")
-    p.add_argument("--eagle3-vocab", type=int, default=2048, help="the EAGLE-3 head's draft vocabulary size")
-    p.add_argument(
-        "--eagle3-init",
-        choices=("target", "random"),
-        default="target",
-        help="start the EAGLE-3 head from the target's weights",
-    )
-    p.add_argument(
-        "--eagle3-gen-tokens",
-        type=int,
-        default=400_000,
-        help="also train the EAGLE-3 head on this many tokens the target wrote",
-    )
-    p.add_argument("--medusa-minutes", type=float, default=25.0, help="training budget of the Medusa heads")
-    p.add_argument("--medusa-steps", type=int, default=None, help="fix the Medusa heads' step count instead")
-    p.add_argument("--medusa-lr", type=float, default=1e-3, help="peak learning rate of the Medusa heads")
-    p.add_argument("--mtp-minutes", type=float, default=15.0, help="training budget of the MTP module (a short run)")
-    p.add_argument("--mtp-steps", type=int, default=None, help="fix the MTP module's step count instead")
-    p.add_argument("--mtp-lr", type=float, default=1e-3, help="peak learning rate of the MTP module")
     p.add_argument("--no-baseline", action="store_true", help="skip the CE-only draft control run")
+    for stage in HEAD_STAGES:  # each head's stage adds its own options
+        import_module(f"specviz.train.{stage}").add_arguments(p)
     card = p.add_argument_group("model card (export and card stages; the defaults are what the shipped card quotes)")
     card.add_argument(
         "--rerender",
@@ -193,6 +168,9 @@ def main(argv: list[str] | None = None) -> int:
 
             res = check_workloads(work / "corpus", WORKLOADS, log)
             return 1 if res["leaks"] else 0
-        getattr(stages, f"stage_{stage}")(args, work, device, log)
+        if stage in HEAD_STAGES:
+            stages.stage_head(stage, args, work, device, log)
+        else:
+            getattr(stages, f"stage_{stage}")(args, work, device, log)
         log(f"stage {stage} finished in {(time.time() - t) / 60:.1f} min")
     return 0

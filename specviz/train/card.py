@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import textwrap
+from importlib import import_module
 from pathlib import Path
 
 from specviz import methods
@@ -69,7 +70,7 @@ def make_card(pair_dir: Path, settings: CardSettings, log, rerender: bool = Fals
     return card
 
 
-def _fmt(x, nd=3):
+def fmt(x, nd=3):
     return "n/a" if x is None else f"{x:.{nd}f}"
 
 
@@ -77,12 +78,12 @@ def _dash(x, spec: str) -> str:
     return "–" if x is None else format(x, spec)
 
 
-def _wrap(text: str, width: int = 115) -> str:
+def wrap(text: str, width: int = 115) -> str:
     """One paragraph that holds measured values, wrapped like the rest of the card (narrower where a line would
     start with something Markdown reads as a list item, a heading or a quote)."""
     lines = textwrap.wrap(" ".join(text.split()), width, break_long_words=False, break_on_hyphens=False)
     if width > 80 and any(re.match(r"([-+*>#]|\d+[.)])( |$)", line) for line in lines[1:]):
-        return _wrap(text, width - 1)
+        return wrap(text, width - 1)
     return "\n".join(lines)
 
 
@@ -103,10 +104,7 @@ def render(m: dict, ms: dict) -> str:
             _tokenizer_and_corpus(m),
             _training(m),
             _distillation(m),
-            *([_eagle(m)] if m.get("eagle") else []),
-            *([_eagle3(m)] if m.get("eagle3") else []),
-            *([_medusa(m)] if m.get("medusa") else []),
-            *([_mtp(m)] if m.get("mtp") else []),
+            *head_sections(m),
             _acceptance(m, ms),
             _speed(ms),
             _samples(ms),
@@ -115,11 +113,18 @@ def render(m: dict, ms: dict) -> str:
     )
 
 
+def head_sections(m: dict) -> list[str]:
+    """Each feature head's section, written by its own training stage (train/<stage>.py `card_section`), for the
+    heads the manifest holds, in the registry's order."""
+    stages = [method.head.stage for method in methods.REGISTRY.values() if method.head]
+    return [import_module(f"specviz.train.{stage}").card_section(m) for stage in stages if m.get(stage)]
+
+
 def _intro(m: dict, ms: dict) -> str:
     t = m["models"]["target"]
     tr = m["training"]
     minutes = sum(r.get("train_minutes", 0) for r in tr.values())
-    use = _wrap(f"""Teaching and demonstrating speculative decoding: the pair is small enough to run token by token on a
+    use = wrap(f"""Teaching and demonstrating speculative decoding: the pair is small enough to run token by token on a
 laptop CPU and different enough in depth that the draft is cheap ({_cheapest_cost(ms)}) yet agrees with the target
 often on code. It is **not** a useful code or text model.""")
     return f"""# pystdlib: a tiny draft/target pair for teaching speculative decoding
@@ -149,7 +154,7 @@ cast of the stored weights unless marked bfloat16. The trained and measured figu
 ## Limitations
 - It only knows Python: the standard library's source and Python's own documentation. Anything else (other
   languages, general knowledge, chat) gets fluent-looking nonsense.
-- Trained for about {_fmt(minutes / 60, 1)} CPU-core hours; completions are plausible in shape
+- Trained for about {fmt(minutes / 60, 1)} CPU-core hours; completions are plausible in shape
   (indentation, names, docstrings) but often wrong or repetitive. Judge it as a teaching prop.
 - Context length {t["context"]} tokens (RoPE; positions beyond it were never trained).
 - No safety tuning of any kind.
@@ -159,7 +164,7 @@ cast of the stored weights unless marked bfloat16. The trained and measured figu
 def _cheapest_cost(ms: dict) -> str:
     """The intro's c: measured by the bench, float32 first."""
     runs = sorted(ms["speed"], key=lambda r: r["dtype"] != "float32")
-    parts = [f"{_fmt(r['costs']['c'], 2)} in {r['dtype']}" for r in runs if r["costs"]["c"] is not None]
+    parts = [f"{fmt(r['costs']['c'], 2)} in {r['dtype']}" for r in runs if r["costs"]["c"] is not None]
     return (
         "c = draft step / target step measured at " + " and ".join(parts) + ", one step timed alone at batch 1 on "
         "specviz's default forward (the lean one; in a round's back-to-back draft steps it is lower)"
@@ -234,8 +239,8 @@ def _training(m: dict) -> str:
     rows = "\n".join(
         f"| {name} | {r.get('steps')} | {r.get('tokens_seen', 0):,} | {r.get('train_minutes')} | {r.get('threads')} | "
         f"{r.get('tokens_per_s')} | "
-        f"{_fmt(r.get('final_train_loss'))} | {_fmt(r.get('last_eval', {}).get('val_code', {}).get('ce'))} | "
-        f"{_fmt(r.get('last_eval', {}).get('val_prose', {}).get('ce'))} |"
+        f"{fmt(r.get('final_train_loss'))} | {fmt(r.get('last_eval', {}).get('val_code', {}).get('ce'))} | "
+        f"{fmt(r.get('last_eval', {}).get('val_prose', {}).get('ce'))} |"
         for name, r in runs
         if r
     )
@@ -263,8 +268,8 @@ def _distillation(m: dict) -> str:
     def row(name, ev):
         code, prose = ev.get("val_code", {}), ev.get("val_prose", {})
         return (
-            f"| {name} | {_fmt(code.get('ce'))} | {_fmt(code.get('overlap'))} | {_fmt(code.get('greedy_agreement'))} | "
-            f"{_fmt(prose.get('ce'))} | {_fmt(prose.get('overlap'))} | {_fmt(prose.get('greedy_agreement'))} |"
+            f"| {name} | {fmt(code.get('ce'))} | {fmt(code.get('overlap'))} | {fmt(code.get('greedy_agreement'))} | "
+            f"{fmt(prose.get('ce'))} | {fmt(prose.get('overlap'))} | {fmt(prose.get('greedy_agreement'))} |"
         )
 
     rows = [row("before training (init from target)", init), row("CE only (control)", base)]
@@ -279,15 +284,15 @@ held-out windows; CE in nats/token.
 |---|---|---|---|---|---|---|
 {chr(10).join(rows)}
 {_tuning(m["draft_comparison"], kd_only, sh, m["models"]["target"]["context"])}
-Target CE on the same windows: code {_fmt(sh.get("val_code", {}).get("teacher_ce"))}, prose
-{_fmt(sh.get("val_prose", {}).get("teacher_ce"))}.
+Target CE on the same windows: code {fmt(sh.get("val_code", {}).get("teacher_ce"))}, prose
+{fmt(sh.get("val_prose", {}).get("teacher_ce"))}.
 """
 
 
-def _head_section(title: str, about: str, windows: str, rows: list[tuple[str, float, float]], after: str) -> str:
-    """A feature head's section (EAGLE-1, EAGLE-3, Medusa): what it is and how it was trained, its held-out
+def head_section(title: str, about: str, windows: str, rows: list[tuple[str, float, float]], after: str) -> str:
+    """A feature head's section (its training stage's `card_section` calls it): what it is and how it was trained, its held-out
     teacher-forced table (name, overlap, greedy), and a line after it (its curve while training)."""
-    table = "\n".join(f"| {name} | {_fmt(overlap)} | {_fmt(greedy)} |" for name, overlap, greedy in rows)
+    table = "\n".join(f"| {name} | {fmt(overlap)} | {fmt(greedy)} |" for name, overlap, greedy in rows)
     return f"""## {title}
 {about}
 
@@ -295,11 +300,11 @@ def _head_section(title: str, about: str, windows: str, rows: list[tuple[str, fl
 |---|---|---|
 {table}
 
-{_wrap(after)}
+{wrap(after)}
 """
 
 
-def _trained(e: dict) -> str:
+def trained(e: dict) -> str:
     """How a head was trained, from its manifest section."""
     return (
         f"Trained {e['steps']} steps ({e['train_minutes']:g} min of a {e['budget_minutes']:g} min budget, "
@@ -308,102 +313,9 @@ def _trained(e: dict) -> str:
     )
 
 
-def _shipped_draft(m: dict) -> dict:
+def shipped_draft(m: dict) -> dict:
     """The shipped draft's held-out numbers on code windows, beside which each head's are shown."""
     return m["held_out"]["shipped"].get("val_code", {})
-
-
-def _eagle(m: dict) -> str:
-    """The EAGLE-1 head beside the pair (train-tiny eagle): its training and held-out teacher-forced acceptance, next
-    to the shipped draft's on the same kind of windows."""
-    e, draft = m["eagle"], _shipped_draft(m)
-    held = e["held_out_val_code_shipped"]
-    curve = ", ".join(f"{_fmt(point['greedy_agreement'], 2)} at {point['minutes']:g} min" for point in e["curve"])
-    about = _wrap(
-        f"A {e['parameters'] / 1e6:.2f} M-parameter EAGLE-1 head for the target, in vLLM's EAGLE-1 format (`python -m "
-        f"specviz run --method {methods.EAGLE}`): fc([emb(x); f]) → one decoder layer without input norm → the "
-        f"predicted next post-norm feature, read by the target's own LM head. {_trained(e)}; input noise "
-        f"{e['input_noise']}."
-    )
-    rows = [
-        ("EAGLE-1 head, as shipped", held["overlap"], held["greedy_agreement"]),
-        ("draft model, as shipped", draft.get("overlap"), draft.get("greedy_agreement")),
-    ]
-    return _head_section(
-        "EAGLE-1 head (`eagle/`)",
-        about,
-        "teacher-forced, first draft only",
-        rows,
-        f"Greedy agreement while training: {curve}.",
-    )
-
-
-def _eagle3(m: dict) -> str:
-    """The EAGLE-3 head beside the pair (train-tiny eagle3): its training-time test and held-out teacher-forced
-    acceptance per draft step (steps after the first read the head's own output), next to EAGLE-1's first step."""
-    e = m["eagle3"]
-    held, first = e["held_out_val_code_shipped"], m.get("eagle", {}).get("held_out_val_code_shipped", {})
-    curve = ", ".join(f"{_fmt(point['greedy_agreement'], 2)} at {point['minutes']:g} min" for point in e["curve"])
-    about = _wrap(
-        f"A {e['parameters'] / 1e6:.2f} M-parameter EAGLE-3 head for the target, in vLLM's EAGLE-3 format "
-        f"(`LlamaForCausalLMEagle3`; `python -m specviz run --method {methods.EAGLE3}`): fc over the target's hidden "
-        f"states {', '.join(map(str, e['layers_read']))} (pre-norm) → one decoder layer over [norm(emb); norm(h)] → "
-        f"its own LM head over a {e['draft_vocab_size']}-token draft vocabulary (d2t to the target's ids); later "
-        f"draft steps read the head's own pre-norm output. {_started(e)}{_trained(e)}."
-    )
-    rows = [
-        (f"EAGLE-3 head, draft step {k + 1}", overlap, greedy)
-        for k, (overlap, greedy) in enumerate(zip(held["overlap_by_step"], held["greedy_by_step"]))
-    ]
-    rows += [("EAGLE-1 head, draft step 1", first.get("overlap"), first.get("greedy_agreement"))]
-    return _head_section(
-        "EAGLE-3 head (`eagle3/`)",
-        about,
-        "teacher-forced tokens",
-        rows,
-        f"Greedy agreement (draft step 1) while training: {curve}.",
-    )
-
-
-def _started(e: dict) -> str:
-    """How the EAGLE-3 head was initialised (train/eagle3.py init_from_target), when not from noise."""
-    if e.get("init") != "target":
-        return ""
-    return (
-        "Started from the target's own weights: its last decoder layer (the first layer's q/k/v for the token half), "
-        "fc passing the deepest state read through, its final norm and its LM head's rows for the draft vocabulary. "
-    )
-
-
-def _medusa(m: dict) -> str:
-    """The Medusa heads beside the pair (train-tiny medusa): their training and held-out teacher-forced agreement per
-    head, next to the shipped draft's first-draft agreement on the same kind of windows."""
-    e, draft = m["medusa"], _shipped_draft(m)
-    held = e["held_out_val_code_shipped"]
-    curve = ", ".join(
-        f"{' / '.join(_fmt(v, 2) for v in point['greedy_agreement'])} at {point['minutes']:g} min"
-        for point in e["curve"]
-    )
-    about = _wrap(
-        f"{e['heads']} Medusa heads for the target ({e['parameters'] / 1e6:.2f} M trained parameters), in vLLM's "
-        f"Medusa format (`python -m specviz run --method {methods.MEDUSA}`): head i reads the target's post-norm "
-        "feature h_t through its own residual block (x + SiLU(Wx + b)) and guesses x_(t+2+i), without seeing the "
-        f"other heads' guesses; the LM head: {e['lm_head']}. {_trained(e)}."
-    )
-    rows = [
-        (f"head {i} (guesses x_(t+{i + 2}))", overlap, greedy)
-        for i, (overlap, greedy) in enumerate(zip(held["overlap"], held["greedy_agreement"], strict=True))
-    ]
-    rows += [("draft model, as shipped (its first draft)", draft.get("overlap"), draft.get("greedy_agreement"))]
-    heads = " / ".join(str(i) for i in range(e["heads"]))
-    return _head_section(
-        "Medusa heads (`medusa/`)",
-        about,
-        "teacher-forced, each head alone",
-        rows,
-        f"Greedy agreement of heads {heads} while training: {curve}. A head's draft counts only when every head "
-        "before it was accepted, so a chain's acceptance is below these.",
-    )
 
 
 def _tuning(comparison: dict, before: dict | None, after: dict, context: int) -> str:
@@ -416,8 +328,8 @@ def _tuning(comparison: dict, before: dict | None, after: dict, context: int) ->
         f"\nThe shipped draft was then distilled {tuned['steps']} steps more (same loss) on\n"
         f"{tuned['generated_tokens']:,} tokens that the target wrote itself after {context // 8}-token code prefixes\n"
         f"(half greedy, half sampled at T = 1), the distribution it drafts for. On held-out continuations of that\n"
-        f"kind (after val_code prefixes): overlap {_fmt(before['overlap'])} → {_fmt(after['overlap'])}, greedy agreement "
-        f"{_fmt(before['greedy_agreement'])} → {_fmt(after['greedy_agreement'])}.\n"
+        f"kind (after val_code prefixes): overlap {fmt(before['overlap'])} → {fmt(after['overlap'])}, greedy agreement "
+        f"{fmt(before['greedy_agreement'])} → {fmt(after['greedy_agreement'])}.\n"
         f"The rows above are on human-written files.\n"
     )
 
@@ -450,12 +362,12 @@ def _acceptance(m: dict, ms: dict) -> str:
         )
         lo, hi = r["alpha_ci"]
         rows.append(
-            f"| {name} | {_decoding(r['temperature'])} | **{_fmt(r['alpha'], 2)}** | {lo:.2f}–{hi:.2f} | "
-            f"{_fmt(r['acceptance_rate'], 2)} | {_fmt(r['tau'], 2)} | {r['speedup']:.2f}x |"
+            f"| {name} | {_decoding(r['temperature'])} | **{fmt(r['alpha'], 2)}** | {lo:.2f}–{hi:.2f} | "
+            f"{fmt(r['acceptance_rate'], 2)} | {fmt(r['tau'], 2)} | {r['speedup']:.2f}x |"
         )
     commands = "\n".join(r["command"] for r in a["rows"])
     tuned = _tuned_note() if m["draft_comparison"].get("tuned") else ""
-    setup = _wrap(f"""With specviz's engine, K = {a["k"]}, {a["max_new_tokens"]} new tokens per prompt, each prompt also
+    setup = wrap(f"""With specviz's engine, K = {a["k"]}, {a["max_new_tokens"]} new tokens per prompt, each prompt also
 decoded plainly in the same run, {a["dtype"]}, on {_where(ms)}:""")
     return f"""## Measured α on sample workloads
 {setup}
@@ -470,7 +382,7 @@ round. The prompts are held out: the recipe checks that none of them occurs in t
 |---|---|---|---|---|---|---|
 {chr(10).join(rows)}
 
-{_wrap(" ".join(filter(None, (_contrast(a["rows"]), tuned))))}
+{wrap(" ".join(filter(None, (_contrast(a["rows"]), tuned))))}
 """
 
 
@@ -516,7 +428,7 @@ output equals plain decoding on every prompt (in bfloat16 a verify pass over K +
 one-token steps, so near-ties can flip and greedy output can part from plain decoding). Timings move from run to
 run on a shared machine; α and τ do not."""
     return f"""## Measured speed ({ms["environment"]["cpu"]})
-{_wrap(caption)}
+{wrap(caption)}
 
 {tables}
 
@@ -599,7 +511,7 @@ def _samples(ms: dict) -> str:
         if code
         else ""
     )
-    judgement = _wrap(f"""Python-shaped (indentation, methods, docstrings, guard clauses) and recognisably
+    judgement = wrap(f"""Python-shaped (indentation, methods, docstrings, guard clauses) and recognisably
 documentation-style English, but repetitive and often meaningless: a teaching prop. End a code prompt at the colon,
 not after a newline: this tokenizer merges a newline with the next line's indentation, so after a bare newline both
 models tend to start a new top-level `def`{newline}.""")
@@ -636,7 +548,7 @@ def _reproduce(m: dict, ms: dict) -> str:
         f"`--draft-steps {kd.get('max_steps')}`",
         *([f"`--draft-tune-steps {gen.get('max_steps')}`"] if gen else []),
     ]
-    notes = _wrap(f"""The work dir (default `~/.cache/specviz/train-tiny`) holds the corpus, token arrays and
+    notes = wrap(f"""The work dir (default `~/.cache/specviz/train-tiny`) holds the corpus, token arrays and
 checkpoints; rerunning resumes. Step counts were derived from the time budgets on this machine; pass
 {", ".join(steps[:-1])} and {steps[-1]} to repeat the same schedule elsewhere. Measuring for this card took
 {ms["duration_min"]} min; add `--rerender` to the card command to rewrite the card from `manifest.json` and
@@ -677,32 +589,3 @@ def card_command(settings: dict) -> str:
         if k in CARD_FLAGS and v != defaults[k]
     ]
     return " ".join(["python -m specviz train-tiny card", *flags])
-
-
-def _mtp(m: dict) -> str:
-    """The MTP module beside the pair (train-tiny mtp): its training and held-out teacher-forced agreement at depths 1
-    and 2 (depth 2 reads the module's own output), next to EAGLE-1's first draft on the same kind of windows."""
-    e = m["mtp"]
-    held, first = e["held_out_val_code_shipped"], m.get("eagle", {}).get("held_out_val_code_shipped", {})
-    curve = ", ".join(
-        f"{_fmt(p['greedy_agreement'], 2)} / {_fmt(p['greedy_agreement_depth2'], 2)} at {p['minutes']:g} min"
-        for p in e["curve"]
-    )
-    about = _wrap(
-        f"A {e['parameters'] / 1e6:.2f} M-parameter MTP module in DeepSeek-V3's style (`python -m specviz run "
-        f"--method {methods.MTP}`; docs/engine.md): eh_proj([enorm(emb(x)); hnorm(h)]) → one full decoder block → "
-        "its own output norm → the target's LM head, chained across depths on its own output; vLLM serves it through "
-        f"a re-export of the target as MiMoForCausalLM. {_trained(e)}; input noise {e['input_noise']}."
-    )
-    rows = [
-        ("MTP module, depth 1", held["overlap"], held["greedy_agreement"]),
-        ("MTP module, depth 2 (on its own depth-1 output)", None, held["greedy_agreement_depth2"]),  # overlap: n/a
-        ("EAGLE-1 head, draft step 1", first.get("overlap"), first.get("greedy_agreement")),
-    ]
-    return _head_section(
-        "MTP module (`mtp/`)",
-        about,
-        "teacher-forced",
-        rows,
-        f"Greedy agreement at depths 1 / 2 while training: {curve}.",
-    )

@@ -15,6 +15,7 @@ budgeted in minutes (--eagle-minutes); writes out_dir/eagle (vLLM's EAGLE-1 form
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import numpy as np
@@ -108,3 +109,42 @@ def export_head(head, target, out: Path, result: dict, windows, device, log) -> 
     directory = save_eagle_head(head, out / HEAD_DIR)
     shipped = load_eagle_head(directory, target, "the shipped target").to(torch.float32)
     write_training(directory, result, evaluate_head(shipped, target, windows, device), "eagle", out, log)
+
+
+def card_section(m: dict) -> str:
+    """The EAGLE-1 head beside the pair (train-tiny eagle): its training and held-out teacher-forced acceptance, next
+    to the shipped draft's on the same kind of windows."""
+    from specviz import methods
+
+    from .card import fmt, head_section, shipped_draft, trained, wrap
+
+    e, draft = m["eagle"], shipped_draft(m)
+    held = e["held_out_val_code_shipped"]
+    curve = ", ".join(f"{fmt(point['greedy_agreement'], 2)} at {point['minutes']:g} min" for point in e["curve"])
+    about = wrap(
+        f"A {e['parameters'] / 1e6:.2f} M-parameter EAGLE-1 head for the target, in vLLM's EAGLE-1 format (`python -m "
+        f"specviz run --method {methods.EAGLE}`): fc([emb(x); f]) → one decoder layer without input norm → the "
+        f"predicted next post-norm feature, read by the target's own LM head. {trained(e)}; input noise "
+        f"{e['input_noise']}."
+    )
+    rows = [
+        ("EAGLE-1 head, as shipped", held["overlap"], held["greedy_agreement"]),
+        ("draft model, as shipped", draft.get("overlap"), draft.get("greedy_agreement")),
+    ]
+    return head_section(
+        "EAGLE-1 head (`eagle/`)",
+        about,
+        "teacher-forced, first draft only",
+        rows,
+        f"Greedy agreement while training: {curve}.",
+    )
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """This stage's options on train-tiny's command line."""
+    g = p.add_argument_group(
+        f"stage {HEAD_DIR}", "an EAGLE-1 head on the exported target's features (not part of `all`)"
+    )
+    g.add_argument("--eagle-minutes", type=float, default=25.0, help="training budget of the EAGLE-1 head")
+    g.add_argument("--eagle-steps", type=int, default=None, help="fix the EAGLE-1 head's step count instead")
+    g.add_argument("--eagle-lr", type=float, default=1e-3, help="peak learning rate of the EAGLE-1 head")

@@ -19,6 +19,7 @@ Resumable like the other head stages (train/heads.py's loop), budgeted by --eagl
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import numpy as np
@@ -200,3 +201,68 @@ def export_head3(head, target, out: Path, result: dict, windows, device, log) ->
     directory = save_head3(head, out / HEAD_DIR)
     shipped = load_head3(directory, target, "the shipped target").to(torch.float32)
     write_training(directory, result, evaluate_head3(shipped, target, windows, device), HEAD_DIR, out, log)
+
+
+def card_section(m: dict) -> str:
+    """The EAGLE-3 head beside the pair (train-tiny eagle3): its training-time test and held-out teacher-forced
+    acceptance per draft step (steps after the first read the head's own output), next to EAGLE-1's first step."""
+    from specviz import methods
+
+    from .card import fmt, head_section, trained, wrap
+
+    e = m["eagle3"]
+    held, first = e["held_out_val_code_shipped"], m.get("eagle", {}).get("held_out_val_code_shipped", {})
+    curve = ", ".join(f"{fmt(point['greedy_agreement'], 2)} at {point['minutes']:g} min" for point in e["curve"])
+    about = wrap(
+        f"A {e['parameters'] / 1e6:.2f} M-parameter EAGLE-3 head for the target, in vLLM's EAGLE-3 format "
+        f"(`LlamaForCausalLMEagle3`; `python -m specviz run --method {methods.EAGLE3}`): fc over the target's hidden "
+        f"states {', '.join(map(str, e['layers_read']))} (pre-norm) → one decoder layer over [norm(emb); norm(h)] → "
+        f"its own LM head over a {e['draft_vocab_size']}-token draft vocabulary (d2t to the target's ids); later "
+        f"draft steps read the head's own pre-norm output. {_started(e)}{trained(e)}."
+    )
+    rows = [
+        (f"EAGLE-3 head, draft step {k + 1}", overlap, greedy)
+        for k, (overlap, greedy) in enumerate(zip(held["overlap_by_step"], held["greedy_by_step"]))
+    ]
+    rows += [("EAGLE-1 head, draft step 1", first.get("overlap"), first.get("greedy_agreement"))]
+    return head_section(
+        "EAGLE-3 head (`eagle3/`)",
+        about,
+        "teacher-forced tokens",
+        rows,
+        f"Greedy agreement (draft step 1) while training: {curve}.",
+    )
+
+
+def _started(e: dict) -> str:
+    """How the EAGLE-3 head was initialised (train/eagle3.py init_from_target), when not from noise."""
+    if e.get("init") != "target":
+        return ""
+    return (
+        "Started from the target's own weights: its last decoder layer (the first layer's q/k/v for the token half), "
+        "fc passing the deepest state read through, its final norm and its LM head's rows for the draft vocabulary. "
+    )
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """This stage's options on train-tiny's command line."""
+    g = p.add_argument_group(
+        f"stage {HEAD_DIR}",
+        "an EAGLE-3 head trained with training-time test, on the eagle stage's tokens (not part of `all`)",
+    )
+    g.add_argument("--eagle3-minutes", type=float, default=45.0, help="training budget of the EAGLE-3 head")
+    g.add_argument("--eagle3-steps", type=int, default=None, help="fix the EAGLE-3 head's step count instead")
+    g.add_argument("--eagle3-lr", type=float, default=1e-3, help="peak learning rate of the EAGLE-3 head")
+    g.add_argument("--eagle3-vocab", type=int, default=2048, help="the EAGLE-3 head's draft vocabulary size")
+    g.add_argument(
+        "--eagle3-init",
+        choices=("target", "random"),
+        default="target",
+        help="start the EAGLE-3 head from the target's weights",
+    )
+    g.add_argument(
+        "--eagle3-gen-tokens",
+        type=int,
+        default=400_000,
+        help="also train the EAGLE-3 head on this many tokens the target wrote",
+    )

@@ -1,4 +1,4 @@
-"""What every feature-head stage shares (train/eagle.py, train/eagle3.py, train/medusa.py): the frozen target, the
+"""What every feature-head stage shares (train/<head>.py): the frozen target, the
 code tokens, and one resumable, budgeted training loop with periodic held-out evaluation.
 
 A stage gives the loop a `HeadJob`: the module to train, its loss on a batch of windows (B, T+1) and its held-out

@@ -18,6 +18,7 @@ format) and out_dir/medusa/training.json (the run and its held-out teacher-force
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import numpy as np
@@ -124,3 +125,48 @@ def export_medusa(heads, target, out: Path, result: dict, windows, device, log) 
     directory = save_medusa(heads, out / HEAD_DIR)
     shipped = load_medusa(directory, target, "the shipped target").to(torch.float32)
     write_training(directory, result, evaluate_medusa(shipped, target, windows, device), "medusa", out, log)
+
+
+def card_section(m: dict) -> str:
+    """The Medusa heads beside the pair (train-tiny medusa): their training and held-out teacher-forced agreement per
+    head, next to the shipped draft's first-draft agreement on the same kind of windows."""
+    from specviz import methods
+
+    from .card import fmt, head_section, shipped_draft, trained, wrap
+
+    e, draft = m["medusa"], shipped_draft(m)
+    held = e["held_out_val_code_shipped"]
+    curve = ", ".join(
+        f"{' / '.join(fmt(v, 2) for v in point['greedy_agreement'])} at {point['minutes']:g} min"
+        for point in e["curve"]
+    )
+    about = wrap(
+        f"{e['heads']} Medusa heads for the target ({e['parameters'] / 1e6:.2f} M trained parameters), in vLLM's "
+        f"Medusa format (`python -m specviz run --method {methods.MEDUSA}`): head i reads the target's post-norm "
+        "feature h_t through its own residual block (x + SiLU(Wx + b)) and guesses x_(t+2+i), without seeing the "
+        f"other heads' guesses; the LM head: {e['lm_head']}. {trained(e)}."
+    )
+    rows = [
+        (f"head {i} (guesses x_(t+{i + 2}))", overlap, greedy)
+        for i, (overlap, greedy) in enumerate(zip(held["overlap"], held["greedy_agreement"], strict=True))
+    ]
+    rows += [("draft model, as shipped (its first draft)", draft.get("overlap"), draft.get("greedy_agreement"))]
+    heads = " / ".join(str(i) for i in range(e["heads"]))
+    return head_section(
+        "Medusa heads (`medusa/`)",
+        about,
+        "teacher-forced, each head alone",
+        rows,
+        f"Greedy agreement of heads {heads} while training: {curve}. A head's draft counts only when every head "
+        "before it was accepted, so a chain's acceptance is below these.",
+    )
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """This stage's options on train-tiny's command line."""
+    g = p.add_argument_group(
+        f"stage {HEAD_DIR}", "K = 4 Medusa heads on the exported target's features (not part of `all`)"
+    )
+    g.add_argument("--medusa-minutes", type=float, default=25.0, help="training budget of the Medusa heads")
+    g.add_argument("--medusa-steps", type=int, default=None, help="fix the Medusa heads' step count instead")
+    g.add_argument("--medusa-lr", type=float, default=1e-3, help="peak learning rate of the Medusa heads")

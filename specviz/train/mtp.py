@@ -17,6 +17,7 @@ out_dir/mtp/training.json (the run and its held-out teacher-forced agreement at 
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import numpy as np
@@ -112,3 +113,47 @@ def export_mtp(module, target, out: Path, result: dict, windows, device, log) ->
     directory = save_mtp(module, out / HEAD_DIR)
     shipped = load_mtp(directory, target, "the shipped target").to(torch.float32)
     write_training(directory, result, evaluate_mtp(shipped, target, windows, device), "mtp", out, log)
+
+
+def card_section(m: dict) -> str:
+    """The MTP module beside the pair (train-tiny mtp): its training and held-out teacher-forced agreement at depths 1
+    and 2 (depth 2 reads the module's own output), next to EAGLE-1's first draft on the same kind of windows."""
+    from specviz import methods
+
+    from .card import fmt, head_section, trained, wrap
+
+    e = m["mtp"]
+    held, first = e["held_out_val_code_shipped"], m.get("eagle", {}).get("held_out_val_code_shipped", {})
+    curve = ", ".join(
+        f"{fmt(p['greedy_agreement'], 2)} / {fmt(p['greedy_agreement_depth2'], 2)} at {p['minutes']:g} min"
+        for p in e["curve"]
+    )
+    about = wrap(
+        f"A {e['parameters'] / 1e6:.2f} M-parameter MTP module in DeepSeek-V3's style (`python -m specviz run "
+        f"--method {methods.MTP}`; docs/engine.md): eh_proj([enorm(emb(x)); hnorm(h)]) → one full decoder block → "
+        "its own output norm → the target's LM head, chained across depths on its own output; vLLM serves it through "
+        f"a re-export of the target as MiMoForCausalLM. {trained(e)}; input noise {e['input_noise']}."
+    )
+    rows = [
+        ("MTP module, depth 1", held["overlap"], held["greedy_agreement"]),
+        ("MTP module, depth 2 (on its own depth-1 output)", None, held["greedy_agreement_depth2"]),  # overlap: n/a
+        ("EAGLE-1 head, draft step 1", first.get("overlap"), first.get("greedy_agreement")),
+    ]
+    return head_section(
+        "MTP module (`mtp/`)",
+        about,
+        "teacher-forced",
+        rows,
+        f"Greedy agreement at depths 1 / 2 while training: {curve}.",
+    )
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """This stage's options on train-tiny's command line."""
+    g = p.add_argument_group(
+        f"stage {HEAD_DIR}",
+        "one MTP module (DeepSeek-V3 style) post hoc on the exported target's features (not part of `all`)",
+    )
+    g.add_argument("--mtp-minutes", type=float, default=15.0, help="training budget of the MTP module (a short run)")
+    g.add_argument("--mtp-steps", type=int, default=None, help="fix the MTP module's step count instead")
+    g.add_argument("--mtp-lr", type=float, default=1e-3, help="peak learning rate of the MTP module")

@@ -4,19 +4,16 @@ done; the card (which export ends with) reads the exported pair and measures it 
 from __future__ import annotations
 
 import json
+from importlib import import_module
 from pathlib import Path
 
 from .card import make_card
 from .corpus import build_corpus, check_workloads, read_jsonl
-from .eagle import train_eagle
-from .eagle3 import train_eagle3
 from .export import export, write_token_counts
 from .generate import target_continuations
 from .loop import RunConfig, eval_windows, evaluate, train
 from .measurements import CardSettings
-from .medusa import train_medusa
 from .models import build, n_params
-from .mtp import train_mtp
 from .paths import WORKLOADS
 from .runs import archs, fresh_draft, load_target, tokenizer_ids
 from .tok import build_tokenizer_stage, encode_split, load_tokens
@@ -250,28 +247,10 @@ def stage_vocab(args, work: Path, device, log) -> None:
     write_token_counts(work / "corpus", args.out_dir / "draft", log)
 
 
-def stage_eagle(args, work: Path, device, log) -> None:
-    """An EAGLE-1 head for the exported target (train/eagle.py), over the corpus this stage gathers if needed."""
+def stage_head(stage: str, args, work: Path, device, log) -> None:
+    """A feature head's stage (train/<stage>.py): the corpus it trains on, gathered if needed, then its training."""
     stage_corpus(args, work, device, log)
-    train_eagle(args, work, device, log)
-
-
-def stage_eagle3(args, work: Path, device, log) -> None:
-    """An EAGLE-3 head for the exported target (train/eagle3.py), trained with training-time test."""
-    stage_corpus(args, work, device, log)
-    train_eagle3(args, work, device, log)
-
-
-def stage_medusa(args, work: Path, device, log) -> None:
-    """K = 4 Medusa heads for the exported target (train/medusa.py), over the corpus this stage gathers if needed."""
-    stage_corpus(args, work, device, log)
-    train_medusa(args, work, device, log)
-
-
-def stage_mtp(args, work: Path, device, log) -> None:
-    """One MTP module for the exported target (train/mtp.py), over the corpus this stage gathers if needed."""
-    stage_corpus(args, work, device, log)
-    train_mtp(args, work, device, log)
+    getattr(import_module(f"specviz.train.{stage}"), f"train_{stage}")(args, work, device, log)
 
 
 def stage_card(args, work: Path, device, log) -> None:
