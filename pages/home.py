@@ -11,8 +11,8 @@ page_header(
 )
 apply_lecture_mode(lecture_on())  # turned on on another page: the home page has no sidebar toggle of its own
 with st.spinner("Loading specviz (the models and charts: a few seconds on a fresh server)…"):
-    from specviz.engine.catalogue import presets_for
-    from specviz.engine.models import ASSETS, BUNDLED_TARGET
+    from specviz.engine.loading.catalogue import presets_for
+    from specviz.engine.loading.models import ASSETS, BUNDLED_TARGET
     from specviz.errors import SpecvizError
     from specviz.measure.bench import recorded_benches
     from specviz.measure.timing import DISAGREES, against_bench, agreement_words

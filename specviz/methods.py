@@ -37,7 +37,7 @@ PLAIN, DRAFT, NGRAM, TREE = "plain", "draft", "ngram", "tree"
 EAGLE = "eagle"
 EAGLE3 = "eagle3"
 MEDUSA = "medusa"
-MTP = "mtp"  # one MTP module (DeepSeek-V3 style), post hoc on the frozen target: engine/mtp.py
+MTP = "mtp"  # one MTP module (DeepSeek-V3 style), post hoc on the frozen target: engine/heads/mtp.py
 EARLY_EXIT = "early_exit"  # self-speculation by early exit (LayerSkip): engine/early_exit.py
 HF_EARLY_EXIT, HF_ASSISTANT_EARLY_EXIT = "hf_early_exit", "assistant_early_exit"  # its HF lane and generate() option
 SUFFIX = "suffix"  # suffix decoding (ArcticInference): core/suffix_tree.py, engine/proposers/suffix.py
@@ -49,7 +49,7 @@ HF_ASSISTANT_MODEL, HF_PROMPT_LOOKUP_TOKENS = "assistant_model", "prompt_lookup_
 VLLM_DRAFT_MODEL, VLLM_NGRAM, VLLM_EAGLE = "draft_model", "ngram", "eagle"  # vLLM's --speculative-config methods
 VLLM_EAGLE3, VLLM_MEDUSA = "eagle3", "medusa"
 VLLM_MTP = "mtp"  # vLLM 0.32's one MTP method (mimo_mtp, deepseek_mtp, ... are deprecated aliases of it): the MTP
-#                   layers are the served model's own (a MiMoForCausalLM re-export, engine/mimo.py), so no "model"
+#                   layers are the served model's own (a MiMoForCausalLM re-export, engine/heads/mimo.py), so no "model"
 
 NEEDS_SHAPE = (
     "Tree speculation needs a tree shape: children per depth, e.g. 3,2,1,1 "
@@ -72,7 +72,7 @@ class HeadSpec:
     module: str  # the engine module that reads it
     recogniser: str  # that module's function (directory) -> whether a directory holds this kind (read from its files)
     loader: str  # and its function (directory, target, target_name) -> the head, refusing misfits
-    lean: bool = False  # the head has a lean step (engine/lean_heads.py), run where the target's forward is lean
+    lean: bool = False  # the head has a lean step (engine/heads/lean_heads.py), run where the target's forward is lean
     served_inside: str = ""  # "module:function" (target, head, out) writing the checkpoint vLLM serves this method
     #                          with, where vLLM reads the head from the served model itself ("": it takes the head's
     #                          directory as its speculative "model")
@@ -265,7 +265,7 @@ REGISTRY: dict[str, Method] = {
                 "one",
                 "eagle",
                 "an EAGLE-1 head (fc.weight and layers.0.*, vLLM's EAGLE-1 format)",
-                "specviz.engine.heads",
+                "specviz.engine.heads.eagle",
                 "is_eagle_head",
                 "load_eagle_head",
                 lean=True,
@@ -290,7 +290,7 @@ REGISTRY: dict[str, Method] = {
                 "one",
                 "eagle3",
                 'an EAGLE-3 head (a config naming "LlamaForCausalLMEagle3"; fc, midlayer.*, norm, lm_head and d2t)',
-                "specviz.engine.eagle3",
+                "specviz.engine.heads.eagle3",
                 "is_eagle3_head",
                 "load_head3",
                 lean=True,
@@ -315,7 +315,7 @@ REGISTRY: dict[str, Method] = {
                 "them",
                 "medusa",
                 'Medusa heads (a config naming "MedusaModel"; blocks.* and lm_heads.*)',
-                "specviz.engine.medusa",
+                "specviz.engine.heads.medusa",
                 "is_medusa_head",
                 "load_medusa",
             ),
@@ -341,11 +341,11 @@ REGISTRY: dict[str, Method] = {
                 "one",
                 "mtp",
                 'an MTP module (a config naming "SpecvizMTP"; enorm, hnorm, eh_proj, mtp_block.* and shared_head.norm)',
-                "specviz.engine.mtp",
+                "specviz.engine.heads.mtp",
                 "is_mtp",
                 "load_mtp",
                 lean=True,
-                served_inside="specviz.engine.mimo:export_mimo",
+                served_inside="specviz.engine.heads.mimo:export_mimo",
             ),
             adaptive=True,
             branches=True,

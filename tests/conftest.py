@@ -110,9 +110,9 @@ def model_dirs(tmp_path_factory) -> dict[str, Path]:
     from medusa_heads import random_medusa
     from transformers import AutoModelForCausalLM
 
-    from specviz.engine.eagle3 import new_head3, save_head3
-    from specviz.engine.heads import new_eagle_head, save_eagle_head
-    from specviz.engine.medusa import save_medusa
+    from specviz.engine.heads.eagle import new_eagle_head, save_eagle_head
+    from specviz.engine.heads.eagle3 import new_head3, save_head3
+    from specviz.engine.heads.medusa import save_medusa
 
     tiny_target = AutoModelForCausalLM.from_pretrained(root / "llama-target")
     save_eagle_head(new_eagle_head(tiny_target, seed=7), root / "eagle")
@@ -121,7 +121,7 @@ def model_dirs(tmp_path_factory) -> dict[str, Path]:
     # and random Medusa heads (root/medusa), for the same reason (tests/medusa_heads.py has known ones)
     save_medusa(random_medusa(tiny_target, seed=7), root / "medusa")
     # and a random MTP module (root/mtp; tests/engine/test_mtp.py checks the shipped one drafts)
-    from specviz.engine.mtp import new_mtp, save_mtp
+    from specviz.engine.heads.mtp import new_mtp, save_mtp
 
     save_mtp(new_mtp(tiny_target, seed=7), root / "mtp", torch.float32)
     other = build_tokenizer(root / "other-tokenizer", vocab_size=280, corpus="completely different text " * 50)
@@ -133,7 +133,7 @@ def model_dirs(tmp_path_factory) -> dict[str, Path]:
 @pytest.fixture(scope="session")
 def load(model_dirs):
     """load(target, draft) -> ModelPair, cached per pair for the session (pairs are read-only)."""
-    from specviz.engine.models import load_pair
+    from specviz.engine.loading.models import load_pair
 
     cache = {}
 

@@ -1,4 +1,5 @@
-"""Hand-built EAGLE-3 heads whose drafts can be worked out by hand, for the tests of engine/eagle3.py and its proposer.
+"""Hand-built EAGLE-3 heads whose drafts can be worked out by hand, for the tests of engine/heads/eagle3.py and its
+proposer.
 
 The degenerate head zeroes the decoder layer's attention and MLP outputs (o_proj, down_proj), so its output s is its
 input h; fc = [I | 0 | ...] makes h the target's state at the first layer read; its final norm and LM head are the
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from specviz.engine.eagle3 import Eagle3Head, new_head3, save_head3
+from specviz.engine.heads.eagle3 import Eagle3Head, new_head3, save_head3
 
 
 def every_third(pair) -> torch.Tensor:

@@ -1,4 +1,5 @@
-"""Hand-built EAGLE-1 heads whose drafts can be worked out by hand, for the tests of engine/heads.py and its proposer.
+"""Hand-built EAGLE-1 heads whose drafts can be worked out by hand, for the tests of engine/heads/eagle.py and its
+proposer.
 
 Both zero the decoder layer's attention and MLP outputs (o_proj, down_proj), so the layer is its residual path and the
 head's prediction is fc's output: fc = [I | 0] echoes the embedding of x_{t+1}, fc = [0 | I] echoes the feature f_t.
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from specviz.engine.heads import EagleHead, new_eagle_head, save_eagle_head
+from specviz.engine.heads.eagle import EagleHead, new_eagle_head, save_eagle_head
 
 
 def degenerate_head(target, echo: str) -> EagleHead:

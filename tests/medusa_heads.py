@@ -1,4 +1,5 @@
-"""Hand-built Medusa heads whose drafts can be worked out by hand, for the tests of engine/medusa.py and its proposer.
+"""Hand-built Medusa heads whose drafts can be worked out by hand, for the tests of engine/heads/medusa.py and its
+proposer.
 
 Every block is the identity (W = 0, b = 0: x + SiLU(0) = x), so each head applies its LM head to the target's feature
 h_t itself. "echo": one shared LM head, the target's own, so every head drafts a = argmax p(. | h_t), the token the
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from specviz.engine.medusa import MedusaHeads, new_medusa, save_medusa
+from specviz.engine.heads.medusa import MedusaHeads, new_medusa, save_medusa
 
 
 def degenerate_medusa(target, kind: str, num_heads: int = 4, vocab: int | None = None) -> MedusaHeads:

@@ -7,7 +7,7 @@ import json
 
 from specviz.cli import main
 from specviz.cli.model_args import pair_draft
-from specviz.engine.models import BUNDLED_DRAFT
+from specviz.engine.loading.models import BUNDLED_DRAFT
 
 
 def run_cli(capsys, *argv):

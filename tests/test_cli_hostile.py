@@ -166,7 +166,7 @@ def test_measure_skips_the_prompts_that_cannot_run_and_measures_the_rest(capsys,
 
 def test_encode_prompt_refuses_a_lone_surrogate_from_anywhere():
     from specviz.engine.decode import encode_prompt
-    from specviz.engine.models import BUNDLED_TARGET, load_pair
+    from specviz.engine.loading.models import BUNDLED_TARGET, load_pair
 
     pair = load_pair(BUNDLED_TARGET, None, device="cpu")
     with pytest.raises(SettingsError, match="lone surrogate"):

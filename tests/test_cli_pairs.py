@@ -60,7 +60,7 @@ def test_serve_refuses_a_method_the_pair_cannot_draft_with(capsys):
 
 
 def test_a_missing_wheel_says_what_to_run(capsys, monkeypatch, tmp_path):
-    from specviz.engine import catalogue, install
+    from specviz.engine.loading import catalogue, install
 
     monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path))  # nothing converted here
     for module, name in ((install, "installed_version"), (install, "find_gguf"), (catalogue, "find_gguf")):
@@ -80,7 +80,7 @@ def test_early_exits_layer_defaults_to_the_pairs_own(argv, exit_layer):
     from specviz.cli.args import settings_from
     from specviz.cli.main import build_parser
     from specviz.cli.model_args import resolve_pair
-    from specviz.engine.catalogue import SMOLLM2
+    from specviz.engine.loading.catalogue import SMOLLM2
 
     args = build_parser().parse_args(["run", "--prompt", "hi", "--method", "early_exit", *argv])
     resolve_pair(args)

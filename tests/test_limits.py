@@ -18,7 +18,7 @@ def test_local_paths_are_hidden_in_public_mode():
     assert display_source("/srv/models/pystdlib/target", public) == "target"
     assert display_source("/srv/models/pystdlib/target", private) == "/srv/models/pystdlib/target"
     assert display_source("HuggingFaceTB/SmolLM2-135M", public) == "HuggingFaceTB/SmolLM2-135M"
-    from specviz.engine.models import BUNDLED_TARGET
+    from specviz.engine.loading.models import BUNDLED_TARGET
 
     for limits in (public, private):  # the bundled pair: where the repository was cloned is nobody's business
         assert sidebar_source(BUNDLED_TARGET, limits) == "assets/models/pystdlib/target"

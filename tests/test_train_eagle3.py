@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from specviz.engine.eagle3 import new_head3
+from specviz.engine.heads.eagle3 import new_head3
 from specviz.train.eagle3 import DECAY, TTT_STEPS, ttt_losses, unroll
 
 

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 import torch
 
-from specviz.engine.heads import is_eagle_head, load_eagle_head
-from specviz.engine.medusa import is_medusa_head, load_medusa, new_medusa
-from specviz.engine.models import load_model
+from specviz.engine.heads.eagle import is_eagle_head, load_eagle_head
+from specviz.engine.heads.medusa import is_medusa_head, load_medusa, new_medusa
+from specviz.engine.loading.models import load_model
 from specviz.train.eagle import train_eagle
 from specviz.train.medusa import DECAY, medusa_losses, train_medusa
 

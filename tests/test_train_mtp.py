@@ -10,8 +10,8 @@ import pytest
 import torch
 from test_train_medusa import _workdirs
 
-from specviz.engine.models import load_model
-from specviz.engine.mtp import is_mtp, load_mtp, new_mtp
+from specviz.engine.heads.mtp import is_mtp, load_mtp, new_mtp
+from specviz.engine.loading.models import load_model
 from specviz.train.mtp import DEPTH2_WEIGHT, mtp_losses, train_mtp
 
 

@@ -100,8 +100,8 @@ def test_the_draft_trains_resumes_and_exports_a_model_the_engine_loads(setup):
     # exported as a pair ships it: the trained tensors alone, the embeddings being the target's frozen rows
     from safetensors.torch import load_file
 
-    from specviz.engine.models import load_pair
-    from specviz.engine.shipped import LAYERS_FILE
+    from specviz.engine.loading.models import load_pair
+    from specviz.engine.loading.shipped import LAYERS_FILE
 
     assert sorted(p.name for p in (out / "draft").iterdir()) == [
         "config.json", LAYERS_FILE, "token_counts.json", "training.json"

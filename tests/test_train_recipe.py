@@ -11,7 +11,7 @@ from transformers import AutoModelForCausalLM
 
 from specviz.core.settings import RunSettings
 from specviz.engine.decode import generate
-from specviz.engine.models import load_pair
+from specviz.engine.loading.models import load_pair
 from specviz.train import main
 
 

@@ -14,9 +14,9 @@ from pathlib import Path
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
 from specviz.core.trace_json import trace_to_json
-from specviz.engine.catalogue import presets_for
+from specviz.engine.loading.catalogue import presets_for
 from specviz.engine.decode import generate
-from specviz.engine.models import load_pair
+from specviz.engine.loading.models import load_pair
 from specviz.ui.loaders import default_sources
 from specviz.viz import steps
 

@@ -15,7 +15,7 @@ from specviz.core.settings import RunSettings, parse_threads, tree_fields
 from specviz.errors import SpecvizError
 
 if TYPE_CHECKING:
-    from specviz.engine.models import ModelPair
+    from specviz.engine.loading.models import ModelPair
 
 
 def add_bench_parser(commands) -> None:
@@ -74,8 +74,8 @@ def cmd_verify_curve(args: argparse.Namespace) -> int:
     """bench --verify-curve: each target's v(K) for K = 1..16 beside its weight bytes and the measured bandwidth."""
     import json
 
-    from specviz.engine.catalogue import find_pair
-    from specviz.engine.models import load_pair
+    from specviz.engine.loading.catalogue import find_pair
+    from specviz.engine.loading.models import load_pair
     from specviz.measure.bench import environment
     from specviz.measure.sweep_roofline import measured_hardware
     from specviz.measure.verify_curve import curve_document, curve_lines, verify_curve
@@ -100,7 +100,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     import json
 
     from specviz.engine.decode import make_proposer
-    from specviz.engine.models import ASSETS, find_heads
+    from specviz.engine.loading.models import ASSETS, find_heads
     from specviz.measure.bench import forward_table, results_table, run_bench, timing_note, with_forwards
     from specviz.measure.lanes import tree_settings
     from specviz.measure.prompts import read_workload

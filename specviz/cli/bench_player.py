@@ -123,9 +123,9 @@ def environment(pair) -> dict:
 def measure(args: argparse.Namespace, lengths: list[int], browser: bool = True) -> dict:
     from specviz import methods
     from specviz.core.settings import RunSettings, SamplingSettings
-    from specviz.engine.catalogue import presets_for
     from specviz.engine.decode import chat_wrapped, encode_prompt, generate
-    from specviz.engine.models import load_pair
+    from specviz.engine.loading.catalogue import presets_for
+    from specviz.engine.loading.models import load_pair
 
     target, draft, chat = chosen_pair(args)
     pair = load_pair(target, draft, device=args.device, dtype=args.dtype, threads=1)
@@ -167,8 +167,8 @@ def measure(args: argparse.Namespace, lengths: list[int], browser: bool = True) 
 def chosen_pair(args: argparse.Namespace) -> tuple[str, str | None, bool]:
     """The target, the draft model (None: n-gram lookup drafts) and whether prompts go through the target's chat
     template: --pair NAME, else --target / --draft, else the bundled pair."""
-    from specviz.engine.catalogue import find_pair, uses_chat
-    from specviz.engine.shipped import BUNDLED_DRAFT, BUNDLED_TARGET
+    from specviz.engine.loading.catalogue import find_pair, uses_chat
+    from specviz.engine.loading.shipped import BUNDLED_DRAFT, BUNDLED_TARGET
     from specviz.errors import SpecvizError
 
     if args.bench_pair is not None:

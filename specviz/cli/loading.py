@@ -11,13 +11,13 @@ from specviz.core.settings import RunSettings, parse_threads
 from specviz.errors import SpecvizError
 
 if TYPE_CHECKING:
-    from specviz.engine.models import ModelPair
+    from specviz.engine.loading.models import ModelPair
 
 
 def load_named(args: argparse.Namespace, draft: str | None, cross: bool = False) -> ModelPair:
     """The target the model arguments name, with this draft (None: none), on their device, precision and threads;
     cross: a draft with another tokenizer is mapped to the target's (for TLI and SLEM) instead of refused."""
-    from specviz.engine.models import load_pair
+    from specviz.engine.loading.models import load_pair
 
     return load_pair(
         args.target,
@@ -46,7 +46,7 @@ def check_has_draft(args: argparse.Namespace, method_names) -> None:
     """A method that runs a draft model is refused, naming those that need none, when there is no draft model."""
     needing = [name for name in method_names if methods.get(name).loads_draft]
     if needing and args.draft.strip().lower() == methods.NGRAM:
-        from specviz.engine.catalogue import NO_DRAFT_MODEL
+        from specviz.engine.loading.catalogue import NO_DRAFT_MODEL
 
         raise SpecvizError(
             f"{', '.join(needing)} needs a draft model, and this pair has none (yet): use --method "
@@ -58,7 +58,7 @@ def load_family(args: argparse.Namespace, base: RunSettings) -> tuple[ModelPair,
     """--method all: the pair with every method it can run (draft model, lookups, the heads found beside the target
     or given, early exit at --exit-layer); each one left out is named on stderr with the reason."""
     from specviz.engine.early_exit import check_exit_layer
-    from specviz.engine.models import find_heads
+    from specviz.engine.loading.models import find_heads
 
     pair = load_named(args, None if args.draft.strip().lower() == methods.NGRAM else args.draft)
     try:

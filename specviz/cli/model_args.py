@@ -15,12 +15,12 @@ from specviz.core.suffix_tree import SuffixOptions
 from specviz.errors import SpecvizError
 
 if TYPE_CHECKING:
-    from specviz.engine.models import ModelPair
+    from specviz.engine.loading.models import ModelPair
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
-    from specviz.engine.catalogue import DEFAULT_PAIR, PAIR_NAMES
-    from specviz.engine.shipped import BUNDLED_DRAFT, BUNDLED_TARGET
+    from specviz.engine.loading.catalogue import DEFAULT_PAIR, PAIR_NAMES
+    from specviz.engine.loading.shipped import BUNDLED_DRAFT, BUNDLED_TARGET
 
     parser.add_argument(
         "--pair",
@@ -71,8 +71,8 @@ def resolve_pair(args: argparse.Namespace) -> None:
     n-gram lookup unless --method says otherwise. args.chat: whether prompts go through the target's chat template."""
     if not (hasattr(args, "target") and hasattr(args, "pair")):  # bench-player and export-html take no --pair
         return
-    from specviz.engine.catalogue import DEFAULT_PAIR, find_pair, uses_chat
-    from specviz.engine.shipped import BUNDLED_DRAFT
+    from specviz.engine.loading.catalogue import DEFAULT_PAIR, find_pair, uses_chat
+    from specviz.engine.loading.shipped import BUNDLED_DRAFT
 
     if args.pair is not None and args.target is not None:
         raise SpecvizError("--pair names the target already: give --pair NAME or --target, not both.")
@@ -93,14 +93,14 @@ def resolve_pair(args: argparse.Namespace) -> None:
 
 def pair_draft(draft: str) -> str:
     """--draft PAIR: the draft model of a pair by name (--pair smollm2 --draft pystdlib), else --draft as given."""
-    from specviz.engine.catalogue import PAIR_NAMES, find_pair
+    from specviz.engine.loading.catalogue import PAIR_NAMES, find_pair
 
     named = draft.strip() in PAIR_NAMES and not Path(draft).expanduser().exists()
     return (find_pair(draft.strip()).draft_source or draft) if named else draft
 
 
 def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
-    from specviz.engine.catalogue import SMOLLM2_EXIT_LAYER
+    from specviz.engine.loading.catalogue import SMOLLM2_EXIT_LAYER
 
     parser.add_argument("--k", default="4", help="draft tokens per round (1-16); measure takes a list like 2,4,8")
     parser.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")

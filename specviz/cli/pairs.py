@@ -21,9 +21,9 @@ def add_pairs_parser(commands) -> None:
 
 
 def pair_rows() -> list[dict]:
-    from specviz.engine.catalogue import CATALOGUE
-    from specviz.engine.install import INSTALL_COMMAND
-    from specviz.engine.models import recorded_name
+    from specviz.engine.loading.catalogue import CATALOGUE
+    from specviz.engine.loading.install import INSTALL_COMMAND
+    from specviz.engine.loading.models import recorded_name
 
     rows = []
     for spec in CATALOGUE:
@@ -45,7 +45,7 @@ def pair_rows() -> list[dict]:
 
 
 def cmd_pairs(args: argparse.Namespace) -> int:
-    from specviz.engine.catalogue import find_pair
+    from specviz.engine.loading.catalogue import find_pair
 
     if args.install is not None:
         spec = find_pair(args.install)

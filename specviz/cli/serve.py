@@ -86,7 +86,7 @@ def served_methods(spec) -> tuple[str, ...]:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from specviz.core.settings import MAX_K
-    from specviz.engine.catalogue import DEFAULT_PAIR, find_pair
+    from specviz.engine.loading.catalogue import DEFAULT_PAIR, find_pair
     from specviz.remote.launch import Launched, check_port, method_args, served_model, server_command, vllm_python
 
     method = method_from(args.method)
@@ -105,7 +105,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         extra = method_args(method, args.k)
         model, tokenizer = served_model(method)
     else:
-        from specviz.engine.models import find_heads
+        from specviz.engine.loading.models import find_heads
 
         model, draft = spec.sources()
         extra = method_args(method, args.k, draft=draft, head=find_heads(model, None).get(method))

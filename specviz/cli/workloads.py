@@ -15,7 +15,7 @@ from specviz.errors import SpecvizError
 
 if TYPE_CHECKING:
     from specviz.core.settings import RunSettings
-    from specviz.engine.models import ModelPair
+    from specviz.engine.loading.models import ModelPair
     from specviz.measure.prompts import PromptRow, Workload
 
 

@@ -10,8 +10,8 @@ Names: V_t the target's vocabulary, V_d the draft's, I = V_t ∩ V_d the tokens 
   The draft's own tokens never meet p, so any text it writes is allowed; what is kept is where the two tokenizations
   agree, and the draft realigns its context to the committed text after a mismatch.
 
-No tokenizer is read here: strings in, ids and tensors out (engine/vocab_map.py builds the map from real tokenizers).
-"""
+No tokenizer is read here: strings in, ids and tensors out (engine/loading/vocab_map.py builds the map from real
+tokenizers)."""
 
 from __future__ import annotations
 

@@ -33,7 +33,9 @@ class RunSettings:
     stop_at_eos: bool = True
     tree: tuple[int, ...] = ()  # the tree method: children per depth, e.g. (3, 2, 1, 1); empty for chain methods
     #                              (plain ignores one: it is the baseline of a tree run's measurement)
-    draft_vocab: int = 0  # the draft proposes only from this many most frequent tokens (engine/vocab.py); 0 = all
+    draft_vocab: int = (
+        0  # the draft proposes only from this many most frequent tokens (engine/loading/vocab.py); 0 = all
+    )
     #                       (methods without a draft model ignore it, as plain ignores a tree shape)
     suffix: SuffixOptions = field(default_factory=SuffixOptions)  # the suffix method's options (others ignore them)
     k_schedule: str = schedule.CONSTANT  # how K varies per round (core/schedule.py): constant, heuristic, confidence
@@ -41,7 +43,7 @@ class RunSettings:
     fit_threshold: bool = False  # the confidence schedule refits its threshold after every round
     exit_layer: int = DEFAULT_EXIT_LAYER  # early exit: the draft is the target's first E layers (1..L-1, checked
     #                                       against the model's L when the run starts); other methods ignore it
-    forward: str = FORWARD_AUTO  # whose forward pass runs the models (engine/lean.py): auto (lean where the
+    forward: str = FORWARD_AUTO  # whose forward pass runs the models (engine/forward/lean.py): auto (lean where the
     #                              architecture is supported), lean, or hf (Hugging Face's, the reference)
     dynamic: DynamicTree | None = None  # a dynamic (EAGLE-2) tree instead of a static shape (core/dyntree.py): the
     #                                     tree method and the EAGLE-1 / EAGLE-3 heads grow one per round
@@ -252,7 +254,7 @@ def check_prompt(prompt: object) -> str:
     return prompt
 
 
-# torch's threads on a CPU (engine/threads.py applies them)
+# torch's threads on a CPU (engine/forward/threads.py applies them)
 THREADS_ENV = "SPECVIZ_THREADS"  # the app's setting (the CLI's --threads): auto or a number
 AUTO_THREADS = "auto"
 NARROW_WIDTH = 1024  # hidden sizes up to this run on one thread under auto

@@ -20,7 +20,7 @@ from specviz import methods
 from specviz.core import schedule
 from specviz.core.settings import RunSettings
 from specviz.engine.early_exit import check_exit_layer
-from specviz.engine.models import ModelPair, quietly
+from specviz.engine.loading.models import ModelPair, quietly
 from specviz.errors import SettingsError
 
 HF_LANES = tuple(name for name, m in methods.REGISTRY.items() if m.engine == methods.HF)

@@ -20,9 +20,9 @@ import torch
 from specviz import methods as registry  # measure_costs takes an argument called methods
 from specviz.core.settings import FORWARD_AUTO, FORWARD_HF
 from specviz.core.theory import MAX_K, VerifyCost
-from specviz.engine.kv import CachedModel
-from specviz.engine.lean import chosen_forward
-from specviz.engine.models import ModelPair, recorded_name, synchronize
+from specviz.engine.forward.kv import CachedModel
+from specviz.engine.forward.lean import chosen_forward
+from specviz.engine.loading.models import ModelPair, recorded_name, synchronize
 from specviz.errors import SettingsError
 
 NOISE_FACTOR = 1.5  # a pass over fewer tokens timed this many times slower than one over more: noise, not cost
@@ -60,7 +60,8 @@ class MeasuredCosts:
     reference_step_s: Mapping[str, float] = field(default_factory=dict)  # drafter -> a target step on the forward
     #   it runs, where that is not the one the other timings ran (early exit on Hugging Face's under lean): its c
     #   compares like with like
-    forward: tuple[tuple[str, str], ...] = ()  # (model, forward) each timed model ran (engine/lean.py); () = unrecorded
+    # (model, forward) each timed model ran (engine/forward/lean.py); () = unrecorded
+    forward: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self):
         if self.draft_step_s is None or isinstance(self.draft_step_s, (int, float)):  # the draft model's step alone

@@ -36,10 +36,10 @@ from specviz.core.trace import (
     Trace,
 )
 from specviz.core.verify import Verdict, overlap, tree_depths, verify
-from specviz.engine.kv import CachedModel
-from specviz.engine.lean import chosen_forward
-from specviz.engine.lean_heads import lean_step
-from specviz.engine.models import ModelPair, recorded_name, synchronize
+from specviz.engine.forward.kv import CachedModel
+from specviz.engine.forward.lean import chosen_forward
+from specviz.engine.heads.lean_heads import lean_step
+from specviz.engine.loading.models import ModelPair, recorded_name, synchronize
 from specviz.engine.proposers import Proposal, Proposer, ancestor_matrix, empty_chain, proposer_class
 from specviz.engine.tree import judge_tree
 from specviz.errors import SettingsError
@@ -118,7 +118,7 @@ EARLY_EXIT_NEEDS_HF = "early exit reads the target's per-layer cache, which only
 
 
 def target_forward(pair: ModelPair, settings: RunSettings, proposer: Proposer | None = None) -> str:
-    """The forward the target runs (engine/lean.py): the run's choice, but Hugging Face's for early exit, whose
+    """The forward the target runs (engine/forward/lean.py): the run's choice, but Hugging Face's for early exit, whose
     drafter reads the target's own cache objects layer by layer."""
     needs_hf = EARLY_EXIT_NEEDS_HF if getattr(proposer, "shares_target", False) else None
     return chosen_forward(settings.forward, pair.target, needs_hf)

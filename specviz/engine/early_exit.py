@@ -24,8 +24,8 @@ from __future__ import annotations
 import torch
 from transformers import PreTrainedModel
 
-from specviz.engine import masks
-from specviz.engine.kv import CachedModel
+from specviz.engine.forward import masks
+from specviz.engine.forward.kv import CachedModel
 from specviz.errors import SettingsError
 
 

@@ -29,7 +29,7 @@ from specviz.core.stats import first_divergence
 from specviz.core.verify import residual
 from specviz.engine.decode import decode_rounds, encode_prompt
 from specviz.engine.early_exit import check_exit_layer
-from specviz.engine.models import ModelPair
+from specviz.engine.loading.models import ModelPair
 from specviz.engine.proposers import EarlyExitProposer
 from specviz.errors import SettingsError
 

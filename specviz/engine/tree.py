@@ -34,7 +34,7 @@ from specviz.core.trace import (
     TokenProb,
 )
 from specviz.core.verify import TreeVerdict, tree_depths, verify_tree
-from specviz.engine.models import ModelPair
+from specviz.engine.loading.models import ModelPair
 from specviz.engine.proposers import Proposal
 
 

@@ -27,8 +27,8 @@ from specviz.core.settings import MAX_K, RunSettings, TreeSpec, spec_label, tree
 from specviz.core.suffix_tree import SuffixMemory
 from specviz.engine.costs import measure_costs
 from specviz.engine.decode import forwards_run
-from specviz.engine.lean import prepare_forwards
-from specviz.engine.models import ModelPair, recorded_name
+from specviz.engine.forward.lean import prepare_forwards
+from specviz.engine.loading.models import ModelPair, recorded_name
 from specviz.measure.lanes import refusal, run_method, tree_settings
 from specviz.measure.predict import predict
 

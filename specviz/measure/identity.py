@@ -40,7 +40,7 @@ def local_engine_for(served: str, method: str, candidates: Iterable[tuple[str, s
     served model (vLLM does not say which head it runs outside dev mode: the one beside that target); None for any
     other method, or when no candidate has what it needs."""
     from specviz import methods
-    from specviz.engine.models import head_beside
+    from specviz.engine.loading.models import head_beside
 
     entry = methods.get(method)
     if entry.loads_draft:

@@ -20,7 +20,7 @@ from specviz.core.settings import RunSettings, TreeSpec, for_method, tree_fields
 from specviz.core.suffix_tree import SuffixMemory
 from specviz.engine.compare import assisted_refusal, hf_generate
 from specviz.engine.decode import build_trace, decode_rounds, encode_prompt
-from specviz.engine.models import ModelPair
+from specviz.engine.loading.models import ModelPair
 
 OnTokens = Callable[[str, list[int], float], None]  # method, all output ids so far, seconds since the start
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from specviz.core.settings import RunSettings
 from specviz.core.suffix_tree import SuffixMemory
 from specviz.engine.costs import MeasuredCosts, measure_costs
-from specviz.engine.models import ModelPair
+from specviz.engine.loading.models import ModelPair
 from specviz.measure.lanes import run_method
 from specviz.measure.workload import RunSource
 

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from specviz.engine.costs import measure_costs
-from specviz.engine.models import ModelPair
+from specviz.engine.loading.models import ModelPair
 from specviz.measure.bench import cpu_model
 
 ROUND_K = 4  # the speculative round timed: K draft steps and one verify pass over K + 1 tokens

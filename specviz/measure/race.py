@@ -22,7 +22,7 @@ from specviz.core.trace import Trace
 from specviz.core.verify import tree_size
 from specviz.engine.costs import MeasuredCosts, measure_costs
 from specviz.engine.decode import generate
-from specviz.engine.models import ModelPair
+from specviz.engine.loading.models import ModelPair
 from specviz.errors import SettingsError
 from specviz.measure.lanes import run_method, tree_settings
 from specviz.measure.predict import predict

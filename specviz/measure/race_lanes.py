@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 
 from specviz import methods
-from specviz.engine.models import HEAD_KINDS
+from specviz.engine.loading.models import HEAD_KINDS
 from specviz.measure.race import MAX_PICKED, RACE_TREES, tree_label
 from specviz.measure.timing import DISAGREES, against_bench, agreement_words
 from specviz.viz.explain import BF16_GREEDY_NOTE

@@ -12,8 +12,8 @@ from __future__ import annotations
 from specviz.core.settings import FORWARD_AUTO
 from specviz.core.theory import MAX_K
 from specviz.engine.costs import measure_costs
-from specviz.engine.lean import prepare_forwards
-from specviz.engine.models import ModelPair, recorded_name
+from specviz.engine.forward.lean import prepare_forwards
+from specviz.engine.loading.models import ModelPair, recorded_name
 
 FORMAT, VERSION = "specviz.verify-curve", 1
 

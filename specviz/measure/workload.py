@@ -22,7 +22,7 @@ from specviz.errors import SettingsError, SpecvizError
 from specviz.measure.prompts import PromptRow
 
 if TYPE_CHECKING:
-    from specviz.engine.models import ModelPair
+    from specviz.engine.loading.models import ModelPair
 
 RunSource = Callable[[str, RunSettings, str], RunRecord]  # (prompt, settings, tag) -> the run's record
 

@@ -266,8 +266,8 @@ def remembered(pair, settings: RunSettings):
 
 
 def main(argv: list[str] | None = None) -> int:
-    from specviz.engine.catalogue import DEFAULT_PAIR, PAIR_NAMES, find_pair
-    from specviz.engine.models import load_pair, recorded_name
+    from specviz.engine.loading.catalogue import DEFAULT_PAIR, PAIR_NAMES, find_pair
+    from specviz.engine.loading.models import load_pair, recorded_name
     from specviz.errors import SpecvizError
     from specviz.measure.local import engine_source
     from specviz.measure.prompts import read_workload, wrapped_rows

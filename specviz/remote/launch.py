@@ -74,7 +74,7 @@ def vllm_python(venv: Path | None = None) -> Path:
 
 def bundled_sources() -> tuple[str, str]:
     """(target, draft) of the bundled pair."""
-    from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET
+    from specviz.engine.loading.models import BUNDLED_DRAFT, BUNDLED_TARGET
 
     return BUNDLED_TARGET, BUNDLED_DRAFT
 
@@ -82,7 +82,7 @@ def bundled_sources() -> tuple[str, str]:
 def bundled_head(method: str) -> str:
     """The bundled target's head directory for a head method (its registry entry's `head.beside`, beside the
     target)."""
-    from specviz.engine.models import BUNDLED_PAIR, HEAD_KINDS
+    from specviz.engine.loading.models import BUNDLED_PAIR, HEAD_KINDS
 
     return str(BUNDLED_PAIR / HEAD_KINDS[method].beside)
 

@@ -13,7 +13,7 @@ Stages (each resumable; `all` runs them in order, skipping finished ones):
              with its options): trained on the target's features, resumable, --<head>-minutes of training ->
              <work>/<head>/..., exported to assets/models/pystdlib/<head> (specviz/train/<head>.py)
   vocab      (not part of `all`: export writes it) count the training split's tokens -> draft/token_counts.json, the
-             frequency order of the draft's trimmed vocabulary (specviz/engine/vocab.py)
+             frequency order of the draft's trimmed vocabulary (specviz/engine/loading/vocab.py)
   card       (not part of `all`: export ends with it) measure the exported pair with `python -m specviz run |
              measure | bench` -> measurements.json, and render the model card README.md from manifest.json and
              measurements.json (18.5 min on a busy 2-core CPU; --rerender: render only, from the

@@ -5,8 +5,8 @@ matrix (tied, frozen: it is also the LM head), the final norm, and L decoder lay
 L - 1 layers and its last one: the last layer is the one that writes what the LM head reads). Only the decoder layers
 and the final norm are trained.
 
-Its vocabulary is trimmed (FR-Spec, engine/vocab.py): logits over the N token ids the target wrote most often in the
-data, N the smallest of a few sizes whose kept ids cover `coverage` of the target's greedy choices (measured on the
+Its vocabulary is trimmed (FR-Spec, engine/loading/vocab.py): logits over the N token ids the target wrote most often in
+the data, N the smallest of a few sizes whose kept ids cover `coverage` of the target's greedy choices (measured on the
 shards, written to token_counts.json with `recommended` = N, which the engine reads). The loss is the cross-entropy of
 the draft's softmax over those N ids against the teacher's top-k probabilities mapped onto them and renormalised.
 

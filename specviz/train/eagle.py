@@ -1,4 +1,5 @@
-"""Stage `eagle`: train an EAGLE-1 head (specviz/engine/heads.py) on the exported target's features, then export it.
+"""Stage `eagle`: train an EAGLE-1 head (specviz/engine/heads/eagle.py) on the exported target's features, then export
+it.
 
 The target is the shipped one (out_dir/target, read back in float32 as specviz runs it), frozen. Data: the code
 documents of the recipe's training split, encoded with the target's tokenizer into <work>/eagle/{train,val}.bin.
@@ -72,8 +73,8 @@ def train_eagle(args, work: Path, device, log) -> None:
     """Train (or resume, or skip when finished) the head over the corpus in <work>/corpus, then export it."""
     import torch
 
-    from specviz.engine.heads import new_eagle_head
-    from specviz.engine.models import load_model
+    from specviz.engine.heads.eagle import new_eagle_head
+    from specviz.engine.loading.models import load_model
 
     out = args.out_dir
     train_data, val_data = code_tokens(work, out, HEAD_DIR, log)
@@ -104,7 +105,7 @@ def export_head(head, target, out: Path, result: dict, windows, device, log) -> 
     """out/eagle in vLLM's format, read back through specviz's loader and measured again on the held-out windows."""
     import torch
 
-    from specviz.engine.heads import load_eagle_head, save_eagle_head
+    from specviz.engine.heads.eagle import load_eagle_head, save_eagle_head
 
     directory = save_eagle_head(head, out / HEAD_DIR)
     shipped = load_eagle_head(directory, target, "the shipped target").to(torch.float32)

@@ -1,8 +1,9 @@
-"""Stage `eagle3`: train an EAGLE-3 head (specviz/engine/eagle3.py) with training-time test, then export it.
+"""Stage `eagle3`: train an EAGLE-3 head (specviz/engine/heads/eagle3.py) with training-time test, then export it.
 
 The target is the shipped one (out_dir/target, read in float32), frozen; the data are the EAGLE-1 stage's tokens
 (<work>/eagle/{train,val}.bin: the code documents of the training split and of val_code). The draft vocabulary is the
-N most frequent tokens of the training split (the draft's token_counts.json, engine/vocab.py), N = --eagle3-vocab.
+N most frequent tokens of the training split (the draft's token_counts.json, engine/loading/vocab.py), N =
+--eagle3-vocab.
 
 Training-time test (EAGLE-3, `eagle/traineagle3/cnets.py`): per window x_0..x_T the head is unrolled K = 4 steps. Step
 0 reads fc of the target's states at the layers read, h_t, with x_{t+1}; step k reads its own step k-1 output s at the
@@ -140,9 +141,9 @@ def train_eagle3(args, work: Path, device, log) -> None:
     """Train (or resume, or skip when finished) the head, then export it."""
     import torch
 
-    from specviz.engine.eagle3 import new_head3
-    from specviz.engine.models import load_model
-    from specviz.engine.vocab import load_counts
+    from specviz.engine.heads.eagle3 import new_head3
+    from specviz.engine.loading.models import load_model
+    from specviz.engine.loading.vocab import load_counts
 
     out = args.out_dir
     train_data, val_data = code_tokens(work, out, EAGLE_DIR, log)  # the EAGLE-1 stage's tokens
@@ -196,7 +197,7 @@ def export_head3(head, target, out: Path, result: dict, windows, device, log) ->
     """out/eagle3 in vLLM's format, read back through specviz's loader and measured again on the held-out windows."""
     import torch
 
-    from specviz.engine.eagle3 import load_head3, save_head3
+    from specviz.engine.heads.eagle3 import load_head3, save_head3
 
     directory = save_head3(head, out / HEAD_DIR)
     shipped = load_head3(directory, target, "the shipped target").to(torch.float32)

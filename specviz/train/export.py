@@ -57,10 +57,10 @@ DRAFT_VOCAB = 1024  # the draft vocabulary the bundled draft recommends (docs/sp
 
 def write_token_counts(corpus_dir: Path, draft_dir: Path, log, recommended: int = DRAFT_VOCAB) -> None:
     """Count every token of the training split with the draft's own tokenizer -> draft_dir/token_counts.json, the
-    frequency order a trimmed draft vocabulary keeps (engine/vocab.py)."""
+    frequency order a trimmed draft vocabulary keeps (engine/loading/vocab.py)."""
     from transformers import AutoTokenizer
 
-    from specviz.engine.vocab import COUNTS_FILE, TokenCounts, count_tokens
+    from specviz.engine.loading.vocab import COUNTS_FILE, TokenCounts, count_tokens
 
     from .corpus import read_jsonl
 

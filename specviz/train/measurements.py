@@ -19,7 +19,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from specviz import methods
-from specviz.engine.catalogue import BUNDLED_PRESETS
+from specviz.engine.loading.catalogue import BUNDLED_PRESETS
 
 from .paths import DEFAULT_OUT, REPO_ROOT, WORKLOADS
 

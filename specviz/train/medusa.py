@@ -1,4 +1,5 @@
-"""Stage `medusa`: train K = 4 Medusa heads (specviz/engine/medusa.py) on the exported target's features, export them.
+"""Stage `medusa`: train K = 4 Medusa heads (specviz/engine/heads/medusa.py) on the exported target's features, export
+them.
 
 The target is the shipped one (out_dir/target, read back in float32 as specviz runs it), frozen. Data: the code
 documents of the recipe's training split (<work>/medusa/{train,val}.bin). Per window x_0..x_T the target gives its
@@ -80,8 +81,8 @@ def train_medusa(args, work: Path, device, log) -> None:
     """Train (or resume, or skip when finished) the heads over the corpus in <work>/corpus, then export them."""
     import torch
 
-    from specviz.engine.medusa import new_medusa
-    from specviz.engine.models import load_model
+    from specviz.engine.heads.medusa import new_medusa
+    from specviz.engine.loading.models import load_model
 
     out = args.out_dir
     train_data, val_data = code_tokens(work, out, HEAD_DIR, log)
@@ -120,7 +121,7 @@ def export_medusa(heads, target, out: Path, result: dict, windows, device, log) 
     """out/medusa in vLLM's format, read back through specviz's loader and measured again on the held-out windows."""
     import torch
 
-    from specviz.engine.medusa import load_medusa, save_medusa
+    from specviz.engine.heads.medusa import load_medusa, save_medusa
 
     directory = save_medusa(heads, out / HEAD_DIR)
     shipped = load_medusa(directory, target, "the shipped target").to(torch.float32)

@@ -1,4 +1,4 @@
-"""Stage `mtp`: train one MTP module (specviz/engine/mtp.py) post hoc on the exported target, then export it.
+"""Stage `mtp`: train one MTP module (specviz/engine/heads/mtp.py) post hoc on the exported target, then export it.
 
 The target is the shipped one (out_dir/target, read back in float32 as specviz runs it), frozen. Data: the code
 documents of the recipe's training split (<work>/mtp/{train,val}.bin). Per window x_0..x_T the target gives its
@@ -76,8 +76,8 @@ def train_mtp(args, work: Path, device, log) -> None:
     """Train (or resume, or skip when finished) the module over the corpus in <work>/corpus, then export it."""
     import torch
 
-    from specviz.engine.models import load_model
-    from specviz.engine.mtp import new_mtp
+    from specviz.engine.heads.mtp import new_mtp
+    from specviz.engine.loading.models import load_model
 
     out = args.out_dir
     train_data, val_data = code_tokens(work, out, HEAD_DIR, log)
@@ -108,7 +108,7 @@ def export_mtp(module, target, out: Path, result: dict, windows, device, log) ->
     """out/mtp, read back through specviz's loader and measured again on the held-out windows."""
     import torch
 
-    from specviz.engine.mtp import load_mtp, save_mtp
+    from specviz.engine.heads.mtp import load_mtp, save_mtp
 
     directory = save_mtp(module, out / HEAD_DIR)
     shipped = load_mtp(directory, target, "the shipped target").to(torch.float32)

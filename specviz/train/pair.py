@@ -77,8 +77,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def resolve(args: argparse.Namespace) -> argparse.Namespace:
     """The target directory, work dir and out dir of the named pair (a clear message for an unknown pair)."""
-    from specviz.engine.catalogue import find_pair
-    from specviz.engine.install import cache_root
+    from specviz.engine.loading.catalogue import find_pair
+    from specviz.engine.loading.install import cache_root
     from specviz.errors import SpecvizError
 
     if args.target is None:

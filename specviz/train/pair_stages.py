@@ -164,13 +164,13 @@ def stage_draft(args, work: Path, log) -> None:
 
 
 def export_draft(args, draft, tokenizer, counts: np.ndarray, n_kept: int, result: dict, log) -> None:
-    """out/draft as the pair ships it (engine/shipped.py): the trained tensors without the target's embeddings
+    """out/draft as the pair ships it (engine/loading/shipped.py): the trained tensors without the target's embeddings
     (layers.safetensors, bfloat16), config.json, token_counts.json (recommended = the trimmed size) and
     training.json; the whole model with its tokenizer stays in <work>/draft-whole."""
     import torch
 
-    from specviz.engine.shipped import split_draft
-    from specviz.engine.vocab import TokenCounts
+    from specviz.engine.loading.shipped import split_draft
+    from specviz.engine.loading.vocab import TokenCounts
 
     whole = args.work_dir / "draft-whole"
     whole.mkdir(parents=True, exist_ok=True)
@@ -189,7 +189,7 @@ def stage_eagle3(args, work: Path, log) -> None:
     data stage's samples, over the draft's trimmed vocabulary (or --eagle3-vocab most frequent ids)."""
     import torch
 
-    from specviz.engine.eagle3 import load_head3, new_head3, save_head3
+    from specviz.engine.heads.eagle3 import load_head3, new_head3, save_head3
 
     from .eagle3 import evaluate_head3, init_from_target, ttt_losses
     from .heads import HeadJob, train_head

@@ -14,8 +14,8 @@ from specviz.core.record import RunRecord
 from specviz.core.roofline import HARDWARE, MODELS, LoadSettings, break_even_batch, load_curve, log_batches
 from specviz.core.settings import DEFAULT_EXIT_LAYER, MAX_EXIT_LAYER
 from specviz.core.theory import MAX_K, TheoryResult, VerifyCost, compare_positional, formulas, parse_rates
-from specviz.engine import models
-from specviz.engine.models import ASSETS
+from specviz.engine.loading import models
+from specviz.engine.loading.models import ASSETS
 from specviz.errors import SpecvizError
 from specviz.measure import calculator as policy
 from specviz.measure.calculator import TREE_RATES, TREE_VERIFY, VERIFY_MODES

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from specviz.engine.models import ASSETS, BUNDLED_DRAFT, BUNDLED_TARGET
+from specviz.engine.loading.models import ASSETS, BUNDLED_DRAFT, BUNDLED_TARGET
 from specviz.errors import SpecvizError
 from specviz.measure import concurrency
 from specviz.measure.sweep_roofline import difference_words, measured_hardware, model_spec, roofline_rows

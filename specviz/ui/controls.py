@@ -27,9 +27,9 @@ from specviz.core.settings import (
     tree_fields,
 )
 from specviz.core.verify import tree_size
-from specviz.engine.catalogue import CATALOGUE, exit_layer_for, find_pair, presets_for, uses_chat
-from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET, DTYPES, ModelPair
-from specviz.engine.vocab import load_counts
+from specviz.engine.loading.catalogue import CATALOGUE, exit_layer_for, find_pair, presets_for, uses_chat
+from specviz.engine.loading.models import BUNDLED_DRAFT, BUNDLED_TARGET, DTYPES, ModelPair
+from specviz.engine.loading.vocab import load_counts
 from specviz.errors import SpecvizError
 from specviz.measure.precision import time_precisions, verdict
 from specviz.ui.limits import Limits, sidebar_source

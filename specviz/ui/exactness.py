@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from specviz.core import lab
-from specviz.engine.models import ASSETS
+from specviz.engine.loading.models import ASSETS
 from specviz.errors import SpecvizError
 from specviz.ui.controls import pair_or_error
 from specviz.ui.limits import Limits

@@ -133,7 +133,7 @@ def sidebar_source(source: str, limits: Limits) -> str:
     """The sidebar's name for a model in use: the bundled pair relative to the repository (a projector need not show
     where it was cloned), a converted pair's models by name (smollm2, smollm2-draft), anything else as display_source
     shows it."""
-    from specviz.engine.models import converted_pair_name
+    from specviz.engine.loading.models import converted_pair_name
 
     inside = source.startswith(str(REPO_ROOT) + "/")
     if inside:

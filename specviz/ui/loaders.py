@@ -7,8 +7,8 @@ import os
 
 import streamlit as st
 
-from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET, ModelPair, load_pair, load_tokenizer
-from specviz.engine.threads import threads_from_environment
+from specviz.engine.forward.threads import threads_from_environment
+from specviz.engine.loading.models import BUNDLED_DRAFT, BUNDLED_TARGET, ModelPair, load_pair, load_tokenizer
 from specviz.errors import SpecvizError
 
 

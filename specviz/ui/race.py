@@ -9,9 +9,9 @@ from dataclasses import dataclass
 import streamlit as st
 
 from specviz import methods
-from specviz.engine import models
 from specviz.engine.decode import forwards_run
-from specviz.engine.models import ASSETS
+from specviz.engine.loading import models
+from specviz.engine.loading.models import ASSETS
 from specviz.errors import SpecvizError
 from specviz.measure import bench
 from specviz.measure import race_lanes as policy

@@ -14,7 +14,7 @@ from streamlit.runtime.uploaded_file_manager import UploadedFile
 
 from specviz.core.trace import Trace
 from specviz.core.trace_json import trace_from_json
-from specviz.engine.models import ASSETS, recorded_name
+from specviz.engine.loading.models import ASSETS, recorded_name
 from specviz.errors import SpecvizError
 from specviz.ui import render, url
 from specviz.ui.controls import FIRST_RUN_NOTE, Controls, active_sources, is_first_run, prompt_box

@@ -17,8 +17,8 @@ from specviz import methods
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings, parse_tree_spec, tree_fields
 from specviz.core.trace import Trace
-from specviz.engine.catalogue import CATALOGUE
-from specviz.engine.models import recorded_name
+from specviz.engine.loading.catalogue import CATALOGUE
+from specviz.engine.loading.models import recorded_name
 from specviz.ui.controls import HEAD_TREE, active_sources, set_setting, set_tree_shape
 from specviz.viz import steps
 from specviz.viz.steps import query_string  # the address bar's codec, pure: the player bundle writes it too

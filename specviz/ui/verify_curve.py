@@ -6,7 +6,7 @@ import json
 
 import streamlit as st
 
-from specviz.engine.models import ASSETS
+from specviz.engine.loading.models import ASSETS
 from specviz.ui.render import draw
 from specviz.viz.theory_charts import verify_curve_chart, verify_curve_words
 

@@ -17,8 +17,8 @@ import streamlit as st
 from specviz import methods
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
-from specviz.engine.catalogue import uses_chat
-from specviz.engine.models import ModelPair
+from specviz.engine.loading.catalogue import uses_chat
+from specviz.engine.loading.models import ModelPair
 from specviz.errors import SettingsError, SpecvizError
 from specviz.measure.bench import environment
 from specviz.measure.concurrency import failure_words
@@ -102,7 +102,7 @@ def open_server(
 def whole_family(settings: RunSettings | None, target: str, draft: str | None) -> tuple[list[str], list[str]]:
     """The page's "the whole family": every method the pair in use can run (the heads found beside its target, early
     exit at the sidebar's E), and "name: why not" for each one left out."""
-    from specviz.engine.models import find_heads
+    from specviz.engine.loading.models import find_heads
     from specviz.ui.controls import exit_layer_fits
 
     try:

@@ -9,7 +9,7 @@ import json
 import streamlit as st
 
 from specviz import methods
-from specviz.engine.models import ASSETS
+from specviz.engine.loading.models import ASSETS
 from specviz.measure import workload_policy as policy
 from specviz.measure.bench import recorded_benches
 from specviz.measure.predict import below_measured, predict

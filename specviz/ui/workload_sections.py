@@ -11,7 +11,7 @@ import streamlit as st
 
 from specviz import methods
 from specviz.core.settings import RunSettings
-from specviz.engine.models import ASSETS, BUNDLED_DRAFT, BUNDLED_TARGET
+from specviz.engine.loading.models import ASSETS, BUNDLED_DRAFT, BUNDLED_TARGET
 from specviz.errors import SpecvizError
 from specviz.measure import workload_policy as policy
 from specviz.measure.prompts import TAG_LINE, Workload, parse_workload, tags_found

@@ -3,9 +3,9 @@
 from app_helpers import open_page, page
 from streamlit.testing.v1 import AppTest
 
-from specviz.engine.catalogue import presets_for
 from specviz.engine.decode import generate
-from specviz.engine.models import load_pair
+from specviz.engine.loading.catalogue import presets_for
+from specviz.engine.loading.models import load_pair
 from specviz.ui.controls import FIRST_RUN_NOTE, first_run_settings
 
 

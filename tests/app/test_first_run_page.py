@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from app_helpers import open_page, page
 
-from specviz.engine.catalogue import presets_for
+from specviz.engine.loading.catalogue import presets_for
 from specviz.ui.controls import FIRST_RUN, FIRST_RUN_NOTE, first_run_settings, is_first_run
 
 

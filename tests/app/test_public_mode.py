@@ -119,7 +119,7 @@ def test_public_mode_exports_and_sidebar_name_no_local_path(tiny_default, monkey
 
 
 def test_the_bundled_pair_is_recorded_relative_to_the_repository():
-    from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET, recorded_name
+    from specviz.engine.loading.models import BUNDLED_DRAFT, BUNDLED_TARGET, recorded_name
 
     assert recorded_name(BUNDLED_TARGET) == "assets/models/pystdlib/target"
     assert recorded_name(BUNDLED_DRAFT) == "assets/models/pystdlib/draft"

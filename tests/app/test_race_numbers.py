@@ -12,7 +12,7 @@ from app_helpers import click, open_page
 
 from specviz import methods
 from specviz.core.record import RunRecord
-from specviz.engine.models import ASSETS
+from specviz.engine.loading.models import ASSETS
 from specviz.viz.layout import BAND_ROW
 
 TOKENS = 12

@@ -120,7 +120,7 @@ def test_a_target_with_no_head_beside_it_is_not_offered_the_head_lane(tiny_defau
     at = open_page("pages/race.py")
     head_lanes = [m for m in LANES if get(m).loads_head]
     assert head_lanes and set(head_lanes) <= set(at.multiselect[0].value)  # the tiny targets have a head beside them
-    monkeypatch.setattr("specviz.engine.models.find_heads", lambda target, head: {})
+    monkeypatch.setattr("specviz.engine.loading.models.find_heads", lambda target, head: {})
     at = open_page("pages/race.py")
     assert not at.exception
     assert not set(head_lanes) & set(at.multiselect[0].value)
@@ -131,7 +131,7 @@ def test_a_target_with_no_head_beside_it_is_not_offered_the_head_lane(tiny_defau
 
 
 def test_a_target_with_only_an_eagle_head_is_offered_its_lane_and_not_the_others(tiny_default, monkeypatch):
-    monkeypatch.setattr("specviz.engine.models.find_heads", lambda target, head: {EAGLE: "beside"})
+    monkeypatch.setattr("specviz.engine.loading.models.find_heads", lambda target, head: {EAGLE: "beside"})
     at = open_page("pages/race.py")
     assert not at.exception
     assert lane_label(EAGLE) in at.multiselect[0].options and lane_label(MEDUSA) not in at.multiselect[0].options
@@ -186,7 +186,7 @@ def test_the_player_gets_every_lanes_text_in_order_at_its_recorded_times(tiny_de
     raced = at.session_state["race"][0]
     data = player_data(at)
     assert [lane["method"] for lane in data["lanes"]] == [PLAIN, DRAFT, HF_ASSISTED]
-    from specviz.engine.models import load_pair
+    from specviz.engine.loading.models import load_pair
 
     tokenizer = load_pair(*tiny_default).tokenizer
     for lane, record in zip(data["lanes"], raced.records, strict=True):

@@ -4,9 +4,9 @@ import pytest
 from app_helpers import click, open_page
 
 from specviz.core.trace import Totals
-from specviz.engine.catalogue import presets_for
 from specviz.engine.decode import generate
-from specviz.engine.models import load_pair
+from specviz.engine.loading.catalogue import presets_for
+from specviz.engine.loading.models import load_pair
 from specviz.ui.controls import FIRST_RUN_NOTE, first_run_settings
 from specviz.viz import steps
 

@@ -5,7 +5,7 @@ import pytest
 from app_helpers import click, open_page
 
 from specviz import methods
-from specviz.engine.catalogue import INSTRUCT_PRESETS, SMOLLM2_EXIT_LAYER
+from specviz.engine.loading.catalogue import INSTRUCT_PRESETS, SMOLLM2_EXIT_LAYER
 from specviz.ui.controls import OPERATOR_DEFAULT
 from specviz.viz.run_notes import NEW_RUN
 

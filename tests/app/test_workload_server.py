@@ -7,7 +7,7 @@ import json
 import pytest
 from app_helpers import click, open_page, text
 
-from specviz.engine.models import BUNDLED_TARGET
+from specviz.engine.loading.models import BUNDLED_TARGET
 from specviz.measure.summary import results_csv, results_json
 
 PROMPTS = "def add(a, b):\n---\nclass Counter:\n---\nimport numpy as np"

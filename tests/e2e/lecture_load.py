@@ -145,7 +145,7 @@ def decode_alone(traces: list[dict | None]) -> list[float | None]:
     """Each run decoded again, one at a time, in this process: seconds of generate() with its recorded settings."""
     from specviz.core.trace_json import trace_from_json
     from specviz.engine.decode import generate
-    from specviz.engine.models import load_pair
+    from specviz.engine.loading.models import load_pair
 
     pair = load_pair(device="cpu")
     generate(pair, "def warm():", trace_from_json(json.dumps(next(t for t in traces if t))).settings)

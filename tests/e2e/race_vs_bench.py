@@ -31,8 +31,8 @@ from browser_helpers import CHROMIUM, CHROMIUM_FLAGS, ROOT, main_text, open_app_
 from race_browser import lanes as player_lanes
 from race_browser import wait_played
 
-from specviz.engine.catalogue import presets_for
-from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET
+from specviz.engine.loading.catalogue import presets_for
+from specviz.engine.loading.models import BUNDLED_DRAFT, BUNDLED_TARGET
 
 RACE = {"k": 4, "temperature": 0.0, "seed": 0, "max_new_tokens": 48}  # the race page's sidebar defaults (checked)
 REPEATS = 3  # the race's (measure.timing.REPEATS)

@@ -8,9 +8,9 @@ from browser_helpers import settle, wait_shown
 
 from specviz.core.trace import Trace
 from specviz.core.trace_json import trace_from_json, trace_to_json
-from specviz.engine.catalogue import BUNDLED_PRESETS
 from specviz.engine.decode import generate
-from specviz.engine.models import load_pair
+from specviz.engine.loading.catalogue import BUNDLED_PRESETS
+from specviz.engine.loading.models import load_pair
 from specviz.ui.controls import first_run_settings
 
 SESSIONS = 5

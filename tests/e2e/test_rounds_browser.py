@@ -25,7 +25,7 @@ def test_click_through_a_round_to_the_residual_or_bonus_panel(app_url, page):
 def test_replay_a_trace_file_and_refuse_a_damaged_one(app_url, page, model_dirs, tmp_path):
     from specviz.core.settings import RunSettings
     from specviz.engine.decode import generate
-    from specviz.engine.models import load_pair
+    from specviz.engine.loading.models import load_pair
 
     pair = load_pair(str(model_dirs["gpt2-target"]), str(model_dirs["gpt2-truncated"]), device="cpu")
     trace = generate(pair, "while True:", RunSettings(k=3, max_new_tokens=12))

@@ -9,7 +9,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from specviz.core.settings import RunSettings
 from specviz.engine.decode import generate
 from specviz.engine.lab import greedy_equivalence
-from specviz.engine.models import ASSETS, BUNDLED_DRAFT, BUNDLED_TARGET, load_pair
+from specviz.engine.loading.models import ASSETS, BUNDLED_DRAFT, BUNDLED_TARGET, load_pair
 
 CODE = [json.loads(line)["prompt"] for line in (ASSETS / "workloads" / "code.jsonl").read_text().splitlines()[:3]]
 

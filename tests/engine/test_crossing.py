@@ -19,7 +19,7 @@ from specviz.core.sampling import SamplingSettings, logits_to_probs
 from specviz.core.settings import RunSettings
 from specviz.core.trace_json import trace_from_json, trace_to_json
 from specviz.engine.decode import decode_rounds, encode_prompt, generate
-from specviz.engine.models import BUNDLED_DRAFT, load_pair
+from specviz.engine.loading.models import BUNDLED_DRAFT, load_pair
 from specviz.errors import IncompatiblePairError, SettingsError
 
 PROMPT = "def add(a, b):"
@@ -133,8 +133,8 @@ def test_methods_that_compare_tokens_refuse_a_draft_with_another_tokenizer(tiny,
 def test_smollm2_drafted_by_the_pystdlib_draft_equals_plain_decoding():
     """The real pair that needs it: SmolLM2-135M-Instruct (49,152 tokens) and the bundled draft (8,192 code tokens),
     loaded once; greedy TLI and SLEM give plain decoding's 24 tokens."""
-    from specviz.engine.catalogue import find_pair
     from specviz.engine.decode import chat_wrapped
+    from specviz.engine.loading.catalogue import find_pair
 
     target, _ = find_pair("smollm2").sources()
     pair = load_pair(target, BUNDLED_DRAFT, device="cpu", cross_vocab=True)

@@ -1,5 +1,5 @@
-"""A trimmed draft vocabulary (engine/vocab.py): q is the full draft's distribution renormalised over the kept tokens
-(0 elsewhere), speculative greedy output still equals plain decoding, and bad requests get clear messages."""
+"""A trimmed draft vocabulary (engine/loading/vocab.py): q is the full draft's distribution renormalised over the kept
+tokens (0 elsewhere), speculative greedy output still equals plain decoding, and bad requests get clear messages."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
 from specviz.core.verify import next_token_distribution
 from specviz.engine.decode import generate
-from specviz.engine.kv import CachedModel
-from specviz.engine.models import load_pair
-from specviz.engine.vocab import TokenCounts, check_trimmable, count_tokens
+from specviz.engine.forward.kv import CachedModel
+from specviz.engine.loading.models import load_pair
+from specviz.engine.loading.vocab import TokenCounts, check_trimmable, count_tokens
 from specviz.errors import SettingsError
 
 PROMPTS = ["def add(a, b):\n    return", "The quick brown fox"]

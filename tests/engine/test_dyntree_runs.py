@@ -19,7 +19,7 @@ from specviz.core.settings import RunSettings
 from specviz.core.trace_json import trace_from_json, trace_to_json
 from specviz.engine import proposers
 from specviz.engine.decode import generate
-from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET, load_pair
+from specviz.engine.loading.models import BUNDLED_DRAFT, BUNDLED_TARGET, load_pair
 
 METHODS = [methods.TREE, methods.EAGLE, methods.EAGLE3]
 CHAINS = {methods.TREE: methods.DRAFT, methods.EAGLE: methods.EAGLE, methods.EAGLE3: methods.EAGLE3}

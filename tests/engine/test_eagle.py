@@ -13,8 +13,8 @@ from specviz import methods
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
 from specviz.engine.decode import generate
-from specviz.engine.heads import new_eagle_head, save_eagle_head
-from specviz.engine.models import load_pair
+from specviz.engine.heads.eagle import new_eagle_head, save_eagle_head
+from specviz.engine.loading.models import load_pair
 from specviz.errors import ModelLoadError, SettingsError, SpecvizError
 
 PROMPTS = ["def add(a, b):\n    return", "class Counter:\n    def increment(self, step=1):\n", "The quick brown fox"]

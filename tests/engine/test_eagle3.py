@@ -15,8 +15,8 @@ from specviz import methods
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
 from specviz.engine.decode import generate
-from specviz.engine.eagle3 import new_head3, save_head3
-from specviz.engine.models import load_pair
+from specviz.engine.heads.eagle3 import new_head3, save_head3
+from specviz.engine.loading.models import load_pair
 from specviz.engine.proposers.eagle3 import Eagle3Proposer
 from specviz.errors import ModelLoadError, SettingsError, SpecvizError
 

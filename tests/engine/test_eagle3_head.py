@@ -1,5 +1,5 @@
-"""The EAGLE-3 head (engine/eagle3.py): vLLM's file format both ways, a cache that reads in pieces what a full pass
-reads at once, a degenerate head that does what it is built to, and heads that do not fit refused with both sides
+"""The EAGLE-3 head (engine/heads/eagle3.py): vLLM's file format both ways, a cache that reads in pieces what a full
+pass reads at once, a degenerate head that does what it is built to, and heads that do not fit refused with both sides
 named."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from eagle3_heads import degenerate_head3
 from safetensors import safe_open
 from safetensors.torch import save_file
 
-from specviz.engine.eagle3 import ARCHITECTURE, HEAD3_WEIGHTS, default_layers, load_head3, new_head3, save_head3
+from specviz.engine.heads.eagle3 import ARCHITECTURE, HEAD3_WEIGHTS, default_layers, load_head3, new_head3, save_head3
 from specviz.errors import ModelLoadError
 
 

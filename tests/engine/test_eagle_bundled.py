@@ -14,7 +14,7 @@ from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
 from specviz.engine import proposers
 from specviz.engine.decode import generate
-from specviz.engine.models import ASSETS, BUNDLED_PAIR, load_pair
+from specviz.engine.loading.models import ASSETS, BUNDLED_PAIR, load_pair
 
 WORKLOADS = ASSETS / "workloads"
 HELD_OUT = [json.loads(line)["prompt"] for line in (WORKLOADS / "code.jsonl").read_text().splitlines()[:4]]

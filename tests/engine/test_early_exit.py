@@ -23,7 +23,7 @@ from specviz.engine import proposers
 from specviz.engine.compare import hf_generate
 from specviz.engine.decode import decode_rounds, encode_prompt, generate
 from specviz.engine.lab import exit_variants_at, two_token_samples
-from specviz.engine.models import ASSETS, load_pair
+from specviz.engine.loading.models import ASSETS, load_pair
 from specviz.errors import SettingsError
 
 WORKLOADS = ASSETS / "workloads"

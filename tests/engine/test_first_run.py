@@ -5,9 +5,9 @@ from collections import Counter
 
 import pytest
 
-from specviz.engine.catalogue import BUNDLED_PRESETS
 from specviz.engine.decode import generate
-from specviz.engine.models import load_pair
+from specviz.engine.loading.catalogue import BUNDLED_PRESETS
+from specviz.engine.loading.models import load_pair
 from specviz.ui.controls import FIRST_RUN, FIRST_RUN_NOTE, first_run_settings
 
 

@@ -18,8 +18,8 @@ from specviz.core.settings import RunSettings
 from specviz.core.verify import tree_parents
 from specviz.engine import proposers
 from specviz.engine.decode import generate
-from specviz.engine.kv import CachedModel
-from specviz.engine.models import load_pair
+from specviz.engine.forward.kv import CachedModel
+from specviz.engine.loading.models import load_pair
 from specviz.errors import SettingsError
 
 HEADS = [methods.EAGLE, methods.EAGLE3, methods.MEDUSA]

@@ -8,7 +8,7 @@ from specviz import methods
 from specviz.cli import main
 from specviz.core.settings import RunSettings
 from specviz.core.trace_json import trace_from_json
-from specviz.engine.models import load_pair
+from specviz.engine.loading.models import load_pair
 from specviz.measure.bench import results_table, run_bench
 
 

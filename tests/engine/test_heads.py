@@ -1,4 +1,4 @@
-"""The EAGLE-1 head (engine/heads.py): vLLM's file format both ways, a cache that reads in pieces what a full pass
+"""The EAGLE-1 head (engine/heads/eagle.py): vLLM's file format both ways, a cache that reads in pieces what a full pass
 reads at once, and heads that do not fit the target refused with both sides named."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from eagle_heads import degenerate_head
 from safetensors import safe_open
 from safetensors.torch import save_file
 
-from specviz.engine.heads import HEAD_WEIGHTS, is_eagle_head, load_eagle_head, new_eagle_head, save_eagle_head
+from specviz.engine.heads.eagle import HEAD_WEIGHTS, is_eagle_head, load_eagle_head, new_eagle_head, save_eagle_head
 from specviz.errors import ModelLoadError
 
 

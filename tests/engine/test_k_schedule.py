@@ -12,7 +12,7 @@ from specviz.core.settings import RunSettings
 from specviz.core.trace_json import trace_from_json, trace_to_json
 from specviz.engine.compare import hf_generate
 from specviz.engine.decode import encode_prompt, generate
-from specviz.engine.models import ASSETS, load_pair
+from specviz.engine.loading.models import ASSETS, load_pair
 from specviz.errors import SettingsError
 
 CODE = [json.loads(line)["prompt"] for line in (ASSETS / "workloads" / "code.jsonl").read_text().splitlines()[:2]]

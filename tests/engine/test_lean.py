@@ -1,6 +1,6 @@
-"""The lean forward (engine/lean.py) computes Hugging Face's function: logits and hidden states at prefill, one step,
-a verify pass over K + 1 tokens and a tree pass; greedy runs identical across forwards; where it cannot run it says
-why, and auto falls back."""
+"""The lean forward (engine/forward/lean.py) computes Hugging Face's function: logits and hidden states at prefill, one
+step, a verify pass over K + 1 tokens and a tree pass; greedy runs identical across forwards; where it cannot run it
+says why, and auto falls back."""
 
 import pytest
 import torch
@@ -8,9 +8,9 @@ from transformers import AutoModelForCausalLM
 
 from specviz.core.settings import FORWARD_AUTO, FORWARD_HF, FORWARD_LEAN, RunSettings
 from specviz.engine.decode import forwards_run, generate
-from specviz.engine.kv import CachedModel
-from specviz.engine.lean import LeanCache, _build, chosen_forward, lean_forward, lean_refusal
-from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET, load_pair
+from specviz.engine.forward.kv import CachedModel
+from specviz.engine.forward.lean import LeanCache, _build, chosen_forward, lean_forward, lean_refusal
+from specviz.engine.loading.models import BUNDLED_DRAFT, BUNDLED_TARGET, load_pair
 from specviz.errors import SettingsError
 
 TOL = 1e-4  # float32: the two forwards add the same products in another order
@@ -194,7 +194,7 @@ def test_passes_over_several_rows_use_onednns_packed_copy_and_agree_with_the_pla
     """A verify, tree or prefill pass multiplies several rows at once: on a CPU in float32 each matrix has oneDNN's
     packed copy for them (5 rows of the bundled LM head took 861 µs through MKL, 156 µs packed); one row (a step)
     keeps the input-major matrix-vector product. Both give x @ W to float32 rounding."""
-    from specviz.engine.lean import Matrix, onednn_packs, packed_copy
+    from specviz.engine.forward.lean import Matrix, onednn_packs, packed_copy
 
     assert onednn_packs()  # this torch build (CPU, oneDNN) packs: the lean forward's verify pass relies on it
     weights = _build(bundled.target)

@@ -1,7 +1,8 @@
-"""The feature heads' lean step (engine/lean_heads.py) computes what their modules compute: for the shipped EAGLE-1 and
-EAGLE-3 heads and MTP module on the bundled target (float32), the draft logits agree at the first draft step, at later
-steps over a cache of several rows, over a multi-row pass and a tree depth; greedy runs at K = 4 equal plain decoding
-and the hf-forward run token for token; the lean weights are built once per head and leave the head as it was."""
+"""The feature heads' lean step (engine/heads/lean_heads.py) computes what their modules compute: for the shipped
+EAGLE-1 and EAGLE-3 heads and MTP module on the bundled target (float32), the draft logits agree at the first draft
+step, at later steps over a cache of several rows, over a multi-row pass and a tree depth; greedy runs at K = 4 equal
+plain decoding and the hf-forward run token for token; the lean weights are built once per head and leave the head as it
+was."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ import torch
 
 from specviz import methods
 from specviz.core.settings import FORWARD_AUTO, FORWARD_HF, FORWARD_LEAN, RunSettings
-from specviz.engine import lean_heads, proposers
+from specviz.engine import proposers
 from specviz.engine.decode import generate
-from specviz.engine.models import ASSETS, load_pair
+from specviz.engine.heads import lean_heads
+from specviz.engine.loading.models import ASSETS, load_pair
 
 TOL = 1e-4  # float32: the two paths add the same products in another order
 HEADS = {name: proposers.proposer_class(name) for name in (methods.EAGLE, methods.EAGLE3, methods.MTP)}

@@ -1,8 +1,8 @@
-"""engine/masks.py: the causal and tree masks every forward draws on, their shapes and values."""
+"""engine/forward/masks.py: the causal and tree masks every forward draws on, their shapes and values."""
 
 import torch
 
-from specviz.engine import masks
+from specviz.engine.forward import masks
 
 MIN = torch.finfo(torch.float32).min
 

@@ -14,8 +14,8 @@ from specviz import methods
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
 from specviz.engine.decode import generate
-from specviz.engine.medusa import new_medusa, save_medusa
-from specviz.engine.models import find_heads, load_pair
+from specviz.engine.heads.medusa import new_medusa, save_medusa
+from specviz.engine.loading.models import find_heads, load_pair
 from specviz.engine.proposers import draft_cap_note
 from specviz.errors import ModelLoadError, SettingsError, SpecvizError
 

@@ -11,7 +11,7 @@ from specviz import methods
 from specviz.core.settings import RunSettings
 from specviz.engine import proposers
 from specviz.engine.decode import generate
-from specviz.engine.models import BUNDLED_PAIR, load_pair
+from specviz.engine.loading.models import BUNDLED_PAIR, load_pair
 from specviz.engine.proposers.medusa import MedusaDrafter
 
 MEDUSA = methods.MEDUSA

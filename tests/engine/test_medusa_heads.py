@@ -1,5 +1,5 @@
-"""Medusa heads (engine/medusa.py): vLLM's file format both ways, the degenerate heads drafting what they are built
-to, and heads that do not fit the target (or that vLLM would load differently) refused with both sides named."""
+"""Medusa heads (engine/heads/medusa.py): vLLM's file format both ways, the degenerate heads drafting what they are
+built to, and heads that do not fit the target (or that vLLM would load differently) refused with both sides named."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from medusa_heads import degenerate_medusa, shifted_drafts
 from safetensors import safe_open
 from safetensors.torch import save_file
 
-from specviz.engine.heads import is_eagle_head
-from specviz.engine.medusa import MedusaHeads, is_medusa_head, load_medusa, new_medusa, save_medusa
+from specviz.engine.heads.eagle import is_eagle_head
+from specviz.engine.heads.medusa import MedusaHeads, is_medusa_head, load_medusa, new_medusa, save_medusa
 from specviz.errors import ModelLoadError
 
 

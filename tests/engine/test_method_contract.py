@@ -21,7 +21,7 @@ from specviz.core.settings import RunSettings
 from specviz.core.trace_json import trace_from_json, trace_to_json
 from specviz.engine.costs import measure_costs, timing_options
 from specviz.engine.decode import encode_prompt, generate
-from specviz.engine.models import load_pair
+from specviz.engine.loading.models import load_pair
 from specviz.measure.predict import draft_step_cost
 
 PROMPTS = ("def add(a, b):\n    return", "for item in items:\n    print(item)\nfor item in items:\n   ")

@@ -1,7 +1,7 @@
-"""The MiMoForCausalLM re-export of the bundled target and its MTP module (engine/mimo.py), offline: the target part
-is the Llama target's function (loaded with transformers' Qwen2ForCausalLM, as MiMo is Qwen2), the MTP part lands
-under the names vLLM 0.32's mimo_mtp.py loads, and the folded norms are exact where the docstring says so and off
-only in scale where it says not."""
+"""The MiMoForCausalLM re-export of the bundled target and its MTP module (engine/heads/mimo.py), offline: the target
+part is the Llama target's function (loaded with transformers' Qwen2ForCausalLM, as MiMo is Qwen2), the MTP part lands
+under the names vLLM 0.32's mimo_mtp.py loads, and the folded norms are exact where the docstring says so and off only
+in scale where it says not."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from safetensors import safe_open
 from transformers import LlamaForCausalLM, Qwen2ForCausalLM
 
 from specviz import methods
-from specviz.engine.heads import read_weights
-from specviz.engine.mimo import ARCHITECTURE, MTP_PREFIX, export_mimo
-from specviz.engine.models import BUNDLED_PAIR, BUNDLED_TARGET
+from specviz.engine.heads.eagle import read_weights
+from specviz.engine.heads.mimo import ARCHITECTURE, MTP_PREFIX, export_mimo
+from specviz.engine.loading.models import BUNDLED_PAIR, BUNDLED_TARGET
 from specviz.errors import ModelLoadError
 
 MTP_DIR = BUNDLED_PAIR / methods.get(methods.MTP).head.beside

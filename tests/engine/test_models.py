@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from specviz.core.settings import RunSettings
-from specviz.engine import models
 from specviz.engine.decode import generate
-from specviz.engine.models import choose_device, choose_dtype, load_pair
+from specviz.engine.loading import models
+from specviz.engine.loading.models import choose_device, choose_dtype, load_pair
 from specviz.errors import IncompatiblePairError, ModelLoadError, SettingsError
 
 

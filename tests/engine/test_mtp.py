@@ -1,5 +1,5 @@
-"""The MTP module (engine/mtp.py) and its proposer: greedy output equal to plain decoding (a random module on the tiny
-target; the shipped module on held-out prompts, drafting some accepted tokens), chains and trees, its files read
+"""The MTP module (engine/heads/mtp.py) and its proposer: greedy output equal to plain decoding (a random module on the
+tiny target; the shipped module on held-out prompts, drafting some accepted tokens), chains and trees, its files read
 back exactly and refused when they are not an MTP module's, and its names in the registry and on the command line."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
 from specviz.engine import proposers
 from specviz.engine.decode import generate
-from specviz.engine.models import ASSETS, BUNDLED_PAIR, HEAD_KINDS, find_heads, load_pair
-from specviz.engine.mtp import MTP_WEIGHTS, is_mtp, load_mtp, new_mtp, save_mtp
+from specviz.engine.heads.mtp import MTP_WEIGHTS, is_mtp, load_mtp, new_mtp, save_mtp
+from specviz.engine.loading.models import ASSETS, BUNDLED_PAIR, HEAD_KINDS, find_heads, load_pair
 from specviz.engine.proposers.mtp import MtpProposer
 from specviz.errors import ModelLoadError
 
@@ -47,7 +47,7 @@ def tiny(model_dirs, tmp_path_factory):
 def test_the_registry_and_the_command_line_name_it():
     m = methods.get(MTP)
     assert m.loads_head and m.branches and m.adaptive and m.draft_cost == methods.FEATURE_HEAD_STEP
-    assert m.vllm_method == methods.VLLM_MTP  # served on the target's MiMo re-export (engine/mimo.py)
+    assert m.vllm_method == methods.VLLM_MTP  # served on the target's MiMo re-export (engine/heads/mimo.py)
     assert m.vllm_config(4, "ignored") == {"method": "mtp", "num_speculative_tokens": 4}  # the served model's own layer
     assert MTP in methods.PROPOSERS and MTP in methods.LANES
     assert proposers.proposer_class(MTP) is MtpProposer

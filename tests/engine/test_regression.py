@@ -32,7 +32,7 @@ def replayed(path: Path):
 
 @pytest.fixture(scope="module")
 def bundled():
-    from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET, load_pair
+    from specviz.engine.loading.models import BUNDLED_DRAFT, BUNDLED_TARGET, load_pair
 
     return load_pair(BUNDLED_TARGET, BUNDLED_DRAFT, device="cpu")
 
@@ -40,8 +40,8 @@ def bundled():
 @pytest.fixture(scope="module")
 def across_tokenizers():
     """The real target drafted by the bundled draft, whose tokenizer is another: the pair of TLI and SLEM."""
-    from specviz.engine.catalogue import find_pair
-    from specviz.engine.models import BUNDLED_DRAFT, load_pair
+    from specviz.engine.loading.catalogue import find_pair
+    from specviz.engine.loading.models import BUNDLED_DRAFT, load_pair
 
     target, _ = find_pair("smollm2").sources()
     return load_pair(target, BUNDLED_DRAFT, device="cpu", cross_vocab=True)

@@ -1,5 +1,5 @@
 """Drafters shipped for a converted target: a draft without its embeddings, assembled with the target's in the cache,
-and feature heads found in the pair's folder (engine/shipped.py), on tiny checkpoints the test builds."""
+and feature heads found in the pair's folder (engine/loading/shipped.py), on tiny checkpoints the test builds."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from specviz import methods
-from specviz.engine import shipped
-from specviz.engine.catalogue import find_pair
-from specviz.engine.install import DONE_FILE, SMOLLM2_GGUF
-from specviz.engine.models import find_heads
+from specviz.engine.loading import shipped
+from specviz.engine.loading.catalogue import find_pair
+from specviz.engine.loading.install import DONE_FILE, SMOLLM2_GGUF
+from specviz.engine.loading.models import find_heads
 from specviz.train.draft_pair import new_draft
 from tests.tiny_models import build_model, build_tokenizer
 
@@ -81,7 +81,7 @@ def test_a_pair_that_ships_no_draft_gives_none(home, tmp_path):
 
 
 def test_heads_are_found_in_the_pair_folder_of_a_converted_target_only(home, tmp_path):
-    from specviz.engine.eagle3 import new_head3, save_head3
+    from specviz.engine.heads.eagle3 import new_head3, save_head3
 
     target_dir, target, _ = home
     save_head3(new_head3(target, torch.arange(32)), tmp_path / "assets" / "tiny" / "eagle3")

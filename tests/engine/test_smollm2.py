@@ -10,11 +10,11 @@ import pytest
 from specviz import methods
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import FORWARD_HF, RunSettings
-from specviz.engine.catalogue import SMOLLM2, SMOLLM2_GGUF, find_pair, presets_for
 from specviz.engine.decode import chat_wrapped, generate
-from specviz.engine.install import INSTALL_COMMAND, checked_gguf, convert, converted_dir, find_gguf
-from specviz.engine.models import load_pair
-from specviz.engine.shipped import draft_dir
+from specviz.engine.loading.catalogue import SMOLLM2, SMOLLM2_GGUF, find_pair, presets_for
+from specviz.engine.loading.install import INSTALL_COMMAND, checked_gguf, convert, converted_dir, find_gguf
+from specviz.engine.loading.models import load_pair
+from specviz.engine.loading.shipped import draft_dir
 from specviz.errors import ModelLoadError, SettingsError
 
 pytestmark = pytest.mark.slow
@@ -170,8 +170,8 @@ def test_a_trimmed_vocabulary_of_49152_tokens_keeps_exact_logits_and_is_fast(smo
     import torch
 
     from specviz.engine.decode import encode_prompt
-    from specviz.engine.kv import CachedModel
-    from specviz.engine.vocab import TokenCounts, count_tokens
+    from specviz.engine.forward.kv import CachedModel
+    from specviz.engine.loading.vocab import TokenCounts, count_tokens
 
     texts = [hash_table_prompt, "def reverse(text):\n    return text[::-1]\n", "The cat sat on the mat."] * 3
     counts = count_tokens(smollm2.tokenizer, texts, smollm2.vocab_size) + np.arange(49_152)[::-1] % 7
@@ -191,7 +191,7 @@ def test_a_trimmed_vocabulary_of_49152_tokens_keeps_exact_logits_and_is_fast(smo
 
 
 def test_recorded_names_give_the_pair_not_the_cache_path(smollm2):
-    from specviz.engine.models import recorded_name
+    from specviz.engine.loading.models import recorded_name
 
     assert recorded_name(smollm2.target_name) == "smollm2"  # not /home/<user>/.cache/specviz/models/...
     assert smollm2.describe()["target"] == "smollm2"

@@ -13,9 +13,9 @@ import pytest
 from specviz import methods
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
-from specviz.engine.catalogue import SMOLLM2
 from specviz.engine.decode import chat_wrapped, generate
-from specviz.engine.models import ASSETS, load_pair
+from specviz.engine.loading.catalogue import SMOLLM2
+from specviz.engine.loading.models import ASSETS, load_pair
 from specviz.engine.proposers import base
 
 pytestmark = pytest.mark.slow

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from specviz.core.settings import NARROW_WIDTH, parse_threads
-from specviz.engine.threads import apply_threads, auto_threads
+from specviz.engine.forward.threads import apply_threads, auto_threads
 from specviz.errors import SettingsError
 
 
@@ -27,7 +27,7 @@ def test_anything_else_is_refused_saying_what_to_write(text):
 
 
 def test_loading_a_pair_sets_the_threads_it_asks_for(model_dirs, monkeypatch):
-    from specviz.engine.models import load_pair
+    from specviz.engine.loading.models import load_pair
 
     before = torch.get_num_threads()
     try:

@@ -71,7 +71,7 @@ def test_the_chain_shaped_tree_is_the_chain(load, arch):
 
 @pytest.mark.slow
 def test_bundled_pair_tree_greedy_equals_plain_greedy():
-    from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET, load_pair
+    from specviz.engine.loading.models import BUNDLED_DRAFT, BUNDLED_TARGET, load_pair
 
     pair = load_pair(BUNDLED_TARGET, BUNDLED_DRAFT, device="cpu", dtype="float32")
     prompt = PROMPTS[0]

@@ -4,7 +4,7 @@ from specviz.measure.precision import ROUND_K, PrecisionTiming, time_precisions,
 
 
 def test_both_precisions_are_timed_on_the_pair_in_use(load, model_dirs):
-    from specviz.engine.models import load_pair
+    from specviz.engine.loading.models import load_pair
 
     loaded = []
 

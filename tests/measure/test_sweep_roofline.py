@@ -8,7 +8,7 @@ import json
 import pytest
 
 from specviz.core.roofline import Hardware, LoadSettings, ModelSpec, load_point
-from specviz.engine.models import ASSETS
+from specviz.engine.loading.models import ASSETS
 from specviz.measure import sweep_roofline
 
 RECORDED = json.loads((ASSETS / "bench" / "vllm-cpu-load-draft-k4-code.json").read_text())

@@ -167,7 +167,7 @@ def test_against_bench_is_not_comparable_on_another_cpu_or_setting(env, k, vocab
 def test_not_comparable_names_the_setting_no_bench_shares_first_not_the_first_file_by_name():
     """A past bug: a sampled figure against the greedy benches named cpu-bfloat16-trees-code.json's precision
     "(and 15 more files differ)"; the reason is that no recorded bench is sampled."""
-    from specviz.engine.models import ASSETS
+    from specviz.engine.loading.models import ASSETS
     from specviz.measure.bench import recorded_benches
 
     docs = recorded_benches(ASSETS / "bench")

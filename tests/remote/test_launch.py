@@ -16,7 +16,7 @@ import pytest
 
 from specviz import methods
 from specviz.cli import main
-from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_PAIR, BUNDLED_TARGET
+from specviz.engine.loading.models import BUNDLED_DRAFT, BUNDLED_PAIR, BUNDLED_TARGET
 from specviz.remote import launch
 from specviz.remote.launch import free_port, method_args, served_model, server_command
 
@@ -201,7 +201,7 @@ def test_wait_gives_up_after_its_timeout(tmp_path):
 
 
 def test_serve_pair_smollm2_starts_vllm_on_the_converted_copy(tmp_path, capsys, monkeypatch):
-    from specviz.engine.catalogue import SMOLLM2
+    from specviz.engine.loading.catalogue import SMOLLM2
 
     telling = "import sys\nprint('ARGS', ' '.join(sys.argv[1:]), flush=True)\nsys.exit(3)\n"  # then dies
     monkeypatch.setenv("SPECVIZ_VLLM_VENV", str(fake_venv(tmp_path / "venv", telling)))

@@ -19,7 +19,7 @@ from scripted_vllm import scripted_vllm  # noqa: E402
 from specviz import methods
 from specviz.cli import main
 from specviz.core.settings import RunSettings
-from specviz.engine.models import ASSETS, BUNDLED_TARGET
+from specviz.engine.loading.models import ASSETS, BUNDLED_TARGET
 from specviz.measure import concurrency
 from specviz.measure.prompts import read_workload
 from specviz.remote.concurrency import SweepFailed, connect_plain, request_count, sweep

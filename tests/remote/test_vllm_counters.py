@@ -21,7 +21,7 @@ from vllm_servers import NGRAM_CONFIG, serve  # noqa: E402
 
 from specviz.cli import main
 from specviz.core.settings import RunSettings
-from specviz.engine.models import ASSETS, BUNDLED_TARGET, load_pair
+from specviz.engine.loading.models import ASSETS, BUNDLED_TARGET, load_pair
 from specviz.measure.lanes import run_method
 from specviz.measure.prompts import PromptRow, read_workload
 from specviz.remote import prometheus

@@ -19,7 +19,7 @@ from vllm_servers import PER_REQUEST, greedy_steps_agree, serve  # noqa: E402
 
 from specviz import methods
 from specviz.core.settings import RunSettings
-from specviz.engine.models import ASSETS, BUNDLED_PAIR, load_pair
+from specviz.engine.loading.models import ASSETS, BUNDLED_PAIR, load_pair
 from specviz.measure.prompts import read_workload
 from specviz.remote.launch import method_args
 from specviz.remote.vllm import connect

@@ -1,7 +1,8 @@
 """A real vLLM server speculating with the shipped MTP module ({"method": "mtp"} on the MiMoForCausalLM re-export of
-the bundled target, engine/mimo.py): its greedy text is specviz's, and its verify steps are compared with specviz's.
+the bundled target, engine/heads/mimo.py): its greedy text is specviz's, and its verify steps are compared with
+specviz's.
 
-The re-export is not the same function at every step (engine/mimo.py): the module's feature input is right in
+The re-export is not the same function at every step (engine/heads/mimo.py): the module's feature input is right in
 direction but not in scale, and vLLM zeroes the embedding at position 0. The steps measure what that costs.
 """
 
@@ -18,7 +19,7 @@ from vllm_servers import PER_REQUEST, greedy_steps_agree, serve  # noqa: E402
 
 from specviz import methods
 from specviz.core.settings import RunSettings
-from specviz.engine.models import ASSETS, load_pair
+from specviz.engine.loading.models import ASSETS, load_pair
 from specviz.measure.prompts import read_workload
 from specviz.remote.launch import method_args, served_model
 from specviz.remote.vllm import connect

@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from vllm_servers import PER_REQUEST, serve  # noqa: E402
 
 from specviz import methods
-from specviz.engine.catalogue import SMOLLM2
+from specviz.engine.loading.catalogue import SMOLLM2
 from specviz.remote import agreement
 
 K = 4

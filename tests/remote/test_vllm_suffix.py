@@ -24,7 +24,7 @@ from specviz import methods
 from specviz.core.settings import RunSettings
 from specviz.core.suffix_tree import SuffixCache, SuffixMemory, SuffixOptions
 from specviz.engine.decode import encode_prompt
-from specviz.engine.models import ASSETS, load_pair
+from specviz.engine.loading.models import ASSETS, load_pair
 from specviz.measure.lanes import run_method
 from specviz.measure.prompts import read_workload
 from specviz.remote.agreement import spans

@@ -42,7 +42,7 @@ def test_a_run_with_the_whole_draft_vocabulary_has_its_own_url():
 
 def test_a_link_made_on_another_pair_says_so():
     opened = url.read_url({"pair": "assets/models/pystdlib/target", "dtype": "bfloat16"})
-    from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET
+    from specviz.engine.loading.models import BUNDLED_DRAFT, BUNDLED_TARGET
 
     assert url.pair_note(opened, (BUNDLED_TARGET, BUNDLED_DRAFT, "auto", "bfloat16")) == []
     assert url.pair_note(opened, (BUNDLED_TARGET, BUNDLED_DRAFT, "auto", "auto")) == []
@@ -105,8 +105,8 @@ def test_a_presenters_link_reads_as_lecture_mode_in_the_focus_view_and_copies_pe
 
 
 def test_a_link_names_a_catalogue_pair_by_its_name():
-    from specviz.engine.catalogue import SMOLLM2
-    from specviz.engine.models import BUNDLED_DRAFT, BUNDLED_TARGET
+    from specviz.engine.loading.catalogue import SMOLLM2
+    from specviz.engine.loading.models import BUNDLED_DRAFT, BUNDLED_TARGET
 
     assert url.pair_name(BUNDLED_TARGET) == url.pair_name("assets/models/pystdlib/target") == "pystdlib"
     assert url.pair_name(SMOLLM2.target_source) == "smollm2"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 import json
 
-from specviz.engine.models import ASSETS
+from specviz.engine.loading.models import ASSETS
 from specviz.viz import concurrency_charts
 
 RECORDED = json.loads((ASSETS / "bench" / "vllm-cpu-load-draft-k4-code.json").read_text())

@@ -8,7 +8,7 @@ from specviz import methods
 from specviz.core.dyntree import DynamicTree
 from specviz.core.settings import RunSettings
 from specviz.engine.decode import generate
-from specviz.engine.models import load_pair
+from specviz.engine.loading.models import load_pair
 from specviz.viz import steps
 from specviz.viz import tree_charts as trees
 from specviz.viz.explain import draft_sentence

@@ -9,7 +9,7 @@ import pytest
 from specviz.core import lab, tree_theory
 from specviz.core.record import RunRecord
 from specviz.core.theory import VerifyCost, best_k_table, cost_examples_table, expected_tokens_table, leviathan_table
-from specviz.engine.models import ASSETS
+from specviz.engine.loading.models import ASSETS
 from specviz.measure.bench import headline, recorded_benches
 from specviz.measure.summary import summarize
 from specviz.measure.timing import Timing

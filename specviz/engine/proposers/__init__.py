@@ -15,7 +15,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING
 
 from specviz import methods
-from specviz.engine.masks import additive_mask, ancestor_matrix
+from specviz.engine.forward.masks import additive_mask, ancestor_matrix
 from specviz.engine.proposers.base import (
     Drafter,
     Proposal,
@@ -36,7 +36,7 @@ from specviz.engine.proposers.trees import dynamic_proposal, grow_top_b_tree
 
 if TYPE_CHECKING:
     from specviz.core.settings import RunSettings
-    from specviz.engine.models import ModelPair
+    from specviz.engine.loading.models import ModelPair
 
 
 def _proposers_here() -> tuple[type[Proposer], ...]:

@@ -15,7 +15,7 @@ from specviz.core.settings import RunSettings
 from specviz.core.trace import Crossing, SuffixMatch
 
 if TYPE_CHECKING:
-    from specviz.engine.models import ModelPair
+    from specviz.engine.loading.models import ModelPair
 
 
 @dataclass(frozen=True)

@@ -24,14 +24,14 @@ from specviz.core.crossvocab import masked_top, realign, slem_tokens, tli_step
 from specviz.core.sampling import SamplingSettings, sample
 from specviz.core.settings import FORWARD_HF, RunSettings
 from specviz.core.trace import Crossing, TokenProb
-from specviz.engine.kv import CachedModel
-from specviz.engine.lean import chosen_forward
+from specviz.engine.forward.kv import CachedModel
+from specviz.engine.forward.lean import chosen_forward
+from specviz.engine.loading.vocab_map import VocabMap
 from specviz.engine.proposers.base import Drafter, Proposal, empty_chain
-from specviz.engine.vocab_map import VocabMap
 from specviz.errors import SettingsError
 
 if TYPE_CHECKING:
-    from specviz.engine.models import ModelPair
+    from specviz.engine.loading.models import ModelPair
 
 SEAM_WINDOW = 4  # SLEM: committed target tokens re-tokenized with the draft's text, so a word split at the seam joins
 MASKED_SHOWN = 3  # TLI: masked draft tokens recorded per position

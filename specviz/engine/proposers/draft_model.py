@@ -13,14 +13,14 @@ from specviz.core.dyntree import DynamicTree, GrownSoFar
 from specviz.core.sampling import SamplingSettings, logits_to_probs
 from specviz.core.settings import FORWARD_HF, RunSettings
 from specviz.core.verify import TOP_B, WITHOUT_REPLACEMENT, draw_children, tree_depths, tree_parents
-from specviz.engine.kv import CachedModel
-from specviz.engine.lean import chosen_forward
-from specviz.engine.masks import ancestor_matrix
+from specviz.engine.forward.kv import CachedModel
+from specviz.engine.forward.lean import chosen_forward
+from specviz.engine.forward.masks import ancestor_matrix
 from specviz.engine.proposers.base import Drafter, Proposal, draft_chain, empty_chain, empty_tree
 from specviz.engine.proposers.trees import dynamic_proposal
 
 if TYPE_CHECKING:
-    from specviz.engine.models import ModelPair
+    from specviz.engine.loading.models import ModelPair
 
 
 @dataclass(frozen=True)
@@ -32,8 +32,10 @@ class DraftModelProposer:
     model: PreTrainedModel
     vocab_size: int
     sampling: SamplingSettings
-    vocab_ids: torch.Tensor | None = None  # (N,) a trimmed draft vocabulary (engine/vocab.py); None = every token
-    forward: str = FORWARD_HF  # the draft's forward pass (engine/lean.py)
+    vocab_ids: torch.Tensor | None = (
+        None  # (N,) a trimmed draft vocabulary (engine/loading/vocab.py); None = every token
+    )
+    forward: str = FORWARD_HF  # the draft's forward pass (engine/forward/lean.py)
 
     @classmethod
     def for_run(cls, pair: ModelPair, settings: RunSettings) -> DraftModelProposer:
@@ -81,8 +83,10 @@ class TreeProposer:
     vocab_size: int
     sampling: SamplingSettings
     shape: tuple[int, ...]
-    vocab_ids: torch.Tensor | None = None  # (N,) a trimmed draft vocabulary (engine/vocab.py); None = every token
-    forward: str = FORWARD_HF  # the draft's forward pass (engine/lean.py)
+    vocab_ids: torch.Tensor | None = (
+        None  # (N,) a trimmed draft vocabulary (engine/loading/vocab.py); None = every token
+    )
+    forward: str = FORWARD_HF  # the draft's forward pass (engine/forward/lean.py)
     dynamic: DynamicTree | None = None  # grow a dynamic (EAGLE-2) tree per round instead of the static shape
 
     @classmethod

@@ -12,22 +12,22 @@ from specviz.core.dyntree import DynamicTree, GrownSoFar
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
 from specviz.core.verify import tree_parents
-from specviz.engine.masks import additive_mask, after_cache, ancestor_matrix
+from specviz.engine.forward.masks import additive_mask, after_cache, ancestor_matrix
 from specviz.engine.proposers.base import Drafter, Proposal, draft_chain, empty_chain, empty_tree, tree_shape
 from specviz.engine.proposers.rows import cat_rows, rows_of, take_rows
 from specviz.engine.proposers.runners import HeadRunner, HfEagleRunner, chosen_runner
 from specviz.engine.proposers.trees import dynamic_proposal, grow_top_b_tree
 
 if TYPE_CHECKING:
-    from specviz.engine.models import ModelPair
+    from specviz.engine.loading.models import ModelPair
 
 
 @dataclass(frozen=True)
 class EagleProposer:
-    """EAGLE-1: a one-layer head drafts from the target's own features (engine/heads.py). The first draft of a round
-    reads the target's real feature of the last committed row; each later one the head's own predicted feature.
-    q = the head's processed distribution (temperature, top-k, top-p as the target's): one-hot of its argmax when
-    greedy, what the draft is sampled from otherwise (vLLM's "probabilistic" draft sampling)."""
+    """EAGLE-1: a one-layer head drafts from the target's own features (engine/heads/eagle.py). The first draft of a
+    round reads the target's real feature of the last committed row; each later one the head's own predicted feature. q
+    = the head's processed distribution (temperature, top-k, top-p as the target's): one-hot of its argmax when greedy,
+    what the draft is sampled from otherwise (vLLM's "probabilistic" draft sampling)."""
 
     method: ClassVar[str] = methods.EAGLE
     hidden_layers: ClassVar[tuple[int, ...]] = (-1,)  # the target's last hidden state, after its final norm: f_t

@@ -16,8 +16,8 @@ from specviz.engine.proposers.eagle import EagleDrafter
 from specviz.engine.proposers.runners import HeadRunner, HfRunner, chosen_runner
 
 if TYPE_CHECKING:
-    from specviz.engine.eagle3 import Eagle3Head
-    from specviz.engine.models import ModelPair
+    from specviz.engine.heads.eagle3 import Eagle3Head
+    from specviz.engine.loading.models import ModelPair
 
 
 @dataclass(frozen=True)
@@ -39,12 +39,12 @@ class HfEagle3Runner(HfRunner):
 
 @dataclass(frozen=True)
 class Eagle3Proposer:
-    """EAGLE-3: a one-layer head drafts from the target's hidden states at three depths (engine/eagle3.py), with its
-    own LM head over a draft vocabulary. The first draft of a round reads fc of the target's real states of the last
+    """EAGLE-3: a one-layer head drafts from the target's hidden states at three depths (engine/heads/eagle3.py), with
+    its own LM head over a draft vocabulary. The first draft of a round reads fc of the target's real states of the last
     committed row; each later one the head's own pre-norm output, with no fc (as vLLM's proposer). q = the head's
-    processed distribution over the target's vocabulary: its draft-vocabulary logits placed through d2t, -inf
-    elsewhere, so q = 0 off the draft vocabulary (one-hot of its argmax when greedy). A token with q = 0 is never
-    drafted, so min(1, p/q) and the residual keep the output exact (as for a trimmed draft vocabulary)."""
+    processed distribution over the target's vocabulary: its draft-vocabulary logits placed through d2t, -inf elsewhere,
+    so q = 0 off the draft vocabulary (one-hot of its argmax when greedy). A token with q = 0 is never drafted, so
+    min(1, p/q) and the residual keep the output exact (as for a trimmed draft vocabulary)."""
 
     method: ClassVar[str] = methods.EAGLE3
     runner: HeadRunner  # the head on the run's forward, chosen once (proposers/runners.py)

@@ -12,11 +12,11 @@ from specviz.core.lab.exits import EXIT_EXACT, ExitVariant
 from specviz.core.sampling import SamplingSettings, logits_to_probs, sample
 from specviz.core.settings import FORWARD_HF, RunSettings
 from specviz.engine.early_exit import SplitTarget, check_exit_layer
-from specviz.engine.kv import CachedModel
+from specviz.engine.forward.kv import CachedModel
 from specviz.engine.proposers.base import Drafter, Proposal, draft_confidence, empty_chain
 
 if TYPE_CHECKING:
-    from specviz.engine.models import ModelPair
+    from specviz.engine.loading.models import ModelPair
 
 
 @dataclass(frozen=True)

@@ -15,14 +15,14 @@ from specviz.engine.proposers.trees import grow_top_b_tree
 from specviz.errors import SettingsError
 
 if TYPE_CHECKING:
-    from specviz.engine.medusa import MedusaHeads
-    from specviz.engine.models import ModelPair
+    from specviz.engine.heads.medusa import MedusaHeads
+    from specviz.engine.loading.models import ModelPair
 
 
 @dataclass(frozen=True)
 class MedusaProposer:
     """Medusa: K independent heads guess the next K tokens from one feature, the target's post-norm hidden state of
-    the row that predicted the last committed token (engine/medusa.py; as vLLM feeds its MedusaProposer). Head i
+    the row that predicted the last committed token (engine/heads/medusa.py; as vLLM feeds its MedusaProposer). Head i
     drafts x_{n+1+i} after the committed x_0..x_n: no head sees another's draft, so one pass drafts the whole chain.
 
     Greedy: each head's argmax, a one-hot q (accepted with probability p(x): exact). Sampled (temperature > 0): each

@@ -14,8 +14,8 @@ from specviz.engine.proposers.runners import HfEagleRunner, chosen_runner
 if TYPE_CHECKING:
     import torch
 
-    from specviz.engine.models import ModelPair
-    from specviz.engine.mtp import MtpModule
+    from specviz.engine.heads.mtp import MtpModule
+    from specviz.engine.loading.models import ModelPair
 
 
 @dataclass(frozen=True)
@@ -30,8 +30,8 @@ class HfMtpRunner(HfEagleRunner):
 
 @dataclass(frozen=True)
 class MtpProposer(EagleProposer):
-    """One MTP module (engine/mtp.py), chained across depths: EAGLE-1's drafter, caches and trees, the module in the
-    head's place; its logits read the module's output norm before the target's LM head (DeepSeek's shared head)."""
+    """One MTP module (engine/heads/mtp.py), chained across depths: EAGLE-1's drafter, caches and trees, the module in
+    the head's place; its logits read the module's output norm before the target's LM head (DeepSeek's shared head)."""
 
     method: ClassVar[str] = methods.MTP
 

@@ -14,7 +14,7 @@ from specviz.core.settings import RunSettings
 from specviz.engine.proposers.base import Drafter, Proposal
 
 if TYPE_CHECKING:
-    from specviz.engine.models import ModelPair
+    from specviz.engine.loading.models import ModelPair
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING
 import torch
 
 from specviz.core.settings import RunSettings
-from specviz.engine.kv import CachedModel
+from specviz.engine.forward.kv import CachedModel
 
 if TYPE_CHECKING:
-    from specviz.engine.models import ModelPair
+    from specviz.engine.loading.models import ModelPair
 
 
 class HeadStepProbe:

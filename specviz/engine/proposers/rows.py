@@ -1,5 +1,5 @@
 """Rows of head states (a tensor, or a tuple of such for EAGLE-3), shared by every feature-head drafter that drafts
-trees; their masks are engine/masks.py's."""
+trees; their masks are engine/forward/masks.py's."""
 
 from __future__ import annotations
 

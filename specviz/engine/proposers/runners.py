@@ -1,7 +1,7 @@
 """A feature head's runner: the lean-or-Hugging-Face choice made once when a proposer is built, so the drafter calls
 the same few methods on either forward and never branches on it.
 
-The lean runner applies the head's lean step (engine/lean_heads.py); a Hugging Face runner applies the head's own
+The lean runner applies the head's lean step (engine/heads/lean_heads.py); a Hugging Face runner applies the head's own
 modules, the reference (each head's proposer module names its own). tests/engine/test_lean_heads.py holds the two
 together.
 """
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 import torch
 
 from specviz.core.settings import FORWARD_HF, FORWARD_LEAN
-from specviz.engine.lean_heads import LeanHead, lean_step
+from specviz.engine.heads.lean_heads import LeanHead, lean_step
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -51,7 +51,7 @@ class HeadRunner(Protocol):
 
 @dataclass(frozen=True)
 class LeanRunner:
-    """The head's lean step (engine/lean_heads.py): its one layer through the lean forward."""
+    """The head's lean step (engine/heads/lean_heads.py): its one layer through the lean forward."""
 
     forward: ClassVar[str] = FORWARD_LEAN
     step: LeanHead

@@ -15,7 +15,7 @@ from specviz.core.trace import SUFFIX_REQUEST, SuffixMatch
 from specviz.engine.proposers.base import Drafter, Proposal, empty_chain
 
 if TYPE_CHECKING:
-    from specviz.engine.models import ModelPair
+    from specviz.engine.loading.models import ModelPair
 
 
 @dataclass(frozen=True)

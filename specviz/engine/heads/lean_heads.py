@@ -1,8 +1,8 @@
-"""The feature heads' draft step on the lean forward (engine/lean.py): a head with one decoder layer runs it through
-`lean.layer_forward` over a preallocated LeanCache, with its matrices and LM head as lean Matrices and the rotary rows
-from a table, so a draft step costs roughly its matrix products (through Hugging Face's modules, c was 0.34-0.52 of a
-target step on a float32 CPU; the draft model's 0.15). Each head says what its step is built from (`lean_parts`,
-a HeadParts); this module names none of them.
+"""The feature heads' draft step on the lean forward (engine/forward/lean.py): a head with one decoder layer runs it
+through `lean.layer_forward` over a preallocated LeanCache, with its matrices and LM head as lean Matrices and the
+rotary rows from a table, so a draft step costs roughly its matrix products (through Hugging Face's modules, c was
+0.34-0.52 of a target step on a float32 CPU; the draft model's 0.15). Each head says what its step is built from
+(`lean_parts`, a HeadParts); this module names none of them.
 
 The heads' own modules stay the reference and run whenever the run's forward is Hugging Face's; tests hold the two
 paths' logits together and their greedy tokens equal (tests/engine/test_lean_heads.py).
@@ -20,7 +20,7 @@ from torch import nn
 from transformers import PreTrainedModel
 
 from specviz.core.settings import FORWARD_LEAN
-from specviz.engine.lean import (
+from specviz.engine.forward.lean import (
     LeanCache,
     LeanWeights,
     Matrix,
@@ -31,7 +31,7 @@ from specviz.engine.lean import (
     lean_weights,
     rotary_table,
 )
-from specviz.engine.masks import causal_allowed
+from specviz.engine.forward.masks import causal_allowed
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,8 @@ import torch
 from transformers import DynamicCache, PreTrainedModel
 
 from specviz.core.settings import FORWARD_HF, FORWARD_LEAN
-from specviz.engine.lean import LeanCache, Matrix, lean_forward, lean_weights, packed_copy
-from specviz.engine.masks import additive_mask
+from specviz.engine.forward.lean import LeanCache, Matrix, lean_forward, lean_weights, packed_copy
+from specviz.engine.forward.masks import additive_mask
 
 
 class CachedModel:
@@ -25,10 +25,11 @@ class CachedModel:
         hidden_layers: tuple[int, ...] = (),
         forward: str = FORWARD_HF,
     ):
-        """vocab_ids (N,) long: a trimmed vocabulary (engine/vocab.py); logits are computed for these tokens only and
-        the others get -inf (probability 0). None: the model's whole head. hidden_layers: the `hidden_states` each
-        forward keeps in `self.hidden` (layers, rows read, H), for a drafter that reads the target's features.
-        forward: "hf" (Hugging Face's, the reference) or "lean" (engine/lean.py; the same function, less overhead)."""
+        """vocab_ids (N,) long: a trimmed vocabulary (engine/loading/vocab.py); logits are computed for these tokens
+        only and the others get -inf (probability 0). None: the model's whole head. hidden_layers: the `hidden_states`
+        each forward keeps in `self.hidden` (layers, rows read, H), for a drafter that reads the target's features.
+        forward: "hf" (Hugging Face's, the reference) or "lean" (engine/forward/lean.py; the same function, less
+        overhead)."""
         self.model = model
         self.vocab_size = vocab_size
         self.device = model.device

@@ -2,9 +2,9 @@
 with about sixteen tensor operations per layer and a preallocated cache, so a decoding step costs roughly its matrix
 products and not Hugging Face's per-call work (mask and cache objects, module calls, output records).
 
-Hugging Face's forward stays the reference (engine/kv.py runs either): the lean pass computes the same function, and
-tests hold its logits to Hugging Face's within float32 tolerance at prefill, one step, a verify pass and a tree pass.
-"""
+Hugging Face's forward stays the reference (engine/forward/kv.py runs either): the lean pass computes the same function,
+and tests hold its logits to Hugging Face's within float32 tolerance at prefill, one step, a verify pass and a tree
+pass."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from transformers import PreTrainedModel
 
 from specviz.core.settings import FORWARD_AUTO, FORWARD_HF, FORWARD_LEAN
-from specviz.engine.masks import causal_allowed
+from specviz.engine.forward.masks import causal_allowed
 from specviz.errors import SettingsError
 
 LEAN_TYPES = ("llama", "qwen2", "mistral")  # decoders whose layer is exactly the one `layer_forward` computes

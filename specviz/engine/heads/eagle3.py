@@ -33,7 +33,7 @@ from torch import nn
 from transformers import DynamicCache, LlamaConfig, PreTrainedModel
 from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRMSNorm, LlamaRotaryEmbedding
 
-from specviz.engine.heads import (
+from specviz.engine.heads.eagle import (
     WEIGHTS,
     cached_causal_mask,
     check_fits,
@@ -45,7 +45,7 @@ from specviz.engine.heads import (
 from specviz.errors import ModelLoadError
 
 if TYPE_CHECKING:
-    from specviz.engine.lean_heads import HeadParts
+    from specviz.engine.heads.lean_heads import HeadParts
 
 ARCHITECTURE = "LlamaForCausalLMEagle3"
 MIDLAYER_WEIGHTS = (
@@ -149,9 +149,9 @@ class Eagle3Head(nn.Module):
         return full
 
     def lean_parts(self) -> HeadParts:
-        """Its lean step (engine/lean_heads.py): its layer reads [input_layernorm(e); hidden_norm(h)] whole; its own LM
-        head over the draft vocabulary, placed at the target's ids; fc fuses the target's states."""
-        from specviz.engine.lean_heads import HeadParts
+        """Its lean step (engine/heads/lean_heads.py): its layer reads [input_layernorm(e); hidden_norm(h)] whole; its
+        own LM head over the draft vocabulary, placed at the target's ids; fc fuses the target's states."""
+        from specviz.engine.heads.lean_heads import HeadParts
 
         return HeadParts(
             self.midlayer,

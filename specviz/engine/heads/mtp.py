@@ -9,7 +9,7 @@ previous depth's hidden state h and the embedding of the token k ahead, each thr
 The embedding and the LM head are the target's, shared and never copied. One module serves every depth (as vLLM
 chains a model's single MTP layer for num_speculative_tokens > 1): the first draft of a round reads the target's
 real feature of the last committed row (its last hidden state, after its final norm), each later one the module's
-own output h'. Post hoc on a frozen target this is EAGLE-1 (engine/heads.py) plus the two input norms, the block's
+own output h'. Post hoc on a frozen target this is EAGLE-1 (engine/heads/eagle.py) plus the two input norms, the block's
 own input norm and an output norm, trained with the cross-entropy against the target alone (DeepSeek's MTP loss; no
 feature regression): the drafter, the trees and the caches are EAGLE-1's (engine/proposers/mtp.py).
 
@@ -17,10 +17,9 @@ Files (docs/engine.md): `config.json` = the target's Llama config with `num_hidd
 `num_nextn_predict_layers: 1` and architectures ["SpecvizMTP"]; `model.safetensors` = `enorm.weight`,
 `hnorm.weight`, `eh_proj.weight`, `mtp_block.*` (a Llama decoder layer, input_layernorm included) and
 `shared_head.norm.weight` (DeepSeek's names in vLLM, less the shared embedding and head). vLLM serves MTP only for
-models that declare MTP layers: engine/mimo.py re-exports the target as MiMoForCausalLM with this module as its MTP
-layer (logits exact, the feature input exact in direction, not in scale), and tests/remote/test_vllm_mtp.py checks
-that server's texts and steps against specviz's.
-"""
+models that declare MTP layers: engine/heads/mimo.py re-exports the target as MiMoForCausalLM with this module as its
+MTP layer (logits exact, the feature input exact in direction, not in scale), and tests/remote/test_vllm_mtp.py checks
+that server's texts and steps against specviz's."""
 
 from __future__ import annotations
 
@@ -35,7 +34,7 @@ from torch import nn
 from transformers import DynamicCache, LlamaConfig, PreTrainedModel
 from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRMSNorm, LlamaRotaryEmbedding
 
-from specviz.engine.heads import (
+from specviz.engine.heads.eagle import (
     LAYER_WEIGHTS,
     WEIGHTS,
     cached_causal_mask,
@@ -48,7 +47,7 @@ from specviz.engine.heads import (
 from specviz.errors import ModelLoadError
 
 if TYPE_CHECKING:
-    from specviz.engine.lean_heads import HeadParts
+    from specviz.engine.heads.lean_heads import HeadParts
 
 ARCHITECTURE = "SpecvizMTP"
 WHAT = "MTP module"
@@ -121,9 +120,9 @@ class MtpModule(nn.Module):
         return self.shared_head.norm(h)
 
     def lean_parts(self) -> HeadParts:
-        """Its lean step (engine/lean_heads.py): eh_proj over [enorm(e); hnorm(h)] into its block; logits read its
+        """Its lean step (engine/heads/lean_heads.py): eh_proj over [enorm(e); hnorm(h)] into its block; logits read its
         output norm before the target's LM head."""
-        from specviz.engine.lean_heads import HeadParts
+        from specviz.engine.heads.lean_heads import HeadParts
 
         return HeadParts(
             self.mtp_block,

@@ -30,11 +30,11 @@ from torch import nn
 from transformers import DynamicCache, LlamaConfig, PreTrainedModel
 from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRotaryEmbedding
 
-from specviz.engine.masks import causal_mask
+from specviz.engine.forward.masks import causal_mask
 from specviz.errors import ModelLoadError
 
 if TYPE_CHECKING:
-    from specviz.engine.lean_heads import HeadParts
+    from specviz.engine.heads.lean_heads import HeadParts
 
 WEIGHTS = "model.safetensors"
 LAYER_WEIGHTS = (
@@ -98,8 +98,9 @@ class EagleHead(nn.Module):
         )
 
     def lean_parts(self) -> HeadParts:
-        """Its lean step (engine/lean_heads.py): fc over [e; f] enters its one layer as it is; the target's LM head."""
-        from specviz.engine.lean_heads import HeadParts
+        """Its lean step (engine/heads/lean_heads.py): fc over [e; f] enters its one layer as it is; the target's LM
+        head."""
+        from specviz.engine.heads.lean_heads import HeadParts
 
         return HeadParts(self.layers[0], self.fc, emb_norm=None, state_norm=None, final_norm=None)
 

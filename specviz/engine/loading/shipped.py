@@ -17,9 +17,9 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-from specviz.engine.install import DONE_FILE, GGUF_PACKAGES, GgufPackage, cache_root, converted_dir, sha256_of
+from specviz.engine.loading.install import DONE_FILE, GGUF_PACKAGES, GgufPackage, cache_root, converted_dir, sha256_of
 
-SHIPPED_ROOT = Path(__file__).resolve().parents[2] / "assets" / "models"
+SHIPPED_ROOT = Path(__file__).resolve().parents[3] / "assets" / "models"
 BUNDLED_PAIR = SHIPPED_ROOT / "pystdlib"  # the toy pair, whole, in the repository
 BUNDLED_TARGET = str(BUNDLED_PAIR / "target")
 BUNDLED_DRAFT = str(BUNDLED_PAIR / "draft")

@@ -1,5 +1,5 @@
-"""Re-export a Llama target and its MTP module (engine/mtp.py) as one MiMoForCausalLM checkpoint, the route by which
-vLLM serves MTP for a model that was not trained with MTP layers (`--speculative-config {"method": "mtp", ...}`).
+"""Re-export a Llama target and its MTP module (engine/heads/mtp.py) as one MiMoForCausalLM checkpoint, the route by
+which vLLM serves MTP for a model that was not trained with MTP layers (`--speculative-config {"method": "mtp", ...}`).
 
 vLLM 0.32 (`model_executor/models/mimo.py`, `mimo_mtp.py`): MiMo is Qwen2 (q/k/v biases, here zero) whose forward
 returns the residual stream *before* its final norm (the norm is applied in compute_logits), and its one MTP layer is
@@ -32,8 +32,8 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
-from specviz.engine.heads import LAYER_WEIGHTS, WEIGHTS, read_weights
-from specviz.engine.mtp import is_mtp
+from specviz.engine.heads.eagle import LAYER_WEIGHTS, WEIGHTS, read_weights
+from specviz.engine.heads.mtp import is_mtp
 from specviz.errors import ModelLoadError
 
 ARCHITECTURE = "MiMoForCausalLM"
@@ -190,7 +190,7 @@ def rms(w: torch.Tensor) -> float:
 
 def export_note(target: Path, mtp: Path, w_f: torch.Tensor) -> dict:
     return {
-        "what": f"{ARCHITECTURE} re-export of a Llama target and a specviz MTP module (specviz/engine/mimo.py)",
+        "what": f"{ARCHITECTURE} re-export of a Llama target and a specviz MTP module (specviz/engine/heads/mimo.py)",
         "target": str(target),
         "mtp": str(mtp),
         "rms_final_norm": rms(w_f),

@@ -21,14 +21,14 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache, PreT
 
 from specviz import methods
 from specviz.core.settings import AUTO_THREADS
-from specviz.engine.install import GGUF_PACKAGES, cache_root, quietly
-from specviz.engine.shipped import BUNDLED_DRAFT, BUNDLED_PAIR, BUNDLED_TARGET, draft_dir, drafters_home
-from specviz.engine.threads import apply_threads
-from specviz.engine.vocab import COUNTS_FILE, TokenCounts, check_trimmable, load_counts
-from specviz.engine.vocab_map import VocabMap, build_vocab_map
+from specviz.engine.forward.threads import apply_threads
+from specviz.engine.loading.install import GGUF_PACKAGES, cache_root, quietly
+from specviz.engine.loading.shipped import BUNDLED_DRAFT, BUNDLED_PAIR, BUNDLED_TARGET, draft_dir, drafters_home
+from specviz.engine.loading.vocab import COUNTS_FILE, TokenCounts, check_trimmable, load_counts
+from specviz.engine.loading.vocab_map import VocabMap, build_vocab_map
 from specviz.errors import IncompatiblePairError, ModelLoadError, SettingsError
 
-ASSETS = Path(__file__).resolve().parents[2] / "assets"
+ASSETS = Path(__file__).resolve().parents[3] / "assets"
 DEVICES = ("auto", "cpu", "cuda", "mps")
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 _HEAD_LOCK = threading.Lock()
@@ -54,7 +54,9 @@ class ModelPair:
     draft_counts: TokenCounts | None = None  # token frequencies shipped beside the draft, for a trimmed vocabulary
     heads: Mapping[str, str] = field(default_factory=dict)  # method -> the feature head it drafts with (given, or
     #                                                          found beside the target), loaded when first used
-    crossing: VocabMap | None = None  # a draft with a tokenizer of its own (engine/vocab_map.py): only the methods
+    crossing: VocabMap | None = (
+        None  # a draft with a tokenizer of its own (engine/loading/vocab_map.py): only the methods
+    )
     #                                   that draft across tokenizers (TLI, SLEM) run it; None: one shared tokenizer
 
     def head(self, method: str) -> str | None:
@@ -202,11 +204,10 @@ def load_pair(
     cross_vocab: bool = False,
 ) -> ModelPair:
     """Load target (and draft, unless None) onto one device, check they share a tokenizer, and freeze them for reuse.
-    cross_vocab: a draft whose tokenizer differs is mapped to the target's (engine/vocab_map.py) instead of refused,
-    for the methods that draft across tokenizers.
-    head: a feature head directory (its kind told apart by its config: the registry's HeadSpec) for its own method;
-    the other kinds are looked for beside the target (each loaded only when a run uses it). threads: torch's thread
-    count on a CPU, auto or a number (engine/threads.py)."""
+    cross_vocab: a draft whose tokenizer differs is mapped to the target's (engine/loading/vocab_map.py) instead of
+    refused, for the methods that draft across tokenizers. head: a feature head directory (its kind told apart by its
+    config: the registry's HeadSpec) for its own method; the other kinds are looked for beside the target (each loaded
+    only when a run uses it). threads: torch's thread count on a CPU, auto or a number (engine/forward/threads.py)."""
     if not Path(BUNDLED_TARGET).is_dir() and BUNDLED_TARGET in (target, draft):
         raise ModelLoadError(
             f"The bundled model pair is missing from {BUNDLED_PAIR}: build it with `python -m specviz train-tiny`, "
@@ -259,7 +260,7 @@ HEAD_KINDS = {name: m.head for name, m in methods.REGISTRY.items() if m.head is 
 def find_heads(target: str, head: str | None) -> dict[str, str]:
     """Method -> the feature head directory it drafts with: the head given (its kind told apart by its config) for
     its own method, and for each other kind the one beside a local target (for a target converted from a package,
-    also the one its pair ships: engine/shipped.py)."""
+    also the one its pair ships: engine/loading/shipped.py)."""
     found = {}
     if head is not None:
         path = Path(str(head).strip()).expanduser()

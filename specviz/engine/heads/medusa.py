@@ -34,7 +34,14 @@ from safetensors.torch import save_file
 from torch import nn
 from transformers import PreTrainedModel
 
-from specviz.engine.heads import WEIGHTS, check_fits, check_weight_names, place_head, read_head_config, read_weights
+from specviz.engine.heads.eagle import (
+    WEIGHTS,
+    check_fits,
+    check_weight_names,
+    place_head,
+    read_head_config,
+    read_weights,
+)
 from specviz.errors import ModelLoadError
 
 ARCHITECTURE = "MedusaModel"
