@@ -35,15 +35,11 @@ import argparse
 import json
 import os
 import time
-from importlib import import_module
 from pathlib import Path
-
-from specviz import methods
 
 from .paths import DEFAULT_OUT, WORKLOADS
 
 STAGES = ("corpus", "tokenizer", "target", "draft", "export")
-HEAD_STAGES = tuple(m.head.stage for m in methods.REGISTRY.values() if m.head)  # one per kind of feature head
 
 
 def make_logger(work_dir: Path):
@@ -63,6 +59,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="python -m specviz train-tiny", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    from .heads import HEAD_STAGES, head_stage  # numpy and the training loop: only for train-tiny itself
+
     extra = ("vocab", "card", *HEAD_STAGES, "all", "check-workloads")
     p.add_argument("stage", nargs="?", default="all", choices=STAGES + extra)
     p.add_argument("--work-dir", type=Path, default=Path(os.path.expanduser("~/.cache/specviz/train-tiny")))
@@ -123,7 +121,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--no-baseline", action="store_true", help="skip the CE-only draft control run")
     for stage in HEAD_STAGES:  # each head's stage adds its own options
-        import_module(f"specviz.train.{stage}").add_arguments(p)
+        head_stage(stage).add_arguments(p)
     card = p.add_argument_group("model card (export and card stages; the defaults are what the shipped card quotes)")
     card.add_argument(
         "--rerender",
@@ -159,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         f"args {json.dumps({k: str(v) for k, v in vars(args).items()})}"
     )
     from . import stages
+    from .heads import HEAD_STAGES
 
     todo = STAGES if args.stage == "all" else (args.stage,)
     for stage in todo:

@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import re
 import textwrap
-from importlib import import_module
 from pathlib import Path
 
 from specviz import methods
 
 from .corpus import MAX_FILE_BYTES
+from .heads import HEAD_STAGES, head_stage
 from .measurements import CardSettings, measure_all
 from .paths import DEFAULT_OUT, MAX_TOTAL_MB, REPO_ROOT
 
@@ -116,8 +116,7 @@ def render(m: dict, ms: dict) -> str:
 def head_sections(m: dict) -> list[str]:
     """Each feature head's section, written by its own training stage (train/<stage>.py `card_section`), for the
     heads the manifest holds, in the registry's order."""
-    stages = [method.head.stage for method in methods.REGISTRY.values() if method.head]
-    return [import_module(f"specviz.train.{stage}").card_section(m) for stage in stages if m.get(stage)]
+    return [head_stage(stage).card_section(m) for stage in HEAD_STAGES if m.get(stage)]
 
 
 def _intro(m: dict, ms: dict) -> str:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .heads import EVAL_WINDOWS, HeadJob, code_tokens, train_head, write_training
+from .heads import EVAL_WINDOWS, HeadJob, budget_options, code_tokens, train_head, write_training
 from .loop import eval_windows
 
 FEATURE_WEIGHT, CE_WEIGHT = 1.0, 0.1  # EAGLE-1's v_w and p_w
@@ -143,9 +143,6 @@ def card_section(m: dict) -> str:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """This stage's options on train-tiny's command line."""
-    g = p.add_argument_group(
-        f"stage {HEAD_DIR}", "an EAGLE-1 head on the exported target's features (not part of `all`)"
+    budget_options(
+        p, HEAD_DIR, "an EAGLE-1 head on the exported target's features", "the EAGLE-1 head", "the EAGLE-1 head's", 25.0
     )
-    g.add_argument("--eagle-minutes", type=float, default=25.0, help="training budget of the EAGLE-1 head")
-    g.add_argument("--eagle-steps", type=int, default=None, help="fix the EAGLE-1 head's step count instead")
-    g.add_argument("--eagle-lr", type=float, default=1e-3, help="peak learning rate of the EAGLE-1 head")

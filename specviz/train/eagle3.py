@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from .eagle import HEAD_DIR as EAGLE_DIR
-from .heads import EVAL_WINDOWS, HeadJob, code_tokens, continuation_tokens, train_head, write_training
+from .heads import EVAL_WINDOWS, HeadJob, budget_options, code_tokens, continuation_tokens, train_head, write_training
 from .loop import eval_windows
 
 HEAD_DIR = "eagle3"
@@ -247,13 +247,8 @@ def _started(e: dict) -> str:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """This stage's options on train-tiny's command line."""
-    g = p.add_argument_group(
-        f"stage {HEAD_DIR}",
-        "an EAGLE-3 head trained with training-time test, on the eagle stage's tokens (not part of `all`)",
-    )
-    g.add_argument("--eagle3-minutes", type=float, default=45.0, help="training budget of the EAGLE-3 head")
-    g.add_argument("--eagle3-steps", type=int, default=None, help="fix the EAGLE-3 head's step count instead")
-    g.add_argument("--eagle3-lr", type=float, default=1e-3, help="peak learning rate of the EAGLE-3 head")
+    about = "an EAGLE-3 head trained with training-time test, on the eagle stage's tokens"
+    g = budget_options(p, HEAD_DIR, about, "the EAGLE-3 head", "the EAGLE-3 head's", 45.0)
     g.add_argument("--eagle3-vocab", type=int, default=2048, help="the EAGLE-3 head's draft vocabulary size")
     g.add_argument(
         "--eagle3-init",

@@ -9,18 +9,43 @@ when done (a finished run is skipped: the stage then only exports).
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib import import_module
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
+
+from specviz import methods
 
 from .corpus import read_jsonl
 from .loop import get_batch, lr_at
 from .tok import encode_split
+
+HEAD_STAGES = tuple(m.head.stage for m in methods.REGISTRY.values() if m.head)  # one train-tiny stage per kind
+
+
+def head_stage(stage: str) -> ModuleType:
+    """A feature head's training stage (train/<stage>.py): its train_<stage>, add_arguments and card_section."""
+    return import_module(f"specviz.train.{stage}")
+
+
+def budget_options(
+    p: argparse.ArgumentParser, stage: str, about: str, what: str, whose: str, minutes: float, note: str = ""
+) -> argparse._ArgumentGroup:
+    """A head stage's option group on train-tiny's command line, with its training budget (--STAGE-minutes,
+    --STAGE-steps, --STAGE-lr); the stage adds any options of its own to the group returned."""
+    g = p.add_argument_group(f"stage {stage}", f"{about} (not part of `all`)")
+    g.add_argument(f"--{stage}-minutes", type=float, default=minutes, help=f"training budget of {what}{note}")
+    g.add_argument(f"--{stage}-steps", type=int, default=None, help=f"fix {whose} step count instead")
+    g.add_argument(f"--{stage}-lr", type=float, default=1e-3, help=f"peak learning rate of {what}")
+    return g
+
 
 EVAL_WINDOWS = 32
 

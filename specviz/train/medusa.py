@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .heads import EVAL_WINDOWS, HeadJob, code_tokens, train_head, write_training
+from .heads import EVAL_WINDOWS, HeadJob, budget_options, code_tokens, train_head, write_training
 from .loop import eval_windows
 
 HEADS = 4
@@ -165,9 +165,11 @@ def card_section(m: dict) -> str:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """This stage's options on train-tiny's command line."""
-    g = p.add_argument_group(
-        f"stage {HEAD_DIR}", "K = 4 Medusa heads on the exported target's features (not part of `all`)"
+    budget_options(
+        p,
+        HEAD_DIR,
+        "K = 4 Medusa heads on the exported target's features",
+        "the Medusa heads",
+        "the Medusa heads'",
+        25.0,
     )
-    g.add_argument("--medusa-minutes", type=float, default=25.0, help="training budget of the Medusa heads")
-    g.add_argument("--medusa-steps", type=int, default=None, help="fix the Medusa heads' step count instead")
-    g.add_argument("--medusa-lr", type=float, default=1e-3, help="peak learning rate of the Medusa heads")

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from .eagle import NOISE_STD
-from .heads import EVAL_WINDOWS, HeadJob, code_tokens, train_head, write_training
+from .heads import EVAL_WINDOWS, HeadJob, budget_options, code_tokens, train_head, write_training
 from .loop import eval_windows
 
 DEPTH2_WEIGHT = 0.5
@@ -150,10 +150,5 @@ def card_section(m: dict) -> str:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """This stage's options on train-tiny's command line."""
-    g = p.add_argument_group(
-        f"stage {HEAD_DIR}",
-        "one MTP module (DeepSeek-V3 style) post hoc on the exported target's features (not part of `all`)",
-    )
-    g.add_argument("--mtp-minutes", type=float, default=15.0, help="training budget of the MTP module (a short run)")
-    g.add_argument("--mtp-steps", type=int, default=None, help="fix the MTP module's step count instead")
-    g.add_argument("--mtp-lr", type=float, default=1e-3, help="peak learning rate of the MTP module")
+    what = "one MTP module (DeepSeek-V3 style) post hoc on the exported target's features"
+    budget_options(p, HEAD_DIR, what, "the MTP module", "the MTP module's", 15.0, note=" (a short run)")

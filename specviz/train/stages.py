@@ -4,13 +4,13 @@ done; the card (which export ends with) reads the exported pair and measures it 
 from __future__ import annotations
 
 import json
-from importlib import import_module
 from pathlib import Path
 
 from .card import make_card
 from .corpus import build_corpus, check_workloads, read_jsonl
 from .export import export, write_token_counts
 from .generate import target_continuations
+from .heads import head_stage
 from .loop import RunConfig, eval_windows, evaluate, train
 from .measurements import CardSettings
 from .models import build, n_params
@@ -250,7 +250,7 @@ def stage_vocab(args, work: Path, device, log) -> None:
 def stage_head(stage: str, args, work: Path, device, log) -> None:
     """A feature head's stage (train/<stage>.py): the corpus it trains on, gathered if needed, then its training."""
     stage_corpus(args, work, device, log)
-    getattr(import_module(f"specviz.train.{stage}"), f"train_{stage}")(args, work, device, log)
+    getattr(head_stage(stage), f"train_{stage}")(args, work, device, log)
 
 
 def stage_card(args, work: Path, device, log) -> None:
