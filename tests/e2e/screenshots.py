@@ -25,6 +25,7 @@ from browser_helpers import (
     CHROMIUM_FLAGS,
     NEXT_PHASE,
     ROOT,
+    enter,
     open_in_lecture_mode,
     served_app,
     settle,
@@ -91,10 +92,7 @@ def workload_measured(lecture: bool = False):
 
     def shoot(tab, url: str) -> None:
         open_app_page(tab, url, "workload", lecture)
-        first_n = tab.get_by_label("Prompts to run (the first N of 20)")
-        first_n.fill("3")
-        first_n.press("Enter")
-        settle(tab)
+        enter(tab, "Prompts to run (the first N of 20)", "3")
         tab.get_by_role("button", name="▶ Measure").click()
         wait_shown(tab, "Per tag and overall", timeout_ms=600_000)
         settle(tab, timeout_ms=300_000)

@@ -4,7 +4,7 @@ mode at 1920×1080; in lecture mode the charts' text reaches projector sizes and
 label."""
 
 import pytest
-from browser_helpers import LECTURE_TOGGLE, open_app_page, open_in_lecture_mode, settle, wait_shown
+from browser_helpers import LECTURE_TOGGLE, enter, open_app_page, open_in_lecture_mode, settle, wait_shown
 
 PAGES = {  # path -> text shown once the page is ready
     "": "Measured speedup vs plain",
@@ -91,10 +91,7 @@ def test_no_label_is_cut(app_url, browser, path, size):
 def measured_workload(tab, url: str) -> None:
     """Two prompts of the code sample measured with two methods, so every table, chart and legend has rows."""
     open_app_page(tab, url, "workload")
-    first_n = tab.get_by_label("Prompts to run (the first N of 20)")
-    first_n.fill("2")
-    first_n.press("Enter")
-    settle(tab)
+    enter(tab, "Prompts to run (the first N of 20)", "2")
     tab.locator('input[role="combobox"][aria-label="Methods"]').click()
     tab.get_by_role("option", name="n-gram lookup (prompt lookup)").click()
     tab.keyboard.press("Escape")

@@ -4,7 +4,7 @@ that prints over no other (a 120 px strip: the bars overlapped on one row, the l
 
 from __future__ import annotations
 
-from browser_helpers import open_app_page, settle, wait_shown
+from browser_helpers import enter, open_app_page, settle, wait_shown
 
 from specviz.viz.layout import BAND_ROW
 
@@ -42,10 +42,7 @@ def test_two_methods_chips_fit_and_the_ranking_gives_each_setting_its_row(app_ur
         assert [c[0] for c in chips["chips"]] == ["draft model", "n-gram lookup (prompt lookup)"]
         assert all(left - 1 <= c[1] and c[2] <= right + 1 for c in chips["chips"]), chips  # each chip in its box
         choose(tab, "K values", "2")
-        first_n = tab.get_by_label("Prompts to run (the first N of 20)")
-        first_n.fill("1")
-        first_n.press("Enter")
-        settle(tab)
+        enter(tab, "Prompts to run (the first N of 20)", "1")
         tab.get_by_role("button", name="▶ Measure").click()
         wait_shown(tab, "The family ranked", timeout_ms=600_000)
         settle(tab, 300_000)
