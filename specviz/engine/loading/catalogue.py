@@ -31,7 +31,7 @@ from specviz.engine.loading.shipped import (
 )
 from specviz.errors import SettingsError
 
-models = lazy("specviz.engine.loading.models")  # torch, transformers: the CLI's parser reads the catalogue without
+models = lazy("specviz.engine.loading.models")  # torch: the CLI's parser reads the catalogue without it
 
 BUNDLED_PRESETS = {
     # No trailing newline: this tokenizer merges a newline with the next line's indentation ("\n        "), so a
