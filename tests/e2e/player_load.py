@@ -41,9 +41,9 @@ def median_step(tabs, presses: int, in_turn: bool = False) -> tuple[float, float
         for t, r in zip(tabs, rendered, strict=True):
             t.keyboard.press("ArrowRight")
             if in_turn:
-                t.wait_for_function("r => document.querySelector('.spz-mount').dataset.rendered !== r", arg=r)
+                t.wait_for_function("r => (document.querySelector('.spz-mount')?.dataset.rendered ?? r) !== r", arg=r)
         for t, r in zip(tabs, rendered, strict=True):
-            t.wait_for_function("r => document.querySelector('.spz-mount').dataset.rendered !== r", arg=r)
+            t.wait_for_function("r => (document.querySelector('.spz-mount')?.dataset.rendered ?? r) !== r", arg=r)
         for t in tabs:
             wait_prepared(t, 120_000)
     pairs = list(zip(tabs, since, strict=True))

@@ -73,7 +73,7 @@ def test_a_fragment_opens_its_moment(exported, offline):
     tab.wait_for_selector("body[data-ready='1']", timeout=60_000)
     assert where(tab) == ("Round 2 of 10 · 2 · Verify (one target pass)", "#round=2&phase=verify")
     tab.evaluate("location.hash = '#round=3&phase=commit'")
-    tab.wait_for_function("document.querySelector('.spz-where').innerText.startsWith('Round 3 of 10 · 5')")
+    tab.wait_for_function("(document.querySelector('.spz-where')?.innerText ?? '').startsWith('Round 3 of 10 · 5')")
     assert not asked and not errors
 
 

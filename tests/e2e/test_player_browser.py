@@ -63,7 +63,7 @@ def step(tab, key: str) -> None:
     before = tab.evaluate("document.querySelector('.spz-mount').dataset.step")
     rendered = tab.evaluate("document.querySelector('.spz-mount').dataset.rendered")
     tab.keyboard.press(key)
-    tab.wait_for_function("r => document.querySelector('.spz-mount').dataset.rendered !== r", arg=rendered)
+    tab.wait_for_function("r => (document.querySelector('.spz-mount')?.dataset.rendered ?? r) !== r", arg=rendered)
     after = tab.evaluate("document.querySelector('.spz-mount').dataset.step")
     assert after != before, f"{key!r} did not move from step {before}"
 

@@ -22,7 +22,7 @@ def player_ready(tab, timeout_ms: int = 300_000) -> None:
     """Until the page is idle and its player has drawn the step it shows."""
     settle(tab, timeout_ms)
     tab.wait_for_selector(".spz-mount[data-ready='1']", timeout=timeout_ms)
-    tab.wait_for_function("() => document.querySelector('.spz-mount').dataset.rendered", timeout=60_000)
+    tab.wait_for_function("() => document.querySelector('.spz-mount')?.dataset.rendered", timeout=60_000)
 
 
 def pick(tab, title: str) -> None:
@@ -43,7 +43,7 @@ def test_the_first_trace_picked_after_a_live_run_is_shown_named_and_alone_in_the
         for name, title in TRACES.items():
             pick(tab, title)
             tab.wait_for_function(
-                "() => /^Round \\d+ of (15|13) /.test(document.querySelector('.spz-where').innerText)"
+                "() => /^Round \\d+ of (15|13) /.test((document.querySelector('.spz-where')?.innerText ?? ''))"
             )
             assert tab.locator(PICKER).input_value() == title
             tab.wait_for_function(  # the player writes the address once it draws the new trace (late under load)
