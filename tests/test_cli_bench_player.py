@@ -37,3 +37,9 @@ def test_a_pair_by_name_and_a_target_together_are_one_message(capsys):
     assert main(["bench-player", "--pair", "smollm2", "--target", "x", "--no-browser"]) == 2
     err = capsys.readouterr().err
     assert "--pair names the target already" in err and "Traceback" not in err
+
+
+def test_an_unknown_preset_is_one_message_naming_the_pairs_presets(capsys):
+    assert main(["bench-player", "--preset", "poetry", "--no-browser"]) == 2
+    err = capsys.readouterr().err
+    assert "--preset 'poetry'" in err and "code, structured, prose" in err and "Traceback" not in err

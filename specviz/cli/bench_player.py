@@ -59,6 +59,12 @@ def add_bench_player_parser(subparsers) -> argparse.ArgumentParser:
     )
     add_model_arguments(parser)
     parser.add_argument("--tokens", default=LENGTHS, help=f"new tokens per run, comma-separated (default {LENGTHS})")
+    parser.add_argument(
+        "--preset",
+        default="code",
+        help="the pair's prompt preset to decode (default code, the round page's first run; smollm2's english asks "
+        "for a longer answer; an unknown name lists the pair's presets)",
+    )
     parser.add_argument("--label", default="current", help="the name these figures go under in the JSON file")
     parser.add_argument("--no-browser", action="store_true", help="leave out the Chromium figures (transfer, draw)")
     parser.add_argument("--json", dest="json_out", help="write (merge) the figures into this JSON file")
@@ -126,10 +132,14 @@ def measure(args: argparse.Namespace, lengths: list[int], browser: bool = True) 
     from specviz.engine.decode import chat_wrapped, encode_prompt, generate
     from specviz.engine.loading.catalogue import presets_for
     from specviz.engine.loading.models import load_pair
+    from specviz.errors import SpecvizError
 
     target, draft, chat = chosen_pair(args)
+    presets = presets_for(target)
+    if args.preset not in presets:
+        raise SpecvizError(f"--preset {args.preset!r}: this pair's presets are {', '.join(presets)}.")
+    prompt = presets[args.preset]
     pair = load_pair(target, draft, device=args.device, dtype=args.dtype, threads=1)
-    prompt = presets_for(target)["code"]
     prompt = chat_wrapped(pair, prompt) if chat else prompt  # an instruct target: as the round page sends it
     room = (pair.context_length or 10**9) - len(encode_prompt(pair, prompt))  # the toy pair's context: 256
     runs, cold = [], True
@@ -147,6 +157,7 @@ def measure(args: argparse.Namespace, lengths: list[int], browser: bool = True) 
         start = time.perf_counter()
         trace = generate(pair, prompt, settings)
         run = {
+            "preset": args.preset,
             "asked_tokens": asked,
             "max_new_tokens": settings.max_new_tokens,
             "decode_s": time.perf_counter() - start,
