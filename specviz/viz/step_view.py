@@ -162,8 +162,8 @@ def _identity(arg):
     """A chart argument as a memo key: the trace's own objects (alive as long as the trace) by id, the rest as is."""
     if isinstance(arg, Round | Position | Node):
         return id(arg)
-    if isinstance(arg, tuple) and arg and isinstance(arg[0], Round):
-        return ("rounds", tuple(id(r) for r in arg))
+    if isinstance(arg, tuple) and arg and isinstance(arg[0], Round):  # a run's rounds so far: a slice of them
+        return ("rounds", id(arg[0]), id(arg[-1]), len(arg))
     return arg
 
 
@@ -345,10 +345,24 @@ PHASES = {
 }
 
 
+def _totals_after(trace: Trace, done: int, memo: dict | None) -> Totals:
+    """The totals of the first `done` rounds, once per count with a memo (a player bundle asks at every step of every
+    view: summing every round before each one made a long run's bundle quadratic)."""
+    if memo is None:
+        memo = {}
+    if "totals" not in memo or memo["totals"][0] is not trace:
+        memo["totals"] = (trace, {})
+    known = memo["totals"][1]
+    if done not in known:
+        rounds = trace.rounds[:done]
+        known[done] = Totals.of(rounds, sum(r.draft_ms + r.verify_ms for r in rounds) / 1e3)
+    return known[done]
+
+
 def _totals(out: _Blocks, trace: Trace, done: int) -> None:
     """The rounds committed so far in numbers: α, τ, tokens/s, and their times and accepted lengths."""
     rounds = trace.rounds[:done]
-    totals = Totals.of(rounds, sum(r.draft_ms + r.verify_ms for r in rounds) / 1e3)
+    totals = _totals_after(trace, done, out.memo)
     alpha = "n/a" if totals.alpha is None else f"{totals.alpha:.2f}"
     out.new_row()
     out.add(
