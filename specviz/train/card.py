@@ -312,6 +312,11 @@ def trained(e: dict) -> str:
     )
 
 
+def curve_words(points: list[dict], agreements=lambda point: [point["greedy_agreement"]]) -> str:
+    """A head's training curve in words: each checkpoint's greedy agreement(s) and its minute ("0.41 at 2 min, …")."""
+    return ", ".join(f"{' / '.join(fmt(v, 2) for v in agreements(p))} at {p['minutes']:g} min" for p in points)
+
+
 def shipped_draft(m: dict) -> dict:
     """The shipped draft's held-out numbers on code windows, beside which each head's are shown."""
     return m["held_out"]["shipped"].get("val_code", {})

@@ -117,11 +117,11 @@ def card_section(m: dict) -> str:
     to the shipped draft's on the same kind of windows."""
     from specviz import methods
 
-    from .card import fmt, head_section, shipped_draft, trained, wrap
+    from .card import curve_words, head_section, shipped_draft, trained, wrap
 
     e, draft = m["eagle"], shipped_draft(m)
     held = e["held_out_val_code_shipped"]
-    curve = ", ".join(f"{fmt(point['greedy_agreement'], 2)} at {point['minutes']:g} min" for point in e["curve"])
+    curve = curve_words(e["curve"])
     about = wrap(
         f"A {e['parameters'] / 1e6:.2f} M-parameter EAGLE-1 head for the target, in vLLM's EAGLE-1 format (`python -m "
         f"specviz run --method {methods.EAGLE}`): fc([emb(x); f]) → one decoder layer without input norm → the "

@@ -209,11 +209,11 @@ def card_section(m: dict) -> str:
     acceptance per draft step (steps after the first read the head's own output), next to EAGLE-1's first step."""
     from specviz import methods
 
-    from .card import fmt, head_section, trained, wrap
+    from .card import curve_words, head_section, trained, wrap
 
     e = m["eagle3"]
     held, first = e["held_out_val_code_shipped"], m.get("eagle", {}).get("held_out_val_code_shipped", {})
-    curve = ", ".join(f"{fmt(point['greedy_agreement'], 2)} at {point['minutes']:g} min" for point in e["curve"])
+    curve = curve_words(e["curve"])
     about = wrap(
         f"A {e['parameters'] / 1e6:.2f} M-parameter EAGLE-3 head for the target, in vLLM's EAGLE-3 format "
         f"(`LlamaForCausalLMEagle3`; `python -m specviz run --method {methods.EAGLE3}`): fc over the target's hidden "

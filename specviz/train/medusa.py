@@ -133,14 +133,11 @@ def card_section(m: dict) -> str:
     head, next to the shipped draft's first-draft agreement on the same kind of windows."""
     from specviz import methods
 
-    from .card import fmt, head_section, shipped_draft, trained, wrap
+    from .card import curve_words, head_section, shipped_draft, trained, wrap
 
     e, draft = m["medusa"], shipped_draft(m)
     held = e["held_out_val_code_shipped"]
-    curve = ", ".join(
-        f"{' / '.join(fmt(v, 2) for v in point['greedy_agreement'])} at {point['minutes']:g} min"
-        for point in e["curve"]
-    )
+    curve = curve_words(e["curve"], lambda point: point["greedy_agreement"])
     about = wrap(
         f"{e['heads']} Medusa heads for the target ({e['parameters'] / 1e6:.2f} M trained parameters), in vLLM's "
         f"Medusa format (`python -m specviz run --method {methods.MEDUSA}`): head i reads the target's post-norm "

@@ -120,14 +120,11 @@ def card_section(m: dict) -> str:
     and 2 (depth 2 reads the module's own output), next to EAGLE-1's first draft on the same kind of windows."""
     from specviz import methods
 
-    from .card import fmt, head_section, trained, wrap
+    from .card import curve_words, head_section, trained, wrap
 
     e = m["mtp"]
     held, first = e["held_out_val_code_shipped"], m.get("eagle", {}).get("held_out_val_code_shipped", {})
-    curve = ", ".join(
-        f"{fmt(p['greedy_agreement'], 2)} / {fmt(p['greedy_agreement_depth2'], 2)} at {p['minutes']:g} min"
-        for p in e["curve"]
-    )
+    curve = curve_words(e["curve"], lambda p: [p["greedy_agreement"], p["greedy_agreement_depth2"]])
     about = wrap(
         f"A {e['parameters'] / 1e6:.2f} M-parameter MTP module in DeepSeek-V3's style (`python -m specviz run "
         f"--method {methods.MTP}`; docs/engine.md): eh_proj([enorm(emb(x)); hnorm(h)]) → one full decoder block → "
