@@ -32,6 +32,8 @@ HEADS_PASS = "medusa heads pass"  # one pass of K parallel heads over one featur
 MEDUSA_HEADS_PASS = HEADS_PASS  # its former name
 EXIT_LAYERS_STEP = "early exit step"  # the target's own first E of L layers, its final norm and LM head, per drafted
 #                                        token (c = its measured cost: about E/L of a target step, plus the LM head)
+QUANTIZED_STEP = "quantized copy step"  # a pass of the target's own low-bit copy per drafted token (c = its measured
+#                                         cost: every layer, at fewer bits, through weight-only kernels)
 
 PLAIN, DRAFT, NGRAM, TREE = "plain", "draft", "ngram", "tree"
 EAGLE = "eagle"
@@ -40,6 +42,7 @@ MEDUSA = "medusa"
 MTP = "mtp"  # one MTP module (DeepSeek-V3 style), post hoc on the frozen target: engine/heads/mtp.py
 EARLY_EXIT = "early_exit"  # self-speculation by early exit (LayerSkip): engine/early_exit.py
 HF_EARLY_EXIT, HF_ASSISTANT_EARLY_EXIT = "hf_early_exit", "assistant_early_exit"  # its HF lane and generate() option
+QUANTIZED = "quantized"  # the target's own weights at fewer bits drafts for it: engine/forward/quantized.py
 SUFFIX = "suffix"  # suffix decoding (ArcticInference): core/suffix_tree.py, engine/proposers/suffix.py
 VLLM_SUFFIX = "suffix"  # vLLM's method name for it (needs the arctic-inference package)
 HF_ASSISTED, HF_PROMPT_LOOKUP = "hf_assisted", "hf_prompt_lookup"
@@ -114,6 +117,8 @@ class Method:
     refuses_schedule: str = ""  # why an adaptive K schedule does not apply (the generic reason when empty)
     exits_early: bool = False  # drafts with the target's own first layers (RunSettings.exit_layer, CLI --exit-layer)
     vllm_note: str = ""  # what else vLLM needs beyond its --speculative-config (shown beside it)
+    quantizes: bool = False  # drafts with the target's own weights rounded to fewer bits (RunSettings.quant, CLI
+    #                          --bits, --quant-group, --quant-head)
     crosses: bool = False  # drafts with a draft model whose tokenizer differs from the target's (TLI, SLEM, HF UAG):
     #                        only such a pair runs it, and such a pair runs only these of the draft-model methods
     spec_bench: str = ""  # its name on Spec-Bench's leaderboard (measure/spec_bench.py), where it is there
@@ -369,6 +374,22 @@ REGISTRY: dict[str, Method] = {
                 f"tree shape, or use method {TREE} with the draft model."
             ),
             former_cost_keys=(("step_ms", "exit_step_ms"), ("reference_ms", "exit_target_step_ms")),
+        ),
+        Method(
+            QUANTIZED,
+            "the target at 4 bits (quantized self-draft)",
+            "specviz · quantized self-draft",
+            SPECVIZ,
+            loads_draft=False,
+            draft_cost=QUANTIZED_STEP,
+            adaptive=True,
+            quantizes=True,
+            refuses_tree=(
+                "The quantized self-draft drafts a chain here (one token at a time through the target's low-bit "
+                f"copy): drop the tree shape, or use method {TREE} with the draft model."
+            ),
+            vllm_note="vLLM has no method that drafts with a quantized copy of the served model itself; the nearest "
+            "is draft_model with a separately quantized checkpoint of the target as the draft.",
         ),
         Method(
             TREE,

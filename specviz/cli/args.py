@@ -17,6 +17,7 @@ from specviz.core import schedule
 from specviz.core.dyntree import parse_dynamic
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import DEFAULT_EXIT_LAYER, FORWARD_AUTO, RunSettings, TreeSpec, tree_fields
+from specviz.core.quantize import QuantOptions
 from specviz.core.suffix_tree import SuffixOptions
 from specviz.errors import SpecvizError
 
@@ -56,6 +57,7 @@ def settings_from(args: argparse.Namespace, method: str) -> RunSettings:
         ngram_min=args.ngram_min,
         ngram_max=args.ngram_max,
         suffix=suffix_options(args),
+        quant=quant_options(args),
         exit_layer=getattr(args, "exit_layer", None) or DEFAULT_EXIT_LAYER,  # None: no pair named it (a --target)
         forward=getattr(args, "forward", FORWARD_AUTO),
         **schedule_of(args),
@@ -71,6 +73,17 @@ def suffix_options(args: argparse.Namespace) -> SuffixOptions:
         max_spec_offset=getattr(args, "suffix_offset", d.max_spec_offset),
         min_token_prob=getattr(args, "suffix_min_prob", d.min_token_prob),
         max_cached_requests=getattr(args, "suffix_cached", d.max_cached_requests),
+    )
+
+
+def quant_options(args: argparse.Namespace) -> QuantOptions:
+    """The quantized self-draft's options from --bits, --quant-group and --quant-head (the defaults where a command has
+    none)."""
+    d = QuantOptions()
+    return QuantOptions(
+        bits=getattr(args, "bits", d.bits),
+        group=getattr(args, "quant_group", d.group),
+        head_bits=getattr(args, "quant_head", d.head_bits),
     )
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from specviz import methods
 from specviz.core.settings import AUTO_THREADS, DEFAULT_EXIT_LAYER, FORWARD_AUTO, NARROW_WIDTH, THREADS_ENV, RunSettings
+from specviz.core.quantize import BITS, GROUPS, HEAD_BITS, QuantOptions
 from specviz.core.suffix_tree import SuffixOptions
 from specviz.errors import SpecvizError
 
@@ -111,6 +112,7 @@ def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ngram-min", type=int, default=1, help="shortest suffix n-gram lookup matches")
     parser.add_argument("--ngram-max", type=int, default=3, help="longest suffix n-gram lookup matches")
     add_suffix_arguments(parser)
+    add_quant_arguments(parser)
     parser.add_argument(
         "--exit-layer",
         type=int,
@@ -161,6 +163,34 @@ def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="the draft proposes only from its N most frequent tokens (a smaller LM head, the same exact output); "
         "auto = what the draft's token_counts.json recommends (the bundled draft: 1024), 0 = every token",
+    )
+
+
+def add_quant_arguments(parser: argparse.ArgumentParser) -> None:
+    """The quantized self-draft's options (core/quantize.py QuantOptions), with what measured best as defaults."""
+    d = QuantOptions()
+    parser.add_argument(
+        "--bits",
+        type=int,
+        default=d.bits,
+        help=f"{methods.QUANTIZED}: the draft is the target's own weights at this many bits ({', '.join(map(str, BITS))}; "
+        f"default {d.bits})",
+    )
+    parser.add_argument(
+        "--quant-group",
+        type=int,
+        default=d.group,
+        metavar="N",
+        help=f"{methods.QUANTIZED}: weights per group sharing one scale and minimum ({', '.join(map(str, GROUPS))}; "
+        f"default {d.group}; 8 bits round per output row)",
+    )
+    parser.add_argument(
+        "--quant-head",
+        type=int,
+        default=d.head_bits,
+        metavar="BITS",
+        help=f"{methods.QUANTIZED}: the LM head's bits ({', '.join(map(str, HEAD_BITS))}; 16 = bfloat16, the default: "
+        "the tied head is where 4 bits lose agreement)",
     )
 
 

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field, replace
 from specviz import methods
 from specviz.core import schedule, verify
 from specviz.core.dyntree import DynamicTree, parse_dynamic
+from specviz.core.quantize import QuantOptions
 from specviz.core.sampling import SamplingSettings
 from specviz.core.suffix_tree import SuffixOptions
 from specviz.errors import SettingsError
@@ -47,6 +48,8 @@ class RunSettings:
     #                              architecture is supported), lean, or hf (Hugging Face's, the reference)
     dynamic: DynamicTree | None = None  # a dynamic (EAGLE-2) tree instead of a static shape (core/dyntree.py): the
     #                                     tree method and the EAGLE-1 / EAGLE-3 heads grow one per round
+    quant: QuantOptions = field(default_factory=QuantOptions)  # the quantized self-draft's bits, group size and
+    #                                                           head precision (core/quantize.py); others ignore it
 
     def __post_init__(self) -> None:
         if self.method not in methods.ENGINE_METHODS:
@@ -68,6 +71,10 @@ class RunSettings:
         _require_int("draft vocabulary (0 = all tokens)", self.draft_vocab, 0, 10_000_000)
         if isinstance(self.suffix, dict):  # JSON gives a dict
             object.__setattr__(self, "suffix", SuffixOptions(**self.suffix))
+        if isinstance(self.quant, dict):  # JSON gives a dict
+            object.__setattr__(self, "quant", QuantOptions.from_dict(self.quant))
+        if not isinstance(self.quant, QuantOptions):
+            raise SettingsError(f"quant holds the quantized draft's bits, group and head_bits; got {self.quant!r}.")
         check_schedule(self)
         _require_int("exit layer E (the target's first E layers draft)", self.exit_layer, 1, MAX_EXIT_LAYER)
         if self.forward not in FORWARDS:
@@ -121,6 +128,8 @@ class RunSettings:
             del body["dynamic"]  # static trees and chains keep the settings JSON they always had
         if not methods.get(self.method).exits_early:
             del body["exit_layer"]  # runs of other methods keep the settings JSON they always had
+        if not methods.get(self.method).quantizes:
+            del body["quant"]  # likewise
         if self.forward == FORWARD_AUTO:
             del body["forward"]  # runs with the default forward too (the trace's meta names the forwards that ran)
         if self.k_schedule == schedule.CONSTANT:  # constant-K runs too

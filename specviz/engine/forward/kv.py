@@ -6,7 +6,7 @@ import torch
 from transformers import DynamicCache, PreTrainedModel
 
 from specviz.core.settings import FORWARD_HF, FORWARD_LEAN
-from specviz.engine.forward.lean import LeanCache, Matrix, lean_forward, lean_weights, packed_copy
+from specviz.engine.forward.lean import LeanCache, LeanWeights, Matrix, lean_forward, lean_weights, packed_copy
 from specviz.engine.forward.masks import additive_mask
 
 
@@ -24,18 +24,20 @@ class CachedModel:
         vocab_ids: torch.Tensor | None = None,
         hidden_layers: tuple[int, ...] = (),
         forward: str = FORWARD_HF,
+        lean: LeanWeights | None = None,
     ):
         """vocab_ids (N,) long: a trimmed vocabulary (engine/loading/vocab.py); logits are computed for these tokens
         only and the others get -inf (probability 0). None: the model's whole head. hidden_layers: the `hidden_states`
         each forward keeps in `self.hidden` (layers, rows read, H), for a drafter that reads the target's features.
         forward: "hf" (Hugging Face's, the reference) or "lean" (engine/forward/lean.py; the same function, less
-        overhead)."""
+        overhead). lean: weights the lean forward runs instead of the model's own (the target's low-bit copy,
+        engine/forward/quantized.py), which also means forward lean."""
         self.model = model
         self.vocab_size = vocab_size
         self.device = model.device
         self.vocab_ids = None if vocab_ids is None else vocab_ids.to(self.device)
-        if forward == FORWARD_LEAN:
-            self.lean = lean_weights(model)
+        if forward == FORWARD_LEAN or lean is not None:
+            self.lean = lean if lean is not None else lean_weights(model)
             self.cache = LeanCache(self.lean)
             self.head = self.lean.head if vocab_ids is None else _trimmed(self.lean.head, self.vocab_ids)  # (H, V or N)
         else:
