@@ -68,9 +68,9 @@ def test_measure_all_leaves_out_what_this_pair_lacks_and_says_why(model_dirs, ca
     assert "left out draft: no draft model is loaded" in err
     for name, label in (("eagle", "EAGLE-1 head"), ("eagle3", "EAGLE-3 head"), ("medusa", "Medusa heads")):
         assert f"left out {name}: no {label} found beside the target (give one with --head DIR)" in err
-    assert "the whole family: ngram, suffix, early_exit" in err
+    assert "the whole family: ngram, suffix, early_exit, quantized" in err
     doc = json.loads((tmp_path / "r.json").read_text())
-    assert {r["method"] for r in doc["ranking"]} == {"ngram", "suffix", "early_exit"}
+    assert {r["method"] for r in doc["ranking"]} == {"ngram", "suffix", "early_exit", "quantized"}
 
 
 def test_measure_all_refuses_a_tree_shape(capsys, tmp_path):

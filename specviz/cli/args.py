@@ -15,9 +15,9 @@ from pathlib import Path
 from specviz import methods
 from specviz.core import schedule
 from specviz.core.dyntree import parse_dynamic
+from specviz.core.quantize import QuantOptions
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import DEFAULT_EXIT_LAYER, FORWARD_AUTO, RunSettings, TreeSpec, tree_fields
-from specviz.core.quantize import QuantOptions
 from specviz.core.suffix_tree import SuffixOptions
 from specviz.errors import SpecvizError
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from specviz import methods
-from specviz.core.settings import AUTO_THREADS, DEFAULT_EXIT_LAYER, FORWARD_AUTO, NARROW_WIDTH, THREADS_ENV, RunSettings
 from specviz.core.quantize import BITS, GROUPS, HEAD_BITS, QuantOptions
+from specviz.core.settings import AUTO_THREADS, DEFAULT_EXIT_LAYER, FORWARD_AUTO, NARROW_WIDTH, THREADS_ENV, RunSettings
 from specviz.core.suffix_tree import SuffixOptions
 from specviz.errors import SpecvizError
 
@@ -173,8 +173,8 @@ def add_quant_arguments(parser: argparse.ArgumentParser) -> None:
         "--bits",
         type=int,
         default=d.bits,
-        help=f"{methods.QUANTIZED}: the draft is the target's own weights at this many bits ({', '.join(map(str, BITS))}; "
-        f"default {d.bits})",
+        help=f"{methods.QUANTIZED}: the draft is the target's own weights at this many bits "
+        f"({', '.join(map(str, BITS))}; default {d.bits})",
     )
     parser.add_argument(
         "--quant-group",

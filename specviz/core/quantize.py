@@ -12,10 +12,15 @@ the codes for torch's kernels (engine/forward/quantized.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import torch
-
+from specviz.core.lazy import lazy
 from specviz.errors import SettingsError
+
+if TYPE_CHECKING:
+    import torch
+else:
+    torch = lazy("torch")  # the options (in every Settings) are read by commands that never round a weight
 
 BITS = (8, 4, 3, 2)  # weight bits a copy can have (3 and 2 run on the 4-bit kernel with fewer codes)
 GROUPS = (32, 64, 128, 256)  # input weights per group (what torch's 4-bit CPU kernel takes)
@@ -79,7 +84,9 @@ def round_groupwise(weight: torch.Tensor, bits: int, group: int) -> Rounded:
     value (asymmetric); a group of one value keeps it exactly (its step is 0)."""
     out, width = weight.shape
     if width % group:
-        raise SettingsError(f"A {width}-wide matrix does not split into groups of {group}: pick a group size dividing it.")
+        raise SettingsError(
+            f"A {width}-wide matrix does not split into groups of {group}: pick a group size dividing it."
+        )
     grouped = weight.detach().float().reshape(out, width // group, group)  # (out, G, group)
     lo, hi = grouped.amin(-1), grouped.amax(-1)  # (out, G)
     levels = 2**bits - 1
@@ -98,6 +105,9 @@ def round_per_row(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return (w / safe[:, None]).round().clamp(-127, 127).to(torch.int8).contiguous(), scale
 
 
-def fits_groups(width: int, group: int) -> bool:
-    """Whether a matrix of this input width splits into whole groups."""
-    return width % group == 0
+def padded_to_groups(weight: torch.Tensor, group: int) -> torch.Tensor:
+    """weight (out, in) widened to a multiple of group by repeating its last column: the last group's least and
+    greatest values stay what they were, so its rounding does too, and the caller feeds zeros to the added columns
+    (the toy's 688-wide down projection is 22 groups of 32 less 16)."""
+    extra = -weight.shape[1] % group
+    return weight if not extra else torch.cat((weight, weight[:, -1:].expand(-1, extra)), dim=1)

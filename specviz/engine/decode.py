@@ -103,6 +103,7 @@ def build_trace(
         meta={
             **pair.describe(),
             **_head_named(pair, settings),
+            **_copy_named(pair, settings),
             "forward": forwards_run(pair, settings),
             "specviz": __version__,
         },
@@ -112,6 +113,16 @@ def build_trace(
 def _head_named(pair: ModelPair, settings: RunSettings) -> dict:
     """The feature head a run drafted with, named in its trace like the pair (nothing for other methods)."""
     return {"head": recorded_name(pair.head(settings.method))} if methods.get(settings.method).loads_head else {}
+
+
+def _copy_named(pair: ModelPair, settings: RunSettings) -> dict:
+    """The low-bit copy a quantized run drafted with, and what multiplied its matrices (nothing for other methods)."""
+    if not methods.get(settings.method).quantizes:
+        return {}
+    from specviz.engine.forward.quantized import quantized_copy
+
+    copy = quantized_copy(pair.target, settings.quant)
+    return {"draft_copy": f"the target at {copy.options.label} · {copy.kernel}"}
 
 
 EARLY_EXIT_NEEDS_HF = "early exit reads the target's per-layer cache, which only Hugging Face's forward keeps"

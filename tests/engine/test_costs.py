@@ -102,18 +102,18 @@ def test_an_early_exit_step_is_set_against_the_target_step_of_the_forward_it_run
 def test_each_drafters_c_and_what_to_time_for_it():
     from specviz.engine.costs import C_DRAFTERS, MeasuredCosts, timing_options
 
-    steps = {"draft": 0.001, "eagle": 0.002, "medusa": 0.001, "early_exit": 0.003, "mtp": 0.0025}
+    steps = {"draft": 0.001, "eagle": 0.002, "medusa": 0.001, "early_exit": 0.003, "mtp": 0.0025, "quantized": 0.004}
     costs = MeasuredCosts(
         "t", "d", "cpu", "float32", 30, 5, steps, 0.01, (0.011,), pass_drafts={"medusa": 4}, exit_layer=3
     )
-    assert [costs.c_of(m) for m in C_DRAFTERS] == pytest.approx([0.1, 0.2, None, 0.1, 0.25, 0.3, 0.0, 0.0])
+    assert [costs.c_of(m) for m in C_DRAFTERS] == pytest.approx([0.1, 0.2, None, 0.1, 0.25, 0.3, 0.4, 0.0, 0.0])
     assert costs.step_s_of("eagle") == pytest.approx(0.002) and costs.step_s_of("ngram") is None
     assert costs.step_s_of("eagle3") is None  # not timed
     assert costs.c_of("hf_early_exit") == costs.c_of("early_exit")  # an HF lane is its specviz method's drafter
     assert costs.c_of("tree") == costs.c_of("tli") == costs.c  # every draft-model method drafts with the draft's step
     assert [timing_options(m, 3) for m in C_DRAFTERS] == [
         {}, {"methods": ("eagle",)}, {"methods": ("eagle3",)}, {"methods": ("medusa",)}, {"methods": ("mtp",)},
-        {"methods": ("early_exit",), "exit_layer": 3}, {}, {},
+        {"methods": ("early_exit",), "exit_layer": 3}, {"methods": ("quantized",)}, {}, {},
     ]  # fmt: skip
 
 

@@ -6,7 +6,7 @@ traces' prompt and settings; so were the early-exit ones (E = 4 greedy, E = 6 sa
 traces were recorded again when the head was retrained (be6c90e): a new head drafts other tokens, by design. The
 n-gram trace was recorded again when lookup took the earliest occurrence of the match (vLLM's rule, 2026-12-04), and
 the TLI and SLEM traces (SmolLM2-135M-Instruct drafted by the bundled draft, whose tokenizers differ) when they were
-merged."""
+merged, and the quantized ones (the target's own 4-bit copy greedy, its 3-bit copy sampled) when the method came."""
 
 from __future__ import annotations
 

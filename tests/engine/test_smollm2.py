@@ -72,6 +72,14 @@ def test_greedy_early_exit_equals_plain_decoding(smollm2, hash_table_prompt):
     assert exited.totals.proposed > 0
 
 
+def test_greedy_drafting_by_its_own_4_bit_copy_equals_plain_decoding_and_is_mostly_accepted(smollm2, hash_table_prompt):
+    plain = run(smollm2, hash_table_prompt, methods.PLAIN)
+    drafted = run(smollm2, hash_table_prompt, methods.QUANTIZED)
+    assert drafted.text == plain.text
+    assert drafted.totals.alpha > 0.85  # 4-bit weights of its own, bfloat16 activations: they rarely change its argmax
+    assert drafted.meta["draft_copy"].startswith("the target at 4-bit, groups of 32, head bfloat16")
+
+
 def test_the_pairs_by_name(smollm2):
     assert find_pair("smollm2") is SMOLLM2 and find_pair("pystdlib").draft is not None
     assert SMOLLM2.drafters[:2] == (methods.DRAFT, methods.TREE)  # the draft model it ships

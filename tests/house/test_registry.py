@@ -36,6 +36,7 @@ def test_lanes_mirror_registered_methods_and_costs_are_separate_from_loading():
             methods.FEATURE_HEAD_STEP,
             methods.MEDUSA_HEADS_PASS,
             methods.EXIT_LAYERS_STEP,
+            methods.QUANTIZED_STEP,
         )
         assert not (method.loads_draft and method.loads_head)  # a head drafts instead of a second model
         if method.loads_draft:
@@ -47,6 +48,9 @@ def test_lanes_mirror_registered_methods_and_costs_are_separate_from_loading():
     assert methods.get(methods.MEDUSA).draft_cost == methods.MEDUSA_HEADS_PASS
     assert methods.get(methods.EARLY_EXIT).draft_cost == methods.EXIT_LAYERS_STEP  # no second model, no head
     assert not methods.get(methods.EARLY_EXIT).loads_draft and not methods.get(methods.EARLY_EXIT).loads_head
+    quantized = methods.get(methods.QUANTIZED)  # the target's own weights, re-packed: no second model, no head
+    assert quantized.draft_cost == methods.QUANTIZED_STEP and quantized.quantizes
+    assert not quantized.loads_draft and not quantized.loads_head
     assert methods.FROM_VLLM == {
         "draft_model": methods.DRAFT,
         "ngram": methods.NGRAM,

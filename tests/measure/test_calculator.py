@@ -26,12 +26,19 @@ TRIMMED = MeasuredCosts(
 
 
 def test_without_a_draft_or_heads_only_early_exit_and_the_lookups_are_offered():
-    assert policy.offered_drafters(False, {}) == [methods.EARLY_EXIT, methods.NGRAM, methods.SUFFIX]
+    assert policy.offered_drafters(False, {}) == [methods.EARLY_EXIT, methods.QUANTIZED, methods.NGRAM, methods.SUFFIX]
 
 
 def test_a_draft_and_a_head_found_beside_the_target_are_offered_in_the_registry_order():
     offered = policy.offered_drafters(True, {methods.EAGLE3: "beside"})
-    assert offered == [methods.DRAFT, methods.EAGLE3, methods.EARLY_EXIT, methods.NGRAM, methods.SUFFIX]
+    assert offered == [
+        methods.DRAFT,
+        methods.EAGLE3,
+        methods.EARLY_EXIT,
+        methods.QUANTIZED,
+        methods.NGRAM,
+        methods.SUFFIX,
+    ]
 
 
 def test_what_is_not_offered_is_named_with_how_to_get_it_and_nothing_is_said_when_all_are():

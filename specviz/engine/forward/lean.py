@@ -12,6 +12,7 @@ import os
 import threading
 import weakref
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 import torch.nn.functional as F
@@ -113,16 +114,23 @@ def onednn_packs(dtype: torch.dtype = torch.float32) -> bool:
     return _ONEDNN[dtype]
 
 
+class Linear(Protocol):
+    """What the lean pass asks of a linear map: a Matrix here, or a quantized copy's packed one
+    (engine/forward/quantized.py)."""
+
+    def times(self, x: torch.Tensor, residual: torch.Tensor | None = None) -> torch.Tensor: ...
+
+
 @dataclass(frozen=True)
 class LayerWeights:
-    """One decoder layer's weights (Matrix: input-major, and packed for passes over several rows)."""
+    """One decoder layer's weights (a Matrix each: input-major, and packed for passes over several rows)."""
 
     in_norm: torch.Tensor | None  # (H,) None: a layer without one (EAGLE-1's head)
-    qkv: Matrix  # (H, heads·d + 2·kv_heads·d): q, k and v projections side by side
-    out: Matrix  # (heads·d, H)
+    qkv: Linear  # (H, heads·d + 2·kv_heads·d): q, k and v projections side by side
+    out: Linear  # (heads·d, H)
     post_norm: torch.Tensor  # (H,)
-    gate_up: Matrix  # (H, 2·I): gate and up projections side by side
-    down: Matrix  # (I, H)
+    gate_up: Linear  # (H, 2·I): gate and up projections side by side
+    down: Linear  # (I, H)
 
 
 def input_major(*linears: torch.nn.Linear, share: bool = False) -> Matrix:
@@ -151,7 +159,7 @@ class LeanWeights:
     layers: tuple[LayerWeights, ...]
     embed: torch.Tensor  # (V, H)
     final_norm: torch.Tensor | None  # (H,) None: a head without one (EAGLE-1)
-    head: Matrix  # (H, V_head), input-major like the layers
+    head: Linear  # (H, V_head), input-major like the layers
     eps: float
     heads: int
     kv_heads: int

@@ -21,10 +21,11 @@ import weakref
 from dataclasses import dataclass, replace
 
 import torch
+import torch.nn.functional as F
 from transformers import PreTrainedModel
 
-from specviz.core.quantize import QuantOptions, Rounded, round_groupwise, round_per_row
-from specviz.engine.forward.lean import LayerWeights, LeanWeights, Matrix, lean_weights, packed_copy
+from specviz.core.quantize import QuantOptions, Rounded, padded_to_groups, round_groupwise, round_per_row
+from specviz.engine.forward.lean import LayerWeights, LeanWeights, Linear, Matrix, lean_weights, packed_copy
 
 COPY_DTYPE = torch.bfloat16  # the activations the weight-only kernels are fast with
 INT4, INT8, DEQUANTIZED = "int4 packed (torch CPU kernel)", "int8 (torch CPU kernel)", "dequantized bfloat16"
@@ -38,10 +39,12 @@ class Int4Matrix:
     scales_zeros: torch.Tensor  # (in / group, out, 2) bfloat16: w = (code - 8) · scale + zero
     group: int
     bias: torch.Tensor | None  # (out,)
+    pad: int = 0  # zero inputs added to reach whole groups (the codes' width less the matrix's)
 
     def times(self, x: torch.Tensor, residual: torch.Tensor | None = None) -> torch.Tensor:
         """x (L, in) bfloat16 @ W + bias + residual."""
-        y = torch.ops.aten._weight_int4pack_mm_for_cpu(x.to(COPY_DTYPE), self.packed, self.group, self.scales_zeros)
+        reads = x.to(COPY_DTYPE) if not self.pad else F.pad(x.to(COPY_DTYPE), (0, self.pad))  # (L, in + pad)
+        y = torch.ops.aten._weight_int4pack_mm_for_cpu(reads, self.packed, self.group, self.scales_zeros)
         return _added(y.to(x.dtype), self.bias, residual)  # (L, out)
 
 
@@ -95,10 +98,13 @@ def _build(model: PreTrainedModel, options: QuantOptions) -> QuantizedCopy:
     kernel = _kernel(options.bits, full.embed.device)
     with torch.no_grad():
         layers = tuple(replace(layer, **_matrices(layer, options.bits, options.group, kernel)) for layer in full.layers)
+        target_head = _own(full.head)
         if options.head_bits == 16:
-            head = _bfloat16(full.head)
+            head = _bfloat16(target_head)
         else:
-            head = _rounded(full.head, options.head_bits, options.group, _kernel(options.head_bits, full.embed.device))
+            head = _rounded(
+                target_head, options.head_bits, options.group, _kernel(options.head_bits, full.embed.device)
+            )
     return QuantizedCopy(replace(full, layers=layers, head=head), options, kernel, time.perf_counter() - start)
 
 
@@ -110,7 +116,16 @@ def _kernel(bits: int, device: torch.device) -> str:
 
 def _matrices(layer: LayerWeights, bits: int, group: int, kernel: str) -> dict:
     """A layer's four matrices rounded (its norms stay the target's own)."""
-    return {name: _rounded(getattr(layer, name), bits, group, kernel) for name in ("qkv", "out", "gate_up", "down")}
+    return {
+        name: _rounded(_own(getattr(layer, name)), bits, group, kernel) for name in ("qkv", "out", "gate_up", "down")
+    }
+
+
+def _own(linear: Linear) -> Matrix:
+    """A target's own matrix, as lean_weights reads it (a copy is never made from another copy)."""
+    if not isinstance(linear, Matrix):
+        raise TypeError(f"a quantized copy rounds a target's own matrices, not a {type(linear).__name__}")
+    return linear
 
 
 @dataclass(frozen=True)
@@ -139,18 +154,20 @@ def _rounded(matrix: Matrix, bits: int, group: int, kernel: str):
         if kernel == INT8:
             return Int8Matrix(codes, scales.to(COPY_DTYPE), bias)
         return _dequantized(codes.float() * scales[:, None], bias)
-    rounded = round_groupwise(weight, bits, group)
+    width = weight.shape[1]
+    rounded = round_groupwise(padded_to_groups(weight, group), bits, group)
     if kernel == INT4:
-        return int4_matrix(rounded, bias)
-    return _dequantized(rounded.weights(), bias)
+        return int4_matrix(rounded, bias, pad=rounded.codes.shape[1] - width)
+    return _dequantized(rounded.weights()[:, :width], bias)
 
 
-def int4_matrix(rounded: Rounded, bias: torch.Tensor | None = None) -> Int4Matrix:
-    """Codes of at most 4 bits packed for torch's CPU kernel, whose groups read w = (code - 8) · scale + zero."""
+def int4_matrix(rounded: Rounded, bias: torch.Tensor | None = None, pad: int = 0) -> Int4Matrix:
+    """Codes of at most 4 bits packed for torch's CPU kernel, whose groups read w = (code - 8) · scale + zero; the
+    last `pad` columns of the codes stand for no input (padded_to_groups)."""
     packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu(rounded.codes.contiguous(), 1)
     zero = rounded.lo + 8 * rounded.step  # (out, G): lo + code · step = (code - 8) · step + zero
     scales_zeros = torch.stack([rounded.step, zero], dim=-1).transpose(0, 1).contiguous().to(COPY_DTYPE)
-    return Int4Matrix(packed, scales_zeros, rounded.group, bias)  # scales_zeros (G, out, 2)
+    return Int4Matrix(packed, scales_zeros, rounded.group, bias, pad)  # scales_zeros (G, out, 2)
 
 
 def _dequantized(weight: torch.Tensor, bias: torch.Tensor | None) -> Bfloat16Matrix:

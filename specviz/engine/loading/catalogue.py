@@ -64,7 +64,8 @@ GENERAL_PRESETS = {
 # exit): E = 8, 12, 16, 20, 24 of 30 layers. Every E was slower than plain decoding (the layers were not trained to
 # exit early: α 0.15 at best); SMOLLM2_EXIT_LAYER is the one that lost least.
 SMOLLM2_EXIT_LAYER = 20
-NO_DRAFT_MODEL = (methods.QUANTIZED, methods.NGRAM, methods.SUFFIX, methods.EARLY_EXIT)  # the methods a target drafts for itself
+# the methods a target drafts for itself
+NO_DRAFT_MODEL = (methods.QUANTIZED, methods.NGRAM, methods.SUFFIX, methods.EARLY_EXIT)
 
 
 @dataclass(frozen=True)
