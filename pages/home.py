@@ -35,6 +35,10 @@ tokens, then the big **target** model checks all K guesses in **one** forward pa
 probability **min(1, p(x)/q(x))** (p: target, q: draft); at the first rejection a correction is drawn from what the
 target still owes, **max(0, p − q)**; if all K pass, the target's pass gives a **bonus** token for free. The output
 has *exactly* the target's distribution, and when the draft agrees often, each expensive pass yields several tokens.
+
+The cheapest draft is no second model at all but **the target itself, compressed**: its own weights rounded to 4 bits
+read an eighth of the bytes per step, and where a step's time is the time to stream the weights from memory (a CPU, a
+GPU at small batch), that makes a draft step a fraction of a target step while its guesses stay nearly the target's.
 """
 )
 

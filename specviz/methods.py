@@ -377,7 +377,7 @@ REGISTRY: dict[str, Method] = {
         ),
         Method(
             QUANTIZED,
-            "the target at 4 bits (quantized self-draft)",
+            "the target at fewer bits (quantized self-draft)",
             "specviz · quantized self-draft",
             SPECVIZ,
             loads_draft=False,

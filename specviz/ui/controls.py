@@ -15,6 +15,7 @@ import streamlit as st
 from specviz import methods
 from specviz.core import schedule
 from specviz.core.dyntree import DynamicTree
+from specviz.core.quantize import BITS, DEFAULT_BITS, QuantOptions
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import (
     FORWARD_AUTO,
@@ -387,8 +388,10 @@ def sidebar_controls(page: str = "") -> Controls:
         disabled=drafts_tree,
         help="A tree's K is its depth (the longest run it can accept)." if drafts_tree else None,
     )
-    plan = ({} if drafts_tree else schedule_controls(method)) | exit_controls(
-        method, ranges["exit_layer"], active_sources()[0], page in EXIT_PAGES
+    plan = (
+        ({} if drafts_tree else schedule_controls(method))
+        | exit_controls(method, ranges["exit_layer"], active_sources()[0], page in EXIT_PAGES)
+        | quant_controls(method, page in QUANT_PAGES)
     )
     temperature = st.sidebar.slider(
         "Temperature (0 = greedy)",
@@ -533,6 +536,27 @@ def exit_controls(method: str, allowed: tuple[int, int], target: str, always: bo
         key=keep("exit_layer", default), on_change=remember, args=("exit_layer",), help=EXIT_HELP,
     )  # fmt: skip
     return {"exit_layer": int(exit_layer)}
+
+
+QUANT_PAGES = ("race", "workload")  # pages that may run the quantized copy beside the chosen method: bits shown
+QUANT_HELP = (
+    "The draft is the target itself with its layers' weights rounded to this many bits (groups of 32 weights share "
+    "a minimum and a step; the LM head stays bfloat16) and multiplied by torch's weight-only CPU kernels. Fewer "
+    "bytes per step make a draft step cheaper on memory-bound hardware; fewer bits make q drift from p. 4 bits: "
+    "smollm2's copy agrees with it on 98% of greedy tokens; 3 bits: 44%; 2 bits: none (measured, docs/speed.md). "
+    "3 and 2 bits run at 4-bit speed: they show what fewer bits lose, not what they save."
+)
+
+
+def quant_controls(method: str, always: bool = False) -> dict:
+    """The quantized self-draft's bits, for its runs (and on the pages whose lanes include it): RunSettings fields."""
+    if not (always or methods.get(method).quantizes):
+        return {}
+    bits = st.sidebar.selectbox(
+        "Draft bits (the target's own copy)", BITS, key=keep("quant_bits", DEFAULT_BITS), on_change=remember,
+        args=("quant_bits",), format_func=lambda b: f"{b} bits", help=QUANT_HELP,
+    )  # fmt: skip
+    return {"quant": QuantOptions(bits=int(bits))}
 
 
 DRAFT_VOCAB_HELP = (

@@ -33,6 +33,7 @@ URL_SETTINGS = {  # URL parameter -> (sidebar key, type)
     "n": ("max_new_tokens", int),
     "dv": ("draft_vocab", int),
     "ee": ("exit_layer", int),  # early exit's E (only an early-exit run's link carries it)
+    "qb": ("quant_bits", int),  # the quantized self-draft's bits (only its runs' links carry it)
 }
 MOMENT_KEYS = ("round", "phase", "pos")
 PRESENT = "present"  # present=1: open as a presenter wants it (OpenedUrl.present); never written back
@@ -58,6 +59,8 @@ def settings_params(settings: RunSettings, prompt: str) -> dict[str, str]:
         params["tree"] = settings.tree_label  # 2,2,1,1 or dynamic:16,5,4
     if methods.get(settings.method).exits_early:
         params["ee"] = str(settings.exit_layer)
+    if methods.get(settings.method).quantizes:
+        params["qb"] = str(settings.quant.bits)
     return params
 
 
@@ -121,6 +124,7 @@ class OpenedUrl:
             max_new_tokens=values.get("max_new_tokens", base.max_new_tokens),
             draft_vocab=values.get("draft_vocab", base.draft_vocab),
             exit_layer=values.get("exit_layer", base.exit_layer),
+            quant=replace(base.quant, bits=values.get("quant_bits", base.quant.bits)),
         )
 
 

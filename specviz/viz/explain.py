@@ -190,6 +190,8 @@ def draft_sentence(trace: Trace, r: Round) -> str:
     end = f". {stop_sentence(trace, r)} The drafts:" if r.schedule else ":"  # adaptive K: why it stopped there
     if methods.get(trace.settings.method).exits_early:
         return f"{early_exit_sentence(trace, r, trimmed)} ({r.draft_ms:.1f} ms in all){end}"
+    if methods.get(trace.settings.method).quantizes:
+        return f"{quantized_sentence(trace, r, trimmed)} ({r.draft_ms:.1f} ms in all){end}"
     if flow := FLOWS.get(trace.settings.method):  # a head: features, not tokens, carry the draft forward
         short = (
             flow.short_of_k.format(k=trace.settings.k)
@@ -212,6 +214,21 @@ def early_exit_sentence(trace: Trace, r: Round, trimmed: str = "") -> str:
         f"first {e} layers, then its own final norm and LM head, one pass through those {e} layers per token. No "
         f"second model: the drafter reads the target's own KV cache of layers 1..{e} for the committed text, so "
         "nothing is read twice. A target not trained to exit early (the bundled one was not) accepts few such drafts"
+    )
+
+
+def quantized_sentence(trace: Trace, r: Round, trimmed: str = "") -> str:
+    """Who drafts in a quantized round: the target's own low-bit copy (engine/forward/quantized.py)."""
+    bits = trace.settings.quant.bits
+    close = (
+        "At 4 bits and more it differs from the target only in arithmetic (the rounded weights, bfloat16 "
+        "activations, packed kernels), so q sits close to p"
+        if bits >= 4  # the bits where the copy still agrees with its target (docs/speed.md)
+        else f"At {bits} bits the rounding loses much of what the weights said, so q drifts far from p"
+    )
+    return (
+        f"The target's own {bits}-bit copy proposes {r.proposed} token(s){trimmed}, one pass each: the same layers, "
+        f"their weights rounded to {bits} bits, with its own KV cache. No second model to train. {close}"
     )
 
 

@@ -70,7 +70,7 @@ def test_the_picker_offers_the_draft_the_heads_beside_the_target_early_exit_and_
     at = measured(EVERY)  # the bundled pair: a draft model, and EAGLE-1, EAGLE-3 and Medusa heads beside its target
     assert at.selectbox(key="c_drafter").options == [
         "draft model", "EAGLE-1 head", "EAGLE-3 head", "Medusa heads", "MTP module", "early exit (self-speculation)",
-        "the target at 4 bits (quantized self-draft)", "n-gram lookup (prompt lookup)", "Suffix decoding",
+        "the target at fewer bits (quantized self-draft)", "n-gram lookup (prompt lookup)", "Suffix decoding",
     ]  # fmt: skip
     assert at.selectbox(key="c_drafter").value == "draft"  # the draft model's c, as before
 

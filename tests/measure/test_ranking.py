@@ -139,7 +139,7 @@ def test_the_whole_family_is_every_chain_method_the_pair_can_run_and_says_why_no
     assert names == list(methods.PROPOSERS)  # the bundled pair ships every head
     assert methods.TREE not in names  # a tree needs a shape
     names, left_out = methods.whole_family(False, {"eagle": "dir/eagle"}, "E too deep")
-    assert names == ["ngram", "suffix", "eagle"]
+    assert names == ["ngram", "suffix", "eagle", "quantized"]  # the quantized copy needs only the target
     assert left_out[0].startswith("draft: no draft model is loaded")
     assert "eagle3: no EAGLE-3 head found beside the target (give one with --head DIR)" in left_out
     assert "medusa: no Medusa heads found beside the target (give one with --head DIR)" in left_out
