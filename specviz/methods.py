@@ -43,6 +43,7 @@ MTP = "mtp"  # one MTP module (DeepSeek-V3 style), post hoc on the frozen target
 EARLY_EXIT = "early_exit"  # self-speculation by early exit (LayerSkip): engine/early_exit.py
 HF_EARLY_EXIT, HF_ASSISTANT_EARLY_EXIT = "hf_early_exit", "assistant_early_exit"  # its HF lane and generate() option
 QUANTIZED = "quantized"  # the target's own weights at fewer bits drafts for it: engine/forward/quantized.py
+HF_QUANTIZED = "hf_quantized"  # its HF lane: generate(assistant_model=the same copy, as a transformers model)
 SUFFIX = "suffix"  # suffix decoding (ArcticInference): core/suffix_tree.py, engine/proposers/suffix.py
 VLLM_SUFFIX = "suffix"  # vLLM's method name for it (needs the arctic-inference package)
 HF_ASSISTED, HF_PROMPT_LOOKUP = "hf_assisted", "hf_prompt_lookup"
@@ -458,6 +459,17 @@ REGISTRY: dict[str, Method] = {
             draft_cost=HOST_LOOKUP,
             mirrors=NGRAM,
             hf_option=HF_PROMPT_LOOKUP_TOKENS,
+        ),
+        Method(
+            HF_QUANTIZED,
+            "HF assisted generation, the target's own copy",
+            "HF generate · assistant_model=quantized copy",
+            HF,
+            loads_draft=False,
+            draft_cost=QUANTIZED_STEP,
+            mirrors=QUANTIZED,
+            hf_option=HF_ASSISTANT_MODEL,
+            quantizes=True,
         ),
         Method(
             HF_EARLY_EXIT,

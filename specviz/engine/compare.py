@@ -20,6 +20,7 @@ from specviz import methods
 from specviz.core import schedule
 from specviz.core.settings import RunSettings
 from specviz.engine.early_exit import check_exit_layer
+from specviz.engine.forward.lean import lean_refusal
 from specviz.engine.loading.models import ModelPair, quietly
 from specviz.errors import SettingsError
 
@@ -46,7 +47,9 @@ def hf_generate(pair: ModelPair, prompt_ids: list[int], settings: RunSettings, l
     if method.engine != methods.HF and method.name != methods.PLAIN:
         raise SettingsError(f"generate() runs plain or a Hugging Face lane ({', '.join(HF_LANES)}); got {lane!r}.")
     kwargs = _sampling_kwargs(pair, settings)
-    if method.hf_option == methods.HF_ASSISTANT_MODEL:
+    if method.quantizes:  # the target's own low-bit copy as the assistant (engine/forward/quantized.py)
+        kwargs.update(assistant_model=_assistant(quantized_assistant(pair, settings), settings))
+    elif method.hf_option == methods.HF_ASSISTANT_MODEL:
         if pair.draft is None:
             raise SettingsError("Hugging Face assisted generation needs a draft model.")
         if method.crosses != (pair.crossing is not None):
@@ -91,6 +94,17 @@ def _own_global_rng(device: torch.device, seed: int):
     with _GLOBAL_RNG, torch.random.fork_rng(devices=accelerator, device_type=device.type):
         torch.manual_seed(seed)
         yield
+
+
+def quantized_assistant(pair: ModelPair, settings: RunSettings):
+    """The target's copy at the run's bits as a transformers model, refused where the lean forward cannot run the
+    target (the copy's matrices are the lean ones, so specviz's lane and this one draft alike)."""
+    from specviz.engine.forward.quantized import hf_quantized_copy
+
+    why = lean_refusal(pair.target)
+    if why:
+        raise SettingsError(f"Hugging Face's lane with the target's quantized copy rounds its linear maps, but {why}.")
+    return hf_quantized_copy(pair.target, settings.quant)
 
 
 def assisted_refusal(settings: RunSettings) -> str:

@@ -13,7 +13,7 @@ import platform
 import statistics
 import sys
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import torch
@@ -140,6 +140,7 @@ def run_bench(
         "environment": env,
         "settings": {
             **base.to_dict(),
+            **({"quant": asdict(base.quant)} if any(methods.get(lane).quantizes for lane in lanes) else {}),
             "ks": ks,
             "repeats": repeats,
             "prompts": len(prompts),

@@ -18,6 +18,7 @@ from specviz.engine.loading import models
 from specviz.engine.loading.models import ASSETS
 from specviz.errors import SpecvizError
 from specviz.measure import calculator as policy
+from specviz.measure import quantized_bits
 from specviz.measure.calculator import TREE_RATES, TREE_VERIFY, VERIFY_MODES
 from specviz.ui.controls import active_sources, pair_or_error, target_layers
 from specviz.ui.notes import show_note
@@ -71,12 +72,19 @@ def measure_now() -> None:
     st.session_state["measured_costs"] = costs
 
 
+def unset(key: str, default):
+    """A widget's starting value, or None once its key holds one (the measured preset sets α, K and c: giving the
+    widget a value too would make Streamlit warn)."""
+    return None if key in st.session_state else default
+
+
 def show_inputs() -> Inputs:
     """α, K and c sliders, ĉ, the verify-cost mode and, in the measured mode, the measurement: what the formulas use."""
     state = st.session_state
+    show_bits_preset()
     left, middle, right = st.columns(3)
-    alpha = left.slider("α (per-token acceptance probability)", 0.0, 1.0, 0.8, 0.01, key="alpha")
-    k = middle.slider("K (draft tokens per round)", 1, MAX_K, 4, key="k")
+    alpha = left.slider("α (per-token acceptance probability)", 0.0, 1.0, unset("alpha", 0.8), 0.01, key="alpha")
+    k = middle.slider("K (draft tokens per round)", 1, MAX_K, unset("k", 4), key="k")
     costs = state.get("measured_costs")
     offered = c_drafters()
     drafter = policy.chosen_drafter(state.get("c_drafter"), offered)
@@ -86,7 +94,7 @@ def show_inputs() -> Inputs:
         policy.c_slider_label(drafter, drafter_c, measured),
         0.0,
         1.0,
-        0.05,
+        unset("c", 0.05),
         0.01,
         key="c",
         disabled=measured,  # the formulas below use the measured c, not this slider's value
@@ -103,6 +111,50 @@ def show_inputs() -> Inputs:
     elif mode == VERIFY_MODES[2]:
         c = show_measured(costs, offered, drafter, k, c)
     return Inputs(alpha, k, c, c_hat, policy.verify_cost(mode, per_token, costs))
+
+
+OWN_INPUTS, BITS_PRESET = "your own α and c", "the target at N bits (measured)"
+PRESET_TARGET = "smollm2"  # the preset's measurements: the real target, float32, one thread (assets/bench)
+
+
+def recorded_points() -> tuple[quantized_bits.BitsPoint, ...]:
+    return quantized_bits.recorded_bits(ASSETS / "bench", PRESET_TARGET)
+
+
+def apply_bits_preset() -> None:
+    """The preset or its bits changed: α, K and c move to what the copy at those bits measured."""
+    state = st.session_state
+    if state.get("calc_preset") != BITS_PRESET:
+        return
+    point = next((p for p in recorded_points() if p.bits == state.get("calc_bits")), None)
+    if point is not None:
+        state["alpha"], state["k"], state["c"] = round(point.alpha, 2), min(point.k, MAX_K), round(point.c, 2)
+
+
+def show_bits_preset() -> None:
+    """The measured preset "the target at N bits": a bits knob that sets α, K and c to the bench's figures for
+    smollm2's own copy at those bits, the α-by-bits chart, and the measured speedup beside the theory's."""
+    points = recorded_points()
+    if not points:
+        return
+    state = st.session_state
+    pick, knob = st.columns([2, 1])
+    preset = pick.radio(
+        "Start from", (OWN_INPUTS, BITS_PRESET), horizontal=True, key="calc_preset", on_change=apply_bits_preset
+    )
+    if preset != BITS_PRESET:
+        return
+    knob.select_slider(
+        "bits", [p.bits for p in reversed(points)], value=4 if any(p.bits == 4 for p in points) else points[0].bits,
+        key="calc_bits", on_change=apply_bits_preset,
+    )  # fmt: skip
+    if "alpha" not in state or state.get("_bits_applied") != state.get("calc_bits"):
+        state["_bits_applied"] = state.get("calc_bits")
+        apply_bits_preset()
+    point = next(p for p in points if p.bits == state.get("calc_bits"))
+    cpu = LESSON["bits_cpu"]
+    st.caption(LESSON["bits_preset"].format(measured=quantized_bits.point_words(point, cpu)))
+    draw(st, charts.bits_chart(points))
 
 
 def show_measured(costs, offered: list[str], drafter: str, k: int, c: float) -> float:

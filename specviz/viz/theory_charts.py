@@ -10,6 +10,7 @@ import pandas as pd
 from specviz.core.roofline import LoadPoint
 from specviz.core.theory import IDEAL, MAX_K, PositionalComparison, VerifyCost, best_k, expected_tokens, speedup
 from specviz.core.tree_theory import TreeComparison
+from specviz.measure.quantized_bits import BitsPoint
 from specviz.viz.layout import band_height
 
 HEATMAP_ALPHAS = tuple(round(0.05 * i, 2) for i in range(2, 20)) + (0.97, 0.99)  # 0.10 .. 0.95, then 0.97, 0.99
@@ -362,3 +363,41 @@ def verify_curve_words(doc: dict) -> str:
         + "; ".join(parts)
         + ". Where weights are few the step is mostly per-step overhead, and v(K) follows that instead."
     )
+
+
+def bits_frame(points: Sequence[BitsPoint]) -> pd.DataFrame:
+    """One row per bits of the target's quantized copy: α, c and the speedup measured at its best K."""
+    return pd.DataFrame(
+        [
+            {
+                "bits": f"{p.bits} bits",
+                "alpha": p.alpha,
+                "c": p.c,
+                "k": p.k,
+                "speedup": p.speedup,
+                "label": f"α {p.alpha:.2f} · {p.speedup:.2f}×",
+            }
+            for p in points
+        ]
+    )
+
+
+def bits_chart(points: Sequence[BitsPoint]) -> alt.LayerChart:
+    """α of the target's own copy by bits, each bar labelled with the speedup it measured: where fewer bits stop
+    paying (the draft's q drifts from p, so α falls, while 3 and 2 bits run at 4-bit speed)."""
+    frame = bits_frame(points)
+    order = list(frame["bits"])
+    base = alt.Chart(frame).encode(
+        x=alt.X("bits:N", sort=order, title="the draft: the target's own weights at", axis=alt.Axis(labelAngle=0)),
+        y=alt.Y("alpha:Q", title="α (per-token acceptance)", scale=alt.Scale(domain=[0, 1.1])),
+        tooltip=[
+            "bits:N",
+            alt.Tooltip("alpha:Q", title="α", format=".3f"),
+            alt.Tooltip("c:Q", title="c", format=".3f"),
+            alt.Tooltip("k:O", title="best K"),
+            alt.Tooltip("speedup:Q", title="measured speedup", format=".2f"),
+        ],
+    )
+    bars = base.mark_bar(color=SPEC_COLOR, size=48)
+    labels = base.mark_text(dy=-8, fontSize=13).encode(text="label:N")
+    return (bars + labels).properties(title="α by bits, measured (label: the speedup over plain)", height=260)

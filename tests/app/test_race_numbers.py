@@ -100,9 +100,9 @@ def test_a_speedup_that_is_not_the_ratio_of_the_tokens_per_s_beside_it_says_why(
     )
 
 
-def test_thirteen_lanes_get_charts_as_wide_as_the_page_with_every_lane_labelled(timed_lanes):
+def test_fourteen_lanes_get_charts_as_wide_as_the_page_with_every_lane_labelled(timed_lanes):
     at = raced(list(methods.LANES), exit_layer=2)  # early exit's E: the tiny target has 3 layers
-    assert len(at.session_state["race"][0].records) == len(methods.LANES) == 13
+    assert len(at.session_state["race"][0].records) == len(methods.LANES) == 14
     in_columns = [chart for column in at.columns for chart in column.get("vega_lite_chart")]
     specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
     (arrivals,) = [s for s in specs if s["mark"]["type"] == "line" and s["encoding"]["x"]["field"] == "ms"]
@@ -110,9 +110,9 @@ def test_thirteen_lanes_get_charts_as_wide_as_the_page_with_every_lane_labelled(
     assert not in_columns  # each chart the page's width: in a half column the legend left the plot about 80 px
     legend = arrivals["encoding"]["color"]["legend"]
     assert legend["orient"] == "bottom" and legend["columns"] >= 2
-    assert len(arrivals["encoding"]["color"]["scale"]["domain"]) == 13
+    assert len(arrivals["encoding"]["color"]["scale"]["domain"]) == 14
     assert arrivals["encoding"]["color"]["scale"]["scheme"] == "tableau20"  # category10 would repeat two colours
-    assert latency["height"] >= 13 * BAND_ROW  # a row per lane: 200 px left 16 px each, and Vega hid 9 labels
+    assert latency["height"] >= 14 * BAND_ROW  # a row per lane: 200 px left 16 px each, and Vega hid 9 labels
     assert latency["encoding"]["y"]["axis"]["labelOverlap"] is False
     assert latency["encoding"]["y"]["sort"] == [methods.lane_label(lane) for lane in methods.LANES]
 

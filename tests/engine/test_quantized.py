@@ -120,3 +120,27 @@ def test_a_2_bit_copy_rejects_often_and_its_sampled_output_still_follows_the_tar
     assert rejected > 50  # the residual was drawn often
     observed = torch.tensor([counts.get(i, 0) for i in range(pair.vocab_size)], dtype=torch.float64)
     assert chi2_goodness_of_fit(observed, p.double()).p_value > 1e-3
+
+
+def test_hugging_faces_lane_drafts_with_the_same_copy_and_greedy_equals_plain(load):
+    """generate(assistant_model=the copy as a transformers model): its q is specviz's copy's, and under greedy the
+    output is the target's own."""
+    from specviz.engine.compare import hf_generate
+    from specviz.engine.forward.quantized import PackedLinear, hf_quantized_copy
+
+    pair = load("llama-target")
+    options = QuantOptions()
+    twin = hf_quantized_copy(pair.target, options)
+    assert hf_quantized_copy(pair.target, options) is twin and twin is not pair.target
+    assert isinstance(twin.get_output_embeddings(), PackedLinear)
+    assert not any(isinstance(m, torch.nn.Linear) for m in twin.modules())  # every linear map rounded
+    ids = pair.tokenizer.encode(PROMPT)
+    with torch.inference_mode():
+        hf_q = twin(input_ids=torch.tensor([ids])).logits[0, :, : pair.vocab_size].softmax(-1)
+        state = CachedModel(pair.target, pair.vocab_size, ids[:1], lean=quantized_copy(pair.target, options).weights)
+        lean_q = state.forward(torch.tensor(ids[1:]), logits_to_keep=len(ids)).softmax(-1)
+    assert float((hf_q - lean_q).abs().sum(-1).max() / 2) < 0.02  # one rounding, two forwards (bfloat16 inside)
+    settings = RunSettings(method="quantized", k=3, max_new_tokens=12, stop_at_eos=False)
+    plain = generate(pair, PROMPT, RunSettings(method="plain", max_new_tokens=12, stop_at_eos=False))
+    lane = hf_generate(pair, pair.tokenizer.encode(PROMPT), settings, "hf_quantized")
+    assert list(lane.output_ids) == list(plain.output_ids)

@@ -198,3 +198,51 @@ def kernel_works(kernel: str) -> bool:
         except (AttributeError, RuntimeError, NotImplementedError):
             _WORKS[kernel] = False
     return _WORKS[kernel]
+
+
+class PackedLinear(torch.nn.Module):
+    """An nn.Linear's place in a Hugging Face model, filled by a quantized copy's matrix: generate() runs the same
+    rounded weights and kernels as specviz's own lane (its `assistant_model`)."""
+
+    def __init__(self, matrix: Linear):
+        super().__init__()
+        self.matrix = matrix
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        rows = x.reshape(-1, x.shape[-1])  # (B·L, in)
+        return self.matrix.times(rows).view(*x.shape[:-1], -1)  # (B, L, out)
+
+
+_HF_COPIES: weakref.WeakKeyDictionary[PreTrainedModel, dict[QuantOptions, PreTrainedModel]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def hf_quantized_copy(model: PreTrainedModel, options: QuantOptions) -> PreTrainedModel:
+    """The target as transformers runs it, every linear map of its layers and its head rounded as quantized_copy
+    rounds them (the same rounding per output row, so the same q), built once per loaded model and options."""
+    with _BUILDING:
+        copies = _HF_COPIES.setdefault(model, {})
+        if options not in copies:
+            copies[options] = _hf_build(model, options)
+        return copies[options]
+
+
+def _hf_build(model: PreTrainedModel, options: QuantOptions) -> PreTrainedModel:
+    import copy
+
+    head = next(name for name, module in model.named_modules() if module is model.get_output_embeddings())
+    twin = copy.deepcopy(model).eval()
+    with torch.no_grad():
+        for name, module in list(twin.named_modules()):
+            if isinstance(module, torch.nn.Linear):
+                matrix = Matrix(module.weight.detach().t().contiguous(), module.bias)  # (in, out), as lean reads it
+                bits = options.head_bits if name == head else options.bits
+                packed = (
+                    _bfloat16(matrix)
+                    if bits == 16
+                    else _rounded(matrix, bits, options.group, _kernel(bits, model.device))
+                )
+                parent, _, child = name.rpartition(".")
+                setattr(twin.get_submodule(parent), child, PackedLinear(packed))
+    return twin

@@ -1,0 +1,70 @@
+"""The quantized self-draft by bits, as `bench` measured it (assets/bench/quantized-*.json): per bits the α, c and τ
+of its best K and the speedup they gave, for the calculator's measured preset ("the target at N bits") and its
+α-by-bits chart. Pure: the files are read by `recorded_bits`, the choosing is plain arithmetic on their dicts."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from specviz import methods
+
+PREFIX = "quantized-"  # assets/bench/quantized-<pair>-<dtype>-<bits>bit-k<K>[...].json, written by the sweep
+
+
+@dataclass(frozen=True)
+class BitsPoint:
+    """One precision of the copy at its best measured K."""
+
+    bits: int
+    k: int
+    alpha: float
+    c: float
+    tau: float
+    speedup: float  # measured, over plain (median of paired ratios)
+    predicted: float  # what α, c and the measured v(K) predict
+    prompts: int
+    file: str
+
+
+def bits_points(docs: Iterable[dict], target: str, dtype: str) -> tuple[BitsPoint, ...]:
+    """Per bits (most first), the quantized lane of the bench runs on this target and precision with the best
+    measured speedup; a bits value never benched is absent, not guessed."""
+    best: dict[int, BitsPoint] = {}
+    for doc in docs:
+        env, settings = doc.get("environment", {}), doc.get("settings", {})
+        if env.get("target") != target or env.get("dtype") != dtype or "quant" not in settings:
+            continue
+        for row in doc.get("results", []):
+            if row.get("method") != methods.QUANTIZED or row.get("alpha") is None or row.get("c") is None:
+                continue
+            point = BitsPoint(
+                bits=int(settings["quant"]["bits"]),
+                k=int(row["k"]),
+                alpha=float(row["alpha"]),
+                c=float(row["c"]),
+                tau=float(row["tau"]),
+                speedup=float(row["speedup_vs_plain"]),
+                predicted=float(row["predicted_speedup"]),
+                prompts=int(settings.get("prompts", 0)),
+                file=str(doc.get("file", "")),
+            )
+            if point.bits not in best or point.speedup > best[point.bits].speedup:
+                best[point.bits] = point
+    return tuple(best[bits] for bits in sorted(best, reverse=True))
+
+
+def recorded_bits(folder: Path, target: str, dtype: str = "float32") -> tuple[BitsPoint, ...]:
+    """bits_points over the quantized bench files committed in `folder` (assets/bench)."""
+    docs = [json.loads(p.read_text()) | {"file": p.name} for p in sorted(folder.glob(f"{PREFIX}*.json"))]
+    return bits_points(docs, target, dtype)
+
+
+def point_words(point: BitsPoint, cpu: str) -> str:
+    """'4 bits: α 0.99, c 0.41, K 5, τ 5.57: 1.62× plain measured (1.86× predicted), 20 prompts on AMD EPYC'."""
+    return (
+        f"{point.bits} bits: α {point.alpha:.2f}, c {point.c:.2f}, K {point.k}, τ {point.tau:.2f}: "
+        f"{point.speedup:.2f}× plain measured ({point.predicted:.2f}× predicted), {point.prompts} prompts on {cpu}"
+    )
