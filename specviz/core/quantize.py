@@ -57,8 +57,8 @@ class QuantOptions:
 
     @property
     def label(self) -> str:
-        """'4-bit, groups of 32, head bfloat16': how messages and traces name the copy."""
-        head = "bfloat16" if self.head_bits == 16 else f"{self.head_bits}-bit"
+        """'4-bit, groups of 32, head unrounded': how messages and traces name the copy."""
+        head = "unrounded" if self.head_bits == 16 else f"{self.head_bits}-bit"
         groups = "per output row" if self.bits == 8 else f"groups of {self.group}"
         return f"{self.bits}-bit, {groups}, head {head}"
 

@@ -122,7 +122,7 @@ def _copy_named(pair: ModelPair, settings: RunSettings) -> dict:
     from specviz.engine.forward.quantized import quantized_copy
 
     copy = quantized_copy(pair.target, settings.quant)
-    return {"draft_copy": f"the target at {copy.options.label} · {copy.kernel}"}
+    return {"draft_copy": f"the target at {copy.options.label} ({copy.head}) · {copy.kernel}"}
 
 
 EARLY_EXIT_NEEDS_HF = "early exit reads the target's per-layer cache, which only Hugging Face's forward keeps"

@@ -6,7 +6,10 @@ traces' prompt and settings; so were the early-exit ones (E = 4 greedy, E = 6 sa
 traces were recorded again when the head was retrained (be6c90e): a new head drafts other tokens, by design. The
 n-gram trace was recorded again when lookup took the earliest occurrence of the match (vLLM's rule, 2026-12-04), and
 the TLI and SLEM traces (SmolLM2-135M-Instruct drafted by the bundled draft, whose tokenizers differ) when they were
-merged, and the quantized ones (the target's own 4-bit copy greedy, its 3-bit copy sampled) when the method came."""
+merged, and the quantized ones (the target's own 4-bit copy greedy, its 3-bit copy sampled) when the method came,
+on an AVX2 EPYC: the copy's q is what this CPU's bfloat16 kernels compute (its head is bfloat16 where the CPU has
+AVX-512 BF16, float32 here), so it is held to 5%, and its decisions, which u against a ratio that close decides, the
+same."""
 
 from __future__ import annotations
 
@@ -63,8 +66,10 @@ def test_same_settings_and_seed_give_the_recorded_trace(request, path):
         assert [(p.token_id, p.verdict, p.u) for p in new.positions] == [
             (p.token_id, p.verdict, p.u) for p in old.positions
         ]
+        q_rel = 0.05 if methods.get(recorded.settings.method).quantizes else 1e-4  # the copy's q is its kernels'
         for a, b in zip(new.positions, old.positions):
-            assert (a.q, a.p, a.ratio) == pytest.approx((b.q, b.p, b.ratio), rel=1e-4, abs=1e-6)
+            assert a.p == pytest.approx(b.p, rel=1e-4, abs=1e-6)
+            assert (a.q, a.ratio) == pytest.approx((b.q, b.ratio), rel=q_rel, abs=1e-6)
         assert new.path == old.path
         assert [(n.id, n.parent, n.token_id, n.verdict, n.u) for n in new.nodes] == [
             (n.id, n.parent, n.token_id, n.verdict, n.u) for n in old.nodes
