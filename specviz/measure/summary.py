@@ -105,6 +105,36 @@ def summarize(results: Sequence[PairedRun], costs: MeasuredCosts | None = None, 
     return out
 
 
+MEAN_OF_RATIOS = (
+    "A speedup here is the mean over prompts of each prompt's own speedup, and each prompt's is the mean of its "
+    "repeats' paired ratios (its run over the plain run of the same prompt in the same repeat, so a slow moment slows "
+    "both sides of its ratio and cancels); the tokens/s beside it are each side's mean over prompts, taken apart. The "
+    "two agree only when every prompt runs at the same speed: a prompt that decodes slowly weighs as much in the "
+    "speedup as a fast one, and less in the mean tokens/s."
+)
+
+
+def ratio_apart_words(summary: Sequence[dict], names: dict[tuple[str, str, int], str] | None = None) -> str | None:
+    """Why a summary row's speedup is not the ratio of the tokens/s shown beside it (to one decimal, as the table
+    shows them), with the numbers of each row where it differs; None when every row's speedup is that ratio."""
+    apart = []
+    for row in summary:
+        spec, plain, speedup = row["tokens_per_s"], row["plain_tokens_per_s"], row["speedup"]
+        if speedup is None or not plain or round(plain, 1) == 0:
+            continue
+        if round(round(spec, 1) / round(plain, 1), 2) == round(speedup, 2):
+            continue
+        name = (names or {}).get(
+            (row["source"], row["method"], row["k"])
+        ) or f"{methods.label(row['method'])}, K = {row['k']}"
+        scope = "all prompts" if row["tag"] == ALL else f"prompts tagged {row['tag']!r}"
+        apart.append(f"{name} on {scope}: {spec:.1f} / {plain:.1f} tokens/s, a speedup of {speedup:.2f}x")
+    if not apart:
+        return None
+    more = f"; and {len(apart) - 3} more" if len(apart) > 3 else ""
+    return f"Why a speedup is not the ratio of the tokens/s beside it ({'; '.join(apart[:3])}{more}): {MEAN_OF_RATIOS}"
+
+
 def mean_of(values: Sequence[float | None]) -> float | None:
     """Mean of the measured values; None when nothing was measured (a source without a plain baseline)."""
     known = [v for v in values if v is not None]
