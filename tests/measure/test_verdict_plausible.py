@@ -3,6 +3,7 @@ plain step) earns no verdict, by the same rule the race's K sweep flags; a verdi
 the machine was busy is qualified, in words; a mean above the pooled τ that its prompts' own τ allow is not flagged."""
 
 import pytest
+from test_ranking import paired
 
 from specviz.engine.costs import MeasuredCosts
 from specviz.measure import workload_policy as policy
@@ -10,7 +11,6 @@ from specviz.measure.recommend import MIN_PROMPTS, judge, recommend
 from specviz.measure.timing import above_tau, implausible_points
 from specviz.measure.verdict_rule import speedup_doubt
 from specviz.viz.notes import SUCCESS, WARNING
-from test_ranking import paired
 
 
 def costs(verify=(1.1, 1.2, 1.3, 1.4)):
