@@ -57,8 +57,9 @@ VERDICT_COLUMNS = (
 )
 # The whole family ranked (measure/ranking.py): this row's setting's rank among its tag's settings (tag_rank; 1 =
 # best) and among all prompts' (overall_rank), its c (a draft step / a target step, measured before the workload) and
-# the run's mean drafts per round (K for a fixed chain, less for suffix decoding and adaptive schedules).
-RANK_COLUMNS = ("tag_rank", "overall_rank", "c", "drafts_per_round")
+# the run's mean drafts per round (K for a fixed chain, less for suffix decoding and adaptive schedules); c_note says
+# why a c is empty (dropped: the step costs cannot be true, as on a busy machine; not timed; not measured).
+RANK_COLUMNS = ("tag_rank", "overall_rank", "c", "drafts_per_round", "c_note")
 
 
 def groups(results: Sequence[PairedRun], by_tag: bool = True) -> dict[tuple[str, str, str, int], list[PairedRun]]:
@@ -170,6 +171,7 @@ def _rank_cells(res: PairedRun, ranks: dict) -> dict:
         "overall_rank": overall["rank"] if overall else None,
         "c": (overall or own or {}).get("c"),
         "drafts_per_round": stats.tally([res.run]).drafts_per_round,
+        "c_note": (overall or own or {}).get("c_note") or None,
     }
 
 

@@ -63,10 +63,12 @@ class Doubt:
         return bool(self.reasons)
 
     def words(self) -> str:
-        """' Its timing cannot be trusted: ...; ... Measure again on a quieter machine.' ('' when nothing is wrong)."""
+        """' Its timing cannot be trusted: ...; ... Measure again on a quieter machine.' ('' when nothing is wrong);
+        'is in doubt' where the figure itself can be true."""
         if not self:
             return ""
-        return f" Its timing cannot be trusted: {'; '.join(self.reasons)}. {AGAIN}"
+        how = "cannot be trusted" if self.impossible else "is in doubt"
+        return f" Its timing {how}: {'; '.join(self.reasons)}. {AGAIN}"
 
 
 NO_DOUBT = Doubt()

@@ -60,7 +60,7 @@ def test_a_go_while_the_step_costs_say_the_machine_was_busy_is_qualified_in_word
     advice = recommend(fast, "d", 0.0, busy)
     assert advice.go is True  # the figure can be true: qualified, not withheld
     assert "verify pass over 2 tokens timed at 0.87 of a one-token step" in advice.reason
-    assert "Its timing cannot be trusted" in advice.reason
+    assert "Its timing is in doubt" in advice.reason
     note = policy.headline(advice.go, advice.reason, True, "", bool(advice.doubts))
     assert note.level == WARNING and note.text.startswith("GO, in doubt: ")
     plain_go = recommend(fast, "d", 0.0, costs())

@@ -2,13 +2,15 @@
 tag's best line follows the verdicts' minimum, the ranking's c reads 0 for a lookup whatever was timed, and a measured
 c that was dropped (step costs that cannot be true: a busy machine) says so instead of a silent None."""
 
+import csv
+import io
 from dataclasses import replace
 
 from test_ranking import COSTS, family, paired
 
 from specviz.measure.ranking import best_lines, c_lines, ranking
 from specviz.measure.recommend import MIN_PROMPTS, judge
-from specviz.measure.summary import ratio_apart_words, summarize
+from specviz.measure.summary import ratio_apart_words, results_csv, summarize
 from specviz.measure.workload import PairedRun
 from specviz.viz.workload_charts import c_cell, ranking_frame
 
@@ -68,5 +70,11 @@ def test_c_is_0_for_a_lookup_and_a_dropped_measured_cost_says_so():
         "draft model, K = 4": "dropped: busy timings",
         "EAGLE-1 head, K = 4": "dropped: busy timings",
     }
+    table = list(csv.DictReader(io.StringIO(results_csv(family(), None, {}, ranking(family(), BUSY)))))
+    assert {(r["method"], r["c"], r["c_note"][:8]) for r in table} == {
+        ("suffix", "0.0", ""),
+        ("draft", "", "dropped:"),
+        ("eagle", "", "dropped:"),
+    }  # the CSV says why its c cell is empty
     assert c_lines(ranking(family(), COSTS)) == []  # every c known: nothing to say
     assert (c_cell(0.2), c_cell(0.0), c_cell(None, "not timed"), c_cell(None)) == ("0.200", "0", "not timed", "–")
