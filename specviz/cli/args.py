@@ -206,7 +206,7 @@ def ranking_table(rows: list[dict]) -> str:
     """The whole family ranked per tag, best first (measure/ranking.py's rows) as aligned text; "–": not measured."""
     num = lambda v, spec, width: f"{'–' if v is None else format(v, spec):>{width}}"  # noqa: E731
     header = (
-        f"{'tag':<12} {'#':>2} {'setting':<44} {'speedup':>8} {'95% CI':>13} {'alpha':>6} {'tau':>5} {'c':>6} "
+        f"{'tag':<12} {'#':>2} {'setting':<44} {'speedup':>8} {'95% CI':>13} {'alpha':>6} {'tau':>5} {'c':>7} "
         f"{'drafts/round':>12}"
     )
     lines = [header, "-" * len(header)]
@@ -215,10 +215,18 @@ def ranking_table(rows: list[dict]) -> str:
         ci = "–" if r["speedup"] is None else f"{low:.2f}-{high:.2f}"
         lines.append(
             f"{r['tag'][:12]:<12} {r['rank']:>2} {r['setting'][:44]:<44} {num(r['speedup'], '.2f', 7)}x {ci:>13} "
-            f"{num(r['alpha'], '.3f', 6)} {num(r['tau'], '.2f', 5)} {num(r['c'], '.3f', 6)} "
+            f"{num(r['alpha'], '.3f', 6)} {num(r['tau'], '.2f', 5)} {c_text(r):>7} "
             f"{num(r['drafts_per_round'], '.2f', 12)}"
         )
     return "\n".join(lines)
+
+
+def c_text(row: dict) -> str:
+    """A ranked row's c in the text table: the number, "dropped" when busy timings dropped it (the lines under the
+    table say why), else "–" (not timed, not measured)."""
+    if row["c"] is not None:
+        return f"{row['c']:.3f}"
+    return "dropped" if str(row.get("c_note", "")).startswith("dropped") else "–"
 
 
 def check_ks(ks: list[int]) -> None:

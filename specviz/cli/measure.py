@@ -65,7 +65,8 @@ def cmd_measure(args: argparse.Namespace) -> int:
     from specviz.measure.lanes import run_method
     from specviz.measure.local import step_costs
     from specviz.measure.prompts import tags_found
-    from specviz.measure.ranking import best_lines, ranking
+    from specviz.measure.race_lanes import untrusted_words
+    from specviz.measure.ranking import best_lines, c_lines, doubt_lines, ranking
     from specviz.measure.recommend import judge, verdict_document, verdict_line
     from specviz.measure.summary import results_csv, results_json, summarize
     from specviz.measure.timing import timing_words, workload_interval_kind
@@ -139,6 +140,10 @@ def cmd_measure(args: argparse.Namespace) -> int:
     print()
     print("Ranked by measured speedup over plain decoding, per tag (c: a draft step / a target step, measured here):")
     print(ranking_table(ranked))
+    for line in c_lines(ranked):  # a measured cost that was dropped says so
+        print(line)
+    if doubts := untrusted_words("speedups", doubt_lines(ranked)):  # the race's words for the same rule
+        print(doubts)
     for line in best_lines(ranked):
         print(line)
     spec_bench = spec_bench_report(ranked, results, rows, args, skipped)

@@ -1,8 +1,10 @@
 """Go / no-go: the method and K with the best measured speedup, whether it pays, and how to deploy it.
 
-A verdict needs enough prompts (MIN_PROMPTS): its interval resamples prompts and, within each, the timing repeats,
-so both the prompt-to-prompt spread and the clock noise widen it. The best of several settings, picked on the same
-prompts it is judged on, is an optimistic figure: the verdict says so whenever it picked among several.
+A verdict needs enough prompts (MIN_PROMPTS): its interval resamples prompts and, within each, the timing repeats, so
+both the prompt-to-prompt spread and the clock noise widen it. The best of several settings, picked on the same
+prompts it is judged on, is an optimistic figure: the verdict says so whenever it picked among several. A figure that
+cannot be true (above τ) earns no GO, and a verdict timed on a busy machine says so (measure/verdict_rule.py, where
+the rule and its minimum live, shared with the ranking's best lines).
 
 The whole workload is judged ("all"), and so is each tag when the prompts carry two or more: code can pay where prose
 does not. Every figure a verdict states is read from the summary rows (measure/summary.py summarize), the same rows the
@@ -20,11 +22,18 @@ from specviz.engine.costs import MeasuredCosts
 from specviz.measure.predict import predict
 from specviz.measure.ranking import setting_of
 from specviz.measure.summary import ALL, groups, summarize
+from specviz.measure.verdict_rule import (
+    GO_SPEEDUP,
+    MIN_PROMPTS,
+    NO_DOUBT,
+    RULE,
+    Doubt,
+    counted,
+    has_verdict,
+    speedup_doubt,
+)
 from specviz.measure.workload import PairedRun
 
-MIN_PROMPTS = 5  # fewer prompts: no verdict (a bootstrap over 1-3 prompts under-covers badly)
-GO_SPEEDUP = 1.1  # the mean must reach this, and the interval's lower end must be above 1
-RULE = f"GO needs a mean speedup of at least {GO_SPEEDUP:.2f}x with the interval's lower end above 1.00x"
 RULE_BEFORE_A_RUN = (  # what the workload page says before anything is measured: the rule and the minimum, from here
     f"The go / no-go: {RULE}, over at least {MIN_PROMPTS} prompts (fewer give the figures but no verdict); each tag "
     "with its own prompts is judged by the same rule. Deployment settings are offered only for a GO."
@@ -51,6 +60,8 @@ class Recommendation:
     failed: tuple[str, ...] = ()  # a NO-GO's failed parts of the rule: MEAN, INTERVAL or both
     draft_vocab: int = 0  # the draft vocabulary the judged runs drafted from (0 = every token; only a draft model's)
     setting: str = ""  # the setting in the ranking's words ("draft model, K = 4"): ranking.setting_of
+    doubts: tuple[str, ...] = ()  # why its timing cannot be trusted (verdict_rule.speedup_doubt); a GO is withheld
+    #                               when its figure cannot be true, qualified for the rest
 
     @property
     def verdict(self) -> str:
@@ -96,6 +107,7 @@ class Recommendation:
             "predicted_speedup": self.predicted_speedup,
             "alpha": self.alpha,
             "reason": self.reason,
+            "doubts": list(self.doubts),
             "vllm_config": self.vllm_config if self.offered else None,
             "hf_generate": self.hf_generate if self.offered else None,
             "draft_vocab": self.draft_vocab,  # what the runs drafted from; the settings cannot say it (deploy_note)
@@ -156,7 +168,8 @@ def _judge(tag, rows, by_group, draft_source, temperature, costs) -> Recommendat
     runs = [r.run for r in by_group[(tag, best["source"], best["method"], best["k"])]]
     entry, settings = methods.get(best["method"]), runs[0].settings
     setting = setting_of(best["method"], best["k"], settings)
-    go, failed, reason = _verdict(best, setting, len(rows), predict(runs, costs))
+    doubt = speedup_doubt(setting, by_group[(tag, best["source"], best["method"], best["k"])], costs)
+    go, failed, reason = _verdict(best, setting, len(rows), predict(runs, costs), doubt)
     trims = entry.loads_draft and entry.engine == methods.SPECVIZ  # HF's lanes draft with the whole draft model
     chain = not (settings.get("tree") and entry.takes_tree)  # vLLM's configs here are chains: none for a tree run
     return Recommendation(
@@ -178,25 +191,25 @@ def _judge(tag, rows, by_group, draft_source, temperature, costs) -> Recommendat
         failed,
         int(settings.get("draft_vocab") or 0) if trims else 0,
         setting,
+        doubt.reasons,
     )
 
 
-def counted(n: int, noun: str) -> str:
-    """'1 prompt', '3 prompts'."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-
-
-def _verdict(row: dict, setting: str, candidates: int, prediction) -> tuple[bool | None, tuple[str, ...], str]:
-    """(go, the failed parts, the sentence) for the best summary row of a group, among `candidates` settings."""
+def _verdict(
+    row: dict, setting: str, candidates: int, prediction, doubt: Doubt = NO_DOUBT
+) -> tuple[bool | None, tuple[str, ...], str]:
+    """(go, the failed parts, the sentence) for the best summary row of a group, among `candidates` settings. A figure
+    that cannot be true (doubt.impossible) earns no GO; every verdict says what casts doubt on its timing."""
     measured, ci, prompts, alpha = row["speedup"], row["speedup_ci"], row["prompts"], row["alpha"]
     if measured is None:
         return None, (), "No speedup was measured (no plain run to compare with), so there is no go / no-go."
     alpha_text = "α not reported" if alpha is None else f"α {alpha:.2f}"
     over = f"over {counted(prompts, 'prompt')} and {'its' if prompts == 1 else 'their'} timing repeats"
     figure = f"{measured:.2f}x (95% CI {ci[0]:.2f}x–{ci[1]:.2f}x {over})"
-    if prompts < MIN_PROMPTS:
+    told = doubt.words()
+    if not has_verdict(prompts):
         few = f"a go / no-go needs at least {MIN_PROMPTS} prompts, so there is no verdict yet: measure more prompts"
-        return None, (), f"{setting} measured {figure} at {alpha_text}; {few}."
+        return None, (), f"{setting} measured {figure} at {alpha_text}; {few}.{told}"
     picked = (
         f" It is the best of {candidates} settings measured on these same prompts, so this figure is optimistic: "
         "confirm it on prompts it was not picked on."
@@ -204,8 +217,17 @@ def _verdict(row: dict, setting: str, candidates: int, prediction) -> tuple[bool
         else ""
     )
     failed = tuple(part for part, bad in ((MEAN, measured < GO_SPEEDUP), (INTERVAL, not ci[0] > 1.0)) if bad)
+    if not failed and doubt.impossible:
+        return (
+            None,
+            (),
+            (
+                f"{setting} measured {figure} at {alpha_text}, which would pass the rule ({RULE}), but a figure that "
+                f"cannot be true earns no GO.{told}"
+            ),
+        )
     if not failed:
-        return True, (), f"{setting} measured {figure} at {alpha_text} ({RULE}).{picked}"
+        return True, (), f"{setting} measured {figure} at {alpha_text} ({RULE}).{picked}{told}"
     why = ""
     if prediction and prediction.speedup >= measured:  # a prediction below the measured figure explains nothing
         why = (
@@ -216,4 +238,8 @@ def _verdict(row: dict, setting: str, candidates: int, prediction) -> tuple[bool
     parts = {MEAN: f"it is under {GO_SPEEDUP:.2f}x", INTERVAL: "its interval reaches 1.00x or below"}
     short = f"{RULE}: {', and '.join(parts[part] for part in failed)}"
     advice = f"Decode plainly, or try a cheaper or better-matched proposer.{picked}"
-    return False, failed, f"The best setting ({setting}) measured {figure} at {alpha_text}{why}. {short}. {advice}"
+    return (
+        False,
+        failed,
+        f"The best setting ({setting}) measured {figure} at {alpha_text}{why}. {short}. {advice}{told}",
+    )

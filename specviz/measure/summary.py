@@ -57,8 +57,9 @@ VERDICT_COLUMNS = (
 )
 # The whole family ranked (measure/ranking.py): this row's setting's rank among its tag's settings (tag_rank; 1 =
 # best) and among all prompts' (overall_rank), its c (a draft step / a target step, measured before the workload) and
-# the run's mean drafts per round (K for a fixed chain, less for suffix decoding and adaptive schedules).
-RANK_COLUMNS = ("tag_rank", "overall_rank", "c", "drafts_per_round")
+# the run's mean drafts per round (K for a fixed chain, less for suffix decoding and adaptive schedules); c_note says
+# why a c is empty (dropped: the step costs cannot be true, as on a busy machine; not timed; not measured).
+RANK_COLUMNS = ("tag_rank", "overall_rank", "c", "drafts_per_round", "c_note")
 
 
 def groups(results: Sequence[PairedRun], by_tag: bool = True) -> dict[tuple[str, str, str, int], list[PairedRun]]:
@@ -105,6 +106,36 @@ def summarize(results: Sequence[PairedRun], costs: MeasuredCosts | None = None, 
     return out
 
 
+MEAN_OF_RATIOS = (
+    "A speedup here is the mean over prompts of each prompt's own speedup, and each prompt's is the mean of its "
+    "repeats' paired ratios (its run over the plain run of the same prompt in the same repeat, so a slow moment slows "
+    "both sides of its ratio and cancels); the tokens/s beside it are each side's mean over prompts, taken apart. The "
+    "two agree only when every prompt runs at the same speed: a prompt that decodes slowly weighs as much in the "
+    "speedup as a fast one, and less in the mean tokens/s."
+)
+
+
+def ratio_apart_words(summary: Sequence[dict], names: dict[tuple[str, str, int], str] | None = None) -> str | None:
+    """Why a summary row's speedup is not the ratio of the tokens/s shown beside it (to one decimal, as the table
+    shows them), with the numbers of each row where it differs; None when every row's speedup is that ratio."""
+    apart = []
+    for row in summary:
+        spec, plain, speedup = row["tokens_per_s"], row["plain_tokens_per_s"], row["speedup"]
+        if speedup is None or not plain or round(plain, 1) == 0:
+            continue
+        if round(round(spec, 1) / round(plain, 1), 2) == round(speedup, 2):
+            continue
+        name = (names or {}).get(
+            (row["source"], row["method"], row["k"])
+        ) or f"{methods.label(row['method'])}, K = {row['k']}"
+        scope = "all prompts" if row["tag"] == ALL else f"prompts tagged {row['tag']!r}"
+        apart.append(f"{name} on {scope}: {spec:.1f} / {plain:.1f} tokens/s, a speedup of {speedup:.2f}x")
+    if not apart:
+        return None
+    more = f"; and {len(apart) - 3} more" if len(apart) > 3 else ""
+    return f"Why a speedup is not the ratio of the tokens/s beside it ({'; '.join(apart[:3])}{more}): {MEAN_OF_RATIOS}"
+
+
 def mean_of(values: Sequence[float | None]) -> float | None:
     """Mean of the measured values; None when nothing was measured (a source without a plain baseline)."""
     known = [v for v in values if v is not None]
@@ -140,6 +171,7 @@ def _rank_cells(res: PairedRun, ranks: dict) -> dict:
         "overall_rank": overall["rank"] if overall else None,
         "c": (overall or own or {}).get("c"),
         "drafts_per_round": stats.tally([res.run]).drafts_per_round,
+        "c_note": (overall or own or {}).get("c_note") or None,
     }
 
 

@@ -33,19 +33,24 @@ def run_context(base: RunSettings, meta: Mapping, served: bool, complete: bool) 
     )
 
 
-def headline(go: bool | None, reason: str, speedup_measured: bool, no_speedup: str) -> Note:
+def headline(go: bool | None, reason: str, speedup_measured: bool, no_speedup: str, doubted: bool = False) -> Note:
     """The recommendation's first line and how it is shown: `no_speedup` through a server (no plain baseline), "No
-    verdict yet" below the minimum, else GO or NO-GO with the reason."""
+    verdict yet" below the minimum or when its figure cannot be true, else GO or NO-GO with the reason; a verdict
+    whose timing is in doubt (Recommendation.doubts) is a warning, whatever it says."""
     if not speedup_measured:
         return Note(INFO, no_speedup)
     if go is None:
-        return Note(INFO, "No verdict yet. " + sentence_case(reason))
-    return Note(SUCCESS, "GO: " + reason) if go else Note(WARNING, "NO-GO: " + reason)
+        return Note(WARNING if doubted else INFO, "No verdict yet. " + sentence_case(reason))
+    if go:
+        return Note(WARNING if doubted else SUCCESS, ("GO, in doubt: " if doubted else "GO: ") + reason)
+    return Note(WARNING, "NO-GO: " + reason)
 
 
-def tag_verdict(go: bool | None, tag: str, reason: str) -> Note:
+def tag_verdict(go: bool | None, tag: str, reason: str, doubted: bool = False) -> Note:
     """One tag's verdict line and how it is shown, by the same rule as the headline."""
     kind, word = {True: (SUCCESS, "GO"), False: (WARNING, "NO-GO"), None: (INFO, "No verdict yet")}[go]
+    if doubted:
+        kind, word = WARNING, ("GO, in doubt," if go else word)
     return Note(kind, f"{word} for prompts tagged **{literal(tag)}**: {reason}")
 
 

@@ -13,9 +13,10 @@ from specviz.engine.loading.models import ASSETS
 from specviz.measure import workload_policy as policy
 from specviz.measure.bench import recorded_benches
 from specviz.measure.predict import below_measured, predict
-from specviz.measure.ranking import best_lines, ranking
+from specviz.measure.race_lanes import untrusted_words
+from specviz.measure.ranking import best_lines, c_lines, doubt_lines, ranking
 from specviz.measure.recommend import judge, verdict_document
-from specviz.measure.summary import ALL, INTERVAL_COVERS, results_csv, results_json, summarize
+from specviz.measure.summary import ALL, INTERVAL_COVERS, ratio_apart_words, results_csv, results_json, summarize
 from specviz.measure.timing import DISAGREES, against_bench, agreement_words, timing_words, workload_interval_kind
 from specviz.ui import render, spec_bench
 from specviz.ui import workload as drive
@@ -58,7 +59,7 @@ def show_results(records: list, settings, limits: Limits) -> None:
     show_deployment(verdicts, served, speedup_measured)
     show_ranked(ranked, speedup_measured)
     spec_bench.results_section(ranked, records)
-    show_tables_and_charts(records, summary, costs, served, speedup_measured)
+    show_tables_and_charts(records, summary, ranked, costs, served, speedup_measured)
     left, right = st.columns(2)
     exported = {"methods": run_methods, "ks": run_ks, **shown_meta(meta, limits)}
     verdict_doc = verdict_document(verdicts)
@@ -79,9 +80,9 @@ def show_results(records: list, settings, limits: Limits) -> None:
 def show_recommendation(records, verdicts, summary, ranked, base, costs, speedup_measured: bool, complete: bool):
     """The verdict over all prompts and per tag, the interval it quotes, the bench and the earlier measurements."""
     advice, per_tag = verdicts[0], verdicts[1:]
-    show_note(policy.headline(advice.go, advice.reason, speedup_measured, LESSON["no_go_server"]))
+    show_note(policy.headline(advice.go, advice.reason, speedup_measured, LESSON["no_go_server"], bool(advice.doubts)))
     for verdict in per_tag if speedup_measured else ():  # each tag judged on its own, by the same rule
-        show_note(policy.tag_verdict(verdict.go, verdict.tag, verdict.reason))
+        show_note(policy.tag_verdict(verdict.go, verdict.tag, verdict.reason, bool(verdict.doubts)))
     if speedup_measured:
         repeats_run = max(len(r.speedups) for r in records)
         best = [r for r in records if (r.method, r.k) == (advice.method, advice.k)]
@@ -147,22 +148,39 @@ def show_deployment(verdicts, served: bool, speedup_measured: bool) -> None:
 
 def show_ranked(ranked: list[dict], speedup_measured: bool) -> None:
     """With several settings: the family ranked, best first per tag, as lines, a table and a chart."""
-    if len({(r["method"], r["k"]) for r in ranked}) <= 1:
+    if not ranks_several(ranked):
         return
     st.subheader("The family ranked")
     for line in best_lines(ranked):
         st.markdown("- " + literal(line))
     render.show_table(st, charts.ranking_frame(ranked, speedup_measured))
     st.caption(LESSON["ranking"])
+    for line in c_lines(ranked):  # a measured cost that was dropped says so
+        st.caption(line)
+    if doubts := untrusted_words("speedups", doubt_lines(ranked)):
+        st.warning(doubts)
     if speedup_measured:
         draw(st, charts.ranking_chart(ranked, ALL))
 
 
-def show_tables_and_charts(records: list, summary: list[dict], costs, served: bool, speedup_measured: bool) -> None:
+def ranks_several(ranked: list[dict]) -> bool:
+    """Whether the family is ranked on the page (several settings): its warnings then stand under the ranking."""
+    return len({(r["method"], r["k"]) for r in ranked}) > 1
+
+
+def show_tables_and_charts(
+    records: list, summary: list[dict], ranked: list[dict], costs, served: bool, speedup_measured: bool
+) -> None:
     """Per tag and per prompt tables, the position, length, step, class and speedup charts, and the token heatmap."""
     st.subheader("Per tag and overall")
     render.show_table(st, charts.summary_frame(summary, speedup_measured))
     st.caption(ALPHA_HELP)
+    names = {(r["source"], r["method"], r["k"]): r["setting"] for r in ranked if r["tag"] == ALL}
+    if speedup_measured and (apart := ratio_apart_words(summary, names)):
+        st.caption(apart)
+    doubts = untrusted_words("speedups", doubt_lines(ranked))
+    if speedup_measured and doubts and not ranks_several(ranked):  # else said under the ranking, above
+        st.warning(doubts)
     st.subheader("Per prompt")
     render.show_table(st, charts.per_prompt_frame(records, speedup_measured))
     left, right = st.columns(2)

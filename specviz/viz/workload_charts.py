@@ -368,12 +368,22 @@ def ranking_frame(rows: Sequence[dict], speedup: bool = True) -> pd.DataFrame:
             "speedup 95% CI": _interval(row["speedup_ci"]) if row["speedup"] is not None else "–",
             "alpha": row["alpha"],
             "tau": row["tau"],
-            "c": row["c"],
+            "c": c_cell(row["c"], row.get("c_note", "")),
             "drafts per round": row["drafts_per_round"],
         }
         for row in rows
     ]
     return _without_speedup(pd.DataFrame(out, columns=list(RANKING_COLUMNS)), speedup)
+
+
+def c_cell(c: float | None, note: str = "") -> str:
+    """The ranking's c as its cell reads: '0' for a lookup (as the caption says), '0.215', or why there is none
+    ('dropped: busy timings', 'not timed', 'not measured'): never 'None'."""
+    if c is not None:
+        return "0" if c == 0 else f"{c:.3f}"
+    if note.startswith("dropped"):  # measure/ranking.py C_DROPPED: the step costs cannot be true
+        return "dropped: busy timings"
+    return note or "–"
 
 
 def _interval(bounds) -> str:

@@ -13,6 +13,7 @@ from specviz.core.record import RunRecord
 from specviz.core.settings import RunSettings
 from specviz.engine.costs import MeasuredCosts
 from specviz.measure.ranking import best_lines, ranking, setting_words
+from specviz.measure.recommend import MIN_PROMPTS
 from specviz.measure.summary import RANK_COLUMNS, results_csv, results_json
 from specviz.measure.workload import PairedRun
 
@@ -41,11 +42,11 @@ def paired(method, k, speedups, prompt, tag, drafted=(4, 4), accepted=(3, 2), **
     return PairedRun(runs, plain)
 
 
-def family():
+def family(prompts=3):
     """Code: draft wins (1.5x), suffix 1.2x, EAGLE 0.9x. Prose: suffix wins (1.3x), draft 0.8x, EAGLE 0.7x. Suffix
     drafts 1, 3, then 1 per round (its K varies); the draft model and EAGLE 4 a round. Every run makes 7 tokens."""
     out = []
-    for i in range(3):
+    for i in range(prompts):
         out += [
             paired("draft", 4, (1.5, 1.5), f"c{i}", "code"),
             paired("suffix", 4, (1.2, 1.2), f"c{i}", "code", drafted=(1, 3, 1), accepted=(1, 3, 0)),
@@ -83,12 +84,12 @@ def test_each_tag_ranks_its_settings_best_first_with_alpha_tau_c_and_drafts_per_
 
 
 def test_the_best_of_each_tag_is_named_and_said_whether_it_beats_plain():
-    lines = best_lines(ranking(family(), COSTS, seed=1))
+    lines = best_lines(ranking(family(MIN_PROMPTS), COSTS, seed=1))
     assert len(lines) == 3
     assert lines[0].startswith("Best for all prompts: Suffix decoding, K = 4 at 1.25x")
     assert lines[1].startswith("Best for prompts tagged 'code': draft model, K = 4 at 1.50x")
     assert "it beats plain decoding" in lines[1]  # every repeat 1.5x: the interval is above 1
-    slow = [paired("eagle", 4, (0.9, 0.9), f"c{i}", "code") for i in range(3)]
+    slow = [paired("eagle", 4, (0.9, 0.9), f"c{i}", "code") for i in range(MIN_PROMPTS)]
     every, code = best_lines(ranking(slow, COSTS))  # all prompts, and their one tag
     assert "no setting is faster than plain decoding here: decode plainly" in code
     missed = [paired("ngram", 4, (0.95,), f"c{i}", "code", drafted=(0,) * 7, accepted=(0,) * 7) for i in range(2)]
@@ -97,7 +98,8 @@ def test_the_best_of_each_tag_is_named_and_said_whether_it_beats_plain():
 
 def test_without_measured_costs_c_is_unknown_and_without_plain_runs_the_order_is_by_tau():
     rows = ranking(family(), None)
-    assert all(r["c"] is None for r in rows)
+    assert all(r["c"] is None and r["c_note"] == "not measured" for r in rows if r["method"] != "suffix")
+    assert all(r["c"] == 0.0 and r["c_note"] == "" for r in rows if r["method"] == "suffix")  # a lookup: 0, always
     served = [PairedRun(p.runs) for p in family()]  # a server: no plain baseline, no speedup
     rows = [r for r in ranking(served, COSTS) if r["tag"] == "code"]
     assert [r["method"] for r in rows] == ["eagle", "draft", "suffix"]  # τ 3.5, 3.5 (the name breaks the tie), 2.33
