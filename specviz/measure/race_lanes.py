@@ -22,7 +22,7 @@ def runnable_lanes(heads: Collection[str], exit_refused: bool, crosses: bool = F
     exit only where its E fits the target's layers; with a draft that speaks another tokenizer (crosses), its lanes
     are TLI, SLEM and Hugging Face's universal assisted generation instead of the ones that compare token ids."""
     lanes = methods.runnable_with(methods.LANES, True, crosses, methods.CROSSING_LANES[1:])
-    runnable = [lane for lane in lanes if lane in heads or not methods.get(lane).loads_head]
+    runnable = methods.with_heads(lanes, heads)
     return [lane for lane in runnable if not (exit_refused and methods.get(lane).exits_early)]
 
 
