@@ -29,7 +29,14 @@ from specviz.core.settings import (
 )
 from specviz.core.verify import tree_size
 from specviz.engine.loading import models
-from specviz.engine.loading.catalogue import CATALOGUE, exit_layer_for, find_pair, presets_for, uses_chat
+from specviz.engine.loading.catalogue import (
+    CATALOGUE,
+    exit_layer_for,
+    find_pair,
+    pair_of_target,
+    presets_for,
+    uses_chat,
+)
 from specviz.engine.loading.models import BUNDLED_DRAFT, BUNDLED_TARGET, DTYPES, ModelPair
 from specviz.engine.loading.vocab import load_counts
 from specviz.errors import SpecvizError
@@ -67,22 +74,39 @@ FIRST_RUN = {  # the run a newcomer sees first (home and round page), with the c
     "seed": 3,
     "max_new_tokens": 48,
 }
-FIRST_RUN_NOTE = (
+FIRST_RUN_WORDS = (
     "The first run: the code preset prompt, sampled at temperature 0.6 (top-p off), K = 4, 48 new tokens, seed 3: "
-    "temperature 0.6 so that rejections and residual draws show and the text still reads like code."
+)
+FIRST_RUN_NOTE = FIRST_RUN_WORDS + CATALOGUE[0].first_run  # on the bundled toy pair, where it was chosen
+FIRST_RUN_ELSEWHERE = (
+    "the bundled toy pair's settings, chosen there so that rejections and residual draws show and the text still "
+    "reads like code; how this pair's text reads at them was not looked at."
 )
 PAGE_DEFAULTS = {  # each page starts where its lesson is clearest; a value the user set is kept across pages
     "rounds": dict(FIRST_RUN),  # sampling: rejections, residuals and corrections happen, and the text reads well
     "race": {"temperature": 0.0, "top_p": 1.0, "k": 4, "seed": 0},  # greedy: every lane prints the same text
     "workload": {"temperature": 1.0, "top_p": 1.0, "k": 4, "seed": 0},  # sampled, as served, whichever page came before
 }
-PAGE_DEFAULT_NOTES = {
-    "rounds": FIRST_RUN_NOTE + " For greedy rounds pick a bundled trace or set the temperature to 0.",
+ROUNDS_GREEDY = " For greedy rounds pick a bundled trace or set the temperature to 0."
+PAGE_DEFAULT_NOTES = {  # the rounds page's depends on the pair: first_run_note(target) + ROUNDS_GREEDY
     "race": "Starts greedy (temperature 0): every lane must print the same text, so the identical-text check means "
     "something and the text reads well; raise the temperature to see sampled lanes differ.",
     "workload": "Starts sampling at temperature 1 (top-p off), as most deployments serve, whichever page you came "
     "from; set the temperature to 0 to measure greedy decoding.",
 }
+
+
+def first_run_note(target: str) -> str:
+    """What the first run is on this target's pair, and what it shows there (the toy's words only on the toy)."""
+    spec = pair_of_target(target)
+    return FIRST_RUN_WORDS + (spec.first_run if spec and spec.first_run else FIRST_RUN_ELSEWHERE)
+
+
+def page_default_note(page: str, target: str) -> str:
+    """What a page starts with, and why, said for the pair in use ("" for a page without its own starting values)."""
+    if page == "rounds":
+        return first_run_note(target) + ROUNDS_GREEDY
+    return PAGE_DEFAULT_NOTES.get(page, "")
 
 
 def first_run_settings(draft_vocab: int = 0) -> RunSettings:
@@ -322,7 +346,8 @@ def pair_picker() -> None:
     )
     precision_timing(target.strip(), draft.strip(), device)
     wanted = (target.strip(), draft.strip(), device, dtype)
-    if wanted != active_sources() and st.sidebar.button("Load this pair", type="primary"):
+    slot = st.sidebar.empty()  # the load button, cleared in the run that loads its pair (nothing left to press)
+    if wanted != active_sources() and slot.button("Load this pair", type="primary"):
         try:
             if spec is not None and spec.installed() is not True:  # converted once from its package (smollm2)
                 with st.spinner(f"Converting {spec.key} once to {spec.target_source} (about half a minute)…"):
@@ -333,6 +358,7 @@ def pair_picker() -> None:
             st.sidebar.error(f"{literal(str(exc))}\n\nStill using {literal(still)}.")
         else:
             st.session_state["active_pair"] = wanted
+            slot.empty()
     target_in_use, draft_in_use, device_in_use, dtype_in_use = (sidebar_source(s, limits) for s in active_sources())
     drafted_by = f"draft **{draft_in_use}**" if draft_in_use else "no draft model"
     st.sidebar.caption(f"In use: **{target_in_use}** ← {drafted_by} on {device_in_use}, {dtype_in_use} precision")
@@ -456,8 +482,8 @@ def sidebar_controls(page: str = "") -> Controls:
             "Forward pass", list(FORWARDS), format_func=FORWARD_LABELS.get, key=keep("forward", FORWARD_AUTO),
             on_change=remember, args=("forward",), help=FORWARD_HELP,
         )  # fmt: skip
-    if page in PAGE_DEFAULT_NOTES:
-        st.sidebar.caption(PAGE_DEFAULT_NOTES[page])
+    if page_default_note(page, active_sources()[0]):
+        st.sidebar.caption(page_default_note(page, active_sources()[0]))
     if limits.public:
         st.sidebar.caption(
             f"Public mode: K ≤ {limits.max_k}, trees of at most {limits.max_tree_nodes} nodes, at most "

@@ -1,4 +1,4 @@
-"""A pair is offered only what it has, and its own defaults when it loads (issue 51, items 5, 6 and 8): the sidebar's
+"""A pair is offered only what it has, and its own defaults when it loads: the sidebar's
 proposers follow the heads beside its target as the race's lanes do, its draft vocabulary follows its draft model
 unless the user set one, and the sidebar's words describe the pair in use and what happened to the prompt."""
 
@@ -109,3 +109,26 @@ def test_a_setting_follows_the_pair_unless_the_user_chose_another_value():
     assert state["draft_vocab"] == 4096
     follow_pair(state, "draft_vocab", "toy", default_of)  # the same pair again changes nothing
     assert state["draft_vocab"] == 4096
+
+
+def test_the_first_run_is_described_for_the_pair_in_use():
+    from specviz.engine.loading.catalogue import SMOLLM2
+    from specviz.engine.loading.models import BUNDLED_TARGET
+    from specviz.ui.controls import FIRST_RUN_NOTE, first_run_note, page_default_note
+
+    assert first_run_note(BUNDLED_TARGET) == FIRST_RUN_NOTE  # the toy: what the settings were chosen for there
+    assert "reads like code" in FIRST_RUN_NOTE
+    on_smollm2 = page_default_note("rounds", SMOLLM2.target_source)
+    assert "reads like code" not in on_smollm2 and "Python function" in on_smollm2  # what it shows there
+    assert "temperature 0.6" in on_smollm2 and "seed 3" in on_smollm2
+    assert "was not looked at" in first_run_note("/some/other/target")  # a pair nobody looked at says so
+
+
+def test_the_load_button_is_gone_once_its_pair_loaded(tiny_default):
+    at = open_page("pages/race.py")
+    assert "Load this pair" not in [b.label for b in at.sidebar.button]  # the pair shown is the one in use
+    at.sidebar.selectbox(key="dtype").set_value("bfloat16").run()
+    assert "Load this pair" in [b.label for b in at.sidebar.button]
+    at = click(at, "Load this pair")
+    assert not at.exception and at.session_state["active_pair"][3] == "bfloat16"
+    assert "Load this pair" not in [b.label for b in at.sidebar.button]  # in the run that loaded it, too
