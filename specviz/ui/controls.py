@@ -427,7 +427,7 @@ def sidebar_controls(page: str = "") -> Controls:
             st.sidebar.caption(not_offered_words(asked, methods.label(st.session_state["method"])))
     method = st.sidebar.radio(
         "Proposer", list(choices), format_func=methods.label, key="method", on_change=remember, args=("method",),
-        help=race_lanes.missing_heads_words(heads_beside(active_sources()[0])),
+        help=race_lanes.missing_heads_words(heads_beside(active_sources()[0]), "proposers"),
     )  # fmt: skip
     drafts_tree = method in methods.SHAPED or (page in TREE_PAGES and head_tree_toggle(method))
     tree = tree_controls() if drafts_tree else ()

@@ -24,7 +24,10 @@ def test_the_round_page_offers_a_pair_only_the_heads_beside_its_target_as_the_ra
     offered = at.sidebar.radio(key="method").options
     assert methods.label(methods.EAGLE3) in offered
     assert not {methods.label(m) for m in HEADS if m != methods.EAGLE3} & set(offered)  # no "--head DIR" failures
-    assert "No EAGLE-1 head, Medusa heads or MTP module sit beside this target" in at.sidebar.radio(key="method").help
+    assert (
+        "No EAGLE-1 head, Medusa heads or MTP module sit beside this target, so the proposers that draft with them are "
+        "not offered"
+    ) in at.sidebar.radio(key="method").help
     raced = {m for m in runnable_lanes({methods.EAGLE3: "beside"}, False) if methods.get(m).loads_head}
     assert raced == {m for m in HEADS if methods.label(m) in offered}  # one rule for both pages
 
