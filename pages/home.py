@@ -17,9 +17,9 @@ with st.spinner("Loading specviz (the models and charts: a few seconds on a fres
     from specviz.measure.bench import recorded_benches
     from specviz.measure.timing import DISAGREES, against_bench, agreement_words
     from specviz.ui.controls import (
-        FIRST_RUN_NOTE,
         active_sources,
         chat_prompt,
+        first_run_note,
         first_run_settings,
         recommended_draft_vocab,
         without_draft_model,
@@ -61,7 +61,7 @@ except SpecvizError as exc:
     st.error(str(exc))
 else:
     spec, plain = result.spec, result.plain
-    st.caption(FIRST_RUN_NOTE)
+    st.caption(first_run_note(sources[0]))
     show_text(spec)
     cols = st.columns(4)
     cols[0].metric("α (accepted / judged)", f"{spec.totals.alpha:.2f}", help=ALPHA_HELP)

@@ -10,6 +10,7 @@ constants below, never by a literal. This module imports nothing heavy: core cod
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from importlib import import_module
 from typing import TYPE_CHECKING
@@ -505,6 +506,13 @@ def runnable_with(
     same_tokens = has_draft and not crosses
     kept = tuple(name for name in candidates if same_tokens or not REGISTRY[name].loads_draft)
     return kept + (crossing if has_draft and crosses else ())
+
+
+def with_heads(candidates: Sequence[str], heads: Collection[str]) -> tuple[str, ...]:
+    """The candidates a target has what they need for: a feature head's method only where its head was found beside
+    the target (`heads`, as models.find_heads finds them); the methods that draft with no head all pass. The race's
+    lanes and the sidebar's proposers are offered by this one rule."""
+    return tuple(name for name in candidates if name in heads or not REGISTRY[name].loads_head)
 
 
 def first_choice(offered: tuple[str, ...]) -> str:

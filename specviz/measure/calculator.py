@@ -25,11 +25,7 @@ TREE_RATES = ("one α with a decay per sibling", "per-sibling rates")
 def offered_drafters(has_draft: bool, heads: Collection[str]) -> list[str]:
     """The drafters whose c can be measured for a pair: the draft model where it has one, the feature heads found
     beside its target (`heads`, as the race finds them), early exit, and the lookups (c = 0)."""
-    return [
-        m
-        for m in C_DRAFTERS
-        if (m == methods.DRAFT and has_draft) or m in heads or not (m == methods.DRAFT or methods.get(m).loads_head)
-    ]
+    return [m for m in methods.with_heads(C_DRAFTERS, heads) if m != methods.DRAFT or has_draft]
 
 
 def not_offered_words(offered: Collection[str]) -> str | None:

@@ -22,7 +22,7 @@ def runnable_lanes(heads: Collection[str], exit_refused: bool, crosses: bool = F
     exit only where its E fits the target's layers; with a draft that speaks another tokenizer (crosses), its lanes
     are TLI, SLEM and Hugging Face's universal assisted generation instead of the ones that compare token ids."""
     lanes = methods.runnable_with(methods.LANES, True, crosses, methods.CROSSING_LANES[1:])
-    runnable = [lane for lane in lanes if lane in heads or not methods.get(lane).loads_head]
+    runnable = methods.with_heads(lanes, heads)
     return [lane for lane in runnable if not (exit_refused and methods.get(lane).exits_early)]
 
 
@@ -35,9 +35,9 @@ def picked_words(lanes: Sequence[str]) -> str:
     )
 
 
-def missing_heads_words(heads: Collection[str]) -> str | None:
-    """Which feature heads are not beside this target (so their lanes are not offered) and the command that trains
-    them; None when every head is there."""
+def missing_heads_words(heads: Collection[str], offered: str = "lanes") -> str | None:
+    """Which feature heads are not beside this target (so the `offered` that draft with them, the race's lanes or
+    the sidebar's proposers, are not offered) and the command that trains them; None when every head is there."""
     missing = [lane for lane in methods.LANES if methods.get(lane).loads_head and lane not in heads]
     if not missing:
         return None
@@ -45,7 +45,7 @@ def missing_heads_words(heads: Collection[str]) -> str | None:
     listed = f"{', '.join(names[:-1])} or {names[-1]}" if len(names) > 1 else names[0]
     stages = " | ".join(HEAD_KINDS[lane].stage for lane in missing)
     return (
-        f"No {listed} sit beside this target, so the lanes that draft with them are not offered "
+        f"No {listed} sit beside this target, so the {offered} that draft with them are not offered "
         f"(specviz trains them for the bundled toy target only: `python -m specviz train-tiny {stages}`)."
     )
 

@@ -7,6 +7,7 @@ leaves the previous pair in use.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -28,10 +29,19 @@ from specviz.core.settings import (
     tree_fields,
 )
 from specviz.core.verify import tree_size
-from specviz.engine.loading.catalogue import CATALOGUE, exit_layer_for, find_pair, presets_for, uses_chat
+from specviz.engine.loading import models
+from specviz.engine.loading.catalogue import (
+    CATALOGUE,
+    exit_layer_for,
+    find_pair,
+    pair_of_target,
+    presets_for,
+    uses_chat,
+)
 from specviz.engine.loading.models import BUNDLED_DRAFT, BUNDLED_TARGET, DTYPES, ModelPair
 from specviz.engine.loading.vocab import load_counts
 from specviz.errors import SpecvizError
+from specviz.measure import race_lanes
 from specviz.measure.precision import time_precisions, verdict
 from specviz.ui.limits import Limits, sidebar_source
 from specviz.ui.loaders import cached_pair, default_sources, draft_crosses
@@ -65,22 +75,39 @@ FIRST_RUN = {  # the run a newcomer sees first (home and round page), with the c
     "seed": 3,
     "max_new_tokens": 48,
 }
-FIRST_RUN_NOTE = (
+FIRST_RUN_WORDS = (
     "The first run: the code preset prompt, sampled at temperature 0.6 (top-p off), K = 4, 48 new tokens, seed 3: "
-    "temperature 0.6 so that rejections and residual draws show and the text still reads like code."
+)
+FIRST_RUN_NOTE = FIRST_RUN_WORDS + CATALOGUE[0].first_run  # on the bundled toy pair, where it was chosen
+FIRST_RUN_ELSEWHERE = (
+    "the bundled toy pair's settings, chosen there so that rejections and residual draws show and the text still "
+    "reads like code; how this pair's text reads at them was not looked at."
 )
 PAGE_DEFAULTS = {  # each page starts where its lesson is clearest; a value the user set is kept across pages
     "rounds": dict(FIRST_RUN),  # sampling: rejections, residuals and corrections happen, and the text reads well
     "race": {"temperature": 0.0, "top_p": 1.0, "k": 4, "seed": 0},  # greedy: every lane prints the same text
     "workload": {"temperature": 1.0, "top_p": 1.0, "k": 4, "seed": 0},  # sampled, as served, whichever page came before
 }
-PAGE_DEFAULT_NOTES = {
-    "rounds": FIRST_RUN_NOTE + " For greedy rounds pick a bundled trace or set the temperature to 0.",
+ROUNDS_GREEDY = " For greedy rounds pick a bundled trace or set the temperature to 0."
+PAGE_DEFAULT_NOTES = {  # the rounds page's depends on the pair: first_run_note(target) + ROUNDS_GREEDY
     "race": "Starts greedy (temperature 0): every lane must print the same text, so the identical-text check means "
     "something and the text reads well; raise the temperature to see sampled lanes differ.",
     "workload": "Starts sampling at temperature 1 (top-p off), as most deployments serve, whichever page you came "
     "from; set the temperature to 0 to measure greedy decoding.",
 }
+
+
+def first_run_note(target: str) -> str:
+    """What the first run is on this target's pair, and what it shows there (the toy's words only on the toy)."""
+    spec = pair_of_target(target)
+    return FIRST_RUN_WORDS + (spec.first_run if spec and spec.first_run else FIRST_RUN_ELSEWHERE)
+
+
+def page_default_note(page: str, target: str) -> str:
+    """What a page starts with, and why, said for the pair in use ("" for a page without its own starting values)."""
+    if page == "rounds":
+        return first_run_note(target) + ROUNDS_GREEDY
+    return PAGE_DEFAULT_NOTES.get(page, "")
 
 
 def first_run_settings(draft_vocab: int = 0) -> RunSettings:
@@ -320,7 +347,8 @@ def pair_picker() -> None:
     )
     precision_timing(target.strip(), draft.strip(), device)
     wanted = (target.strip(), draft.strip(), device, dtype)
-    if wanted != active_sources() and st.sidebar.button("Load this pair", type="primary"):
+    slot = st.sidebar.empty()  # the load button, cleared in the run that loads its pair (nothing left to press)
+    if wanted != active_sources() and slot.button("Load this pair", type="primary"):
         try:
             if spec is not None and spec.installed() is not True:  # converted once from its package (smollm2)
                 with st.spinner(f"Converting {spec.key} once to {spec.target_source} (about half a minute)…"):
@@ -331,6 +359,7 @@ def pair_picker() -> None:
             st.sidebar.error(f"{literal(str(exc))}\n\nStill using {literal(still)}.")
         else:
             st.session_state["active_pair"] = wanted
+            slot.empty()
     target_in_use, draft_in_use, device_in_use, dtype_in_use = (sidebar_source(s, limits) for s in active_sources())
     drafted_by = f"draft **{draft_in_use}**" if draft_in_use else "no draft model"
     st.sidebar.caption(f"In use: **{target_in_use}** ← {drafted_by} on {device_in_use}, {dtype_in_use} precision")
@@ -360,6 +389,27 @@ def pair_drafts(sources: tuple[str, ...]) -> tuple[bool, bool]:
     return bool(draft), bool(draft) and draft_crosses(target, draft)
 
 
+def heads_beside(target: str) -> dict[str, str]:
+    """The feature heads found beside this target, by method (none where they cannot be looked up)."""
+    try:
+        return models.find_heads(target, None)  # looked up through the module: tests replace it
+    except SpecvizError:
+        return {}
+
+
+def pair_methods(candidates: tuple[str, ...]) -> tuple[str, ...]:
+    """The candidates the pair in use can run: the draft model's methods where it has one (TLI and SLEM instead where
+    that draft speaks another tokenizer), a feature head's only where its head sits beside the target, as the race
+    offers its lanes."""
+    sources = active_sources()
+    return methods.with_heads(methods.runnable_with(candidates, *pair_drafts(sources)), heads_beside(sources[0]))
+
+
+def not_offered_words(asked: str, instead: str) -> str:
+    """Why the sidebar does not propose with the head method asked for (a link's, or another pair's choice)."""
+    return f"This pair has no {methods.label(asked)} beside its target, so the sidebar proposes with {instead}."
+
+
 def sidebar_controls(page: str = "") -> Controls:
     """Render the shared sidebar (with `page`'s starting values for untouched settings) and return what it says."""
     apply_page_defaults(page)
@@ -368,15 +418,18 @@ def sidebar_controls(page: str = "") -> Controls:
     limits = Limits.from_env()
     ranges = sidebar_ranges(limits)
     st.sidebar.header("Decoding")
-    choices = methods.runnable_with(
-        methods.PROPOSERS + (methods.SHAPED if page in TREE_PAGES else ()), *pair_drafts(active_sources())
-    )
-    if st.session_state.get(keep("method", methods.DRAFT)) not in choices:
-        # a tree chosen on the rounds page (this page's lanes are chains), or a pair with no draft model
+    choices = pair_methods(methods.PROPOSERS + (methods.SHAPED if page in TREE_PAGES else ()))
+    asked = st.session_state.get(keep("method", methods.DRAFT))
+    if asked not in choices:
+        # a tree chosen on the rounds page (this page's lanes are chains), a pair with no draft model, or a feature
+        # head this pair has none of (a link's, or one chosen on another pair)
         st.session_state["method"] = methods.first_choice(choices)
+        if asked in methods.REGISTRY and methods.get(asked).loads_head:
+            st.sidebar.caption(not_offered_words(asked, methods.label(st.session_state["method"])))
     method = st.sidebar.radio(
-        "Proposer", list(choices), format_func=methods.label, key="method", on_change=remember, args=("method",)
-    )
+        "Proposer", list(choices), format_func=methods.label, key="method", on_change=remember, args=("method",),
+        help=race_lanes.missing_heads_words(heads_beside(active_sources()[0]), "proposers"),
+    )  # fmt: skip
     drafts_tree = method in methods.SHAPED or (page in TREE_PAGES and head_tree_toggle(method))
     tree = tree_controls() if drafts_tree else ()
     k = st.sidebar.slider(
@@ -417,6 +470,7 @@ def sidebar_controls(page: str = "") -> Controls:
         on_change=remember,
         args=("max_new_tokens",),
     )
+    follow_pair(st.session_state, "draft_vocab", active_sources()[1], recommended_draft_vocab)
     draft_vocab = st.sidebar.number_input(
         "Draft vocabulary (0 = every token)",
         *ranges["draft_vocab"],
@@ -431,8 +485,8 @@ def sidebar_controls(page: str = "") -> Controls:
             "Forward pass", list(FORWARDS), format_func=FORWARD_LABELS.get, key=keep("forward", FORWARD_AUTO),
             on_change=remember, args=("forward",), help=FORWARD_HELP,
         )  # fmt: skip
-    if page in PAGE_DEFAULT_NOTES:
-        st.sidebar.caption(PAGE_DEFAULT_NOTES[page])
+    if page_default_note(page, active_sources()[0]):
+        st.sidebar.caption(page_default_note(page, active_sources()[0]))
     if limits.public:
         st.sidebar.caption(
             f"Public mode: K ≤ {limits.max_k}, trees of at most {limits.max_tree_nodes} nodes, at most "
@@ -522,15 +576,25 @@ EXIT_HELP = (
 EXIT_PAGES = ("race", "workload")  # pages that may run early exit beside the chosen method: E always shown
 
 
+def follow_pair(state: MutableMapping, key: str, source: str, default_of: Callable[[str], object]) -> None:
+    """A setting whose default is the pair's own (early exit's E by its target, the draft vocabulary by its draft
+    model) takes the new pair's default when `source` changes, unless the user chose another value: one nobody set,
+    or one still at the previous pair's default (a link's copy of it), follows the pair; one the user set stays."""
+    before = state.get("_pair_of_" + key)
+    state["_pair_of_" + key] = source
+    if before == source:
+        return
+    chosen = state.get("_touched_" + key) and (before is None or state.get(key) != default_of(before))
+    if not chosen:
+        state[key] = state["_kept_" + key] = default_of(source)
+
+
 def exit_controls(method: str, allowed: tuple[int, int], target: str, always: bool = False) -> dict:
     """The exit layer E, for the methods that draft with the target's own first layers (and on the pages whose
     lanes include them whatever the chosen method): RunSettings fields. E starts at the target's own default (the
     catalogue's measured one) and follows the pair when it changes, unless the user chose another E."""
     default = exit_layer_for(target)
-    state = st.session_state
-    if state.get("_exit_pair") != target and not state.get("_touched_exit_layer"):
-        state["exit_layer"] = state["_kept_exit_layer"] = default  # E nobody chose: this pair's default
-    state["_exit_pair"] = target
+    follow_pair(st.session_state, "exit_layer", target, exit_layer_for)
     exit_layer = st.sidebar.number_input(
         "Exit layer E (draft = the target's first E layers)", *allowed, step=1,
         key=keep("exit_layer", default), on_change=remember, args=("exit_layer",), help=EXIT_HELP,

@@ -17,7 +17,7 @@ from specviz.core.trace_json import trace_from_json
 from specviz.engine.loading.models import ASSETS, recorded_name
 from specviz.errors import SpecvizError
 from specviz.ui import render, url
-from specviz.ui.controls import FIRST_RUN_NOTE, Controls, active_sources, is_first_run, prompt_box
+from specviz.ui.controls import Controls, active_sources, first_run_note, is_first_run, prompt_box
 from specviz.ui.hall_bundle import prepared_bundle
 from specviz.ui.lectures import static_link
 from specviz.ui.limits import Limits
@@ -80,7 +80,8 @@ def open_bundled(name: str, moment: dict | None = None) -> None:
     """Show a bundled lecture trace at `moment` (a link's), else at the moment it names itself."""
     trace = load_bundled_trace(name)
     info = bundled_traces()[name]
-    start(trace, url.BUNDLED + name, steps.cursor_from_params(trace, moment if moment is not None else info))
+    cursor = link_cursor(trace, moment) if moment is not None else steps.cursor_from_params(trace, info)
+    start(trace, url.BUNDLED + name, cursor)
 
 
 def on_pick_trace() -> None:
@@ -93,13 +94,27 @@ def on_pick_trace() -> None:
         state.pop("rounds_trace", None)
 
 
+def say_of_link(note: str) -> None:
+    """What a shared link asked for that is not shown, and what is shown instead, as the page's link notes are said."""
+    if note:
+        st.info(literal(note))
+
+
+def link_cursor(trace: Trace, moment: dict) -> steps.Cursor:
+    """The cursor a link's moment names in this trace, saying so where the trace has no such moment."""
+    say_of_link(steps.moment_note(trace, moment))
+    return steps.cursor_from_params(trace, moment)
+
+
 def follow_link(opened: url.OpenedUrl | None, pending_moment: dict | None) -> dict | None:
     """A shared link's trace opened at its moment, or a bundled run dropped for the live run its settings ask for;
     returns the moment still to apply (to the live run)."""
     if not opened:
         return pending_moment
     state = st.session_state
-    action = policy.link_action(opened.trace, bundled_traces(), state.get("rounds_source", "live"), url.BUNDLED)
+    source = state.get("rounds_source", "live")
+    say_of_link(policy.unknown_trace_note(opened.trace, bundled_traces(), source, url.BUNDLED))
+    action = policy.link_action(opened.trace, bundled_traces(), source, url.BUNDLED)
     if action == policy.OPEN_BUNDLED and opened.trace:
         state["bundled_pick"] = opened.trace
         open_bundled(opened.trace, pending_moment or None)
@@ -151,7 +166,7 @@ def run_or_replay(controls: Controls, picked: Picked, pending_moment: dict | Non
     if (clicked or "rounds_trace" not in state) and controls.settings and wants_live:
         try:
             trace = page_run(active_sources(), picked.prompt, controls.settings)
-            start(trace, "live", steps.cursor_from_params(trace, pending_moment) if pending_moment else None)
+            start(trace, "live", link_cursor(trace, pending_moment) if pending_moment else None)
         except SpecvizError as exc:
             st.error(str(exc))
     uploaded = picked.uploaded
@@ -194,7 +209,7 @@ def describe_run(trace: Trace, controls: Controls, picked: Picked, notes: DeltaG
         if static:
             about_run.markdown(static)
     else:
-        first = FIRST_RUN_NOTE if is_first_run(settings, trace.prompt, controls.target) else None
+        first = first_run_note(controls.target) if is_first_run(settings, trace.prompt, controls.target) else None
         tree = bool(settings.tree or settings.dynamic)
         for caption in setting_captions(tree, bool(settings.dynamic), settings.sampling.temperature, first, LESSON):
             about_run.caption(caption)

@@ -17,7 +17,7 @@ from specviz import methods
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings, parse_tree_spec, tree_fields
 from specviz.core.trace import Trace
-from specviz.engine.loading.catalogue import CATALOGUE
+from specviz.engine.loading.catalogue import CATALOGUE, PAIR_NAMES
 from specviz.engine.loading.models import recorded_name
 from specviz.ui.controls import HEAD_TREE, active_sources, set_setting, set_tree_shape
 from specviz.viz import steps
@@ -209,10 +209,21 @@ def pair_note(opened: OpenedUrl, sources: tuple[str, str, str, str]) -> list[str
     same_dtype = not opened.dtype or dtype == "auto" or opened.dtype == dtype
     if same_pair and same_dtype:
         return []
+    if opened.pair and no_such_pair(opened.pair):
+        return [
+            f"The link's run used a pair named {opened.pair!r}, and there is no pair of that name: the pairs are "
+            f"{', '.join(PAIR_NAMES)}. The sidebar keeps its pair, {pair_name(target)!r}."
+        ]
     return [
         f"The link's run used the target {opened.pair!r} in {opened.dtype or 'its default precision'}; this app's "
         f"sidebar has {recorded_name(target)!r} in {dtype}: load that pair in the sidebar for the same run."
     ]
+
+
+def no_such_pair(name: str) -> bool:
+    """Whether a link's pair names nothing this app could load: no catalogue pair's name, nor a path or a hub id
+    (both have a "/": a Custom pair's, which the sidebar can load)."""
+    return name not in PAIR_NAMES and "/" not in name
 
 
 def write_url(params: dict[str, str]) -> None:

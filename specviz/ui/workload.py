@@ -102,13 +102,9 @@ def open_server(
 def whole_family(settings: RunSettings | None, target: str, draft: str | None) -> tuple[list[str], list[str]]:
     """The page's "the whole family": every method the pair in use can run (the heads found beside its target, early
     exit at the sidebar's E), and "name: why not" for each one left out."""
-    from specviz.engine.loading.models import find_heads
-    from specviz.ui.controls import exit_layer_fits
+    from specviz.ui.controls import exit_layer_fits, heads_beside
 
-    try:
-        heads = find_heads(target, None)
-    except SpecvizError:
-        heads = {}
+    heads = heads_beside(target)  # as the sidebar and the race find them
     has_draft = bool(draft) and str(draft).strip().lower() != methods.NGRAM
     hint = "`python -m specviz train-tiny` trains each kind for the bundled target"
     return methods.whole_family(has_draft, heads, exit_layer_fits(settings, target) or "", hint)

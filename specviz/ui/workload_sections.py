@@ -21,7 +21,7 @@ from specviz.remote.vllm import Server
 from specviz.ui import render, spec_bench
 from specviz.ui import workload as drive
 from specviz.ui.concurrency_view import concurrency_section
-from specviz.ui.controls import Controls, active_pair, active_sources, pair_drafts
+from specviz.ui.controls import Controls, active_pair, active_sources, pair_methods
 from specviz.ui.limits import Limits, display_source
 from specviz.viz import workload_charts as charts
 from specviz.viz.text import literal
@@ -120,7 +120,7 @@ def show_here(controls: Controls, limits: Limits) -> Plan:
         for line in left_out:
             left.caption(f"Left out {literal(line)}.")
     else:
-        offered_methods = methods.runnable_with(methods.PROPOSERS, *pair_drafts(active_sources()))
+        offered_methods = pair_methods(methods.PROPOSERS)  # as the sidebar offers them
         chosen_methods = left.multiselect(
             "Methods", offered_methods, default=[methods.first_choice(offered_methods)], format_func=methods.label
         )

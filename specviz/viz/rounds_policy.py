@@ -30,6 +30,18 @@ def link_action(link_trace: str | None, traces: Collection[str], source: str, pr
     return ASK_LIVE if bundled_name(source, prefix) is not None else KEEP
 
 
+def unknown_trace_note(link_trace: str | None, traces: Collection[str], source: str, prefix: str) -> str:
+    """What a link naming a bundled trace this app does not have is shown instead, in words ("" for any other
+    link): the live run, or the uploaded trace already shown (link_action keeps it)."""
+    if link_trace is None or link_trace in traces:
+        return ""
+    instead = "the uploaded trace already shown" if source == "upload" else "the live run of the sidebar's settings"
+    return (
+        f"The link asks for the bundled trace {link_trace!r}, which this app does not have (its traces: "
+        f"{', '.join(traces)}): showing {instead} instead."
+    )
+
+
 def player_params(params: Mapping[str, str], moment_keys: Collection[str]) -> dict[str, str]:
     """The address's keys that the in-page player keeps as they are: all but the moment and the view, which it
     writes itself as it steps."""

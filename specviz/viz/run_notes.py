@@ -77,14 +77,17 @@ NEW_RUN = "▶ New run with these settings"
 
 def source_differences(meta: dict, prompt: str, now: tuple[str | None, str | None, str]) -> list[str]:
     """How a live run's pair and prompt differ from the sidebar's pair (target, draft as records name them) and the
-    prompt box's text now."""
+    prompt box's text now. Only what is known is said: the box changes with the pair (its presets, its chat
+    template) as well as by typing, so a different prompt is never called an edit."""
     target, draft, typed = now
-    out = []
-    if meta.get("target") and (meta.get("target"), meta.get("draft")) != (target, draft):
-        out.append(f"the pair {meta['target']} ← {meta.get('draft')} (the sidebar: {target} ← {draft})")
-    if typed != prompt:
-        out.append("the prompt as it was before the prompt box was edited")
-    return out
+    other_pair = bool(meta.get("target")) and (meta.get("target"), meta.get("draft")) != (target, draft)
+    other_prompt = typed != prompt
+    if other_pair:
+        run, sidebar = f"{meta['target']} ← {meta.get('draft')}", f"{target} ← {draft}"
+        if other_prompt:
+            return [f"the pair {run} and the prompt it was given (the sidebar: {sidebar}, and another prompt)"]
+        return [f"the pair {run} (the sidebar: {sidebar})"]
+    return ["a prompt other than the one in the prompt box now"] if other_prompt else []
 
 
 def stale_run_note(shown: RunSettings, sidebar: RunSettings | None, also: list[str] | None = None) -> str:

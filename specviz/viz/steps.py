@@ -173,3 +173,38 @@ def cursor_from_params(trace: Trace, params) -> Cursor:
 
 
 PHASES = (DRAFT, VERIFY, JUDGE, RESOLVE, COMMIT)
+
+
+def moment_note(trace: Trace, params) -> str:
+    """What a link's moment asks for that this trace does not have, and the moment shown instead ("" when the trace
+    has it): cursor_from_params falls back to the nearest moment, and the page says so with these words."""
+    if not trace.rounds:
+        return ""
+    asked = []
+    wanted = _number(params.get("round"))
+    if "round" in params and wanted is None:
+        asked.append(f"round {params['round']!r}, which is not a number")
+    elif wanted is not None and not 1 <= wanted <= len(trace.rounds):
+        count = len(trace.rounds)
+        asked.append(f"round {wanted}, and this run has {count} round{'' if count == 1 else 's'}")
+    phase = params.get("phase")
+    if phase is not None and phase not in PHASES:
+        asked.append(f"the phase {phase!r}, which is none of {', '.join(PHASES)}")
+    shown = cursor_from_params(trace, params)
+    step = round_steps(trace.rounds[shown.round])[shown.step]
+    position = _number(params.get("pos"))
+    if not asked and phase == JUDGE and position is not None and step.position != position - 1:
+        asked.append(f"the judging of position {position} in round {shown.round + 1}, which never came")
+    if not asked:
+        return ""
+    at = f"position {step.position + 1} of " if step.phase == JUDGE and step.position is not None else ""
+    return (
+        f"The link asks for {', and '.join(asked)}: showing {at}round {shown.round + 1}'s {step.phase} phase instead."
+    )
+
+
+def _number(text) -> int | None:
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        return None

@@ -6,7 +6,7 @@ from __future__ import annotations
 from app_helpers import open_page, page
 
 from specviz.engine.loading.catalogue import presets_for
-from specviz.ui.controls import FIRST_RUN, FIRST_RUN_NOTE, first_run_settings, is_first_run
+from specviz.ui.controls import FIRST_RUN, FIRST_RUN_NOTE, first_run_note, first_run_settings, is_first_run
 
 
 def test_the_round_page_opens_on_the_first_run_and_says_what_it_is(tiny_default):
@@ -18,8 +18,10 @@ def test_the_round_page_opens_on_the_first_run_and_says_what_it_is(tiny_default)
     assert shown.settings == first_run_settings()  # the tiny draft recommends no vocabulary (0)
     assert shown.prompt == presets_for(tiny_default[0])["code"]
     captions = [c.value for c in at.caption]
-    assert FIRST_RUN_NOTE in captions  # under the trace picker, about the run shown
-    assert any(FIRST_RUN_NOTE in c.value for c in at.sidebar.caption)
+    note = first_run_note(tiny_default[0])  # not the toy's words: this pair is not the toy
+    assert note in captions  # under the trace picker, about the run shown
+    assert any(note in c.value for c in at.sidebar.caption)
+    assert not any(FIRST_RUN_NOTE in c for c in captions + [c.value for c in at.sidebar.caption])
 
 
 def test_a_changed_run_is_no_longer_called_the_first_run(tiny_default):
@@ -28,14 +30,14 @@ def test_a_changed_run_is_no_longer_called_the_first_run(tiny_default):
     at = next(b for b in at.button if b.label.startswith("▶ New run")).click().run()
     assert not at.exception
     assert at.session_state["rounds_trace"].settings.seed == 4
-    assert FIRST_RUN_NOTE not in [c.value for c in at.caption]
+    assert first_run_note(tiny_default[0]) not in [c.value for c in at.caption]
     assert not is_first_run(at.session_state["rounds_trace"].settings, presets_for(tiny_default[0])["code"], "")
 
 
 def test_the_home_page_runs_the_first_run_and_says_what_it_is(tiny_default):
     at = open_page("pages/home.py")
     assert not at.exception
-    assert FIRST_RUN_NOTE in [c.value for c in at.caption]
+    assert first_run_note(tiny_default[0]) in [c.value for c in at.caption]
     (summary,) = [m.value for m in at.markdown if m.value.startswith("Just now the target answered this prompt twice")]
     assert summary.count(". ") == 1  # two sentences a student can read; the protocol's details wait in the expander
     (how,) = [e for e in at.expander if e.label == "How this was measured"]

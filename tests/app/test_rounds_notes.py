@@ -58,7 +58,7 @@ def test_a_changed_sidebar_is_said_until_new_run_and_the_caption_describes_the_r
 def test_an_edited_prompt_is_said_too(tiny_default):
     at = open_page("pages/rounds.py")
     at = at.text_area(key="prompt").set_value("def g(y):").run()
-    assert any(STALE in w and "the prompt box was edited" in w for w in warnings(at))
+    assert any(STALE in w and "a prompt other than the one in the prompt box now" in w for w in warnings(at))
 
 
 def test_a_bundled_trace_says_its_own_settings_and_that_its_times_were_recorded_elsewhere(monkeypatch):

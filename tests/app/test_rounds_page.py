@@ -7,7 +7,7 @@ from specviz.core.trace import Totals
 from specviz.engine.decode import generate
 from specviz.engine.loading.catalogue import presets_for
 from specviz.engine.loading.models import load_pair
-from specviz.ui.controls import FIRST_RUN_NOTE, first_run_settings
+from specviz.ui.controls import first_run_note, first_run_settings
 from specviz.viz import steps
 
 
@@ -92,6 +92,7 @@ def test_switching_precision_loads_the_pair_in_bfloat16_and_runs_there(tiny_defa
     assert not at.error
     assert at.session_state["active_pair"][3] == "bfloat16"
     assert any("bfloat16 precision" in c.value for c in at.sidebar.caption)
+    assert "Load this pair" not in [b.label for b in at.sidebar.button]  # loaded: nothing left to press
     at = click(at, "Next phase")
     assert not at.exception
     assert not at.error
@@ -109,7 +110,7 @@ def test_previous_phase_undoes_next_phase_and_the_url_follows(tiny_default):
     assert at.query_params["round"] == "1"
     assert at.query_params["t"] == "0.6"  # the rounds page starts sampling (the first run), and says why
     assert any("Sampling at temperature 0.6" in c.value for c in at.caption)
-    assert FIRST_RUN_NOTE in [c.value for c in at.caption]
+    assert first_run_note(tiny_default[0]) in [c.value for c in at.caption]
 
 
 def test_a_url_opens_a_bundled_trace_at_its_moment_with_no_model(monkeypatch):

@@ -23,7 +23,11 @@ def test_the_sidebar_loads_smollm2_and_a_run_goes_through_its_chat_template(tiny
     assert any("draft **smollm2-draft**" in c.value for c in at.sidebar.caption if "In use:" in c.value)
     proposers = at.sidebar.radio(key="method")
     assert proposers.value == methods.DRAFT and methods.label(methods.NGRAM) in proposers.options  # its shipped draft
+    assert methods.label(methods.EAGLE3) in proposers.options  # its shipped head; the heads it has none of are not
+    assert not {methods.label(m) for m in (methods.EAGLE, methods.MEDUSA, methods.MTP)} & set(proposers.options)
     assert at.session_state["prompt"] == INSTRUCT_PRESETS["code"]  # the pair's own preset replaced the toy's
+    assert at.sidebar.number_input(key="draft_vocab").value == 16384  # its draft's recommended vocabulary (its card's)
+    assert "Load this pair" not in [b.label for b in at.sidebar.button]  # it is loaded: nothing left to press
     assert {"english", "translation", "summary"} <= {b.label for b in at.button}
     at.sidebar.radio(key="method").set_value(methods.EARLY_EXIT).run()
     assert at.sidebar.number_input(key="exit_layer").value == SMOLLM2_EXIT_LAYER  # the pair's measured E, not the toy's

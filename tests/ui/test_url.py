@@ -115,3 +115,15 @@ def test_a_link_names_a_catalogue_pair_by_its_name():
     assert url.pair_note(opened, (SMOLLM2.target_source, "", "auto", "auto")) == []
     [note] = url.pair_note(opened, (BUNDLED_TARGET, BUNDLED_DRAFT, "auto", "auto"))
     assert "'smollm2'" in note and "load that pair in the sidebar" in note
+
+
+def test_a_link_naming_a_pair_that_does_not_exist_says_so_and_names_the_pairs():
+    from specviz.engine.loading.catalogue import PAIR_NAMES
+    from specviz.engine.loading.models import BUNDLED_DRAFT, BUNDLED_TARGET
+
+    [note] = url.pair_note(url.read_url({"pair": "nosuchpair"}), (BUNDLED_TARGET, BUNDLED_DRAFT, "auto", "auto"))
+    assert "'nosuchpair'" in note and "there is no pair of that name" in note
+    assert ", ".join(PAIR_NAMES) in note and "The sidebar keeps its pair, 'pystdlib'." in note
+    assert "load that pair in the sidebar" not in note  # there is none to load
+    [note] = url.pair_note(url.read_url({"pair": "/elsewhere/target"}), (BUNDLED_TARGET, BUNDLED_DRAFT, "auto", "auto"))
+    assert "load that pair in the sidebar" in note  # a path: a Custom pair the sidebar can load

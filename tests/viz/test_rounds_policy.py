@@ -33,6 +33,16 @@ def test_a_link_opens_its_bundled_trace_asks_for_a_live_run_or_keeps_the_run_sho
     assert policy.link_action(None, TRACES, "upload", PREFIX) == policy.KEEP
 
 
+def test_a_link_to_a_bundled_trace_that_is_not_there_says_what_is_shown_instead():
+    assert policy.unknown_trace_note("greedy-intro", TRACES, "live", PREFIX) == ""
+    assert policy.unknown_trace_note(None, TRACES, "live", PREFIX) == ""
+    said = policy.unknown_trace_note("nosuchtrace", TRACES, "bundled:greedy-intro", PREFIX)
+    assert said.startswith("The link asks for the bundled trace 'nosuchtrace', which this app does not have")
+    assert ", ".join(TRACES) in said and said.endswith("showing the live run of the sidebar's settings instead.")
+    assert policy.link_action("nosuchtrace", TRACES, "upload", PREFIX) == policy.KEEP  # so the note says the upload
+    assert "showing the uploaded trace already shown" in policy.unknown_trace_note("x", TRACES, "upload", PREFIX)
+
+
 def test_the_player_keeps_every_key_but_the_moment_and_the_view():
     params = {"round": "2", "phase": "verify", "pos": "1", "view": "focus", "lecture": "1", "k": "4", "trace": "t"}
     assert policy.player_params(params, ("round", "phase", "pos")) == {"k": "4", "trace": "t"}

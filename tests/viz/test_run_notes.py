@@ -26,19 +26,30 @@ def test_the_same_settings_give_no_cue_and_each_change_is_named_with_both_values
     changed = run_notes.settings_differences(CHAIN, NGRAM)
     assert "temperature 1 (the sidebar: 0)" in changed
     assert "draft vocabulary all (the sidebar: all)" not in changed  # equal values are not listed
-    note = run_notes.stale_run_note(CHAIN, NGRAM, ["the prompt as it was before the prompt box was edited"])
+    note = run_notes.stale_run_note(CHAIN, NGRAM, ["a prompt other than the one in the prompt box now"])
     assert note.startswith("The run shown used method ")
     assert note.endswith(f"Press **{run_notes.NEW_RUN}** to run the sidebar's settings and prompt.")
-    assert "the prompt as it was" in note
+    assert "a prompt other than the one in the prompt box now" in note
 
 
 def test_a_pair_or_prompt_changed_since_the_run_is_named():
     meta = {"target": "t1", "draft": "d1"}
     assert run_notes.source_differences(meta, "x", ("t1", "d1", "x")) == []
-    assert run_notes.source_differences(meta, "x", ("t2", "d1", "y")) == [
-        "the pair t1 ← d1 (the sidebar: t2 ← d1)",
-        "the prompt as it was before the prompt box was edited",
+    assert run_notes.source_differences(meta, "x", ("t1", "d1", "y")) == [
+        "a prompt other than the one in the prompt box now"
     ]
+    assert run_notes.source_differences(meta, "x", ("t2", "d1", "x")) == ["the pair t1 ← d1 (the sidebar: t2 ← d1)"]
+
+
+def test_a_pair_switch_that_changed_the_prompt_box_is_not_called_an_edit():
+    """Switching the pair puts that pair's preset (or its chat template) in the prompt box: nobody edited it."""
+    meta = {"target": "pystdlib", "draft": "pystdlib-draft"}
+    said = run_notes.source_differences(meta, "def read_lines(path):", ("smollm2", "smollm2-draft", "<|im_start|>"))
+    assert said == [
+        "the pair pystdlib ← pystdlib-draft and the prompt it was given (the sidebar: smollm2 ← smollm2-draft, and "
+        "another prompt)"
+    ]
+    assert not any("edited" in line for line in said)
 
 
 def test_a_recording_names_its_settings_and_machine():

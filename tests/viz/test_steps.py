@@ -91,3 +91,24 @@ def test_url_params_round_trip_every_moment_and_forgive_bad_ones():
     assert steps.cursor_from_params(trace, {"round": "99", "phase": "commit"}) == steps.last_cursor(trace)
     assert steps.cursor_from_params(trace, {"round": "x", "phase": "nonsense"}) == steps.Cursor()
     assert steps.cursor_from_params(trace, {"round": "1", "phase": "judge", "pos": "7"}) == steps.Cursor(0, 3)
+
+
+def test_a_moment_the_trace_does_not_have_is_said_with_the_moment_shown_instead():
+    trace = lecture_trace()
+    rounds = len(trace.rounds)
+    every = steps.Cursor()
+    while True:  # every moment the trace has: nothing to say
+        assert steps.moment_note(trace, steps.url_params(trace, every)) == ""
+        if steps.at_end(trace, every):
+            break
+        every = steps.next_step(trace, every)
+    assert steps.moment_note(trace, {"round": "99", "phase": "commit"}) == (
+        f"The link asks for round 99, and this run has {rounds} rounds: showing round {rounds}'s commit phase instead."
+    )
+    said = steps.moment_note(trace, {"round": "x", "phase": "nonsense"})
+    assert said.startswith("The link asks for round 'x', which is not a number, and the phase 'nonsense', which is ")
+    assert said.endswith("showing round 1's draft phase instead.")
+    assert steps.moment_note(trace, {"round": "1", "phase": "judge", "pos": "7"}) == (
+        "The link asks for the judging of position 7 in round 1, which never came: showing position 2 of round 1's "
+        "judge phase instead."
+    )

@@ -83,6 +83,7 @@ class PairSpec:
     chat: bool = False  # an instruct target: a prompt goes through its chat template (unless raw)
     size: str = ""  # the target's size, as `pairs` lists it
     exit_layer: int = DEFAULT_EXIT_LAYER  # early exit's default E on this target (--exit-layer overrides it)
+    first_run: str = ""  # what the app's first run (ui/controls.py, FIRST_RUN) shows on this pair, as looked at
 
     @property
     def name(self) -> str:
@@ -145,6 +146,10 @@ SMOLLM2 = PairSpec(
     chat=True,
     size="134.5 M parameters, 30 layers",
     exit_layer=SMOLLM2_EXIT_LAYER,
+    # looked at on CPU in float32 with its recommended draft vocabulary: 7 of 14 rounds ended in a rejection, and the
+    # answer began "Here's a Python function that checks whether a given string is a palindrome:" and a def
+    first_run="the toy pair's settings, chosen there so that rejections and residual draws show; here about half "
+    "of the rounds end in a rejection and a residual draw, and the answer starts as a Python function.",
 )
 
 CATALOGUE: tuple[PairSpec, ...] = (
@@ -157,6 +162,7 @@ CATALOGUE: tuple[PairSpec, ...] = (
         offline=True,
         key="pystdlib",
         size="10 M parameters, 10 layers (draft: 1 layer)",
+        first_run="temperature 0.6 so that rejections and residual draws show and the text still reads like code.",
     ),
     SMOLLM2,
     PairSpec(
