@@ -43,7 +43,7 @@ def test_measure_all_runs_the_whole_family_and_ranks_it_per_tag(model_dirs, caps
     if busy is None:
         assert all(every[m]["c"] > 0 and every[m]["c_note"] == "" for m in models)
         assert "c is dropped" not in out
-    else:  # dropped, and said so: in the table, in a line under it, and in the JSON (issue 51, item 15)
+    else:  # dropped, and said so: in the table, in a line under it, and in the JSON
         assert all(every[m]["c"] is None and every[m]["c_note"].startswith("dropped: ") for m in models)
         assert "c is dropped for " in out and busy.removesuffix(" Run again on a quieter machine.")[:40] in out
     # the text: the ranked table, then the best per tag

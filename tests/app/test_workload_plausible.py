@@ -1,4 +1,4 @@
-"""Issue 51, items 1 and 4, on the workload page: no GO on a speedup that cannot be (above τ, or timed while the step
+"""On the workload page: no GO on a speedup that cannot be (above τ, or timed while the step
 costs say the machine was busy), and the numbers on one screen agree: a speedup beside tokens/s that are not its
 ratio says why, a tag's best line and its verdict follow one rule, and the ranking's c never reads "None"."""
 

@@ -1,4 +1,4 @@
-"""Issue 51, item 1: no GO on a speedup that cannot be. A measured speedup above τ (every target pass costs at least a
+"""No GO on a speedup that cannot be. A measured speedup above τ (every target pass costs at least a
 plain step) earns no verdict, by the same rule the race's K sweep flags; a verdict measured while the step costs say
 the machine was busy is qualified, in words; a mean above the pooled τ that its prompts' own τ allow is not flagged."""
 

@@ -1,4 +1,4 @@
-"""Issue 51, items 4 and 15, as pure functions: a speedup shown beside tokens/s that are not its ratio says why, a
+"""As pure functions: a speedup shown beside tokens/s that are not its ratio says why, a
 tag's best line follows the verdicts' minimum, the ranking's c reads 0 for a lookup whatever was timed, and a measured
 c that was dropped (step costs that cannot be true: a busy machine) says so instead of a silent None."""
 
