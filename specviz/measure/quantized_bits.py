@@ -23,9 +23,11 @@ class BitsPoint:
     alpha: float
     c: float
     tau: float
+    verify: float  # v(K): the verify pass over K + 1 tokens, in target steps, as the runs' rounds measured it
     speedup: float  # measured, over plain (median of paired ratios)
     predicted: float  # what α, c and the measured v(K) predict
     prompts: int
+    cpu: str  # where: 'AMD EPYC (AVX2), float32, 1 thread'
     file: str
 
 
@@ -38,7 +40,7 @@ def bits_points(docs: Iterable[dict], target: str, dtype: str) -> tuple[BitsPoin
         if env.get("target") != target or env.get("dtype") != dtype or "quant" not in settings:
             continue
         for row in doc.get("results", []):
-            if row.get("method") != methods.QUANTIZED or row.get("alpha") is None or row.get("c") is None:
+            if row.get("method") != methods.QUANTIZED or any(row.get(f) is None for f in ("alpha", "c", "verify_cost")):
                 continue
             point = BitsPoint(
                 bits=int(settings["quant"]["bits"]),
@@ -46,9 +48,11 @@ def bits_points(docs: Iterable[dict], target: str, dtype: str) -> tuple[BitsPoin
                 alpha=float(row["alpha"]),
                 c=float(row["c"]),
                 tau=float(row["tau"]),
+                verify=float(row["verify_cost"]),
                 speedup=float(row["speedup_vs_plain"]),
                 predicted=float(row["predicted_speedup"]),
                 prompts=int(settings.get("prompts", 0)),
+                cpu=where(env),
                 file=str(doc.get("file", "")),
             )
             if point.bits not in best or point.speedup > best[point.bits].speedup:
@@ -62,9 +66,19 @@ def recorded_bits(folder: Path, target: str, dtype: str = "float32") -> tuple[Bi
     return bits_points(docs, target, dtype)
 
 
-def point_words(point: BitsPoint, cpu: str) -> str:
-    """'4 bits: α 0.99, c 0.41, K 5, τ 5.57: 1.62× plain measured (1.86× predicted), 20 prompts on AMD EPYC'."""
+def where(env: dict) -> str:
+    """A bench's machine as a figure must name it: CPU, capability, precision and threads."""
+    threads = env.get("torch_threads")
+    return f"{env.get('cpu', '?')} ({env.get('cpu_capability', '?')}), {env.get('dtype', '?')}" + (
+        f", {threads} thread{'s' if threads != 1 else ''}" if threads else ""
+    )
+
+
+def point_words(point: BitsPoint) -> str:
+    """'4 bits: α 0.99, c 0.41, K 5, τ 5.57, v(K) 1.04: 1.62× plain measured (1.86× predicted), 20 prompts on …'."""
     return (
-        f"{point.bits} bits: α {point.alpha:.2f}, c {point.c:.2f}, K {point.k}, τ {point.tau:.2f}: "
-        f"{point.speedup:.2f}× plain measured ({point.predicted:.2f}× predicted), {point.prompts} prompts on {cpu}"
+        f"{point.bits} bits: α {point.alpha:.2f}, c {point.c:.2f}, K {point.k}, τ {point.tau:.2f}, "
+        f"v(K) {point.verify:.2f}: "
+        f"{point.speedup:.2f}× plain measured ({point.predicted:.2f}× predicted), {point.prompts} prompts on "
+        f"{point.cpu}"
     )

@@ -152,8 +152,7 @@ def show_bits_preset() -> None:
         state["_bits_applied"] = state.get("calc_bits")
         apply_bits_preset()
     point = next(p for p in points if p.bits == state.get("calc_bits"))
-    cpu = LESSON["bits_cpu"]
-    st.caption(LESSON["bits_preset"].format(measured=quantized_bits.point_words(point, cpu)))
+    st.caption(LESSON["bits_preset"].format(measured=quantized_bits.point_words(point)))
     draw(st, charts.bits_chart(points))
 
 

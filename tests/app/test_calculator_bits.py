@@ -13,9 +13,9 @@ from specviz.measure.quantized_bits import BitsPoint
 
 PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "calculator.py")
 POINTS = (
-    BitsPoint(8, 5, 0.99, 0.62, 5.6, 1.21, 1.4, 6, "q8.json"),
-    BitsPoint(4, 5, 0.98, 0.41, 5.5, 1.62, 1.86, 20, "q4.json"),
-    BitsPoint(2, 1, 0.02, 0.40, 1.0, 0.55, 0.6, 6, "q2.json"),
+    BitsPoint(8, 5, 0.99, 0.62, 5.6, 1.1, 1.21, 1.4, 6, "AMD EPYC (AVX2), float32, 1 thread", "q8.json"),
+    BitsPoint(4, 5, 0.98, 0.41, 5.5, 1.04, 1.62, 1.86, 20, "AMD EPYC (AVX2), float32, 1 thread", "q4.json"),
+    BitsPoint(2, 1, 0.02, 0.40, 1.0, 1.0, 0.55, 0.6, 6, "AMD EPYC (AVX2), float32, 1 thread", "q2.json"),
 )
 
 
@@ -40,7 +40,10 @@ def test_the_preset_sets_alpha_k_and_c_to_the_measured_4_bit_copy_and_says_what_
     assert (page.slider(key="alpha").value, page.slider(key="k").value, page.slider(key="c").value) == (0.98, 5, 0.41)
     assert speedup_shown(page) == f"{analyse(TheoryInputs(alpha=0.98, k=5, c=0.41)).speedup:.2f}×"
     said = " ".join(c.value for c in page.caption)
-    assert "4 bits: α 0.98, c 0.41, K 5, τ 5.50: 1.62× plain measured (1.86× predicted), 20 prompts" in said
+    assert (
+        "4 bits: α 0.98, c 0.41, K 5, τ 5.50, v(K) 1.04: 1.62× plain measured (1.86× predicted), 20 prompts on "
+        "AMD EPYC (AVX2)" in said
+    )
     specs = [json.loads(c.proto.spec) for c in page.get("vega_lite_chart")]
     (chart,) = [s for s in specs if "α by bits" in str(s.get("title"))]
     assert chart["layer"][0]["encoding"]["x"]["sort"] == ["8 bits", "4 bits", "2 bits"]  # a bar per bits benched

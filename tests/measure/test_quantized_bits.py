@@ -10,11 +10,17 @@ from specviz.measure.quantized_bits import bits_points, point_words, recorded_bi
 
 
 def bench(bits: int, k: int, speedup: float, alpha: float, target: str = "smollm2", dtype: str = "float32") -> dict:
-    row = {"method": "quantized", "k": k, "alpha": alpha, "c": 0.4, "tau": 4.0, "speedup_vs_plain": speedup,
-           "predicted_speedup": speedup + 0.2}  # fmt: skip
+    row = {"method": "quantized", "k": k, "alpha": alpha, "c": 0.4, "tau": 4.0, "verify_cost": 1.1,
+           "speedup_vs_plain": speedup, "predicted_speedup": speedup + 0.2}  # fmt: skip
     plain = {"method": "plain", "k": k, "alpha": None, "c": None, "speedup_vs_plain": 1.0}
     return {
-        "environment": {"target": target, "dtype": dtype},
+        "environment": {
+            "target": target,
+            "dtype": dtype,
+            "cpu": "AMD EPYC",
+            "cpu_capability": "AVX2",
+            "torch_threads": 1,
+        },
         "settings": {"quant": {"bits": bits, "group": 32, "head_bits": 16}, "prompts": 6},
         "results": [plain, row],
         "file": f"quantized-{bits}-{k}.json",
@@ -37,8 +43,10 @@ def test_another_target_or_precision_or_a_bench_without_the_copy_is_not_read():
 
 def test_the_words_name_the_figures_and_where_they_were_measured():
     (point,) = bits_points([bench(4, 5, 1.62, 0.99)], "smollm2", "float32")
-    words = point_words(point, "AMD EPYC")
-    assert words == "4 bits: α 0.99, c 0.40, K 5, τ 4.00: 1.62× plain measured (1.82× predicted), 6 prompts on AMD EPYC"
+    assert point_words(point) == (
+        "4 bits: α 0.99, c 0.40, K 5, τ 4.00, v(K) 1.10: 1.62× plain measured (1.82× predicted), 6 prompts on "
+        "AMD EPYC (AVX2), float32, 1 thread"
+    )
 
 
 def test_the_committed_benches_give_the_real_target_each_bits_from_8_to_2():
