@@ -400,4 +400,4 @@ def bits_chart(points: Sequence[BitsPoint]) -> alt.LayerChart:
     )
     bars = base.mark_bar(color=SPEC_COLOR, size=48)
     labels = base.mark_text(dy=-8, fontSize=13).encode(text="label:N")
-    return (bars + labels).properties(title="α by bits, measured (label: the speedup over plain)", height=260)
+    return (bars + labels).properties(title="α by bits, measured · the label adds the speedup", height=260)
