@@ -34,7 +34,7 @@ from specviz.remote.vllm import Server, connect, measure
 from specviz.ui.limits import Limits, display_source
 from specviz.ui.loaders import cached_pair
 from specviz.ui.render import session_memory
-from specviz.viz.text import literal
+from specviz.viz.text import literal, user_message
 from specviz.viz.workload_charts import agreement_row
 
 RECORDS, PLANNED, SETTINGS, STOPPED = "workload_records", "workload_planned", "workload_settings", "workload_stopped"
@@ -85,7 +85,7 @@ def progress_bar(repeats: int = 1, served: bool = False):
 
     def progress(p) -> None:
         eta = "" if p.done == 0 else f" · about {p.eta_s:.0f} s left"
-        text = f"{progress_text(p.done, p.total, repeats, served)}{eta} · {p.prompt[:60]!r}"
+        text = f"{progress_text(p.done, p.total, repeats, served)}{eta} · {user_message(p.prompt)[:60]!r}"
         bar.progress(p.done / max(1, p.total), text=text)
 
     return bar, progress
@@ -215,7 +215,9 @@ def compare_with_server(server: Server, target: str, draft: str | None, base: Ru
     )
     settings = server.settings(greedy)
     bar = st.progress(0.0, text="Warming up both engines…")
-    on_prompt = lambda i, row: bar.progress(i / len(rows), text=f"{i}/{len(rows)} prompts · {row.prompt[:60]!r}")  # noqa: E731
+    on_prompt = lambda i, row: bar.progress(
+        i / len(rows), text=f"{i}/{len(rows)} prompts · {user_message(row.prompt)[:60]!r}"
+    )  # noqa: E731
     misses = ngram_misses(pair, settings) if settings.method == methods.NGRAM else None  # places n-gram misses
     source = engine_source(pair, remembered(pair, settings))  # suffix: the server's tree holds its probe first
     runs = compare_engines(source, server.run, rows, settings, on_prompt, misses)

@@ -26,7 +26,7 @@ from specviz.ui.render import draw
 from specviz.ui.workload_sections import LESSON
 from specviz.viz import workload_charts as charts
 from specviz.viz.explain import ALPHA_HELP
-from specviz.viz.text import literal
+from specviz.viz.text import literal, user_message
 
 
 def show_results(records: list, settings, limits: Limits) -> None:
@@ -207,7 +207,7 @@ def show_tables_and_charts(
             "Run",
             with_tokens,
             format_func=lambda i: (
-                f"{charts.setting_label(records[i].method, records[i].k)} · {records[i].prompt[:50]!r}"
+                f"{charts.setting_label(records[i].method, records[i].k)} · {user_message(records[i].prompt)[:50]!r}"
             ),
         )
         render.show_html(charts.heatmap_html(records[which]))

@@ -24,7 +24,7 @@ from specviz.ui.concurrency_view import concurrency_section
 from specviz.ui.controls import Controls, active_pair, active_sources, pair_methods
 from specviz.ui.limits import Limits, display_source
 from specviz.viz import workload_charts as charts
-from specviz.viz.text import literal
+from specviz.viz.text import literal, user_message
 
 LESSON = json.loads((ASSETS / "lessons" / "workload.json").read_text(encoding="utf-8"))
 SAMPLES = {path.stem: path for path in sorted((ASSETS / "workloads").glob("*.jsonl"))}
@@ -233,7 +233,9 @@ def show_two_engines(workload: Workload | None, settings: RunSettings | None, pl
         (st.success if agreed else st.warning)(sentence)
         st.caption(LESSON["engines_differ"])
         render.show_table(st, charts.agreement_frame(compared))
-        pick = st.selectbox("Steps of prompt", range(len(compared)), format_func=lambda i: compared[i]["prompt"][:60])
+        pick = st.selectbox(
+            "Steps of prompt", range(len(compared)), format_func=lambda i: user_message(compared[i]["prompt"])[:60]
+        )
         render.show_table(st, charts.agreement_steps_frame(compared[pick]))
 
 

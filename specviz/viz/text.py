@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from specviz.core.trace import ACCEPTED, Round, Trace
 from specviz.viz.palette import ORIGIN_COLORS, ORIGIN_LABELS, ORIGIN_MARKS, ORIGIN_UNDERLINES
 
@@ -15,6 +17,23 @@ def literal(text: str) -> str:
     """Text from a user, a trace or a server, made inert for both HTML and Markdown: it shows as exactly these
     characters wherever Streamlit renders it (st.markdown with or without HTML, st.error, a title attribute)."""
     return str(text).translate(_INERT)
+
+
+# The user's turn in the chat templates specviz's instruct pairs use: ChatML (SmolLM2, Qwen2.5) and Llama 3's.
+_USER_TURNS = (
+    re.compile(r"<\|im_start\|>user\n(.*?)(?:<\|im_end\|>|$)", re.S),
+    re.compile(r"<\|start_header_id\|>user<\|end_header_id\|>\n\n(.*?)(?:<\|eot_id\|>|$)", re.S),
+)
+
+
+def user_message(prompt: str) -> str:
+    """What a person typed, out of a prompt an instruct pair's chat template wrapped: its last user turn (every such
+    prompt opens with the same system turn, so its start names none of them); any other prompt as it is."""
+    for turn in _USER_TURNS:
+        found = turn.findall(prompt)
+        if found:
+            return found[-1].strip()
+    return prompt
 
 
 def prob(x: float) -> str:

@@ -15,7 +15,7 @@ from specviz import methods
 from specviz.core import stats
 from specviz.core.record import TABLE, RunRecord, result_columns
 from specviz.viz.layout import band_height
-from specviz.viz.text import literal
+from specviz.viz.text import literal, user_message
 
 # A multiselect's chips wrap onto more lines instead of scrolling on one: with two methods chosen, Streamlit scrolled
 # the first one out of its box, out of sight. Streamlit's own test id, on the workload page only.
@@ -81,6 +81,7 @@ def _labelled(frame: pd.DataFrame) -> pd.DataFrame:
 def per_prompt_frame(records: Sequence[Paired], speedup: bool = True) -> pd.DataFrame:
     columns = [*(c for c in result_columns(TABLE) if c != "prompt"), "prompt"]  # the long text last
     frame = pd.DataFrame([{c: getattr(r, c) for c in columns} for r in records], columns=columns)
+    frame["prompt"] = [user_message(p) for p in frame["prompt"]]  # the user's message, not the template's system turn
     return _without_speedup(_labelled(frame), speedup)
 
 
@@ -101,7 +102,7 @@ STRIP_PROMPT_CHARS = 28  # of a prompt in its strip's label, which also names th
 
 def strip_label(number: int, rec: Paired | RunRecord) -> str:
     """A strip's label: the prompt's number and start, and the method and K that ran it (one strip per both)."""
-    text = " ".join(rec.prompt.split())
+    text = " ".join(user_message(rec.prompt).split())
     text = text if len(text) <= STRIP_PROMPT_CHARS else text[: STRIP_PROMPT_CHARS - 1] + "…"
     return f"{number}. {text} · {_label(rec)}"
 

@@ -67,3 +67,21 @@ def test_frames_without_a_baseline_drop_the_speedup_columns():
     assert "source" in summary
     assert "alpha 95% CI" in summary
     assert "speedup" in charts.per_prompt_frame(results)  # kept by default (in-process runs)
+
+
+CHATML = "<|im_start|>system\nYou are a helpful AI assistant named SmolLM<|im_end|>\n<|im_start|>user\n{}<|im_end|>\n"
+
+
+def test_an_instruct_pairs_prompts_are_named_by_the_users_message_not_the_templates_system_turn():
+    from specviz.viz.text import user_message
+
+    poem, email = CHATML.format("Write a poem about rain.") + "<|im_start|>assistant\n", CHATML.format("Email Bo.")
+    assert user_message(poem) == "Write a poem about rain." and user_message("def add(a, b):") == "def add(a, b):"
+    llama3 = "<|start_header_id|>user<|end_header_id|>\n\nHi there<|eot_id|><|start_header_id|>assistant"
+    assert user_message(llama3) == "Hi there"
+    records = [PairedRun((served(p, (4, 4), (2, 1), (3, 2)),)) for p in (poem, email)]
+    assert set(charts.step_strip_frame(records)["run"]) == {
+        "1. Write a poem about rain. · draft model, K = 4",
+        "2. Email Bo. · draft model, K = 4",
+    }
+    assert list(charts.per_prompt_frame(records, speedup=False)["prompt"]) == ["Write a poem about rain.", "Email Bo."]
