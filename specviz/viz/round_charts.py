@@ -26,6 +26,17 @@ def _token_label(token_id: int, text: str) -> str:
     return f"{visible(text)} #{token_id}"
 
 
+TOKEN_LABEL_PX = 72  # a token's text is cut to this width (an ellipsis says so): six of them share a half column
+# Each token on two lines, its text over its id, so that a real vocabulary's long pieces and five-digit ids do not run
+# into their neighbours (smollm2's "␣encounters #18342" did at 1280 px); the text has no spaces (visible() shows them).
+TOKEN_AXIS_OPTIONS = {
+    "labelAngle": 0,
+    "labelExpr": "split(replace(datum.label, ' #', '\\n#'), '\\n')",
+    "labelLimit": TOKEN_LABEL_PX,
+    "labelOverlap": False,
+}
+
+
 def pq_frame(pos: Position | Node) -> pd.DataFrame:
     """pq_rows as a frame."""
     return pd.DataFrame(pq_rows(pos))
@@ -68,7 +79,7 @@ def pq_chart(pos: Position | Node, heading: str = "") -> alt.Chart:
         alt.Chart(frame, title=chart_title(*pq_heading(pos, heading)))
         .mark_bar()
         .encode(
-            x=alt.X("token:N", sort=order, title="token", axis=alt.Axis(labelAngle=0)),
+            x=alt.X("token:N", sort=order, title="token", axis=alt.Axis(**TOKEN_AXIS_OPTIONS)),
             xOffset=alt.XOffset("dist:N", sort=list(DIST_COLORS)),
             y=alt.Y("prob:Q", title="probability", scale=alt.Scale(domain=[0, 1])),
             color=alt.Color(
@@ -179,7 +190,7 @@ def drawn_chart(
 ) -> alt.LayerChart:
     """Bars of a distribution; the chosen token in the origin's colour and marked with its symbol (a second cue)."""
     frame = pd.DataFrame(drawn_rows(top, chosen, origin, mark), columns=["token", "prob", "chosen", "mark"])
-    base = alt.Chart(frame).encode(x=alt.X("token:N", sort=None, title="token", axis=alt.Axis(labelAngle=0)))
+    base = alt.Chart(frame).encode(x=alt.X("token:N", sort=None, title="token", axis=alt.Axis(**TOKEN_AXIS_OPTIONS)))
     bars = base.mark_bar().encode(
         y=alt.Y("prob:Q", title=y_title),
         color=alt.condition("datum.chosen", alt.value(ORIGIN_COLORS[origin]), alt.value("#bdbdbd")),

@@ -120,3 +120,13 @@ def test_html_escapes_token_text_and_shows_whitespace():
 def test_pq_frame_always_contains_the_proposal(position):
     frame = charts.pq_frame(position)
     assert frame[frame["proposal"]]["token"].nunique() == 1
+
+
+def test_a_real_vocabularys_token_labels_stand_on_two_lines_cut_to_their_band():
+    """smollm2's long pieces and five-digit ids ran into each other at 1280 px: each label is its text over its id."""
+    long = Position(0, 18342, " encounters", q=0.2, p=0.6, ratio=1.0, u=0.5, accepted=True, verdict="accepted")
+    for spec in (charts.pq_chart(long).to_dict(), charts.residual_chart(correction_round()).to_dict()):
+        axis = (spec.get("encoding") or spec["layer"][0]["encoding"])["x"]["axis"]
+        assert axis["labelExpr"] == "split(replace(datum.label, ' #', '\\n#'), '\\n')" and axis["labelLimit"] <= 80
+    label = next(r["token"] for r in charts.pq_rows(long) if r["proposal"])
+    assert label.replace(" #", "\n#", 1).split("\n") == ["␣encounters", "#18342"]  # what the expression makes of it
