@@ -227,18 +227,26 @@ def class_frame(records: Sequence[Paired]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["setting", "class", "judged", "rate"])
 
 
+BOTTOM_LEGEND = alt.Legend(orient="bottom", columns=1, labelLimit=0)
+LEGEND_ROOM = 60  # px under the plot for a legend of a few methods
+
+
 def class_chart(records: Sequence[Paired]) -> alt.Chart:
+    """Acceptance rate per token class, a bar per method in each class's row; the legend under the plot, so that a
+    half column's width stays the bars' (methods' long names beside it left them none at 1280 px)."""
+    frame = class_frame(records)
+    rows = max(1, len(frame))
     return (
-        alt.Chart(class_frame(records), title="Acceptance by token class")
+        alt.Chart(frame, title="Acceptance by token class")
         .mark_bar()
         .encode(
-            y=alt.Y("class:N", title=None),
+            y=alt.Y("class:N", title=None, axis=alt.Axis(labelLimit=0)),
             x=alt.X("rate:Q", title="acceptance rate", scale=alt.Scale(domain=[0, 1])),
-            color=alt.Color("setting:N", title="method"),
+            color=alt.Color("setting:N", title="method", legend=BOTTOM_LEGEND),
             yOffset="setting:N",
             tooltip=["setting:N", "class:N", alt.Tooltip("rate:Q", format=".3f"), "judged:Q"],
         )
-        .properties(height=260)
+        .properties(height=band_height(rows) + LEGEND_ROOM)
     )
 
 
@@ -264,14 +272,16 @@ def speedup_frame(records: Sequence[Paired], predictions: dict, seed: int = 0) -
 
 
 def speedup_chart(records: Sequence[Paired], predictions: dict, seed: int = 0) -> alt.LayerChart:
-    """Bars of the measured and predicted speedups; on each measured bar, the 95% interval the verdict quotes."""
+    """Bars of the measured and predicted speedups, a row per method (its long name along y, where it has room: along
+    x, turned on end, the names took the whole plot's height), the 95% interval the verdict quotes on each measured
+    bar, and 1× dashed."""
     frame = speedup_frame(records, predictions, seed)
     base = alt.Chart(frame, title="Speedup over plain: measured (95% CI) vs predicted")
     bars = base.mark_bar().encode(
-        x=alt.X("setting:N", title="method"),
-        y=alt.Y("speedup:Q", title="speedup (×)"),
-        color=alt.Color("kind:N", title=None),
-        xOffset="kind:N",
+        y=alt.Y("setting:N", title=None, axis=alt.Axis(labelLimit=0)),
+        x=alt.X("speedup:Q", title="speedup (×)"),
+        color=alt.Color("kind:N", title=None, legend=BOTTOM_LEGEND),
+        yOffset="kind:N",
         tooltip=[
             "setting:N",
             "kind:N",
@@ -285,10 +295,10 @@ def speedup_chart(records: Sequence[Paired], predictions: dict, seed: int = 0) -
     intervals = (
         base.transform_filter("isValid(datum.low)")
         .mark_errorbar(ticks=True, color="black")
-        .encode(x="setting:N", xOffset="kind:N", y=alt.Y("low:Q", title="speedup (×)"), y2="high:Q")
+        .encode(y="setting:N", yOffset="kind:N", x=alt.X("low:Q", title="speedup (×)"), x2="high:Q")
     )
-    even = alt.Chart(pd.DataFrame({"y": [1.0]})).mark_rule(strokeDash=[4, 4], color="black").encode(y="y:Q")
-    return (bars + intervals + even).properties(height=260)
+    even = alt.Chart(pd.DataFrame({"x": [1.0]})).mark_rule(strokeDash=[4, 4], color="black").encode(x="x:Q")
+    return (bars + intervals + even).properties(height=band_height(max(1, len(frame))) + LEGEND_ROOM)
 
 
 def heatmap_html(rec: Paired | RunRecord) -> str:

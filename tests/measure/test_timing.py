@@ -268,7 +268,7 @@ def test_workload_csv_json_and_chart_carry_the_interval_the_repeats_spread_over(
     assert (measured["low"], measured["high"]) == pytest.approx((low, high))  # the bars the verdict quotes
     layers = workload_charts.speedup_chart(results, {}).to_dict()["layer"]
     bars = next(layer for layer in layers if layer["mark"]["type"] == "errorbar")
-    assert (bars["encoding"]["y"]["field"], bars["encoding"]["y2"]["field"]) == ("low", "high")
+    assert (bars["encoding"]["x"]["field"], bars["encoding"]["x2"]["field"]) == ("low", "high")
 
 
 def test_race_lanes_above_their_tau_or_spread_wider_than_their_figure_are_flagged():

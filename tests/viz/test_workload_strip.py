@@ -85,3 +85,25 @@ def test_an_instruct_pairs_prompts_are_named_by_the_users_message_not_the_templa
         "2. Email Bo. · draft model, K = 4",
     }
     assert list(charts.per_prompt_frame(records, speedup=False)["prompt"]) == ["Write a poem about rain.", "Email Bo."]
+
+
+def test_the_speedup_and_class_charts_give_each_method_a_row_and_keep_their_legend_below():
+    """Both drew empty at 1280 px: long method names on end took the speedup plot's height, and the class chart's
+    legend beside it took a half column's width."""
+    from specviz.viz.layout import BAND_ROW
+
+    def run(method: str, prompt: str, wall_s: float) -> RunRecord:
+        return RunRecord("specviz", method, 4, prompt, "", (1, 2, 3), (3,), (4,), (2,), (3,), (wall_s,), wall_s)
+
+    records = [
+        PairedRun((run(m, p, 0.1),), (run("plain", p, 0.2),))
+        for p in ("def f():", "class A:")
+        for m in ("draft", "ngram", "quantized")
+    ]
+    speedup = charts.speedup_chart(records, {}).to_dict()
+    bars = next(layer for layer in speedup["layer"] if layer["mark"]["type"] == "bar")
+    assert bars["encoding"]["y"]["field"] == "setting" and bars["encoding"]["x"]["field"] == "speedup"
+    assert bars["encoding"]["color"]["legend"]["orient"] == "bottom"
+    assert speedup["height"] >= 3 * BAND_ROW  # a row per method
+    classes = charts.class_chart(records).to_dict()
+    assert classes["encoding"]["color"]["legend"]["orient"] == "bottom"
