@@ -135,3 +135,14 @@ def test_bench_times_an_mtp_step_and_predicts_the_mtp_lane_with_it(load):
     assert row["identical_to_plain"]
     if costs["implausible"] is None:  # a busy machine's timings build no prediction
         assert row["c"] == pytest.approx(costs["c_of"][MTP])
+
+
+def test_a_dynamic_tree_is_grown_by_the_module_and_greedy_equals_plain(tiny):
+    """The registry offers MTP dynamic trees; the run once drafted a chain while its trace said tree dynamic:…"""
+    from specviz.core.dyntree import DynamicTree
+
+    settings = RunSettings(method=MTP, dynamic=DynamicTree(6, 3, 2), max_new_tokens=20, stop_at_eos=False)
+    spec = generate(tiny, PROMPTS[0], settings)
+    assert any(r.scored for r in spec.rounds)  # the round's candidates were scored and grown, not a chain drafted
+    assert any(len(r.nodes) > 3 for r in spec.rounds)  # wider than the depth: a tree
+    assert spec.output_ids == generate(tiny, PROMPTS[0], plain(20)).output_ids

@@ -42,4 +42,5 @@ class MtpProposer(EagleProposer):
             pair.load_head_for(cls.method), target.get_input_embeddings(), target.get_output_embeddings()
         )
         runner = chosen_runner(reference, target, settings.forward)
-        return cls(runner, pair.vocab_size, settings.sampling, tree_shape(settings))
+        dynamic = settings.dynamic if settings.is_tree else None  # EAGLE-1's drafter grows it (it was left out)
+        return cls(runner, pair.vocab_size, settings.sampling, tree_shape(settings), dynamic)
