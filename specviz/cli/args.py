@@ -19,6 +19,7 @@ from specviz.core.quantize import QuantOptions
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import DEFAULT_EXIT_LAYER, FORWARD_AUTO, RunSettings, TreeSpec, tree_fields
 from specviz.core.suffix_tree import SuffixOptions
+from specviz.core.verify import TOKEN
 from specviz.errors import SpecvizError
 
 
@@ -60,6 +61,7 @@ def settings_from(args: argparse.Namespace, method: str) -> RunSettings:
         quant=quant_options(args),
         exit_layer=getattr(args, "exit_layer", None) or DEFAULT_EXIT_LAYER,  # None: no pair named it (a --target)
         forward=getattr(args, "forward", FORWARD_AUTO),
+        verifier=getattr(args, "verify", TOKEN),
         **schedule_of(args),
     )
 

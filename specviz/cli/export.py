@@ -16,6 +16,7 @@ from specviz.core.trace import Trace
 from specviz.core.trace_json import trace_from_json
 from specviz.errors import SpecvizError
 from specviz.viz import lectures
+from specviz.viz.steps import check_animated
 
 TRACES_DIR = lectures.TRACES_DIR
 REBUILD = "python -m specviz export-html --lectures"
@@ -77,7 +78,9 @@ def read_trace(name: str) -> Trace:
     except OSError as exc:
         raise SpecvizError(f"cannot read the trace file {name!r}: {exc.strerror}.") from None
     try:
-        return trace_from_json(text)
+        trace = trace_from_json(text)
+        check_animated(trace)
+        return trace
     except SpecvizError as exc:
         raise SpecvizError(f"{name}: {exc}") from None
 

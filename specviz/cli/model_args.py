@@ -13,6 +13,7 @@ from specviz import methods
 from specviz.core.quantize import BITS, GROUPS, HEAD_BITS, QuantOptions
 from specviz.core.settings import AUTO_THREADS, DEFAULT_EXIT_LAYER, FORWARD_AUTO, NARROW_WIDTH, THREADS_ENV, RunSettings
 from specviz.core.suffix_tree import SuffixOptions
+from specviz.core.verify import TOKEN, VERIFIERS
 from specviz.errors import SpecvizError
 
 if TYPE_CHECKING:
@@ -114,6 +115,14 @@ def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
     add_suffix_arguments(parser)
     add_quant_arguments(parser)
     parser.add_argument(
+        "--verify",
+        default=TOKEN,
+        choices=VERIFIERS,
+        help="how a chain's drafts are judged: token (token by token, the first rejection ends the round) or block "
+        "(block verification, Sun et al.: the drafts judged as one block, exact, never fewer tokens kept in "
+        "expectation; chains only)",
+    )
+    parser.add_argument(
         "--exit-layer",
         type=int,
         default=None,
@@ -189,8 +198,9 @@ def add_quant_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=d.head_bits,
         metavar="BITS",
-        help=f"{methods.QUANTIZED}: the LM head's bits ({', '.join(map(str, HEAD_BITS))}; 16 = bfloat16, the default: "
-        "the tied head is where 4 bits lose agreement)",
+        help=f"{methods.QUANTIZED}: the LM head's bits ({', '.join(map(str, HEAD_BITS))}; 16 = unrounded, the "
+        "default: bfloat16 where the CPU has AVX-512 BF16, else the target's float32; the tied head is where 4 bits "
+        "lose agreement)",
     )
 
 

@@ -10,7 +10,7 @@ from specviz import methods
 from specviz.cli.args import int_list, settings_from
 from specviz.cli.loading import load_for
 from specviz.cli.model_args import add_model_arguments, add_sampling_arguments, method_of, with_draft_vocab
-from specviz.core import schedule
+from specviz.core import schedule, verify
 from specviz.core.settings import check_prompt
 from specviz.core.trace import Trace
 from specviz.core.trace_json import trace_to_json
@@ -108,6 +108,8 @@ def summary_line(trace: Trace) -> str:
         what = f"tree {s.tree_label} ({s.draft_slots} nodes, depth {s.draft_length})"
         what = what.replace("nodes,", "nodes kept,") if s.dynamic else what
         what = what if s.method == methods.TREE else f"{s.method} {what}"
+    if s.verifier == verify.BLOCK and s.method != methods.PLAIN:
+        what += ", block verification"
     return (
         f"{what}, {how}: {t.committed} tokens in {t.rounds} rounds · α {alpha} · τ {t.tau:.2f} · "
         f"{t.tokens_per_s:.1f} tokens/s ({t.wall_s:.2f} s)"

@@ -50,6 +50,7 @@ class RunSettings:
     #                                     tree method and the EAGLE-1 / EAGLE-3 heads grow one per round
     quant: QuantOptions = field(default_factory=QuantOptions)  # the quantized self-draft's bits, group size and
     #                                                           head precision (core/quantize.py); others ignore it
+    verifier: str = verify.TOKEN  # how a chain's drafts are judged (core/verify.py): token by token, or as a block
 
     def __post_init__(self) -> None:
         if self.method not in methods.ENGINE_METHODS:
@@ -79,6 +80,7 @@ class RunSettings:
         _require_int("exit layer E (the target's first E layers draft)", self.exit_layer, 1, MAX_EXIT_LAYER)
         if self.forward not in FORWARDS:
             raise SettingsError(f"forward must be one of {', '.join(FORWARDS)}; got {self.forward!r}.")
+        check_verifier(self)
 
     @property
     def is_tree(self) -> bool:
@@ -130,6 +132,8 @@ class RunSettings:
             del body["exit_layer"]  # runs of other methods keep the settings JSON they always had
         if not methods.get(self.method).quantizes:
             del body["quant"]  # likewise
+        if self.verifier == verify.TOKEN:
+            del body["verifier"]  # token-by-token runs keep the settings JSON they always had
         if self.forward == FORWARD_AUTO:
             del body["forward"]  # runs with the default forward too (the trace's meta names the forwards that ran)
         if self.k_schedule == schedule.CONSTANT:  # constant-K runs too
@@ -167,6 +171,17 @@ def check_tree_shape(tree: tuple[int, ...]) -> None:
         raise SettingsError(
             f"The tree {','.join(map(str, tree))} has {nodes} nodes; at most {MAX_TREE_NODES} fit in one verify pass. "
             "Use fewer children per depth or fewer levels."
+        )
+
+
+def check_verifier(settings: RunSettings) -> None:
+    """A known verifier; block verification judges a chain (a tree's drafts are judged along its walk)."""
+    if settings.verifier not in verify.VERIFIERS:
+        raise SettingsError(f"The verifier must be one of {', '.join(verify.VERIFIERS)}; got {settings.verifier!r}.")
+    if settings.verifier == verify.BLOCK and settings.is_tree:
+        raise SettingsError(
+            f"Block verification judges a chain of drafts as one block; a tree ({settings.tree_label}) is judged "
+            "along its walk. Drop the tree shape, or use the token-by-token verifier."
         )
 
 

@@ -27,6 +27,10 @@ else:
     torch = lazy("torch")
 
 
+TOKEN, BLOCK = "token", "block"  # the verifiers of a chain: token by token (`verify`), or as a block (`verify_block`)
+VERIFIERS = (TOKEN, BLOCK)
+
+
 def acceptance_probability(p_x: torch.Tensor, q_x: torch.Tensor) -> torch.Tensor:
     """min(1, p(x) / q(x)) elementwise; q(x) > 0 because x was drawn from q."""
     return (p_x / q_x).clamp(max=1.0)
@@ -152,6 +156,8 @@ def verify_block(
 
     Same shapes and Verdict as `verify` (without padding): accept_prob holds each h_i, passed each u_i ≤ h_i."""
     big_k = drafts.shape[-1]
+    if big_k == 0:  # nothing drafted (a round trimmed to the token budget): the target's own token, as verify draws it
+        return verify(p, q, drafts, u_accept, u_next)
     p_x = p[..., :big_k, :].gather(-1, drafts[..., None]).squeeze(-1)  # (..., K)
     q_x = q.gather(-1, drafts[..., None]).squeeze(-1)  # (..., K)
     w = block_weights(p_x, q_x)  # (..., K+1)
@@ -161,13 +167,13 @@ def verify_block(
         room = s_i + (1.0 - w[..., i])  # in this order: (s + 1) - w rounded h above 1 where w = 1
         stop = (s_i / room.clamp(min=torch.finfo(p.dtype).tiny)).clamp(max=1.0)
         stops.append(torch.where(room > 0, stop, torch.zeros_like(s_i)))
-    h = torch.stack([*stops, w[..., big_k]], -1) if big_k else w[..., :0]  # (..., K)
+    h = torch.stack([*stops, w[..., big_k]], -1)  # (..., K)
     passed = u_accept.to(h.dtype) <= h  # (..., K)
     positions = torch.arange(1, big_k + 1, device=drafts.device)
-    n_accepted = (passed.long() * positions).amax(-1) if big_k else drafts.new_zeros(drafts.shape[:-1])  # (...) τ
+    n_accepted = (passed.long() * positions).amax(-1)  # (...) τ: the last stop that passed
     q_padded = torch.cat([q, q.new_zeros(*q.shape[:-2], 1, q.shape[-1])], -2)  # (..., K+1, V)
     stop_p, stop_q = _row(p, n_accepted), _row(q_padded, n_accepted)  # (..., V)
-    owed = block_owed(_row(w[..., None], n_accepted).squeeze(-1) if big_k else w[..., 0], stop_p, stop_q)
+    owed = block_owed(_row(w[..., None], n_accepted).squeeze(-1), stop_p, stop_q)  # (..., V)
     total = owed.sum(-1, keepdim=True)
     next_dist = torch.where(total > 0, owed / total.clamp(min=torch.finfo(p.dtype).tiny), stop_p)
     next_dist = torch.where((n_accepted == big_k)[..., None], stop_p, next_dist)

@@ -35,7 +35,7 @@ from specviz.core.trace import (
     Totals,
     Trace,
 )
-from specviz.core.verify import Verdict, overlap, tree_depths, verify
+from specviz.core.verify import BLOCK, TOKEN, Verdict, overlap, tree_depths, verify, verify_block
 from specviz.engine.forward.kv import CachedModel
 from specviz.engine.forward.lean import chosen_forward
 from specviz.engine.heads.lean_heads import lean_step
@@ -242,7 +242,11 @@ def decode_rounds(
         p = logits_to_probs(logits, settings.sampling)  # (n+1, V)
 
         # 3. accept / reject (one host transfer for a chain; a tree is walked on the host)
-        judged = (judge_tree if proposal.is_tree else _judge_chain)(proposal, p, u, slots, pair)
+        judged = (
+            judge_tree(proposal, p, u, slots, pair)
+            if proposal.is_tree
+            else _judge_chain(proposal, p, u, slots, pair, settings.verifier)
+        )
         verified = time.perf_counter()
         committed, stop = _apply_stops(judged.candidates, pair, settings, produced)
         produced += len(committed)
@@ -332,13 +336,16 @@ class _ChainJudgement:
         return _make_round(index, self.facts, committed, stop, self.u_accept, self.u_next, pair, settings, **timing)
 
 
-def _judge_chain(proposal: Proposal, p: torch.Tensor, u: torch.Tensor, slots: int, pair: ModelPair) -> _ChainJudgement:
+def _judge_chain(
+    proposal: Proposal, p: torch.Tensor, u: torch.Tensor, slots: int, pair: ModelPair, verifier: str = TOKEN
+) -> _ChainJudgement:
     """Accept a prefix of the chain and draw the correction or bonus token (core/verify.py), read in one transfer."""
     k = proposal.tokens.numel()
     q = proposal.q if proposal.q is not None else one_hot(proposal.tokens, pair.vocab_size)  # (k, V)
     u = u.float()
     u_accept, u_next = u[slots : slots + k], u[2 * slots]
-    verdict = verify(p, q, proposal.tokens, u_accept.to(pair.device), u_next.to(pair.device))
+    judge = verify_block if verifier == BLOCK else verify
+    verdict = judge(p, q, proposal.tokens, u_accept.to(pair.device), u_next.to(pair.device))
     return _ChainJudgement(_RoundFacts.read(verdict, p, q, proposal), u_accept, float(u_next))
 
 
