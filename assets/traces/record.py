@@ -2,7 +2,9 @@
 (CPU; names given: only those are recorded again, the others keep their files and index entries).
 
 Each trace is searched for over a few seeds until it shows its moment; index.json names the file, says what it shows
-and which moment (round, phase, position) the page opens at. Replaying them needs no model.
+and which moment (round, phase, position) the page opens at. Replaying them needs no model. The traces on the real
+target (smollm2, its chat template around an English question) need it installed (`python -m specviz pairs --install
+smollm2`).
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from pathlib import Path
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
 from specviz.core.trace_json import trace_to_json
-from specviz.engine.loading.catalogue import presets_for
-from specviz.engine.decode import generate
+from specviz.engine.decode import chat_wrapped, generate
+from specviz.engine.loading.catalogue import INSTRUCT_PRESETS, find_pair, presets_for
 from specviz.engine.loading.models import load_pair
 from specviz.ui.loaders import default_sources
 from specviz.viz import steps
@@ -62,6 +64,18 @@ def sibling_rescue(trace):
             elders = [c for c in r.children(node.parent) if c.id < node.id]
             if node.verdict == "accepted" and elders and elders[0].verdict == "rejected":
                 return steps.Cursor(i, 0)
+    return None
+
+
+def english_rejection(trace):
+    """An English round of the real target with some drafts accepted, then a rejection and a residual of several
+    tokens: opened at its resolve phase."""
+    for c in steps.moments(trace):
+        r = trace.rounds[c.round]
+        if steps.current_step(trace, c).phase == steps.RESOLVE and r.extra.kind == "correction" and r.accepted >= 1:
+            words = "".join(p.text for p in r.positions if p.accepted)
+            if len(r.residual_top) > 2 and sum(ch.isalpha() for ch in words) >= 4:  # words, not markup
+                return c
     return None
 
 
@@ -118,18 +132,38 @@ TRACES = [  # name, title, what it shows, prompt, settings, finder
         dict(method="tree", k=4, tree=(2, 2, 1, 1), sampling=SamplingSettings(1.0)),
         sibling_rescue,
     ),
+    (
+        "english-rejection-smollm2",
+        "The real target in English: accepted drafts, then a rejection (SmolLM2-135M-Instruct, T = 1)",
+        "SmolLM2-135M-Instruct answers an English question, drafted by the 2-layer draft specviz trained for it: the "
+        "draft's first guesses are kept, then one is rejected and the correction is drawn from the residual, the "
+        "words the target likes more than the draft does.",
+        INSTRUCT_PRESETS["english"],
+        dict(k=4, sampling=SamplingSettings(1.0), draft_vocab=16384),
+        english_rejection,
+        "smollm2",
+    ),
 ]
 
 
+def pair_named(name: str | None, loaded: dict):
+    """The bundled pair (None), or a catalogue pair by name, loaded once."""
+    if name not in loaded:
+        loaded[name] = load_pair(*(find_pair(name).sources() if name else default_sources()), device="cpu")
+    return loaded[name]
+
+
 def main() -> None:
-    pair = load_pair(*default_sources(), device="cpu")
+    loaded: dict = {}
     wanted = set(sys.argv[1:]) or {t[0] for t in TRACES}
     old = json.loads((HERE / "index.json").read_text()) if (HERE / "index.json").exists() else {}
     index, files = {}, {}  # files: (prompt, settings) -> the file already holding that run
-    for name, title, what, prompt, kwargs, finder in TRACES:
+    for name, title, what, prompt, kwargs, finder, *on in TRACES:
         if name not in wanted:
             index[name] = old[name]
             continue
+        pair = pair_named(on[0] if on else None, loaded)
+        prompt = chat_wrapped(pair, prompt) if on else prompt  # an instruct pair's question, in its chat template
         for seed in range(40):
             trace = generate(pair, prompt, RunSettings(max_new_tokens=32, seed=seed, **kwargs))
             moment = finder(trace)
