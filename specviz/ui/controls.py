@@ -707,6 +707,6 @@ def chat_prompt(target: str, prompt: str) -> str:
     if pair.target_name != target:
         return prompt
     try:
-        return chat_wrapped(pair, prompt)
+        return chat_wrapped(pair, prompt, refuse=False)  # a message holding a control token: the run refuses it
     except SpecvizError:
         return prompt  # a prompt that is not text: the run refuses it with the reason
