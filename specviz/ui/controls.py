@@ -174,18 +174,49 @@ def in_range(key: str, value, limits: Limits):
     return type(low)(min(max(value, low), high))
 
 
-def set_setting(key: str, value) -> str | None:
-    """Set a sidebar setting as if the user had chosen it (a shared URL's settings), within the widget's range;
-    returns what was changed to fit, for the page to say (None when the value was taken as it is)."""
+SETTING_WORDS = {  # a sidebar setting as a sentence names it
+    "k": "K",
+    "temperature": "the temperature",
+    "top_k": "top-k",
+    "top_p": "top-p",
+    "seed": "the seed",
+    "max_new_tokens": "max new tokens",
+    "draft_vocab": "the draft vocabulary",
+    "exit_layer": "the exit layer E",
+}
+
+
+def shown_number(value) -> str:
+    """A number as a visitor typed it: a whole number in full (99999999999, never 1e+11), others as short as they
+    read (0.05, 5)."""
+    return str(value) if isinstance(value, int) else f"{value:g}"
+
+
+def set_setting(key: str, value, name: str | None = None, most: int | None = None, why: str = "") -> str | None:
+    """Set a sidebar setting as if the user had chosen it (a shared URL's settings), within the widget's range (and
+    at most `most`, for a bound the widget does not know: `why` says where it comes from); returns what was changed to
+    fit, for the page to say (None when the value was taken as it is). name: what the visitor gave it as (a link's
+    parameter), said with the setting's own words, the value given and the range allowed."""
     known = methods.PROPOSERS + methods.SHAPED + methods.CROSSING
     if key == "method" and value not in known:
         return f"method = {value!r} is none of {', '.join(known)}; the sidebar keeps its own."
-    fitted = in_range(key, value, Limits.from_env())
+    limits = Limits.from_env()
+    fitted = in_range(key, value, limits)
     if fitted is None:
-        return f"{key} = {value!r} is not a number here; the sidebar keeps its value."
+        return f"{name or key} = {value!r} is not a number here; the sidebar keeps its value."
+    if most is not None and fitted > most:
+        fitted = type(fitted)(most)
     st.session_state[key] = st.session_state["_kept_" + key] = fitted
     st.session_state["_touched_" + key] = True
-    return None if fitted == value else f"{key} = {value:g} is outside what this app allows here; using {fitted:g}."
+    if fitted == value:
+        return None
+    low, high = sidebar_ranges(limits)[key]
+    high = min(high, most) if most is not None else high
+    named = f"{name} ({SETTING_WORDS.get(key, key)})" if name else SETTING_WORDS.get(key, key)
+    return (
+        f"{named} = {shown_number(value)} is outside what this app allows here, {shown_number(low)} to "
+        f"{shown_number(type(fitted)(high))}{why}: using {shown_number(fitted)}."
+    )
 
 
 def set_tree_shape(text: str) -> None:
