@@ -336,7 +336,7 @@ def pair_picker() -> None:
     """A pair by name (the catalogue's: pystdlib, smollm2, hub pairs) or a custom one, loaded on request; a failure is
     reported and the previous pair stays."""
     limits = Limits.from_env()
-    names = [spec.key for spec in CATALOGUE] + ([] if limits.public else [CUSTOM])
+    names = [spec.key for spec in CATALOGUE if limits.offers_pair(spec.key)] + ([] if limits.public else [CUSTOM])
     if st.session_state.get("pair_choice", names[0]) not in names:  # a label kept from before pairs had names
         st.session_state["pair_choice"] = names[0]
     operator_set = default_sources() != (BUNDLED_TARGET, BUNDLED_DRAFT)  # the first entry loads the server's default

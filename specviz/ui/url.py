@@ -20,6 +20,7 @@ from specviz.core.trace import Trace
 from specviz.engine.loading.catalogue import CATALOGUE, PAIR_NAMES
 from specviz.engine.loading.models import recorded_name
 from specviz.ui.controls import HEAD_TREE, active_sources, set_setting, set_tree_shape, target_layers
+from specviz.ui.limits import Limits
 from specviz.viz import steps
 from specviz.viz.steps import query_string  # the address bar's codec, pure: the player bundle writes it too
 
@@ -198,7 +199,14 @@ def apply_url(opened: OpenedUrl) -> list[str]:
         state["focus_view"] = opened.focus
     if opened.prompt is not None:
         state["prompt"] = state["_kept_prompt"] = opened.prompt
-    if opened.pair in [spec.key for spec in CATALOGUE] and pair_name(active_sources()[0]) != opened.pair:
+    limits = Limits.from_env()
+    if opened.pair in PAIR_NAMES and not limits.offers_pair(opened.pair):
+        offered = ", ".join(limits.offered_pairs)
+        return notes + [
+            f"The link's run used the pair {opened.pair!r}, which this server does not offer (it offers {offered}). "
+            f"The sidebar keeps its pair, {pair_name(active_sources()[0])!r}."
+        ]
+    if opened.pair in PAIR_NAMES and pair_name(active_sources()[0]) != opened.pair:
         state["pair_choice"] = state["_kept_pair_choice"] = opened.pair  # the sidebar offers it: one click loads it
     return notes + pair_note(opened, active_sources())
 

@@ -217,3 +217,20 @@ def test_an_uploaded_trace_of_one_round_is_said_in_the_singular(tiny_default, mo
     assert not at.exception
     said = [html.unescape(s.value) for s in at.success]
     assert any(s.startswith("Replaying a trace of 1 round from one.json") for s in said), said
+
+
+def test_public_mode_offers_only_the_operators_pairs_in_the_menu_and_from_a_link(tiny_default, monkeypatch):
+    """A hub pair would download gigabytes on one click: public mode offers the pairs that need none, or the
+    operator's SPECVIZ_PAIRS, and a link naming another says so instead of offering it."""
+    monkeypatch.setenv("SPECVIZ_PUBLIC", "1")
+    at = open_link({"pair": "qwen2.5-1.5b", "n": "4"})
+    assert not at.exception
+    menu = at.sidebar.selectbox(key="pair_choice").options  # labels: the first is the operator's default pair
+    assert len(menu) == 2 and "smollm2" in menu[1] and not any("Qwen" in o for o in menu)
+    said = [n for n in (html.unescape(i.value) for i in at.info) if "qwen2.5-1.5b" in n]
+    assert said and "which this server does not offer (it offers pystdlib, smollm2)" in said[0]
+    assert at.session_state["pair_choice"] != "qwen2.5-1.5b"
+    monkeypatch.setenv("SPECVIZ_PAIRS", "pystdlib,qwen2.5-1.5b,nosuch")
+    at = open_page("pages/rounds.py")
+    assert any("Qwen2.5-1.5B" in o for o in at.sidebar.selectbox(key="pair_choice").options)
+    assert any("SPECVIZ_PAIRS names 'nosuch'" in html.unescape(w.value) for w in at.sidebar.warning)
