@@ -244,9 +244,10 @@ def head_tree_toggle(method: str) -> bool:
     )
 
 
-def tree_controls() -> TreeSpec | None:
+def tree_controls(limits: Limits | None = None) -> TreeSpec | None:
     """The tree shape picker (presets or a custom shape, static or dynamic:BUDGET,DEPTH,TOPK); None after showing why
-    a typed shape is unreadable."""
+    a typed shape is unreadable, or past this deployment's caps (limits.check_tree: said once, in place of the
+    shape's caption, which would only repeat its size)."""
     choice = st.sidebar.selectbox(
         "Tree shape: children per depth",
         [*TREE_PRESETS, TREE_CUSTOM],
@@ -265,6 +266,8 @@ def tree_controls() -> TreeSpec | None:
         )  # fmt: skip
     try:
         shape = parse_tree_spec(text)
+        if shape and limits is not None:
+            limits.check_tree(shape)  # public mode's caps: depth <= its K cap, nodes <= its node cap
     except SpecvizError as exc:
         st.sidebar.error(str(exc))
         return None
@@ -462,7 +465,7 @@ def sidebar_controls(page: str = "") -> Controls:
         help=race_lanes.missing_heads_words(heads_beside(active_sources()[0]), "proposers"),
     )  # fmt: skip
     drafts_tree = method in methods.SHAPED or (page in TREE_PAGES and head_tree_toggle(method))
-    tree = tree_controls() if drafts_tree else ()
+    tree = tree_controls(limits) if drafts_tree else ()
     k = st.sidebar.slider(
         "K: draft tokens per round",
         *ranges["k"],
@@ -529,9 +532,7 @@ def sidebar_controls(page: str = "") -> Controls:
     settings = None
     try:
         sampling = SamplingSettings(float(temperature), int(top_k), float(top_p))
-        if tree is not None:  # None: the tree shape was refused (its message is already shown)
-            if tree:
-                limits.check_tree(tree)  # public mode's caps: depth <= its K cap, nodes <= its node cap
+        if tree is not None:  # None: the tree shape was refused, by its syntax or the caps (said already)
             fields = tree_fields(tree) if tree else {"k": int(k)}  # a tree's K is its depth
             settings = RunSettings(
                 method=method,

@@ -73,6 +73,8 @@ def test_public_mode_refuses_trees_past_its_caps(tiny_default, monkeypatch, tree
     assert not at.exception
     assert any(message in e.value for e in at.sidebar.error)
     assert "rounds_trace" not in at.session_state  # nothing ran
+    said = [e.value for e in at.error] + [c.value for c in at.sidebar.caption if c.value.startswith("Tree ")]
+    assert len(said) == 1, said  # the refusal once, in place of the shape's caption (which only repeated its size)
 
 
 def test_public_mode_caps_the_workload_pages_k_values(tiny_default, monkeypatch):
