@@ -124,6 +124,33 @@ def test_endless_inputs_are_refused_after_reading_at_most_the_cap(capsys, argv, 
     refused(capsys, *argv, match=match)
 
 
+def test_export_html_refuses_an_endless_trace_file_after_reading_at_most_its_cap(capsys, tmp_path, monkeypatch):
+    """The exporter reads a trace at most to its cap (as a prompt file is read): /dev/zero is refused at once,
+    not read until the memory runs out."""
+    import specviz.cli.export
+
+    start = time.perf_counter()
+    err = refused(capsys, "export-html", "/dev/zero", "-o", str(tmp_path / "x.html"), match="larger than 64 MB")
+    assert "/dev/zero" in err and "the most a trace may be here" in err
+    assert time.perf_counter() - start < 10
+    monkeypatch.setattr(specviz.cli.export, "MAX_TRACE_BYTES", 1000)  # a file one byte over the cap: refused
+    big = tmp_path / "big.json"
+    big.write_bytes(b" " * 1001)
+    refused(capsys, "export-html", str(big), "-o", str(tmp_path / "y.html"), match="larger than")
+    assert not (tmp_path / "x.html").exists() and not (tmp_path / "y.html").exists()
+
+
+@pytest.mark.parametrize("given", ["0", "-2"])
+def test_an_exit_layer_of_zero_or_less_is_refused_not_replaced_by_the_default(capsys, given):
+    """E = 0 drafts with no layer at all: refused with what E is, never run at the pair's default E instead."""
+    for pair in ([], ["--pair", "pystdlib"]):
+        err = refused(
+            capsys, "run", *pair, "--method", "early_exit", "--exit-layer", given, "--prompt", "def f():",
+            match=f"--exit-layer {given}: E is how many of the target's first layers draft, from 1 to L - 1",
+        )  # fmt: skip
+        assert "decoded" not in err
+
+
 def test_a_workload_whose_every_prompt_is_too_long_is_refused_before_any_run(capsys, tmp_path):
     w = jsonl(tmp_path / "long.jsonl", LONG, LONG + "x")
     err = refused(capsys, "measure", w, "--max-new-tokens", "4", match="Every prompt (2) is longer than")

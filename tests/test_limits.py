@@ -37,3 +37,25 @@ def test_public_mode_caps_a_dynamic_tree_by_depth_and_by_the_nodes_it_scores():
         public.check_tree(DynamicTree(8, 8, 16))  # 16 + 7 * 256 nodes scored a round
     with pytest.raises(SettingsError, match="deep"):
         public.check_tree(DynamicTree(8, public.max_k + 1, 1))
+
+
+def test_public_mode_offers_the_pairs_that_need_no_download_unless_the_operator_names_others():
+    from specviz.engine.loading.catalogue import CATALOGUE, PAIR_NAMES
+
+    public = Limits.from_env({"SPECVIZ_PUBLIC": "1"})
+    assert public.offered_pairs == ("pystdlib", "smollm2") == tuple(s.key for s in CATALOGUE if s.offline)
+    assert not public.offers_pair("qwen2.5-1.5b") and not public.problems
+    assert Limits.from_env({}).offered_pairs == PAIR_NAMES  # private mode: every pair
+    named = Limits.from_env({"SPECVIZ_PUBLIC": "1", "SPECVIZ_PAIRS": " pystdlib , GPT2-Medium "})
+    assert named.offered_pairs == ("pystdlib", "gpt2-medium") and not named.problems
+
+
+def test_a_bad_pairs_list_is_said_to_the_operator_and_fails_to_the_bundled_pair():
+    bad = Limits.from_env({"SPECVIZ_PUBLIC": "1", "SPECVIZ_PAIRS": "llama-70b,smollm2"})
+    assert bad.offered_pairs == ("pystdlib", "smollm2")
+    [unknown, first] = bad.problems
+    assert unknown.startswith("SPECVIZ_PAIRS names 'llama-70b', which is no pair here (the pairs are pystdlib, ")
+    assert unknown.endswith("it is left out.")
+    assert "leaves out 'pystdlib', the pair every session starts on" in first and "offered all the same" in first
+    only_bad = Limits.from_env({"SPECVIZ_PUBLIC": "1", "SPECVIZ_PAIRS": "nonsense"})
+    assert only_bad.offered_pairs == ("pystdlib",)

@@ -59,11 +59,25 @@ def settings_from(args: argparse.Namespace, method: str) -> RunSettings:
         ngram_max=args.ngram_max,
         suffix=suffix_options(args),
         quant=quant_options(args),
-        exit_layer=getattr(args, "exit_layer", None) or DEFAULT_EXIT_LAYER,  # None: no pair named it (a --target)
+        exit_layer=exit_layer_of(args),
         forward=getattr(args, "forward", FORWARD_AUTO),
         verifier=getattr(args, "verify", TOKEN),
         **schedule_of(args),
     )
+
+
+def exit_layer_of(args: argparse.Namespace) -> int:
+    """--exit-layer E as given (the pair's own E when it names one; the general default for a bare --target, which
+    names none); 0 or less is refused here, not replaced by a default."""
+    given = getattr(args, "exit_layer", None)
+    if given is None:
+        return DEFAULT_EXIT_LAYER
+    if given < 1:
+        raise SpecvizError(
+            f"--exit-layer {given}: E is how many of the target's first layers draft, from 1 to L - 1 (L: the "
+            "target's layers); leave it out for the pair's own E."
+        )
+    return given
 
 
 def suffix_options(args: argparse.Namespace) -> SuffixOptions:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from specviz.cli.args import check_writable
 from specviz.core.trace import Trace
-from specviz.core.trace_json import trace_from_json
+from specviz.core.trace_json import MAX_TRACE_BYTES, trace_from_json
 from specviz.errors import SpecvizError
 from specviz.viz import lectures
 from specviz.viz.steps import check_animated
@@ -72,11 +72,17 @@ def read_trace(name: str) -> Trace:
     if path.is_dir():
         raise SpecvizError(f"{name!r} is a directory: give a trace JSON file, e.g. assets/traces/ngram-burst.json.")
     try:
-        text = path.read_bytes()
+        with path.open("rb") as handle:
+            text = handle.read(MAX_TRACE_BYTES + 1)  # never more: /dev/zero or a huge file is refused, not read
     except FileNotFoundError:
         raise SpecvizError(f"no such trace file: {name!r}. Save one with `python -m specviz run --json`.") from None
     except OSError as exc:
         raise SpecvizError(f"cannot read the trace file {name!r}: {exc.strerror}.") from None
+    if len(text) > MAX_TRACE_BYTES:
+        raise SpecvizError(
+            f"{name}: this file is larger than {MAX_TRACE_BYTES / 1e6:,.0f} MB, the most a trace may be here; a trace "
+            "from `python -m specviz run --json` is far smaller (replay a shorter run, with fewer new tokens)."
+        )
     try:
         trace = trace_from_json(text)
         check_animated(trace)

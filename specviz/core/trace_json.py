@@ -11,6 +11,7 @@ still written as version 1, byte for byte; both versions load.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import MISSING, asdict, fields
 from typing import Any
 
@@ -165,13 +166,36 @@ def _token_id(value: Any, where: str) -> int:
 
 
 def _number(value: Any, where: str) -> float:
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        raise _wrong(value, where, "a number")
+    """A finite number: JSON has no NaN or infinity (Python's reader takes them, and 1e999 reads as infinity), and the
+    player's bundle, strict JSON for the browser, could not hold one."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+        raise _wrong(value, where, "a finite number")
     return value
 
 
 def _optional_number(value: Any, where: str) -> float | None:
     return None if value is None else _number(value, where)
+
+
+PROBABILITY_SLACK = 1e-3  # a probability a little above 1: float32 sums (an overlap, a top list) round up
+
+
+def _probability(value: Any, where: str) -> float:
+    """A probability: a finite number from 0 to 1 (within PROBABILITY_SLACK above 1)."""
+    if not 0 <= _number(value, where) <= 1 + PROBABILITY_SLACK:
+        raise _wrong(value, where, "a probability (a number from 0 to 1)")
+    return value
+
+
+def _optional_probability(value: Any, where: str) -> float | None:
+    return None if value is None else _probability(value, where)
+
+
+def _duration(value: Any, where: str) -> float:
+    """A measured time: a finite number of at least 0."""
+    if _number(value, where) < 0:
+        raise _wrong(value, where, "a time (a number of at least 0)")
+    return value
 
 
 def _flag(value: Any, where: str) -> bool:
@@ -216,14 +240,27 @@ def _cache(value: Any, where: str) -> tuple[int, int]:
 def _meta(value: Any) -> dict:
     if not isinstance(value, dict):
         raise _wrong(value, "meta", "an object")
+    _finite_inside(value, "meta")
     return dict(value)
+
+
+def _finite_inside(value: Any, where: str) -> None:
+    """Free-form JSON (the meta) holds no NaN or infinity anywhere: a bundle made from it is strict JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise _wrong(value, where, "a finite number")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _finite_inside(item, f"{where}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _finite_inside(item, f"{where}[{i}]")
 
 
 def _totals_wall_s(doc: dict) -> float:
     totals = doc.get("totals")
     if not isinstance(totals, dict):
         raise _wrong(totals, "totals", "an object")
-    return float(_number(totals.get("wall_s"), "totals.wall_s"))
+    return float(_duration(totals.get("wall_s"), "totals.wall_s"))
 
 
 def _build(cls: type, raw: Any, where: str, checks: dict) -> Any:
@@ -245,24 +282,24 @@ def _tops(value: Any, where: str) -> tuple[TokenProb, ...]:
     return tuple(_build(TokenProb, item, f"{where}[{i}]", TOKEN_PROB) for i, item in enumerate(_items(value, where)))
 
 
-TOKEN_PROB = {"token_id": _token_id, "text": _text, "prob": _number}
+TOKEN_PROB = {"token_id": _token_id, "text": _text, "prob": _probability}
 POSITION = {
     "index": _int,
     "token_id": _token_id,
     "text": _text,
-    **dict.fromkeys(("q", "p", "ratio", "u"), _number),
+    **dict.fromkeys(("q", "p", "ratio", "u"), _probability),
     "accepted": _flag,
     "verdict": _one_of(VERDICTS),
-    "overlap": _optional_number,
+    "overlap": _optional_probability,
     **dict.fromkeys(("p_top", "q_top"), _tops),
 }
 NODE = {
     **dict.fromkeys(("id", "parent", "depth"), _int),
     "token_id": _token_id,
     "text": _text,
-    "q": _number,
-    **dict.fromkeys(("p", "ratio"), _optional_number),
-    "u": _number,
+    "q": _probability,
+    **dict.fromkeys(("p", "ratio"), _optional_probability),
+    "u": _probability,
     "verdict": _one_of(VERDICTS),
     **dict.fromkeys(("p_top", "q_top"), _tops),
 }
@@ -270,14 +307,15 @@ SCORED = {
     **dict.fromkeys(("parent", "depth", "node"), _int),
     "token_id": _token_id,
     "text": _text,
-    **dict.fromkeys(("q", "score"), _number),
+    "q": _probability,
+    "score": _number,  # a cumulative log-probability
     "expanded": _flag,
 }
 EXTRA = {
     "token_id": _token_id,
     "text": _text,
     "kind": _one_of(EXTRA_KINDS),
-    **dict.fromkeys(("prob", "p", "u"), _number),
+    **dict.fromkeys(("prob", "p", "u"), _probability),
 }
 
 
@@ -298,14 +336,14 @@ def _texts(value: Any, where: str) -> tuple[str, ...]:
     return tuple(_text(item, f"{where}[{i}]") for i, item in enumerate(_items(value, where)))
 
 
-def _numbers(value: Any, where: str) -> tuple[float, ...]:
-    return tuple(_number(item, f"{where}[{i}]") for i, item in enumerate(_items(value, where)))
+def _probabilities(value: Any, where: str) -> tuple[float, ...]:
+    return tuple(_probability(item, f"{where}[{i}]") for i, item in enumerate(_items(value, where)))
 
 
 SCHEDULE_STEP = {
     **dict.fromkeys(("k", "next_k"), _int),
     "stop": _one_of(schedule.STOPS),
-    "confidences": _numbers,
+    "confidences": _probabilities,
     **dict.fromkeys(("threshold", "next_threshold"), _optional_number),
 }
 
@@ -318,7 +356,7 @@ SUFFIX_MATCH = {
     "source": _one_of(SUFFIX_SOURCES),
     "match_ids": _token_ids,
     "match_text": _texts,
-    "probs": _numbers,
+    "probs": _probabilities,
     "score": _number,
 }
 
@@ -346,7 +384,7 @@ CROSSING = {
     **dict.fromkeys(("draft_ids", "target_ids"), _token_ids),
     **dict.fromkeys(("draft_texts", "target_texts"), _texts),
     "outside": _flags,
-    "lost": _numbers,
+    "lost": _probabilities,
     "masked": _top_lists,
     **dict.fromkeys(("kept", "dropped", "fresh"), _int),
     "seam": _flag,
@@ -369,7 +407,7 @@ ROUND = {
     "extra": _optional_extra,
     **dict.fromkeys(("residual_top", "bonus_top"), _tops),
     **dict.fromkeys(("committed", "path"), _token_ids),
-    **dict.fromkeys(("draft_ms", "verify_ms"), _number),
+    **dict.fromkeys(("draft_ms", "verify_ms"), _duration),
     **dict.fromkeys(("target_cache", "draft_cache"), _cache),
     "stop": _one_of((None, *STOPS)),
     "nodes": _many(Node, NODE),

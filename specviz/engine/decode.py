@@ -55,7 +55,8 @@ def generate(pair: ModelPair, prompt: str, settings: RunSettings, memory: Suffix
 
 
 def encode_prompt(pair: ModelPair, prompt: str) -> list[int]:
-    """The prompt's token ids; a prompt that is not text (a lone surrogate) or makes no tokens is refused."""
+    """The prompt's token ids; a prompt that is not text (a lone surrogate) or makes no tokens is refused, and so is a
+    message wrapped in the chat template that holds one of the template's control tokens (check_message)."""
     try:
         check_prompt(prompt).encode("utf-8")
     except UnicodeEncodeError as exc:  # e.g. JSON's "\ud800": a str, but no tokenizer takes it
@@ -63,30 +64,84 @@ def encode_prompt(pair: ModelPair, prompt: str) -> list[int]:
             f"The prompt holds {prompt[exc.start]!r} at character {exc.start}, a lone surrogate that is not text: "
             "remove it."
         ) from None
+    message = wrapped_message(pair, prompt)
+    if message is not None:
+        check_message(pair, message)
     ids = pair.tokenizer.encode(prompt)
     if not ids:
         raise SettingsError("The prompt produced no tokens; type some ordinary text.")
     return ids
 
 
-def chat_wrapped(pair: ModelPair, prompt: str) -> str:
+def chat_wrapped(pair: ModelPair, prompt: str, refuse: bool = True) -> str:
     """The prompt as the target's chat template wraps a user's message, ready for the assistant's answer: the text
     an instruct model is run on (its template tokens, such as <|im_start|>, stay in the prompt and its trace). A prompt
-    that is wrapped already (a shared link's, a trace's) is returned as it is."""
-    tokenizer = pair.tokenizer
-    if not getattr(tokenizer, "chat_template", None):
+    that is wrapped already (a shared link's, a trace's: the template's opening, one message, its closing) is returned
+    as it is. A message that holds a control token is refused (check_message); refuse=False wraps it all the same, for
+    a caller whose run then refuses it (encode_prompt), with the same words, where a run's errors are shown."""
+    parts = template_parts(pair)
+    if parts is None:
         raise SettingsError(
             f"The target {recorded_name(pair.target_name)} has no chat template, so a prompt cannot be wrapped as a "
             "user's message: send it as it is (raw)."
         )
-    wrap = lambda text: tokenizer.apply_chat_template(  # noqa: E731
-        [{"role": "user", "content": text}], tokenize=False, add_generation_prompt=True
+    if wrapped_message(pair, prompt) is not None:
+        return prompt
+    if refuse:
+        check_message(pair, prompt)
+    return pair.tokenizer.apply_chat_template(
+        [{"role": "user", "content": check_prompt(prompt)}], tokenize=False, add_generation_prompt=True
     )
-    opening = wrap(_MARK).split(_MARK)[0]  # the template's text before the user's message
-    return prompt if prompt.startswith(opening) else wrap(check_prompt(prompt))
 
 
-_MARK = "\u2063specviz-message\u2063"  # stands for the user's message while the template's opening is found
+_MARK = "\u2063specviz-message\u2063"  # stands for the user's message while the template's parts are found
+
+
+def template_parts(pair: ModelPair) -> tuple[str, str] | None:
+    """The chat template's text before and after a user's message (None for a target without a template)."""
+    tokenizer = pair.tokenizer
+    if not getattr(tokenizer, "chat_template", None):
+        return None
+    wrapped = tokenizer.apply_chat_template(
+        [{"role": "user", "content": _MARK}], tokenize=False, add_generation_prompt=True
+    )
+    opening, closing = wrapped.split(_MARK)
+    return opening, closing
+
+
+def wrapped_message(pair: ModelPair, prompt: str) -> str | None:
+    """The user's message of a prompt that is the chat template's opening, a message and its closing; None for any
+    other prompt (raw text, or a target without a template)."""
+    parts = template_parts(pair) if isinstance(prompt, str) else None
+    if parts is None:
+        return None
+    opening, closing = parts
+    if len(prompt) < len(opening) + len(closing) or not (prompt.startswith(opening) and prompt.endswith(closing)):
+        return None
+    return prompt[len(opening) : len(prompt) - len(closing)]
+
+
+def control_tokens_in(pair: ModelPair, text: str) -> list[str]:
+    """The tokenizer's added tokens (<|im_start|>, <|im_end|>, <|endoftext|>, ...) that text holds, as the tokenizer
+    would read them: each one a single control token, not the characters it is spelt with."""
+    added = getattr(pair.tokenizer, "added_tokens_encoder", {}) or {}
+    return sorted((token for token in added if token and token in text), key=text.index)
+
+
+def check_message(pair: ModelPair, message: str) -> None:
+    """Refuse a user's message holding one of the template's control tokens: wrapped as it is, the tokenizer would read
+    it as the marker itself, ending the user's turn and opening another (a system or assistant turn the visitor
+    wrote), not as the text typed."""
+    found = control_tokens_in(pair, message)
+    if found:
+        shown = ", ".join(repr(token) for token in found[:3]) + (" and more" if len(found) > 3 else "")
+        raise SettingsError(
+            f"The message holds {shown}: {'a control token' if len(found) == 1 else 'control tokens'} of this model's "
+            "chat template, which the model would read as the template's own markers (the end of your turn, the "
+            "start of a system or assistant turn), not as text. Remove "
+            f"{'it' if len(found) == 1 else 'them'}, or send the whole text raw (the Raw switch under the message; "
+            "--raw on the command line), which runs it exactly as written."
+        )
 
 
 def build_trace(

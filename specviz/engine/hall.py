@@ -9,7 +9,9 @@ session has stopped polling for `stale_s` seconds, or that every session has `re
 without running. A job that raises frees its worker and hands the error to its own sessions only.
 
 The estimate is a small simulation: each worker is free after its running job's expected remainder, each queued job
-ahead takes the next free worker for the median of the last runs of its kind; the estimate is when this one is done.
+ahead takes the next free worker for the median of the last runs of its kind (a kind not timed yet: the median of the
+last runs of every kind, and the estimate says it is a guess); the estimate is when this one is done. Before any run
+has finished there is none, and the waiting page says so.
 """
 
 from __future__ import annotations
@@ -46,8 +48,9 @@ class Place:
 
     state: str  # queued, running, done, failed, dropped
     ahead: int = 0  # jobs before this one: those running and those queued before it
-    estimate_s: float | None = None  # seconds until it is done; None until a run of each kind ahead has been timed
+    estimate_s: float | None = None  # seconds until it is done; None until a run (of any kind) has been timed
     progress: tuple[float, str] | None = None  # a running job's own report: fraction done and what it is doing
+    guessed: bool = False  # the estimate stands in other kinds' times for a kind not timed yet
 
     @property
     def finished(self) -> bool:
@@ -159,15 +162,19 @@ class Hall:
                 return Place(job.state)
             job.waiters[ticket.session] = self.clock()
             now = self.clock()
-            remaining = [max(0.0, (self._expected(j.kind) or 0.0) - (now - j.started)) for j in self._running]
+            cost = self._cost
+            remaining = [max(0.0, (cost(j.kind) or 0.0) - (now - j.started)) for j in self._running]
             if job.state == RUNNING:
-                left = max(0.0, (self._expected(job.kind) or 0.0) - (now - job.started))
-                return Place(RUNNING, 0, left if self._expected(job.kind) is not None else None, job.progress)
+                own = self._expected(job.kind)  # a running job's remainder: only from runs of its own kind
+                left = None if own is None else max(0.0, own - (now - job.started))
+                return Place(RUNNING, 0, left, job.progress)
             ahead = [j for j in self._queue if j.number < job.number and not self._abandoned(j, now)]
             idle = [0.0] * (self.workers - len(self._running))
-            timed = all(self._expected(j.kind) is not None for j in self._running)
-            eta = finish_time(remaining + idle, [j.kind for j in ahead], job.kind, self._expected) if timed else None
-            return Place(QUEUED, len(ahead) + len(self._running), eta)
+            timed = all(cost(j.kind) is not None for j in self._running)
+            eta = finish_time(remaining + idle, [j.kind for j in ahead], job.kind, cost) if timed else None
+            kinds = {job.kind, *(j.kind for j in ahead), *(j.kind for j in self._running)}
+            guessed = eta is not None and any(self._expected(kind) is None for kind in kinds)
+            return Place(QUEUED, len(ahead) + len(self._running), eta, guessed=guessed)
 
     def wait(self, ticket: Ticket, timeout: float | None = None) -> bool:
         """Block until the job is finished (True) or timeout seconds pass (False)."""
@@ -313,6 +320,15 @@ class Hall:
         recent = self._durations.get(kind)
         return statistics.median(recent) if recent else None
 
+    def _cost(self, kind: str) -> float | None:
+        """A kind's expected time for an estimate: its own median, else the median of the recent runs of every kind
+        (a guess), else None (nothing has finished yet)."""
+        own = self._expected(kind)
+        if own is not None:
+            return own
+        every = [d for recent in self._durations.values() for d in recent]
+        return statistics.median(every) if every else None
+
 
 def workers_for(cores: int | None, setting: str | None = None) -> int:
     """How many runs at once: the setting (a whole number of at least 1) if given, else one per core but one, so a
@@ -351,6 +367,8 @@ def waiting_message(place: Place, what: str = "run", running: str = "") -> str:
     """What a waiting session is told: "3 runs ahead of yours, about 4 s", "Your run is next, about 1 s",
     "Running your run now (about 1 s left)". running: what a running job is doing, in place of "Running your run"."""
     eta = "" if place.estimate_s is None else f", about {seconds(place.estimate_s)}"
+    if place.guessed:
+        eta += " (a guess: runs like this one have not been timed here yet)"
     if place.state == RUNNING:
         doing = f": {place.progress[1]}" if place.progress and place.progress[1] else ""
         left = "" if place.estimate_s is None else f" (about {seconds(place.estimate_s)} left)"
@@ -358,6 +376,8 @@ def waiting_message(place: Place, what: str = "run", running: str = "") -> str:
     if place.ahead == 0:
         return f"Your {what} is next{eta}."
     runs = "run" if place.ahead == 1 else "runs"
+    if place.estimate_s is None:
+        eta = " (no wait estimate yet: no run has finished on this server since it started)"
     return f"{place.ahead} {runs} ahead of yours{eta}. Model runs take turns on this machine's cores."
 
 

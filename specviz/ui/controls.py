@@ -174,18 +174,49 @@ def in_range(key: str, value, limits: Limits):
     return type(low)(min(max(value, low), high))
 
 
-def set_setting(key: str, value) -> str | None:
-    """Set a sidebar setting as if the user had chosen it (a shared URL's settings), within the widget's range;
-    returns what was changed to fit, for the page to say (None when the value was taken as it is)."""
+SETTING_WORDS = {  # a sidebar setting as a sentence names it
+    "k": "K",
+    "temperature": "the temperature",
+    "top_k": "top-k",
+    "top_p": "top-p",
+    "seed": "the seed",
+    "max_new_tokens": "max new tokens",
+    "draft_vocab": "the draft vocabulary",
+    "exit_layer": "the exit layer E",
+}
+
+
+def shown_number(value) -> str:
+    """A number as a visitor typed it: a whole number in full (99999999999, never 1e+11), others as short as they
+    read (0.05, 5)."""
+    return str(value) if isinstance(value, int) else f"{value:g}"
+
+
+def set_setting(key: str, value, name: str | None = None, most: int | None = None, why: str = "") -> str | None:
+    """Set a sidebar setting as if the user had chosen it (a shared URL's settings), within the widget's range (and
+    at most `most`, for a bound the widget does not know: `why` says where it comes from); returns what was changed to
+    fit, for the page to say (None when the value was taken as it is). name: what the visitor gave it as (a link's
+    parameter), said with the setting's own words, the value given and the range allowed."""
     known = methods.PROPOSERS + methods.SHAPED + methods.CROSSING
     if key == "method" and value not in known:
         return f"method = {value!r} is none of {', '.join(known)}; the sidebar keeps its own."
-    fitted = in_range(key, value, Limits.from_env())
+    limits = Limits.from_env()
+    fitted = in_range(key, value, limits)
     if fitted is None:
-        return f"{key} = {value!r} is not a number here; the sidebar keeps its value."
+        return f"{name or key} = {value!r} is not a number here; the sidebar keeps its value."
+    if most is not None and fitted > most:
+        fitted = type(fitted)(most)
     st.session_state[key] = st.session_state["_kept_" + key] = fitted
     st.session_state["_touched_" + key] = True
-    return None if fitted == value else f"{key} = {value:g} is outside what this app allows here; using {fitted:g}."
+    if fitted == value:
+        return None
+    low, high = sidebar_ranges(limits)[key]
+    high = min(high, most) if most is not None else high
+    named = f"{name} ({SETTING_WORDS.get(key, key)})" if name else SETTING_WORDS.get(key, key)
+    return (
+        f"{named} = {shown_number(value)} is outside what this app allows here, {shown_number(low)} to "
+        f"{shown_number(type(fitted)(high))}{why}: using {shown_number(fitted)}."
+    )
 
 
 def set_tree_shape(text: str) -> None:
@@ -213,9 +244,10 @@ def head_tree_toggle(method: str) -> bool:
     )
 
 
-def tree_controls() -> TreeSpec | None:
+def tree_controls(limits: Limits | None = None) -> TreeSpec | None:
     """The tree shape picker (presets or a custom shape, static or dynamic:BUDGET,DEPTH,TOPK); None after showing why
-    a typed shape is unreadable."""
+    a typed shape is unreadable, or past this deployment's caps (limits.check_tree: said once, in place of the
+    shape's caption, which would only repeat its size)."""
     choice = st.sidebar.selectbox(
         "Tree shape: children per depth",
         [*TREE_PRESETS, TREE_CUSTOM],
@@ -234,6 +266,8 @@ def tree_controls() -> TreeSpec | None:
         )  # fmt: skip
     try:
         shape = parse_tree_spec(text)
+        if shape and limits is not None:
+            limits.check_tree(shape)  # public mode's caps: depth <= its K cap, nodes <= its node cap
     except SpecvizError as exc:
         st.sidebar.error(str(exc))
         return None
@@ -305,7 +339,7 @@ def pair_picker() -> None:
     """A pair by name (the catalogue's: pystdlib, smollm2, hub pairs) or a custom one, loaded on request; a failure is
     reported and the previous pair stays."""
     limits = Limits.from_env()
-    names = [spec.key for spec in CATALOGUE] + ([] if limits.public else [CUSTOM])
+    names = [spec.key for spec in CATALOGUE if limits.offers_pair(spec.key)] + ([] if limits.public else [CUSTOM])
     if st.session_state.get("pair_choice", names[0]) not in names:  # a label kept from before pairs had names
         st.session_state["pair_choice"] = names[0]
     operator_set = default_sources() != (BUNDLED_TARGET, BUNDLED_DRAFT)  # the first entry loads the server's default
@@ -431,7 +465,7 @@ def sidebar_controls(page: str = "") -> Controls:
         help=race_lanes.missing_heads_words(heads_beside(active_sources()[0]), "proposers"),
     )  # fmt: skip
     drafts_tree = method in methods.SHAPED or (page in TREE_PAGES and head_tree_toggle(method))
-    tree = tree_controls() if drafts_tree else ()
+    tree = tree_controls(limits) if drafts_tree else ()
     k = st.sidebar.slider(
         "K: draft tokens per round",
         *ranges["k"],
@@ -498,9 +532,7 @@ def sidebar_controls(page: str = "") -> Controls:
     settings = None
     try:
         sampling = SamplingSettings(float(temperature), int(top_k), float(top_p))
-        if tree is not None:  # None: the tree shape was refused (its message is already shown)
-            if tree:
-                limits.check_tree(tree)  # public mode's caps: depth <= its K cap, nodes <= its node cap
+        if tree is not None:  # None: the tree shape was refused, by its syntax or the caps (said already)
             fields = tree_fields(tree) if tree else {"k": int(k)}  # a tree's K is its depth
             settings = RunSettings(
                 method=method,
@@ -707,6 +739,6 @@ def chat_prompt(target: str, prompt: str) -> str:
     if pair.target_name != target:
         return prompt
     try:
-        return chat_wrapped(pair, prompt)
+        return chat_wrapped(pair, prompt, refuse=False)  # a message holding a control token: the run refuses it
     except SpecvizError:
         return prompt  # a prompt that is not text: the run refuses it with the reason

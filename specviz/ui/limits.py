@@ -3,8 +3,10 @@
 SPECVIZ_PUBLIC=1 allows only the catalogue's pairs (no custom hub ids or paths), caps max new tokens, K, prompts
 per workload, upload size, the model runs queued (all sessions: SPECVIZ_MAX_QUEUED) and a session's runs at once
 (SPECVIZ_RUNS_PER_SESSION), and never shows a local path. Each cap has its own variable to adjust it.
-SPECVIZ_SERVERS lists the vLLM servers a public deployment may measure (hosts, host:port or URLs, comma-separated);
-in public mode any other is refused (specviz.remote.check_host). Private mode measures any server.
+SPECVIZ_PAIRS names the catalogue pairs a public deployment offers (comma-separated, e.g. "pystdlib,smollm2"; default:
+the pairs that need no download, the bundled toy pair and smollm2). SPECVIZ_SERVERS lists the vLLM servers a public
+deployment may measure (hosts, host:port or URLs, comma-separated); in public mode any other is refused
+(specviz.remote.check_host). Private mode measures any server.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ class Limits:
     max_queued: int = 1000  # model runs waiting in the lecture hall's queue (engine/hall.py), all sessions together
     runs_per_session: int = 16  # a session's runs queued or running at once (applied in public mode only)
     servers: tuple[str, ...] = ()  # SPECVIZ_SERVERS: the only servers public mode may measure
+    pairs: tuple[str, ...] = ()  # SPECVIZ_PAIRS: the catalogue pairs public mode offers (private mode: every one)
     problems: tuple[str, ...] = ()  # what the operator's settings got wrong, and what was used instead
 
     @classmethod
@@ -72,7 +75,22 @@ class Limits:
             value, problem = _cap(name, env.get(name), default, most)
             caps[field] = value * unit
             problems += [problem] if problem else []
-        return cls(public=True, servers=servers, problems=tuple(problems), **caps)
+        pairs, said = public_pairs(env.get("SPECVIZ_PAIRS"))
+        return cls(public=True, servers=servers, pairs=pairs, problems=tuple(problems + said), **caps)
+
+    @property
+    def offered_pairs(self) -> tuple[str, ...]:
+        """The catalogue pairs this deployment offers: every one in private mode; in public mode its list (the pairs
+        that need no download when none was given)."""
+        from specviz.engine.loading.catalogue import PAIR_NAMES
+
+        if not self.public:
+            return PAIR_NAMES
+        return self.pairs or public_pairs(None)[0]
+
+    def offers_pair(self, name: str) -> bool:
+        """Whether this deployment offers the catalogue pair of this name."""
+        return name in self.offered_pairs
 
     def check_server(self, url: str) -> None:
         """Raise HostNotAllowed for a server public mode may not measure."""
@@ -99,6 +117,31 @@ class Limits:
                 f"This deployment allows trees of up to {self.max_tree_nodes} nodes; {','.join(map(str, shape))} has "
                 f"{tree_size(shape)}. Use fewer children per depth."
             )
+
+
+def public_pairs(text: str | None) -> tuple[tuple[str, ...], list[str]]:
+    """The pairs a public deployment offers, in the catalogue's order, from SPECVIZ_PAIRS (comma-separated names;
+    unset or empty: the pairs that need no download), and what the operator got wrong in it. A name that is no
+    pair is left out, said; the first pair (the bundled one, which every session starts on, and which SPECVIZ_TARGET /
+    SPECVIZ_DRAFT may point elsewhere) is offered whatever the list says, said when the list leaves it out."""
+    from specviz.engine.loading.catalogue import CATALOGUE, PAIR_NAMES
+
+    offline = tuple(spec.key for spec in CATALOGUE if spec.offline)
+    if text is None or not text.strip():
+        return offline, []
+    asked = [name.strip().lower() for name in text.split(",") if name.strip()]
+    problems = [
+        f"SPECVIZ_PAIRS names {name!r}, which is no pair here (the pairs are {', '.join(PAIR_NAMES)}): it is left out."
+        for name in asked
+        if name not in PAIR_NAMES
+    ]
+    first = CATALOGUE[0].key
+    if first not in asked:
+        problems.append(
+            f"SPECVIZ_PAIRS leaves out {first!r}, the pair every session starts on (SPECVIZ_TARGET / SPECVIZ_DRAFT "
+            "choose its models): it is offered all the same."
+        )
+    return tuple(name for name in PAIR_NAMES if name in asked or name == first), problems
 
 
 def _allowlist_problems(servers: tuple[str, ...]) -> list[str]:

@@ -14,6 +14,7 @@ from streamlit.runtime.uploaded_file_manager import UploadedFile
 
 from specviz.core.trace import Trace
 from specviz.core.trace_json import trace_from_json
+from specviz.engine.hall import plural
 from specviz.engine.loading.models import ASSETS, recorded_name
 from specviz.errors import SpecvizError
 from specviz.ui import render, url
@@ -177,9 +178,8 @@ def run_or_replay(controls: Controls, picked: Picked, pending_moment: dict | Non
         try:
             replayed = trace_from_json(uploaded.getvalue(), max_bytes=limits.max_upload_bytes)
             start(replayed, "upload")
-            st.success(
-                f"Replaying a trace of {len(state['rounds_trace'].rounds)} rounds from {literal(uploaded.name)}."
-            )
+            held = plural(len(state["rounds_trace"].rounds), "round")
+            st.success(f"Replaying a trace of {held} from {literal(uploaded.name)}.")
         except SpecvizError as exc:
             st.error(f"{literal(uploaded.name)}: {literal(str(exc))}")
 

@@ -19,7 +19,8 @@ from specviz.core.settings import RunSettings, parse_tree_spec, tree_fields
 from specviz.core.trace import Trace
 from specviz.engine.loading.catalogue import CATALOGUE, PAIR_NAMES
 from specviz.engine.loading.models import recorded_name
-from specviz.ui.controls import HEAD_TREE, active_sources, set_setting, set_tree_shape
+from specviz.ui.controls import HEAD_TREE, active_sources, set_setting, set_tree_shape, target_layers
+from specviz.ui.limits import Limits
 from specviz.viz import steps
 from specviz.viz.steps import query_string  # the address bar's codec, pure: the player bundle writes it too
 
@@ -184,8 +185,9 @@ def apply_url(opened: OpenedUrl) -> list[str]:
     (each within its widget's range); returns what the link asked for that could not be taken as it was."""
     state = st.session_state
     notes = [f"The link's {text} is not a number; the sidebar keeps its value." for text in opened.unreadable]
+    names = {key: name for name, (key, _) in URL_SETTINGS.items()}
     for key, value in opened.sidebar.items():
-        note = set_setting(key, value)
+        note = set_setting(key, value, names.get(key), **exit_layer_bound(key))
         notes += [f"The link's {note}"] if note else []
     if opened.tree is not None:
         set_tree_shape(opened.tree)
@@ -197,9 +199,25 @@ def apply_url(opened: OpenedUrl) -> list[str]:
         state["focus_view"] = opened.focus
     if opened.prompt is not None:
         state["prompt"] = state["_kept_prompt"] = opened.prompt
-    if opened.pair in [spec.key for spec in CATALOGUE] and pair_name(active_sources()[0]) != opened.pair:
+    limits = Limits.from_env()
+    if opened.pair in PAIR_NAMES and not limits.offers_pair(opened.pair):
+        offered = ", ".join(limits.offered_pairs)
+        return notes + [
+            f"The link's run used the pair {opened.pair!r}, which this server does not offer (it offers {offered}). "
+            f"The sidebar keeps its pair, {pair_name(active_sources()[0])!r}."
+        ]
+    if opened.pair in PAIR_NAMES and pair_name(active_sources()[0]) != opened.pair:
         state["pair_choice"] = state["_kept_pair_choice"] = opened.pair  # the sidebar offers it: one click loads it
     return notes + pair_note(opened, active_sources())
+
+
+def exit_layer_bound(key: str) -> dict:
+    """For the exit layer E: its bound on the target in use, E <= L - 1, where L can be read before loading (as
+    set_setting takes it); nothing for other settings."""
+    layers = target_layers(active_sources()[0]) if key == "exit_layer" else None
+    if not layers or layers < 2:
+        return {}
+    return {"most": layers - 1, "why": f" (this target has L = {layers} layers, and E = L would be the target itself)"}
 
 
 def pair_note(opened: OpenedUrl, sources: tuple[str, str, str, str]) -> list[str]:

@@ -323,5 +323,12 @@ def load_bundle(source: str | bytes | dict) -> LoadedBundle:
 
 
 def bundle_json(bundle: dict) -> str:
-    """The bundle as compact JSON text (what the HTML export embeds and a server hands out)."""
-    return json.dumps(bundle, separators=(",", ":"), ensure_ascii=False)
+    """The bundle as compact JSON text (what the HTML export embeds and a server hands out): strict JSON, as a browser
+    reads it, so a number that is not finite (NaN, infinity) is refused here, not left for the browser to fail on."""
+    try:
+        return json.dumps(bundle, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except ValueError as exc:
+        raise PlayerFormatError(
+            f"This run holds a number that is not finite (NaN or infinity), which a player bundle cannot hold ({exc}); "
+            "a trace read from a file is checked for them, so this one came from a run whose model gave such a value."
+        ) from None

@@ -10,6 +10,7 @@ from __future__ import annotations
 from specviz import methods
 from specviz.core import schedule
 from specviz.core.settings import RunSettings
+from specviz.viz.text import literal
 
 
 def settings_summary(settings: RunSettings) -> str:
@@ -79,11 +80,11 @@ def source_differences(meta: dict, prompt: str, now: tuple[str | None, str | Non
     """How a live run's pair and prompt differ from the sidebar's pair (target, draft as records name them) and the
     prompt box's text now. Only what is known is said: the box changes with the pair (its presets, its chat
     template) as well as by typing, so a different prompt is never called an edit."""
-    target, draft, typed = now
+    target, draft, typed = now  # the record's names are a trace's text: shown as text, never as Markdown
     other_pair = bool(meta.get("target")) and (meta.get("target"), meta.get("draft")) != (target, draft)
     other_prompt = typed != prompt
     if other_pair:
-        run, sidebar = f"{meta['target']} ← {meta.get('draft')}", f"{target} ← {draft}"
+        run, sidebar = literal(f"{meta['target']} ← {meta.get('draft')}"), literal(f"{target} ← {draft}")
         if other_prompt:
             return [f"the pair {run} and the prompt it was given (the sidebar: {sidebar}, and another prompt)"]
         return [f"the pair {run} (the sidebar: {sidebar})"]
@@ -106,7 +107,8 @@ def stale_run_note(shown: RunSettings, sidebar: RunSettings | None, also: list[s
 
 def machine_name(meta: dict) -> str:
     """Where a recorded trace was run, as far as its meta says: a machine's name if it has one, then the device and
-    precision ('another machine (cpu, float32)' when only those are known)."""
+    precision ('another machine (cpu, float32)' when only those are known). Plain text from the trace: a sentence
+    drawn as Markdown holds it through viz.text.literal (an uploaded trace's meta may hold a link or an image)."""
     where = ", ".join(str(meta[key]) for key in ("device", "dtype") if meta.get(key))
     named = next((str(meta[key]) for key in ("machine", "host", "hardware") if meta.get(key)), "")
     if named:
@@ -121,7 +123,7 @@ def recorded_note(settings: RunSettings, meta: dict, bundled: bool) -> str:
     return (
         f"{what} with {settings_summary(settings)}; the sidebar's settings do not apply to it (choose the live run "
         f"in the trace picker and press **{NEW_RUN}** for them). Its draft and verify times were measured on "
-        f"{machine_name(meta)} when it was recorded: they are not this machine's."
+        f"{literal(machine_name(meta))} when it was recorded: they are not this machine's."
     )
 
 

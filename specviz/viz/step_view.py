@@ -35,6 +35,7 @@ from specviz.viz.text import (
     committed_html,
     key_html,
     legend_html,
+    literal,
     phase_strip_html,
     proposals_html,
     round_spans,
@@ -382,7 +383,7 @@ def _totals(out: _Blocks, trace: Trace, done: int) -> None:
     if out.options.live:
         out.add(CAPTION, run_notes.FIRST_ROUND_NOTE, LEFT)
     else:
-        out.add(CAPTION, f"Times recorded on {run_notes.machine_name(trace.meta)}: not this machine's.", LEFT)
+        out.add(CAPTION, f"Times recorded on {literal(run_notes.machine_name(trace.meta))}: not this machine's.", LEFT)
 
 
 @dataclass(frozen=True)

@@ -73,6 +73,8 @@ def test_public_mode_refuses_trees_past_its_caps(tiny_default, monkeypatch, tree
     assert not at.exception
     assert any(message in e.value for e in at.sidebar.error)
     assert "rounds_trace" not in at.session_state  # nothing ran
+    said = [e.value for e in at.error] + [c.value for c in at.sidebar.caption if c.value.startswith("Tree ")]
+    assert len(said) == 1, said  # the refusal once, in place of the shape's caption (which only repeated its size)
 
 
 def test_public_mode_caps_the_workload_pages_k_values(tiny_default, monkeypatch):
@@ -184,3 +186,53 @@ def test_the_workload_says_which_cap_it_applies(tiny_default, monkeypatch):
     assert "500" not in shown
     at.text_area[0].set_value("\n---\n".join(f"x = {i}" for i in range(600))).run()
     assert any("a file holds at most 500" in html.unescape(e.value) for e in at.error)
+
+
+def test_a_links_out_of_range_values_are_said_with_what_was_given_and_what_is_allowed(tiny_default):
+    """ee=99999 and dv=99999999999: the note names the link's parameter, the value given (in full, not 1e+11), the
+    range allowed and the value used; E is fitted to the target's own layers, so no second message contradicts it."""
+    at = open_link({"method": "early_exit", "ee": "99999", "dv": "99999999999", "n": "4"})
+    assert not at.exception
+    notes = [html.unescape(i.value) for i in at.info]
+    assert any(
+        "The link's dv (the draft vocabulary) = 99999999999 is outside what this app allows here, 0 to 1000000: "
+        "using 1000000." in n
+        for n in notes
+    ), notes
+    said = next(n for n in notes if "The link's ee" in n)
+    assert said.startswith("The link's ee (the exit layer E) = 99999 is outside what this app allows here, 1 to 2")
+    assert "this target has L = 3 layers" in said and said.endswith("using 2.")
+    assert at.session_state["exit_layer"] == 2
+    assert not at.error  # the run goes ahead at E = 2: no refusal naming a value nobody gave
+
+
+def test_an_uploaded_trace_of_one_round_is_said_in_the_singular(tiny_default, monkeypatch):
+    import json
+
+    from specviz.core.trace_json import trace_from_json, trace_to_json
+
+    doc = json.loads((Path(__file__).parents[2] / "assets" / "traces" / "full-accept-bonus.json").read_text())
+    doc["rounds"] = doc["rounds"][:1]
+    one = trace_to_json(trace_from_json(json.dumps(doc)))
+    at = open_page("pages/rounds.py")
+    at.file_uploader(key="trace_upload").set_value(("one.json", one.encode(), "application/json")).run()
+    assert not at.exception
+    said = [html.unescape(s.value) for s in at.success]
+    assert any(s.startswith("Replaying a trace of 1 round from one.json") for s in said), said
+
+
+def test_public_mode_offers_only_the_operators_pairs_in_the_menu_and_from_a_link(tiny_default, monkeypatch):
+    """A hub pair would download gigabytes on one click: public mode offers the pairs that need none, or the
+    operator's SPECVIZ_PAIRS, and a link naming another says so instead of offering it."""
+    monkeypatch.setenv("SPECVIZ_PUBLIC", "1")
+    at = open_link({"pair": "qwen2.5-1.5b", "n": "4"})
+    assert not at.exception
+    menu = at.sidebar.selectbox(key="pair_choice").options  # labels: the first is the operator's default pair
+    assert len(menu) == 2 and "smollm2" in menu[1] and not any("Qwen" in o for o in menu)
+    said = [n for n in (html.unescape(i.value) for i in at.info) if "qwen2.5-1.5b" in n]
+    assert said and "which this server does not offer (it offers pystdlib, smollm2)" in said[0]
+    assert at.session_state["pair_choice"] != "qwen2.5-1.5b"
+    monkeypatch.setenv("SPECVIZ_PAIRS", "pystdlib,qwen2.5-1.5b,nosuch")
+    at = open_page("pages/rounds.py")
+    assert any("Qwen2.5-1.5B" in o for o in at.sidebar.selectbox(key="pair_choice").options)
+    assert any("SPECVIZ_PAIRS names 'nosuch'" in html.unescape(w.value) for w in at.sidebar.warning)

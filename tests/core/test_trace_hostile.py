@@ -3,6 +3,7 @@ each is refused with one clear TraceFormatError at load, so nothing the drawing 
 session; valid traces still load identically."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,51 @@ def test_a_path_that_skips_a_level_is_refused():
 
 def test_every_refusal_is_a_specviz_error_the_ui_shows():
     assert issubclass(TraceFormatError, SpecvizError)
+
+
+NAN, INF = float("nan"), float("inf")
+
+
+@pytest.mark.parametrize(
+    "edit, match",
+    [
+        (lambda d: d["rounds"][0]["positions"][0].update(q=NAN), r"rounds\[0\]\.positions\[0\]\.q is nan, not a fin"),
+        (lambda d: d["rounds"][0]["positions"][0].update(p=INF), r"positions\[0\]\.p is inf, not a finite number"),
+        (lambda d: d["rounds"][0]["positions"][1].update(ratio=-INF), r"positions\[1\]\.ratio is -inf"),
+        (lambda d: d["rounds"][0]["positions"][0].update(q=-5), r"positions\[0\]\.q is -5, not a probability"),
+        (lambda d: d["rounds"][0]["positions"][0].update(p=1e308), r"positions\[0\]\.p is 1e\+308, not a probab"),
+        (lambda d: d["rounds"][0]["positions"][0].update(u=1.5), r"positions\[0\]\.u is 1\.5, not a probability"),
+        (lambda d: d["rounds"][0]["positions"][0].update(overlap=NAN), r"positions\[0\]\.overlap is nan"),
+        (lambda d: d["rounds"][0]["positions"][0]["p_top"][0].update(prob=2), r"p_top\[0\]\.prob is 2, not a prob"),
+        (lambda d: d["rounds"][0]["extra"].update(prob=NAN), r"rounds\[0\]\.extra\.prob is nan"),
+        (lambda d: d["rounds"][0].update(verify_ms=NAN), r"rounds\[0\]\.verify_ms is nan, not a finite number"),
+        (lambda d: d["rounds"][0].update(draft_ms=-1), r"rounds\[0\]\.draft_ms is -1, not a time"),
+        (lambda d: d["totals"].update(wall_s=INF), r"totals\.wall_s is inf"),
+        (lambda d: d.update(meta={"gpu": {"speed": NAN}}), r"meta\.gpu\.speed is nan, not a finite number"),
+    ],
+    ids=lambda v: getattr(v, "__name__", str(v))[:30],
+)
+def test_probabilities_that_are_not_finite_or_not_from_0_to_1_are_refused_naming_the_field(edit, match):
+    """Python's JSON reader takes NaN, Infinity and 1e999; a bundle holding one is no JSON the browser reads, and a
+    q of -5 or a p of 1e308 is no probability: each is refused where it enters, the field named."""
+    doc = doc_of(CHAIN)
+    edit(doc)
+    message = refused(json.dumps(doc), match)  # json.dumps writes NaN / Infinity, as a hand-edited file would hold
+    assert "damaged or hand-edited" in message
+
+
+def test_a_tree_nodes_probability_and_a_numbers_overflow_are_refused():
+    doc = doc_of(TREE)
+    first_tree_round(doc)["nodes"][0]["q"] = NAN
+    refused(doc, r"nodes\[0\]\.q is nan")
+    text = re.sub(r'"wall_s": [0-9.e+-]+', '"wall_s": 1e999', CHAIN.read_text())  # reads as infinity
+    refused(text, r"totals\.wall_s is inf, not a finite number")
+
+
+def test_a_bundle_is_strict_json_so_a_non_finite_number_is_refused_there_too():
+    from specviz.errors import PlayerFormatError
+    from specviz.viz.player_bundle import bundle_json
+
+    assert bundle_json({"a": 1.5}) == '{"a":1.5}'
+    with pytest.raises(PlayerFormatError, match="not finite"):
+        bundle_json({"a": [NAN]})

@@ -58,15 +58,33 @@ def test_places_count_the_runs_ahead_first_come_first_served():
     assert [h.result(t) for t in tickets] == [0, 1, 2, 3]  # in the order they came
 
 
-def test_no_estimate_until_a_run_of_the_kind_is_timed_then_the_median_of_recent_runs():
+def test_no_estimate_until_a_run_is_timed_then_the_median_of_recent_runs():
     h, clock = hall()
     first = h.submit("a", timed(clock, 3), "s1")
-    assert h.place(first).estimate_s is None  # nothing timed yet: the page says the place only
+    assert h.place(first).estimate_s is None  # nothing timed yet: the page says so (test_messages)
     h.run_next(block=False)
     for i in range(3):
         h.submit(f"b{i}", timed(clock, 3), f"t{i}")
     last = h.submit("c", timed(clock, 3), "u")
     assert h.place(last) == Place(QUEUED, ahead=3, estimate_s=12.0)  # 3 ahead of 3 s each, then its own 3 s
+
+
+def test_a_kind_not_timed_yet_is_estimated_from_the_runs_timed_so_far_and_said_to_be_a_guess():
+    """A queued bundle behind runs, before any bundle was built: its wait is not left unknown when runs of another
+    kind have been timed; their median stands in, and the page says it is a guess."""
+    h, clock = hall()
+    h.submit("warm", timed(clock, 4), "s")
+    h.run_next(block=False)  # one run of 4 s timed, no bundle yet
+    h.submit("r", timed(clock, 4), "s1")
+    bundle = h.submit("b", timed(clock, 10), "s2", kind="bundle")
+    assert h.place(bundle) == Place(QUEUED, ahead=1, estimate_s=8.0, guessed=True)
+    assert waiting_message(h.place(bundle)).startswith(
+        "1 run ahead of yours, about 8 s (a guess: runs like this one have not been timed here yet)."
+    )
+    h.run_next(block=False)
+    h.run_next(block=False)  # the bundle is timed now: 10 s
+    later = [h.submit("r2", timed(clock, 4), "t1"), h.submit("b2", timed(clock, 10), "t2", kind="bundle")]
+    assert h.place(later[1]) == Place(QUEUED, ahead=1, estimate_s=14.0)  # its own kind's time: no guess
 
 
 def test_the_estimate_counts_what_a_running_run_has_left_and_every_worker():
@@ -285,7 +303,9 @@ def test_messages():
     assert waiting_message(Place(QUEUED, 3, 4.2)) == (
         "3 runs ahead of yours, about 4 s. Model runs take turns on this machine's cores."
     )
-    assert waiting_message(Place(QUEUED, 1, None)).startswith("1 run ahead of yours.")
+    assert waiting_message(Place(QUEUED, 1, None)).startswith(
+        "1 run ahead of yours (no wait estimate yet: no run has finished on this server since it started)."
+    )
     assert waiting_message(Place(QUEUED, 0, 0.3)) == "Your run is next, about 1 s."
     assert waiting_message(Place(RUNNING, 0, 1.6)) == "Running your run now (about 2 s left)."
     assert waiting_message(Place(RUNNING, 0, 150.0, (0.5, "Decoded 5 of 10")), "race") == (
