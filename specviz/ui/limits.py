@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specviz.core.dyntree import DynamicTree
-from specviz.core.settings import MAX_K, MAX_TREE_NODES
+from specviz.core.settings import MAX_BRANCHING, MAX_K, MAX_TREE_NODES
+from specviz.core.trace import Trace
+from specviz.core.trace_json import Bounds, check_within
 from specviz.core.verify import tree_size
 from specviz.errors import SettingsError
 from specviz.remote import allowed_servers, check_host, parse_allowlist
@@ -77,6 +79,21 @@ class Limits:
     def check_server(self, url: str) -> None:
         """Raise HostNotAllowed for a server public mode may not measure."""
         check_host(url, self.public, self.servers)
+
+    def check_trace(self, trace: Trace) -> None:
+        """Refuse, in public mode, a trace to replay that holds more than a run here may make: more drafts in a round
+        than the K cap, more tree nodes than the node cap, more new tokens (or rounds) than the new-token cap. Its
+        player bundle is built in the shared queue, and its cost grows with these counts."""
+        if not self.public:
+            return
+        caps = Bounds(
+            positions=self.max_k,
+            nodes=self.max_tree_nodes,
+            children=MAX_BRANCHING,
+            scored=self.max_tree_nodes,
+            new_tokens=self.max_new_tokens,
+        )
+        check_within(trace.settings, trace.rounds, caps, "this deployment replays")
 
     def check_tree(self, shape) -> None:
         """Refuse a tree (a shape or a dynamic tree) deeper than the K cap or with more nodes than one verify pass

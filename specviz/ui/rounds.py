@@ -174,6 +174,7 @@ def run_or_replay(controls: Controls, picked: Picked, pending_moment: dict | Non
         state["replayed"] = uploaded.file_id
         try:
             replayed = trace_from_json(uploaded.getvalue(), max_bytes=limits.max_upload_bytes)
+            limits.check_trace(replayed)
             start(replayed, "upload")
             st.success(
                 f"Replaying a trace of {len(state['rounds_trace'].rounds)} rounds from {literal(uploaded.name)}."
