@@ -94,3 +94,15 @@ def test_an_operators_bad_prompt_cap_falls_back_to_the_default_and_is_said():
     assert any("SPECVIZ_MAX_PROMPT_TOKENS='lots'" in p for p in limits.problems)
     assert Limits.from_env({"SPECVIZ_PUBLIC": "1"}).max_prompt_tokens == 1024
     assert not Limits.from_env({}).max_prompt_tokens  # private mode: only the model's context bounds a prompt
+
+
+def test_the_exactness_labs_real_pair_runs_refuse_a_prompt_over_the_cap(tiny_default, monkeypatch):
+    monkeypatch.setenv("SPECVIZ_PUBLIC", "1")
+    monkeypatch.setenv("SPECVIZ_MAX_PROMPT_TOKENS", "60")
+    at = open_page("pages/exactness.py")
+    at.text_input(key="real_prompt").set_value(LONG).run()
+    for button in ("real_run", "greedy_run", "exit_run"):
+        at.button(key=button).click().run()
+        assert not at.exception
+        prompt_refusal(at)
+    assert "real_result" not in at.session_state and "greedy_result" not in at.session_state
