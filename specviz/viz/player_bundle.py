@@ -120,6 +120,7 @@ class _Tables:
         self._series_rows: dict[int, list[dict]] = {}  # a series' dataset -> its rows as dicts
         self._calls: dict[int, tuple[int, object]] = {}
         self._blocks: dict[tuple[str, int], tuple[object, int]] = {}  # (kind, id of content) -> (content, html)
+        self._chunks: dict[int, tuple[ct.Chunk, list]] = {}  # id of a chart's rows -> (the rows, their dataset ref)
 
     def _index(self, table: list, name: str, entry, key: str | None = None) -> int:
         key = json.dumps(entry, sort_keys=True, ensure_ascii=False) if key is None else key
@@ -134,8 +135,12 @@ class _Tables:
     def _dataset(self, chunk: ct.Chunk) -> list:
         """A chunk's rows as a dataset reference [index, row count]: a series' rows go into its one dataset, which
         grows as later charts (later rounds) hold more of them."""
-        if chunk.series is None:
-            return [self._index(self.datasets, "data", columnar(chunk.rows)), len(chunk.rows)]
+        if chunk.series is None:  # one chart's rows: the lecture and normal views' calls share them, so made once
+            known = self._chunks.get(id(chunk))
+            if known is None or known[0] is not chunk:
+                ref = [self._index(self.datasets, "data", columnar(chunk.rows)), len(chunk.rows)]
+                known = self._chunks[id(chunk)] = (chunk, ref)
+            return list(known[1])
         i = self._series.get(chunk.series)
         if i is not None:
             stored = self._series_rows[i]  # the series' rows as dicts (not expanded again from its columns each time)
