@@ -121,6 +121,7 @@ class _Tables:
         self._calls: dict[int, tuple[int, object]] = {}
         self._blocks: dict[tuple[str, int], tuple[object, int]] = {}  # (kind, id of content) -> (content, html)
         self._chunks: dict[int, tuple[ct.Chunk, list]] = {}  # id of a chart's rows -> (the rows, their dataset ref)
+        self._row_seen: dict[tuple, tuple[tuple, int]] = {}  # a row's places, kinds and contents' ids -> its entry
 
     def _index(self, table: list, name: str, entry, key: str | None = None) -> int:
         key = json.dumps(entry, sort_keys=True, ensure_ascii=False) if key is None else key
@@ -182,6 +183,19 @@ class _Tables:
         return [block.kind, known[1]]
 
     def row_index(self, row: sv.Row) -> int:
+        """A row's entry: a row of a panel shown again by a later step (the same blocks' contents) is found by their
+        identities, without making its blocks' HTML again."""
+        contents = tuple(b.content for c in row.columns for b in c.blocks)
+        key = (row.section, tuple((c.place, c.width, tuple(b.kind for b in c.blocks)) for c in row.columns))
+        key += tuple(map(id, contents))
+        known = self._row_seen.get(key)
+        if known is not None and all(a is b for a, b in zip(known[0], contents, strict=True)):
+            return known[1]
+        index = self._row_index(row)
+        self._row_seen[key] = (contents, index)  # the contents kept: their ids stay their own
+        return index
+
+    def _row_index(self, row: sv.Row) -> int:
         columns = [(c.place, c.width, [self.block(b) for b in c.blocks]) for c in row.columns]
         entry = {"section": row.section, "columns": [{"place": p, "width": w, "blocks": b} for p, w, b in columns]}
         return self._index(self.rows, "row", entry, repr((row.section, columns)))
