@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import MISSING, asdict, fields
+from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Any
 
 from specviz.core import schedule
 from specviz.core.schedule import ScheduleStep
-from specviz.core.settings import RunSettings
+from specviz.core.settings import MAX_K, RunSettings
 from specviz.core.trace import (
     ACCEPTED,
     AFTER_STOP,
@@ -77,8 +77,10 @@ def trace_from_dict(doc: Any) -> Trace:
     _check_header(doc)
     try:
         rounds = _rounds_from(doc)
+        settings = RunSettings.from_dict(doc["settings"])
+        check_within(settings, rounds, own_bounds(settings), "its settings allow")
         return Trace(
-            settings=RunSettings.from_dict(doc["settings"]),
+            settings=settings,
             prompt=_text(doc.get("prompt"), "prompt"),
             prompt_ids=_token_ids(doc.get("prompt_ids"), "prompt_ids"),
             rounds=rounds,
@@ -479,3 +481,86 @@ def _describe(exc: Exception) -> str:
     if isinstance(exc, KeyError):
         return f"missing field {exc}"
     return str(exc)
+
+
+# Bounds: what one trace may hold, so that replaying it (the player bundle builds every step of it) costs what a run
+# with its settings would, never more. A document under the size cap can still hold one round of a thousand drafts;
+# each bound below is one a real run never passes.
+@dataclass(frozen=True)
+class Bounds:
+    """The most one trace may hold: drafts (positions) in one round, nodes in one tree round, children of one tree
+    node, candidates one dynamic-tree round scores, new tokens committed (and so rounds: each commits at least one)."""
+
+    positions: int
+    nodes: int
+    children: int
+    scored: int
+    new_tokens: int
+
+
+def own_bounds(settings: RunSettings) -> Bounds:
+    """What a run with these settings can record: a chain round drafts at most its K (the heuristic schedule's
+    ceiling, MAX_K; none for plain decoding); a tree round's positions are a path down the tree and at most its
+    depth, its nodes at most the tree's (a dynamic tree's budget), each node's children at most its top-k or the
+    shape's width at that depth; the run commits at most max_new_tokens."""
+    tree = settings.is_tree
+    dynamic = settings.dynamic
+    return Bounds(
+        positions=settings.draft_length if tree else settings.draft_slots,
+        nodes=settings.draft_slots if tree else 0,
+        children=(dynamic.topk if dynamic else max(settings.tree, default=0)) if tree else 0,
+        scored=dynamic.candidates if tree and dynamic else 0,
+        new_tokens=settings.max_new_tokens,
+    )
+
+
+def check_within(settings: RunSettings, rounds: tuple[Round, ...], most: Bounds, allowed: str) -> None:
+    """Refuse rounds that hold more than `most` allows, naming what the trace holds and what is allowed; `allowed`
+    says whose bound it is ("its settings allow", "this deployment replays")."""
+    what = f"{settings.method}, K = {settings.k}" + (f", tree {settings.tree_label}" if settings.is_tree else "")
+    committed = sum(len(r.committed) for r in rounds)
+    if len(rounds) > most.new_tokens or committed > most.new_tokens:
+        raise TraceFormatError(
+            f"This trace has {len(rounds)} rounds committing {committed} tokens; {allowed} at most {most.new_tokens} "
+            f"new tokens ({what}; every round commits at least one). Replay a shorter run."
+        )
+    for i, r in enumerate(rounds):
+        if len(r.positions) > most.positions:
+            limit = "no drafts (plain decoding)" if not most.positions else f"at most {most.positions} drafts a round"
+            raise TraceFormatError(
+                f"Round {i + 1} of this trace has {len(r.positions)} drafted positions; {allowed} {limit} "
+                f"({what}; K is at most {MAX_K} anywhere). Replay a run with a smaller K."
+            )
+        if len(r.nodes) > most.nodes:
+            limit = f"at most {most.nodes} tree nodes a round" if most.nodes else "no tree nodes (a chain run)"
+            raise TraceFormatError(
+                f"Round {i + 1} of this trace has {len(r.nodes)} tree nodes; {allowed} {limit} ({what}). "
+                "Replay a run with a smaller tree."
+            )
+        _check_tree_bounds(r, i, most, allowed, settings, what)
+
+
+def _check_tree_bounds(r: Round, i: int, most: Bounds, allowed: str, settings: RunSettings, what: str) -> None:
+    """A tree round's nodes: no deeper than the tree, no more children under one node than it draws, and no more
+    candidates scored than a dynamic tree scores."""
+    width = settings.tree if settings.is_tree and not settings.dynamic else ()
+    children: dict[int, int] = {}
+    for node in r.nodes:
+        if node.depth > most.positions:
+            raise TraceFormatError(
+                f"Round {i + 1} of this trace has a tree node at depth {node.depth}; {allowed} trees at most "
+                f"{most.positions} levels deep ({what}). Replay a run with a smaller tree."
+            )
+        children[node.parent] = children.get(node.parent, 0) + 1
+        wide = min(width[node.depth - 1], most.children) if width else most.children
+        if children[node.parent] > wide:
+            under = "the root" if node.parent < 0 else f"node {node.parent + 1}"
+            raise TraceFormatError(
+                f"Round {i + 1} of this trace has more than {wide} children under {under}; {allowed} at most {wide} "
+                f"there ({what}). Replay a run with a smaller tree."
+            )
+    if len(r.scored) > most.scored:
+        raise TraceFormatError(
+            f"Round {i + 1} of this trace scored {len(r.scored)} dynamic-tree candidates; {allowed} at most "
+            f"{most.scored} ({what}). Replay a run with a smaller tree."
+        )

@@ -524,7 +524,8 @@ def sidebar_controls(page: str = "") -> Controls:
     if limits.public:
         st.sidebar.caption(
             f"Public mode: K ≤ {limits.max_k}, trees of at most {limits.max_tree_nodes} nodes, at most "
-            f"{limits.max_new_tokens} new tokens."
+            f"{limits.max_new_tokens} new tokens, prompts of at most {limits.max_prompt_tokens:,} tokens (chat "
+            "template included)."
         )
     lecture = st.sidebar.toggle(
         "Lecture mode (large, high contrast)", key=keep("lecture", False), on_change=remember, args=("lecture",)

@@ -15,7 +15,7 @@ from specviz.errors import SpecvizError
 from specviz.ui.controls import pair_or_error
 from specviz.ui.limits import Limits
 from specviz.ui.notes import show_note
-from specviz.ui.render import draw, show_table, show_text_table
+from specviz.ui.render import check_prompt_cost, draw, show_table, show_text_table
 from specviz.viz import exactness as words
 from specviz.viz import lab_charts as charts
 from specviz.viz.exactness import BUG_DRAFTS, PRESETS, SIDES, TREE_HOWS, rows_of, table_frame
@@ -223,6 +223,11 @@ def sample_real_pair(given: RealPair) -> None:
     pair = pair_or_error()
     if pair is None:
         return
+    try:
+        check_prompt_cost(pair, given.prompt)  # public mode's prompt-token cap: every sample reads the prompt
+    except SpecvizError as exc:
+        st.error(str(exc))
+        return
     bar = st.progress(0.0, text="Sampling…")
     try:
         result = two_token_samples(
@@ -265,6 +270,7 @@ def show_early_exit(given: RealPair) -> None:
         pair = pair_or_error()
         if pair is not None:
             try:
+                check_prompt_cost(pair, given.prompt)
                 sampling = SamplingSettings(given.temperature, given.top_k)
                 checks = exit_variants_at(pair, given.prompt, given.exit_layer, sampling)
             except SpecvizError as exc:
@@ -289,6 +295,7 @@ def show_greedy(limits: Limits, prompt: str) -> None:
             try:
                 from specviz.engine.lab import greedy_equivalence
 
+                check_prompt_cost(pair, prompt, limits)
                 check = greedy_equivalence(pair, prompt, k=greedy_k, max_new_tokens=max_tokens)
             except SpecvizError as exc:
                 st.error(str(exc))

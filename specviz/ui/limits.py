@@ -1,8 +1,9 @@
 """Public mode: the limits a shared deployment runs under, read once from the environment.
 
-SPECVIZ_PUBLIC=1 allows only the catalogue's pairs (no custom hub ids or paths), caps max new tokens, K, prompts
-per workload, upload size, the model runs queued (all sessions: SPECVIZ_MAX_QUEUED) and a session's runs at once
-(SPECVIZ_RUNS_PER_SESSION), and never shows a local path. Each cap has its own variable to adjust it.
+SPECVIZ_PUBLIC=1 allows only the catalogue's pairs (no custom hub ids or paths), caps max new tokens, K, prompt
+tokens (SPECVIZ_MAX_PROMPT_TOKENS, counted after the chat template), prompts per workload, upload size, the model
+runs queued (all sessions: SPECVIZ_MAX_QUEUED) and a session's runs at once (SPECVIZ_RUNS_PER_SESSION), and never
+shows a local path. Each cap has its own variable to adjust it.
 SPECVIZ_PAIRS names the catalogue pairs a public deployment offers (comma-separated, e.g. "pystdlib,smollm2"; default:
 the pairs that need no download, the bundled toy pair and smollm2). SPECVIZ_SERVERS lists the vLLM servers a public
 deployment may measure (hosts, host:port or URLs, comma-separated); in public mode any other is refused
@@ -16,7 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specviz.core.dyntree import DynamicTree
-from specviz.core.settings import MAX_K, MAX_TREE_NODES
+from specviz.core.settings import MAX_BRANCHING, MAX_K, MAX_TREE_NODES
+from specviz.core.trace import Trace
+from specviz.core.trace_json import Bounds, check_within
 from specviz.core.verify import tree_size
 from specviz.errors import SettingsError
 from specviz.remote import allowed_servers, check_host, parse_allowlist
@@ -28,6 +31,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 ON, OFF = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
 PUBLIC_CAPS = {  # variable -> (Limits field, public default, the most it may be raised to, unit)
     "SPECVIZ_MAX_NEW_TOKENS": ("max_new_tokens", 64, 4096, 1),
+    "SPECVIZ_MAX_PROMPT_TOKENS": ("max_prompt_tokens", 1024, 131_072, 1),
     "SPECVIZ_MAX_K": ("max_k", 8, MAX_K, 1),
     "SPECVIZ_MAX_TREE_NODES": ("max_tree_nodes", 64, MAX_TREE_NODES, 1),
     "SPECVIZ_MAX_PROMPTS": ("max_prompts", 20, 1000, 1),
@@ -44,6 +48,8 @@ PUBLIC_CAPS = {  # variable -> (Limits field, public default, the most it may be
 class Limits:
     public: bool = False
     max_new_tokens: int = 256
+    max_prompt_tokens: int = 0  # tokens of one prompt as the model reads it (chat template included); 0: no cap here,
+    #                             only the model's context (private mode)
     max_k: int = MAX_K
     max_tree_nodes: int = MAX_TREE_NODES  # nodes of one draft tree, all read by one verify pass
     max_prompts: int = 100
@@ -95,6 +101,30 @@ class Limits:
     def check_server(self, url: str) -> None:
         """Raise HostNotAllowed for a server public mode may not measure."""
         check_host(url, self.public, self.servers)
+
+    def check_prompt_tokens(self, count: int) -> None:
+        """Refuse, before it is queued, a prompt longer than this deployment runs: a run's cost grows with its prompt
+        (every lane of a race and every K of a sweep reads it again), and only the model's context bounds it else."""
+        if self.public and self.max_prompt_tokens and count > self.max_prompt_tokens:
+            raise SettingsError(
+                f"The prompt is {count:,} tokens as the model reads it (with its chat template, where it has one); "
+                f"this deployment runs prompts of at most {self.max_prompt_tokens:,} tokens. Shorten it."
+            )
+
+    def check_trace(self, trace: Trace) -> None:
+        """Refuse, in public mode, a trace to replay that holds more than a run here may make: more drafts in a round
+        than the K cap, more tree nodes than the node cap, more new tokens (or rounds) than the new-token cap. Its
+        player bundle is built in the shared queue, and its cost grows with these counts."""
+        if not self.public:
+            return
+        caps = Bounds(
+            positions=self.max_k,
+            nodes=self.max_tree_nodes,
+            children=MAX_BRANCHING,
+            scored=self.max_tree_nodes,
+            new_tokens=self.max_new_tokens,
+        )
+        check_within(trace.settings, trace.rounds, caps, "this deployment replays")
 
     def check_tree(self, shape) -> None:
         """Refuse a tree (a shape or a dynamic tree) deeper than the K cap or with more nodes than one verify pass

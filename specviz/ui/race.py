@@ -23,7 +23,7 @@ from specviz.ui.hall import in_the_hall, reporting
 from specviz.ui.loaders import draft_crosses
 from specviz.ui.notes import show_note
 from specviz.ui.race_player import race_player
-from specviz.ui.render import draw, show_table
+from specviz.ui.render import check_prompt_cost, draw, show_table
 from specviz.viz import race_charts as charts
 from specviz.viz import run_notes
 
@@ -79,6 +79,7 @@ def start_race(controls: Controls, prompt: str, entry: Entry) -> None:
     """Race the entered lanes in the lecture hall's pool and keep the result, its settings and environment."""
     try:
         pair, settings, lanes, tree = active_pair(), controls.settings, entry.lanes, entry.tree
+        check_prompt_cost(pair, prompt)  # every lane reads it, each run repeated
 
         @reporting
         def racing(report) -> object:  # in the lecture hall's pool; its reports go to the waiting page
@@ -132,6 +133,7 @@ def show_sweep_section(controls: Controls, prompt: str) -> None:
     if st.button("Run the K sweep", disabled=controls.settings is None):
         try:
             pair, settings = active_pair(), controls.settings
+            check_prompt_cost(pair, prompt)  # every K reads it
             sweep = reporting(lambda report: k_sweep(pair, prompt, settings, on_progress=report))
             state["sweep"] = in_the_hall("k_sweep", (active_sources(), prompt, settings), sweep, "K sweep", cache=False)
         except SpecvizError as exc:

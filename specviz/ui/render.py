@@ -15,11 +15,12 @@ from specviz.core.settings import RunSettings
 from specviz.core.suffix_tree import SuffixMemory
 from specviz.core.trace import Trace
 from specviz.core.trace_json import trace_from_json
-from specviz.engine.decode import generate
+from specviz.engine.decode import encode_prompt, generate
 from specviz.measure.bench import environment
 from specviz.measure.race import VersusPlain, versus_plain
 from specviz.ui.hall import in_the_hall
 from specviz.ui.header import LECTURE_CSS, apply_lecture_mode, lecture_on, page_header, show_html  # noqa: F401 (re-exported)
+from specviz.ui.limits import Limits
 from specviz.ui.loaders import cached_pair
 from specviz.viz import tables
 from specviz.viz.export_html import export_html
@@ -104,6 +105,7 @@ def cached_versus_plain(
     the load average the runs met): run in the lecture hall's pool and kept there for the whole server, so every
     session sees the same run and the page says when and where it was measured."""
     pair = cached_pair(*sources)
+    check_prompt_cost(pair, prompt)
 
     def measure() -> tuple[VersusPlain, str, dict]:
         measured_at = datetime.now(UTC).strftime("%H:%M UTC on %d %b")
@@ -112,12 +114,21 @@ def cached_versus_plain(
     return in_the_hall("versus_plain", (sources, prompt, settings), measure, running="Timing plain and speculative")
 
 
+def check_prompt_cost(pair, prompt: str, limits: Limits | None = None) -> None:
+    """Refuse, in public mode and before anything is queued, a prompt over the deployment's token cap (the prompt
+    given here is what the model reads: its chat template applied)."""
+    limits = limits or Limits.from_env()
+    if limits.public:
+        limits.check_prompt_tokens(len(encode_prompt(pair, prompt)))
+
+
 def cached_run(sources: tuple[str, str, str, str], prompt: str, settings: RunSettings) -> Trace:
     """A finished run, from the lecture hall (one pool of model runs for every session: equal runs are one, and a
     finished one is handed out again): same seed, same trace, so sharing changes nothing shown.
 
     sources = (target, draft, device, dtype), as `active_sources()` gives them."""
     pair = cached_pair(*sources)  # loaded here, with its spinner, before the run queues
+    check_prompt_cost(pair, prompt)
     return in_the_hall("run", (sources, prompt, settings), lambda: generate(pair, prompt, settings))
 
 
@@ -134,6 +145,7 @@ def page_run(sources: tuple[str, str, str, str], prompt: str, settings: RunSetti
     runs (suffix decoding), which runs afresh with the session's memory (a cached run would be another session's)."""
     if methods.get(settings.method).remembers:
         pair, memory = cached_pair(*sources), session_memory()
+        check_prompt_cost(pair, prompt)
         run = lambda: generate(pair, prompt, settings, memory=memory)  # noqa: E731
         return in_the_hall("run", (sources, prompt, settings), run, cache=False)
     return cached_run(sources, prompt, settings)

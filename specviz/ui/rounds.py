@@ -177,6 +177,7 @@ def run_or_replay(controls: Controls, picked: Picked, pending_moment: dict | Non
         state["replayed"] = uploaded.file_id
         try:
             replayed = trace_from_json(uploaded.getvalue(), max_bytes=limits.max_upload_bytes)
+            limits.check_trace(replayed)
             start(replayed, "upload")
             held = plural(len(state["rounds_trace"].rounds), "round")
             st.success(f"Replaying a trace of {held} from {literal(uploaded.name)}.")

@@ -127,6 +127,26 @@ def server_summary(server: Server, limits: Limits, asked: str, pairs: Sequence[t
     }
 
 
+def capped_rows(pair: ModelPair, rows: list[PromptRow], limits: Limits) -> tuple[list[PromptRow], list[str]]:
+    """The rows whose prompt, as the model reads it (in an instruct pair's chat template, as run_here sends it), fits
+    public mode's prompt-token cap, and "line N: why" for the others; a workload none of whose prompts fits is
+    refused before any run."""
+    if not limits.public:
+        return list(rows), []
+    from specviz.engine.decode import encode_prompt
+
+    fits, problems = [], []
+    for row, read in zip(rows, wrapped_rows(pair, rows, uses_chat(pair.target_name)), strict=True):
+        try:
+            limits.check_prompt_tokens(len(encode_prompt(pair, read.prompt)))
+            fits.append(row)
+        except SpecvizError as exc:
+            problems.append(f"{row.where}: {exc}")
+    if not fits:
+        raise SettingsError(f"No prompt of this workload fits ({len(problems)} over the cap); the first: {problems[0]}")
+    return fits, problems
+
+
 def run_here(
     pair: ModelPair, rows: list[PromptRow], method_names: list[str], ks: list[int], base: RunSettings, repeats: int
 ) -> None:

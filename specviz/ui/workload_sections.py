@@ -191,6 +191,8 @@ def show_measure(workload: Workload | None, settings: RunSettings | None, plan: 
         try:
             pair = active_pair()
             rows, problems = runnable_rows(pair, workload.rows[:run_limit], [settings])  # before clearing
+            rows, over = drive.capped_rows(pair, rows, limits)  # public mode's prompt-token cap
+            problems += over
             for problem in problems + ([too_many] if too_many else []):
                 st.warning(literal(problem))
             drive.run_here(pair, rows, plan.methods, plan.ks, settings, plan.repeats)

@@ -22,7 +22,7 @@ from specviz.viz import chart_templates as ct
 from specviz.viz import run_notes, steps
 from specviz.viz import step_view as sv
 from specviz.viz.player_wire import decoded, encoded
-from specviz.viz.text import TextParts, literal
+from specviz.viz.text import CommittedText, TextParts, literal
 
 FORMAT, VERSION = "specviz.player", 3
 DOCUMENT_VERSION = 2  # the document without the wire form (what load_bundle decodes to): still read
@@ -117,7 +117,11 @@ class _Tables:
         self.html, self.templates, self.charts, self.datasets, self.rows = [], [], [], [], []
         self._seen: dict[tuple[str, str], int] = {}
         self._series: dict[str, int] = {}  # a series' name -> its dataset (extended as later charts hold more rows)
+        self._series_rows: dict[int, list[dict]] = {}  # a series' dataset -> its rows as dicts
         self._calls: dict[int, tuple[int, object]] = {}
+        self._blocks: dict[tuple[str, int], tuple[object, int]] = {}  # (kind, id of content) -> (content, html)
+        self._chunks: dict[int, tuple[ct.Chunk, list]] = {}  # id of a chart's rows -> (the rows, their dataset ref)
+        self._row_seen: dict[tuple, tuple[tuple, int]] = {}  # a row's places, kinds and contents' ids -> its entry
 
     def _index(self, table: list, name: str, entry, key: str | None = None) -> int:
         key = json.dumps(entry, sort_keys=True, ensure_ascii=False) if key is None else key
@@ -132,16 +136,22 @@ class _Tables:
     def _dataset(self, chunk: ct.Chunk) -> list:
         """A chunk's rows as a dataset reference [index, row count]: a series' rows go into its one dataset, which
         grows as later charts (later rounds) hold more of them."""
-        if chunk.series is None:
-            return [self._index(self.datasets, "data", columnar(chunk.rows)), len(chunk.rows)]
+        if chunk.series is None:  # one chart's rows: the lecture and normal views' calls share them, so made once
+            known = self._chunks.get(id(chunk))
+            if known is None or known[0] is not chunk:
+                ref = [self._index(self.datasets, "data", columnar(chunk.rows)), len(chunk.rows)]
+                known = self._chunks[id(chunk)] = (chunk, ref)
+            return list(known[1])
         i = self._series.get(chunk.series)
         if i is not None:
-            stored = self.datasets[i]
-            if len(stored["rows"]) < len(chunk.rows) and expanded(stored) == chunk.rows[: len(stored["rows"])]:
-                self.datasets[i] = columnar(chunk.rows)
-            if expanded(self.datasets[i])[: len(chunk.rows)] == chunk.rows:
+            stored = self._series_rows[i]  # the series' rows as dicts (not expanded again from its columns each time)
+            if len(stored) < len(chunk.rows) and stored == chunk.rows[: len(stored)]:
+                self.datasets[i] = extended(self.datasets[i], chunk.rows[len(stored) :])
+                stored += chunk.rows[len(stored) :]
+            if self._series_rows[i][: len(chunk.rows)] == chunk.rows:
                 return [i, len(chunk.rows)]
         self._series[chunk.series] = len(self.datasets)
+        self._series_rows[len(self.datasets)] = list(chunk.rows)
         self.datasets.append(columnar(chunk.rows))
         return [len(self.datasets) - 1, len(chunk.rows)]
 
@@ -164,12 +174,28 @@ class _Tables:
     def block(self, block: sv.Block) -> list:
         if block.kind == sv.CHART:
             return [sv.CHART, self.chart_index(block.content)]
-        if isinstance(block.content, TextParts):  # the committed text: a prefix of the run's rounds
+        if isinstance(block.content, CommittedText | TextParts):  # the committed text: a prefix of the run's rounds
             text = block.content
             return [TEXT, [self.html_index(text.before), text.rounds, self.html_index(text.after)]]
-        return [block.kind, self.html_index(block_html(block))]
+        known = self._blocks.get((block.kind, id(block.content)))  # a panel shown again by later steps: made once
+        if known is None or known[0] is not block.content:
+            known = self._blocks[block.kind, id(block.content)] = (block.content, self.html_index(block_html(block)))
+        return [block.kind, known[1]]
 
     def row_index(self, row: sv.Row) -> int:
+        """A row's entry: a row of a panel shown again by a later step (the same blocks' contents) is found by their
+        identities, without making its blocks' HTML again."""
+        contents = tuple(b.content for c in row.columns for b in c.blocks)
+        key = (row.section, tuple((c.place, c.width, tuple(b.kind for b in c.blocks)) for c in row.columns))
+        key += tuple(map(id, contents))
+        known = self._row_seen.get(key)
+        if known is not None and all(a is b for a, b in zip(known[0], contents, strict=True)):
+            return known[1]
+        index = self._row_index(row)
+        self._row_seen[key] = (contents, index)  # the contents kept: their ids stay their own
+        return index
+
+    def _row_index(self, row: sv.Row) -> int:
         columns = [(c.place, c.width, [self.block(b) for b in c.blocks]) for c in row.columns]
         entry = {"section": row.section, "columns": [{"place": p, "width": w, "blocks": b} for p, w, b in columns]}
         return self._index(self.rows, "row", entry, repr((row.section, columns)))
@@ -182,6 +208,16 @@ def columnar(rows: list[dict]) -> dict:
     """Rows of dicts as {"columns", "rows"}: each key once, each row its values in the columns' order."""
     columns = list(dict.fromkeys(k for row in rows for k in row))
     return {"columns": columns, "rows": [[row.get(k) for k in columns] for row in rows]}
+
+
+def extended(dataset: dict, rows: list[dict]) -> dict:
+    """A columnar dataset with more rows after its own: columnar(its rows + rows), made by appending them (a series
+    grows by a round at a time; making it afresh each time made a long run's bundle quadratic)."""
+    columns = dataset["columns"]
+    if any(k not in columns for row in rows for k in row):  # a new column: made afresh, in first-seen order
+        return columnar(expanded(dataset) + rows)
+    dataset["rows"] += [[row.get(k) for k in columns] for row in rows]  # in place: the series' own dataset
+    return dataset
 
 
 def expanded(dataset: dict) -> list[dict]:

@@ -33,6 +33,7 @@ from specviz.viz.explain import (
 from specviz.viz.layout import lectured, readable
 from specviz.viz.text import (
     committed_html,
+    committed_parts,
     key_html,
     legend_html,
     literal,
@@ -198,10 +199,11 @@ def step_view(
     if "spans" not in memo or memo["spans"][0] is not trace:
         memo["spans"] = (trace, round_spans(trace))  # each round's tokens as HTML, made once per trace
     spans = memo["spans"][1]
+    text = committed_parts if lazy else committed_html  # a bundle stores each round's spans once: no joined text
     if options.focus:  # the text's last lines only (it scrolls), so the phase and its chart stay on the first screen
-        out.add(HTML, committed_html(trace, spans, done, f'{FOCUS_TEXT_CSS}<div class="focus-text">', "</div>"))
+        out.add(HTML, text(trace, spans, done, f'{FOCUS_TEXT_CSS}<div class="focus-text">', "</div>"))
     else:
-        out.add(HTML, committed_html(trace, spans, done))
+        out.add(HTML, text(trace, spans, done))
     out.add(HTML, legend_html())
     out.section = PANEL
     out.new_row()
@@ -210,12 +212,34 @@ def step_view(
         _step(out, trace, cursor, step)
         return StepView(title, step.phase, steps.url_params(trace, cursor), tuple(out.items))
     for shown in steps.steps_shown(trace, cursor):
-        _step(out, trace, cursor, shown)
+        _panel(out, trace, cursor, shown)
     out.section = TOTALS
     out.new_row()
     out.add(DIVIDER, "")
     _totals(out, trace, done)
     return StepView(title, step.phase, steps.url_params(trace, cursor), tuple(out.items))
+
+
+def _panel(out: _Blocks, trace: Trace, cursor: steps.Cursor, shown: steps.Step) -> None:
+    """An earlier step's panel, as the full view shows it under the later ones. With a memo (the player bundle) each
+    is built once per view and reused by every later step of its round, so a step costs its own panel, not one per
+    step before it; a tree round's draft panel draws the tree as the walk stands at the cursor, so it is kept per
+    cursor."""
+    if out.memo is None:
+        _step(out, trace, cursor, shown)
+        return
+    r = trace.rounds[cursor.round]
+    follows = steps.current_step(trace, cursor) if r.is_tree and shown.phase == steps.DRAFT else None
+    key = ("panel", id(r), shown, follows, out.options, out.lazy)
+    known = out.memo.get(key)
+    if known is None or known[0] is not r:
+        built = _Blocks(out.options, out.memo, out.lazy)
+        built.section = out.section
+        _step(built, trace, cursor, shown)
+        known = out.memo[key] = (r, tuple(built.items), built.row)
+    _, blocks, height = known
+    out.items += [Block(b.kind, b.content, b.place, out.row + b.row, b.section) for b in blocks]
+    out.row += height
 
 
 def _step(out: _Blocks, trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:

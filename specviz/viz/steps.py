@@ -7,6 +7,7 @@ the children it tried, in the order it tried them (node ids are breadth-first, s
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from urllib.parse import quote, urlencode
@@ -43,7 +44,20 @@ def judged_item(r: Round, position: int) -> Position | Node:
 
 
 def round_steps(r: Round) -> tuple[Step, ...]:
-    """The steps of one round; plain rounds (no drafts) skip drafting and judging."""
+    """The steps of one round; plain rounds (no drafts) skip drafting and judging. Made once per round (every move
+    of the cursor asks for them: walking a round step by step would otherwise read it once per step)."""
+    key = id(r)
+    known = _STEPS.get(key)
+    if known is None or known[0]() is not r:
+        known = (weakref.ref(r, lambda _: _STEPS.pop(key, None)), _round_steps(r))
+        _STEPS[key] = known
+    return known[1]
+
+
+_STEPS: dict[int, tuple[weakref.ref, tuple[Step, ...]]] = {}  # id of a live round -> (the round, its steps)
+
+
+def _round_steps(r: Round) -> tuple[Step, ...]:
     if r.is_tree:
         judged = [node.id for node in r.nodes if node.ratio is not None]  # every child tried, in the order tried
     else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from specviz.core.trace import ACCEPTED, Round, Trace
 from specviz.viz.palette import ORIGIN_COLORS, ORIGIN_LABELS, ORIGIN_MARKS, ORIGIN_UNDERLINES
@@ -114,6 +115,21 @@ def round_spans(trace: Trace) -> list[str]:
 def committed_html(trace: Trace, spans: list[str], rounds: int, before: str = "", after: str = "") -> TextParts:
     """trace_html(trace, rounds) from its parts (spans = round_spans(trace)), inside `before` and `after`."""
     return TextParts(before + TEXT_OPEN + span(trace.prompt, "prompt", "prompt"), spans, rounds, "</div>" + after)
+
+
+@dataclass(frozen=True)
+class CommittedText:
+    """The committed text after `rounds` rounds by its parts only (a player bundle's: it stores each round's spans
+    once and a step how many it shows, so no step joins the text so far)."""
+
+    before: str
+    rounds: int
+    after: str
+
+
+def committed_parts(trace: Trace, spans: list[str], rounds: int, before: str = "", after: str = "") -> CommittedText:
+    """committed_html's parts, without the joined text."""
+    return CommittedText(before + TEXT_OPEN + span(trace.prompt, "prompt", "prompt"), rounds, "</div>" + after)
 
 
 def legend_html(origins: tuple[str, ...] = (ACCEPTED, "correction", "bonus")) -> str:
