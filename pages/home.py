@@ -19,10 +19,10 @@ with st.spinner("Loading specviz (the models and charts: a few seconds on a fres
     from specviz.ui.controls import (
         active_sources,
         chat_prompt,
+        drafted_as_the_pair_can,
         first_run_note,
         first_run_settings,
         recommended_draft_vocab,
-        without_draft_model,
     )
     from specviz.ui.render import cached_versus_plain, show_text
     from specviz.ui.verify_curve import show_verify_curve
@@ -57,13 +57,13 @@ st.subheader("Live: one run on the default pair")
 draft_vocab = recommended_draft_vocab(sources[1])
 vocab_note = f" The draft proposes from its {draft_vocab} most frequent tokens." if draft_vocab else ""
 try:
-    settings = without_draft_model(first_run_settings(draft_vocab), sources)
+    settings = drafted_as_the_pair_can(first_run_settings(draft_vocab), sources)
     result, measured_at, env = cached_versus_plain(sources, prompt, settings)
 except SpecvizError as exc:
     st.error(str(exc))
 else:
     spec, plain = result.spec, result.plain
-    st.caption(first_run_note(sources[0]))
+    st.caption(first_run_note(*sources[:2]))
     show_text(spec)
     cols = st.columns(4)
     cols[0].metric("α (accepted / judged)", f"{spec.totals.alpha:.2f}", help=ALPHA_HELP)
