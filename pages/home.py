@@ -38,9 +38,9 @@ has *exactly* the target's distribution, and when the draft agrees often, each e
 
 The cheapest draft is no second model at all but **the target itself, compressed**: its own weights rounded to 4 bits
 read an eighth of the bytes per step, and where a step's time is the time to stream the weights from memory, that
-makes a draft step a fraction of a target step while its guesses stay nearly the target's (smollm2: 0.41 of a step on
-an AVX-512 CPU, 1.6x; on an AVX2 CPU the 4-bit arithmetic itself is slow, 0.8 of a step, and it loses: the round page
-runs it, docs/speed.md has both).
+makes a draft step a fraction of a target step while its guesses stay nearly the target's (smollm2: 0.44 of a step on
+an AVX-512 BF16 CPU, measured 1.49x; on an AVX2 CPU the 4-bit arithmetic itself is slow, 0.8 of a step, and it loses:
+the round page runs it, docs/speed.md has both).
 """
 )
 
