@@ -76,13 +76,38 @@ def stop_requested() -> bool:
     return getattr(requests, "_state", None) == ScriptRequestType.STOP
 
 
-def in_the_hall(kind: str, key: Hashable, fn: Callable, what: str = "run", cache: bool = True, running: str = ""):
+def in_the_hall(
+    kind: str, key: Hashable, fn: Callable, what: str = "run", cache: bool = True, running: str = "", keep: str = ""
+):
     """fn()'s value, computed in the pool (or handed out again: equal keys are one run). While it waits, the page
-    shows its place and an estimate where this is called. fn may report progress: see `reporting`. Raises HallFull
-    (the queue or this session's share is full), the run's own SpecvizError, or RunFailed for anything else."""
+    shows its place and an estimate where this is called. fn may report progress: see `reporting`. keep: a name the
+    run's ticket is kept under in the session until it is done, so that a rerun of the page meanwhile (a widget
+    touched, another button pressed) waits for it again with `resume` instead of losing it. Raises HallFull (the
+    queue or this session's share is full), the run's own SpecvizError, or RunFailed for anything else."""
     limits = Limits.from_env()
     hall = lecture_hall(limits)
     ticket = hall.submit((kind, key), fn, session_id(), kind, cache)
+    if keep:
+        st.session_state[keep] = (hall, ticket, kind, what, running)
+    return _waited(hall, ticket, kind, what, running, keep)
+
+
+def resume(keep: str):
+    """The page's own run kept under `keep` that a rerun interrupted, waited for again where this is called: its
+    result, or None when there is none (never started, or already handed out)."""
+    kept = st.session_state.get(keep)
+    return None if kept is None else _waited(*kept, keep)
+
+
+def forget(keep: str) -> None:
+    """The kept run is handed out (or given up): a later rerun does not wait for it again."""
+    if keep:
+        st.session_state.pop(keep, None)
+
+
+def _waited(hall: Hall, ticket, kind: str, what: str, running: str, keep: str):
+    """Wait for the ticket's job, telling the page its place, then its result (or error); forgets `keep` then."""
+    limits = Limits.from_env()
     if not hall.wait(ticket, 0):
         box, shown, drawn_at = st.empty(), None, 0.0
         try:
@@ -96,11 +121,13 @@ def in_the_hall(kind: str, key: Hashable, fn: Callable, what: str = "run", cache
                     shown, drawn_at = message, time.monotonic()
         except StopException:  # the tab closed (or the viewer pressed Stop): a run still queued is dropped
             dropped = hall.release(ticket)
+            forget(keep)
             LOG.warning(
                 "a session stopped waiting for its %s: %s", kind, "dropped from the queue" if dropped else "kept"
             )
             raise
         box.empty()
+    forget(keep)
     return hall.result(ticket)
 
 
