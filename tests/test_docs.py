@@ -75,3 +75,39 @@ def test_the_contributing_guide_lists_every_method_as_the_registry_has_it():
     text = (ROOT / "docs" / "contributing.md").read_text()
     shown = text.split("<!-- proposers table: generated -->\n", 1)[1].split("\n<!-- end of the proposers table -->")[0]
     assert shown == proposers_table(), "docs/contributing.md's proposers table is stale: paste proposers_table()"
+
+
+NAMED_PATH = re.compile(r"(?<![\w/.~-])((?:[\w-]+/)+[\w.-]+\.(?:py|md|json|jsonl|js|css|sh|html|toml|txt))\b")
+TOP_FOLDERS = ("specviz", "docs", "assets", "tests", "pages", "static", ".ci", ".streamlit")
+PACKAGES = ("core", "engine", "measure", "ui", "viz", "cli", "train", "remote")  # named without specviz/ in code
+PLACEHOLDERS = {"NAME", "WORKLOAD", "PAIR", "FILE"}  # assets/workloads/NAME.jsonl: any file there
+
+
+def named_files() -> list[Path]:
+    """Where prose names the repository's files: the docs, the README, the model cards, and every module's text."""
+    code = [*(ROOT / "specviz").rglob("*.py"), *(ROOT / "pages").glob("*.py"), ROOT / "app.py"]
+    return [*PAGES, *(ROOT / "assets").rglob("*.md"), *code]
+
+
+def stale_paths(text: str) -> list[str]:
+    """The file paths a text names that are not in the repository (a placeholder such as NAME.jsonl aside)."""
+    stale = []
+    for path in NAMED_PATH.findall(text):
+        parts = path.split("/")
+        if any(part.split(".")[0] in PLACEHOLDERS for part in parts) or parts[0] not in TOP_FOLDERS + PACKAGES:
+            continue
+        where = [ROOT / path] if parts[0] in TOP_FOLDERS else [ROOT / "specviz" / path, ROOT / "tests" / path]
+        if not any(p.exists() for p in where):
+            stale.append(path)
+    return stale
+
+
+def test_a_path_the_prose_names_is_found_in_the_repository():
+    assert stale_paths("see engine/hall.py and tests/test_docs.py, or assets/workloads/NAME.jsonl") == []
+    assert stale_paths("docs/crossvocab.md, viz/gone.py, docs/GONE.md") == [
+        "docs/crossvocab.md",
+        "viz/gone.py",
+        "docs/GONE.md",
+    ]
+    stale = {str(f.relative_to(ROOT)): paths for f in named_files() if (paths := stale_paths(f.read_text("utf-8")))}
+    assert stale == {}, "these files name paths that are gone: update them"

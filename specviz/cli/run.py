@@ -36,7 +36,7 @@ def add_run_parser(commands) -> None:
         default=None,
         choices=methods.PROPOSERS + methods.CROSSING,
         help="who drafts (default: the draft model, or n-gram lookup with --draft ngram); "
-        f"{' / '.join(methods.CROSSING)} = a --draft with a tokenizer of its own (docs/crossvocab.md); "
+        f"{' / '.join(methods.CROSSING)} = a --draft with a tokenizer of its own (docs/engine.md); "
         f"{methods.heads_words()}: beside the target or given by --head",
     )
     run.add_argument("--json", action="store_true", help="print the full trace as JSON (format specviz.trace v1)")

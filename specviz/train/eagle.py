@@ -4,7 +4,8 @@ it.
 The target is the shipped one (out_dir/target, read back in float32 as specviz runs it), frozen. Data: the code
 documents of the recipe's training split, encoded with the target's tokenizer into <work>/eagle/{train,val}.bin.
 Per window x_0..x_T the target gives its post-norm features f_0..f_T (and its logits lm_head(f)); the head reads the
-pairs (f_t, x_{t+1}) and predicts g_{t+1}. EAGLE-1's loss (its train/main.py: v_w = 1, p_w = 0.1):
+pairs (f_t, x_{t+1}) and predicts g_{t+1}. EAGLE-1's loss (as the EAGLE repository's own training script sets it:
+v_w = 1, p_w = 0.1):
 
     SmoothL1(g_{t+1}, f_{t+1}) + 0.1 * CE(softmax(lm_head(f_{t+1})), log_softmax(lm_head(g_{t+1})))
 

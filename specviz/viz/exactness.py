@@ -1,6 +1,6 @@
 """The exactness lab's decisions and words, without Streamlit: the editable tables as rows, which draft a section
 uses, the public caps on the real pair's runs, and the verdicts' sentences (pages/exactness.py draws;
-tests/viz/test_exactness.py checks)."""
+tests/viz/test_exactness_policy.py checks)."""
 
 from __future__ import annotations
 
