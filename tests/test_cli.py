@@ -219,3 +219,19 @@ def test_measure_refuses_a_tag_line_written_wrong_naming_its_line(model_dirs, ca
     code, _, err = run_cli(capsys, "measure", str(prompts), "--target", str(model_dirs["llama-target"]))
     assert code == 2
     assert "line 2: '### tag code' is not a tag line: write '### tag: NAME'" in err
+
+
+@pytest.mark.parametrize("name", ["none", "NGRAM"])  # the name, and the older one
+def test_draft_none_runs_the_target_alone_with_n_gram_lookup(model_dirs, capsys, name):
+    code, out, err = run_cli(
+        capsys, "run", "--prompt", "hello", "--target", str(model_dirs["llama-target"]), "--draft", name,
+        "--max-new-tokens", "4",
+    )  # fmt: skip
+    assert code == 0, err
+    assert "ngram, K=4" in out
+
+
+def test_draft_none_with_a_method_that_needs_a_draft_model_says_which_do_not(model_dirs, capsys):
+    target = str(model_dirs["llama-target"])
+    code, _, err = run_cli(capsys, "run", "--prompt", "hi", "--target", target, "--draft", "none", "--method", "draft")
+    assert code == 2 and "draft needs a draft model" in err and "Traceback" not in err

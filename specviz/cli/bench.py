@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from specviz import methods
 from specviz.cli.args import check_ks, check_outputs, int_list, schedule_variants, settings_from, tree_shapes, write_all
 from specviz.cli.loading import chat_rows, load_for
-from specviz.cli.model_args import add_model_arguments, add_sampling_arguments, with_draft_vocab
+from specviz.cli.model_args import add_model_arguments, add_sampling_arguments, no_draft_model, with_draft_vocab
 from specviz.core.settings import RunSettings, parse_threads, tree_fields
 from specviz.errors import SpecvizError
 
@@ -149,7 +149,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 f"skipped the {lane} lane: no head for it beside the target (give one with --head DIR)", file=sys.stderr
             )
     drafted = [lane for lane in lanes if methods.get(lane).loads_draft]
-    if args.lanes is None and drafted and args.draft.strip().lower() == methods.NGRAM:
+    if args.lanes is None and drafted and no_draft_model(args.draft):
         lanes = tuple(lane for lane in lanes if lane not in drafted)  # a pair with no draft model: the others
         print(f"skipped the {', '.join(drafted)} lanes: this pair has no draft model", file=sys.stderr)
     pair = load_for(args, lanes + tree_methods)

@@ -7,6 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from specviz import methods
+from specviz.cli.model_args import no_draft_model
 from specviz.core.settings import RunSettings, parse_threads
 from specviz.errors import SpecvizError
 
@@ -45,7 +46,7 @@ def load_for(args: argparse.Namespace, method_names) -> ModelPair:
 def check_has_draft(args: argparse.Namespace, method_names) -> None:
     """A method that runs a draft model is refused, naming those that need none, when there is no draft model."""
     needing = [name for name in method_names if methods.get(name).loads_draft]
-    if needing and args.draft.strip().lower() == methods.NGRAM:
+    if needing and no_draft_model(args.draft):
         from specviz.engine.loading.catalogue import NO_DRAFT_MODEL
 
         raise SpecvizError(
@@ -60,7 +61,7 @@ def load_family(args: argparse.Namespace, base: RunSettings) -> tuple[ModelPair,
     from specviz.engine.early_exit import check_exit_layer
     from specviz.engine.loading.models import find_heads
 
-    pair = load_named(args, None if args.draft.strip().lower() == methods.NGRAM else args.draft)
+    pair = load_named(args, None if no_draft_model(args.draft) else args.draft)
     try:
         check_exit_layer(pair.target, base.exit_layer)
         exit_refusal = ""

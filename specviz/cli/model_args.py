@@ -18,6 +18,7 @@ from specviz.errors import SpecvizError
 
 if TYPE_CHECKING:
     from specviz.engine.loading.models import ModelPair
+NO_DRAFT = "none"  # --draft none: no draft model
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,7 +39,8 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         "--draft",
         default=None,
         help=f"hub id or local directory of the draft model, a pair's name for its draft model (--pair smollm2 --draft "
-        f"pystdlib, with --method tli or slem), or 'ngram' for prompt lookup (default: the pair's, {BUNDLED_DRAFT!r})",
+        f"pystdlib, with --method tli or slem), or 'none' for no draft model (n-gram lookup then, unless --method "
+        f"names another method that needs none; 'ngram' is the older name) (default: the pair's, {BUNDLED_DRAFT!r})",
     )
     parser.add_argument(
         "--raw",
@@ -88,7 +90,7 @@ def resolve_pair(args: argparse.Namespace) -> None:
     if spec.installed() is None:
         print(f"converting {spec.key} to {spec.target_source} once (about half a minute)", file=sys.stderr, flush=True)
     args.target, draft = spec.sources()
-    args.draft = args.draft if args.draft is not None else (draft or methods.NGRAM)
+    args.draft = args.draft if args.draft is not None else (draft or NO_DRAFT)
     args.draft = pair_draft(args.draft)
     args.chat = spec.chat and not args.raw
 
@@ -252,4 +254,9 @@ def method_of(args: argparse.Namespace) -> str:
         return methods.PLAIN
     if getattr(args, "method", None):
         return args.method
-    return methods.NGRAM if args.draft.strip().lower() == methods.NGRAM else methods.DRAFT
+    return methods.NGRAM if no_draft_model(args.draft) else methods.DRAFT
+
+
+def no_draft_model(draft: str) -> bool:
+    """--draft none (or its older name, ngram): the target runs alone, drafting for itself."""
+    return draft.strip().lower() in (NO_DRAFT, methods.NGRAM)

@@ -35,7 +35,7 @@ def add_run_parser(commands) -> None:
         "--method",
         default=None,
         choices=methods.PROPOSERS + methods.CROSSING,
-        help="who drafts (default: the draft model, or n-gram lookup with --draft ngram); "
+        help="who drafts (default: the draft model, or n-gram lookup with --draft none); "
         f"{' / '.join(methods.CROSSING)} = a --draft with a tokenizer of its own (docs/engine.md); "
         f"{methods.heads_words()}: beside the target or given by --head",
     )
