@@ -25,7 +25,7 @@ from specviz.engine.proposers.base import (
     empty_tree,
     tree_shape,
 )
-from specviz.engine.proposers.crossing import CrossingProposer, SlemProposer
+from specviz.engine.proposers.crossing import SlemProposer, TliProposer
 from specviz.engine.proposers.draft_model import DraftModelDrafter, DraftModelProposer, TreeDrafter, TreeProposer
 from specviz.engine.proposers.eagle import EagleDrafter, EagleProposer
 from specviz.engine.proposers.early_exit import EarlyExitDrafter, EarlyExitProposer
@@ -118,7 +118,7 @@ __all__ = [
     "SuffixDrafter",
     "EarlyExitProposer",
     "EarlyExitDrafter",
-    "CrossingProposer",
+    "TliProposer",
     "SlemProposer",
     "PROPOSER_CLASSES",
     "proposer_class",

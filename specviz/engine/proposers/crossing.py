@@ -48,8 +48,9 @@ def crossing_of(pair: ModelPair, method: str) -> VocabMap:
 
 
 @dataclass(frozen=True)
-class CrossingProposer:
-    """A draft model with another tokenizer; `start` gives a run its drafter (TLI or SLEM by `method`)."""
+class TliProposer:
+    """TLI: a draft model with another tokenizer, drafting only the tokens both vocabularies share; SLEM's proposer
+    is this one with another drafter (`start` gives a run its drafter by `method`)."""
 
     method: ClassVar[str] = methods.TLI
     hidden_layers: ClassVar[tuple[int, ...]] = ()  # reads none of the target's features
@@ -59,7 +60,7 @@ class CrossingProposer:
     forward: str = FORWARD_HF
 
     @classmethod
-    def for_run(cls, pair: ModelPair, settings: RunSettings) -> CrossingProposer:
+    def for_run(cls, pair: ModelPair, settings: RunSettings) -> TliProposer:
         vocab = crossing_of(pair, cls.method)
         return cls(pair.draft, vocab, settings.sampling, chosen_forward(settings.forward, pair.draft))
 
@@ -68,7 +69,7 @@ class CrossingProposer:
 
 
 @dataclass(frozen=True)
-class SlemProposer(CrossingProposer):
+class SlemProposer(TliProposer):
     """SLEM: the draft's text, re-tokenized into the target's tokens, judged by exact match."""
 
     method: ClassVar[str] = methods.SLEM
@@ -77,7 +78,7 @@ class SlemProposer(CrossingProposer):
 class CrossingDrafter(Drafter):
     """One run's draft context over its own tokens, realigned to the committed text after every round."""
 
-    def __init__(self, proposer: CrossingProposer, prompt_ids: list[int]):
+    def __init__(self, proposer: TliProposer, prompt_ids: list[int]):
         self.vocab, self.sampling = proposer.vocab, proposer.sampling
         self.committed = prompt_ids  # target ids: prompt + output so far
         self.ids = self.vocab.draft_ids(self.vocab.target_text(prompt_ids)) or [0]  # the draft's context: cache +
