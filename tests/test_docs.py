@@ -75,3 +75,15 @@ def test_the_contributing_guide_lists_every_method_as_the_registry_has_it():
     text = (ROOT / "docs" / "contributing.md").read_text()
     shown = text.split("<!-- proposers table: generated -->\n", 1)[1].split("\n<!-- end of the proposers table -->")[0]
     assert shown == proposers_table(), "docs/contributing.md's proposers table is stale: paste proposers_table()"
+
+
+def test_the_public_mode_section_names_every_cap_and_the_proxy_setting():
+    from specviz.ui.hall import WORKERS_ENV
+    from specviz.ui.limits import PROXY_ENV, PUBLIC_CAPS, RENAMED
+
+    text = (ROOT / "docs" / "app.md").read_text(encoding="utf-8")
+    start = text.index("## Public mode")
+    end = text.find("\n## ", start)
+    section = text[start : end if end > 0 else len(text)]
+    missing = [name for name in [*PUBLIC_CAPS, *RENAMED, PROXY_ENV, WORKERS_ENV] if f"`{name}`" not in section]
+    assert not missing, f"docs/app.md's public mode section does not name {missing}"
