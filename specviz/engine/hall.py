@@ -455,7 +455,7 @@ def seconds(value: float, up: bool = False) -> str:
 def budget_message(budget_s: float) -> str:
     """What a run stopped by its time budget tells its page: the budget, why, and how to ask for less."""
     return (
-        f"This run was stopped after {seconds(budget_s)}, this deployment's time budget for one run, so that other "
+        f"This run was stopped after {budget_s:.0f} s, this deployment's time budget for one run, so that other "
         "visitors' runs go on. Ask for less: fewer new tokens, a smaller K, or fewer lanes or prompts."
     )
 

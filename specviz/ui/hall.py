@@ -28,7 +28,7 @@ from streamlit.runtime.scriptrunner_utils.exceptions import StopException
 from streamlit.runtime.scriptrunner_utils.script_requests import ScriptRequestType
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
-from specviz.engine.hall import Hall, plural, seconds, waiting_message, workers_for
+from specviz.engine.hall import Hall, plural, waiting_message, workers_for
 from specviz.ui.limits import Limits
 
 POLL_S = 0.5  # how often a waiting page asks for its place (redrawn when its words change)
@@ -161,7 +161,7 @@ def public_words(limits: Limits) -> str:
     """What a waiting page adds in public mode: the share and the budget, which the estimate's "at most" rests on."""
     if not limits.public:
         return ""
-    budget = f"; a run may take at most {seconds(limits.max_run_seconds)}" if limits.max_run_seconds else ""
+    budget = f"; a run may take at most {limits.max_run_seconds} s" if limits.max_run_seconds else ""
     return f" (Public mode: {plural(limits.runs_per_client, 'run')} per visitor at a time, however many tabs{budget}.)"
 
 

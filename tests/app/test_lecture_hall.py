@@ -115,7 +115,7 @@ def test_a_queued_run_is_told_its_place_and_an_estimate_before_any_run_has_finis
     assert 0 < place.estimate_s <= 2 * ui_hall.PRIORS_S["run"] and 0 < place.latest_s <= 240
     assert words.startswith("Your run is 2nd in line (1 run ahead of yours), about ")
     assert words.endswith(
-        "(Public mode: 1 run per visitor at a time, however many tabs; a run may take at most 2 min.)"
+        "(Public mode: 1 run per visitor at a time, however many tabs; a run may take at most 120 s.)"
     )
 
 

@@ -412,7 +412,7 @@ def test_a_run_past_its_time_budget_is_stopped_with_a_message_naming_the_budget(
     with pytest.raises(RunStopped) as stopped:
         h.result(long)
     assert str(stopped.value) == (
-        "This run was stopped after 2 min, this deployment's time budget for one run, so that other visitors' runs "
+        "This run was stopped after 120 s, this deployment's time budget for one run, so that other visitors' runs "
         "go on. Ask for less: fewer new tokens, a smaller K, or fewer lanes or prompts."
     )
 
