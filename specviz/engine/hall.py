@@ -90,6 +90,7 @@ class Job:
     cached: bool = True  # its result is kept for the next session asking the same key
     clients: set[str] = field(default_factory=set)  # every client that asked for it (the per-client cap)
     stopping: SpecvizError | None = None  # why a checkpoint stopped it (it holds its worker until it unwinds)
+    finish_alone: bool = False  # runs to its end when nobody waits any more (its budget still holds)
     done: threading.Event = field(default_factory=threading.Event)
 
 
@@ -155,13 +156,21 @@ class Hall:
 
     # ---- what a session calls ----------------------------------------------------------------------------------
     def submit(
-        self, key: Hashable, fn: Callable, session: str, kind: str = "run", cache: bool = True, client: str = ""
+        self,
+        key: Hashable,
+        fn: Callable,
+        session: str,
+        kind: str = "run",
+        cache: bool = True,
+        client: str = "",
+        finish_alone: bool = False,
     ) -> Ticket:
         """Ask for the job `key` (fn() computes it): a finished result, the same job another session asked for, or a
         new one at the back of the queue. The session stops waiting for any other job it asked for (a page waits
         for one run at a time: a queued one nobody else waits for is dropped, a running one stopped at its next
         checkpoint). cache False: run afresh and keep nothing (a run that learns from its session). client: who
-        the session is (its address; empty: the session itself), whose share the caps count.
+        the session is (its address; empty: the session itself), whose share the caps count. finish_alone: once
+        started, run to the end even when nobody waits any more (a server-wide measurement the next visitor is shown).
         Raises HallFull when the queue or this client's share is full (and then gives up nothing)."""
         client = client or session
         with self._lock:
@@ -175,7 +184,8 @@ class Hall:
                 self._refuse_if_full(session, client, key)
             self._release_others(session, key)
             if job is None:
-                job = Job(key if cache else (key, next(self._numbers)), fn, kind, next(self._numbers), cached=cache)
+                number = next(self._numbers)
+                job = Job(key if cache else (key, number), fn, kind, number, cached=cache, finish_alone=finish_alone)
                 self._jobs[job.key] = job
                 self._queue.append(job)
                 self._ensure_workers()
@@ -297,7 +307,7 @@ class Hall:
                 now = self.clock()
                 if self.budget_s is not None and now - job.started >= self.budget_s:
                     job.stopping = RunStopped(budget_message(self.budget_s))
-                elif self._abandoned(job, now):
+                elif not job.finish_alone and self._abandoned(job, now):
                     job.stopping = RunStopped(
                         "This run was stopped: no tab was waiting for it any more. Start it again to see it."
                     )

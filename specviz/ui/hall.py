@@ -1,5 +1,6 @@
 """The lecture hall's Streamlit side: every model run of a page goes through the one pool (specviz.engine.hall) shared
-by all sessions, and the waiting session is told its place and an estimate ("3 runs ahead of yours, about 4 s").
+by all sessions, and the waiting session is told its place and an estimate ("Your run is 4th in line (3 runs ahead of
+yours), about 15 s").
 
 The waiting page polls the pool a few times a second and redraws its message when its words change; a redraw is how
 Streamlit tells a session that its tab closed (the rerun is stopped: StopException), so a poll that finds a stop
@@ -86,7 +87,7 @@ def client_id(session: str, limits: Limits) -> str:
         return client_key(None, None, session, limits.trusted_proxy)
     headers = st.context.headers
     forwarded = ",".join(headers.get_all(FORWARDED)) or None
-    if forwarded and not limits.trusted_proxy and not _UNTRUSTED_SAID:
+    if forwarded and limits.public and not limits.trusted_proxy and not _UNTRUSTED_SAID:
         _UNTRUSTED_SAID.append(True)
         LOG.warning(
             "requests carry %s but SPECVIZ_TRUSTED_PROXY is off: each visitor is its connection's address (behind a "
@@ -131,14 +132,24 @@ def stop_requested() -> bool:
     return getattr(requests, "_state", None) == ScriptRequestType.STOP
 
 
-def in_the_hall(kind: str, key: Hashable, fn: Callable, what: str = "run", cache: bool = True, running: str = ""):
+def in_the_hall(
+    kind: str,
+    key: Hashable,
+    fn: Callable,
+    what: str = "run",
+    cache: bool = True,
+    running: str = "",
+    finish_alone: bool = False,
+):
     """fn()'s value, computed in the pool (or handed out again: equal keys are one run). While it waits, the page
-    shows its place and an estimate where this is called. fn may report progress: see `reporting`. Raises HallFull
-    (the queue or this session's share is full), the run's own SpecvizError, or RunFailed for anything else."""
+    shows its place and an estimate where this is called. fn may report progress: see `reporting`. finish_alone: a
+    run every visitor is shown (the home page's), finished even when its tab closes. Raises HallFull
+    (the queue or this visitor's share is full), RunStopped (its budget ran out), the run's own SpecvizError, or
+    RunFailed for anything else."""
     limits = Limits.from_env()
     hall = lecture_hall(limits)
     session = session_id()
-    ticket = hall.submit((kind, key), fn, session, kind, cache, client_id(session, limits))
+    ticket = hall.submit((kind, key), fn, session, kind, cache, client_id(session, limits), finish_alone)
     if not hall.wait(ticket, 0):
         box, shown, drawn_at = st.empty(), None, 0.0
         try:

@@ -404,6 +404,26 @@ def test_a_running_job_nobody_polls_any_more_is_stopped_but_one_still_polled_run
     assert isinstance(kept.job.error, StopIteration)  # it ran to its own end (round 20), never stopped
 
 
+def test_a_server_wide_measurement_runs_to_its_end_when_its_tab_closes_and_is_handed_to_the_next_visitor():
+    h, clock = hall()
+
+    def close_tab(n):
+        if n == 1:
+            h.release(first)
+        if n == 4:
+            raise StopIteration  # its own end
+
+    def measure():
+        try:
+            rounds(clock, during=close_tab)()
+        except StopIteration:
+            return "measured"
+
+    first = h.submit("home", measure, "s1", finish_alone=True)
+    h.run_next(block=False)
+    assert h.result(h.submit("home", measure, "s2")) == "measured"  # kept: the next visitor gets it at once
+
+
 def test_a_run_past_its_time_budget_is_stopped_with_a_message_naming_the_budget():
     h, clock = hall(budget_s=120)
     long = h.submit("long", rounds(clock, seconds_each=7, during=lambda n: h.place(long)), "s1")  # its page polls
