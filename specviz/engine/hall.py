@@ -484,9 +484,10 @@ def waiting_message(place: Place, what: str = "run", running: str = "") -> str:
     next, about 1 s", "Running your run now (about 1 s left)". running: what a running job is doing, in place of
     "Running your run"."""
     latest = "" if place.latest_s is None else f", at most {seconds(place.latest_s, up=True)}"
-    eta = "" if place.estimate_s is None else f", about {seconds(place.estimate_s)}{latest}"
+    eta = "" if place.estimate_s is None else f", about {seconds(place.estimate_s)}"
     if place.guessed:
         eta += " (a guess: runs like this one have not been timed here yet)"
+    eta += latest if place.estimate_s is not None else ""
     if place.state == RUNNING:
         doing = f": {place.progress[1]}" if place.progress and place.progress[1] else ""
         left = "" if place.estimate_s is None else f" (about {seconds(place.estimate_s)} left{latest})"

@@ -488,7 +488,10 @@ def test_a_second_sessions_short_run_started_meanwhile_is_served_within_the_time
     ticket, at, place = asked[0]
     assert place == Place(QUEUED, 1, estimate_s=7.0, guessed=True, latest_s=57.0)  # 27 s of budget left, then 30
     note = waiting_message(place)
-    assert note.startswith("Your run is 2nd in line (1 run ahead of yours), about 7 s, at most 60 s (a guess")
+    assert note == (
+        "Your run is 2nd in line (1 run ahead of yours), about 7 s (a guess: runs like this one have not been timed "
+        "here yet), at most 60 s. Model runs take turns on this machine's cores."
+    )
     h.run_next(block=False)
     assert h.result(ticket) == "short"
     assert clock.now - at <= place.latest_s  # served at 32 s, 29 s after it asked
