@@ -19,10 +19,10 @@ with st.spinner("Loading specviz (the models and charts: a few seconds on a fres
     from specviz.ui.controls import (
         active_sources,
         chat_prompt,
+        drafted_as_the_pair_can,
         first_run_note,
         first_run_settings,
         recommended_draft_vocab,
-        without_draft_model,
     )
     from specviz.ui.render import cached_versus_plain, show_text
     from specviz.ui.verify_curve import show_verify_curve
@@ -38,9 +38,9 @@ has *exactly* the target's distribution, and when the draft agrees often, each e
 
 The cheapest draft is no second model at all but **the target itself, compressed**: its own weights rounded to 4 bits
 read an eighth of the bytes per step, and where a step's time is the time to stream the weights from memory, that
-makes a draft step a fraction of a target step while its guesses stay nearly the target's (smollm2: 0.41 of a step on
-an AVX-512 CPU, 1.6x; on an AVX2 CPU the 4-bit arithmetic itself is slow, 0.8 of a step, and it loses: the round page
-runs it, docs/speed.md has both).
+makes a draft step a fraction of a target step while its guesses stay nearly the target's (smollm2: 0.44 of a step on
+an AVX-512 BF16 CPU, measured 1.49x; on an AVX2 CPU the 4-bit arithmetic itself is slow, 0.8 of a step, and it loses:
+the round page runs it, docs/speed.md has both).
 """
 )
 
@@ -57,13 +57,13 @@ st.subheader("Live: one run on the default pair")
 draft_vocab = recommended_draft_vocab(sources[1])
 vocab_note = f" The draft proposes from its {draft_vocab} most frequent tokens." if draft_vocab else ""
 try:
-    settings = without_draft_model(first_run_settings(draft_vocab), sources)
+    settings = drafted_as_the_pair_can(first_run_settings(draft_vocab), sources)
     result, measured_at, env = cached_versus_plain(sources, prompt, settings)
 except SpecvizError as exc:
     st.error(str(exc))
 else:
     spec, plain = result.spec, result.plain
-    st.caption(first_run_note(sources[0]))
+    st.caption(first_run_note(*sources[:2]))
     show_text(spec)
     cols = st.columns(4)
     cols[0].metric("α (accepted / judged)", f"{spec.totals.alpha:.2f}", help=ALPHA_HELP)

@@ -15,6 +15,8 @@ entry = sections.show_lane_picker(controls)
 
 if st.button("Start the race", type="primary", disabled=controls.settings is None):
     sections.start_race(controls, prompt, entry)
+else:
+    sections.resume_race()  # this page's race, if a rerun interrupted its wait (the K sweep pressed meanwhile)
 if "race" in st.session_state:
     sections.show_race(*st.session_state["race"])
 

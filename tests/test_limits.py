@@ -43,7 +43,8 @@ def test_public_mode_offers_the_pairs_that_need_no_download_unless_the_operator_
     from specviz.engine.loading.catalogue import CATALOGUE, PAIR_NAMES
 
     public = Limits.from_env({"SPECVIZ_PUBLIC": "1"})
-    assert public.offered_pairs == ("pystdlib", "smollm2") == tuple(s.key for s in CATALOGUE if s.offline)
+    offline = ("pystdlib", "smollm2", "smollm2-pystdlib")
+    assert public.offered_pairs == offline == tuple(s.key for s in CATALOGUE if s.offline)
     assert not public.offers_pair("qwen2.5-1.5b") and not public.problems
     assert Limits.from_env({}).offered_pairs == PAIR_NAMES  # private mode: every pair
     named = Limits.from_env({"SPECVIZ_PUBLIC": "1", "SPECVIZ_PAIRS": " pystdlib , GPT2-Medium "})

@@ -31,13 +31,15 @@ class BitsPoint:
     file: str
 
 
-def bits_points(docs: Iterable[dict], target: str, dtype: str) -> tuple[BitsPoint, ...]:
-    """Per bits (most first), the quantized lane of the bench runs on this target and precision with the best
-    measured speedup; a bits value never benched is absent, not guessed."""
+def bits_points(docs: Iterable[dict], target: str, dtype: str, machine: str = "") -> tuple[BitsPoint, ...]:
+    """Per bits (most first), the quantized lane of the bench runs on this target and precision (and machine, as
+    `where` names it, when given) with the best measured speedup; a bits value never benched is absent, not guessed."""
     best: dict[int, BitsPoint] = {}
     for doc in docs:
         env, settings = doc.get("environment", {}), doc.get("settings", {})
         if env.get("target") != target or env.get("dtype") != dtype or "quant" not in settings:
+            continue
+        if machine and where(env) != machine:
             continue
         for row in doc.get("results", []):
             if row.get("method") != methods.QUANTIZED or any(row.get(f) is None for f in ("alpha", "c", "verify_cost")):
@@ -60,10 +62,24 @@ def bits_points(docs: Iterable[dict], target: str, dtype: str) -> tuple[BitsPoin
     return tuple(best[bits] for bits in sorted(best, reverse=True))
 
 
-def recorded_bits(folder: Path, target: str, dtype: str = "float32") -> tuple[BitsPoint, ...]:
-    """bits_points over the quantized bench files committed in `folder` (assets/bench)."""
+def by_machine(docs: Iterable[dict], target: str, dtype: str) -> dict[str, tuple[BitsPoint, ...]]:
+    """bits_points per machine that measured this target and precision: a 4-bit figure from one CPU and a 3-bit one
+    from another are never drawn as one curve (the kernels differ: docs/speed.md)."""
+    docs = list(docs)
+    machines = {p.cpu for p in bits_points(docs, target, dtype)}
+    return {m: bits_points(docs, target, dtype, m) for m in sorted(machines)}
+
+
+def recorded_bits(folder: Path, target: str, dtype: str = "float32") -> dict[str, tuple[BitsPoint, ...]]:
+    """by_machine over the quantized bench files committed in `folder` (assets/bench)."""
     docs = [json.loads(p.read_text()) | {"file": p.name} for p in sorted(folder.glob(f"{PREFIX}*.json"))]
-    return bits_points(docs, target, dtype)
+    return by_machine(docs, target, dtype)
+
+
+def closest_machine(machines: Iterable[str], capability: str) -> str:
+    """The machine to show first: one with this CPU's capability (AVX2, AVX512), else the one first named."""
+    names = list(machines)
+    return next((m for m in names if f"({capability})" in m), names[0] if names else "")
 
 
 def where(env: dict) -> str:

@@ -118,7 +118,21 @@ PRESET_TARGET = "smollm2"  # the preset's measurements: the real target, float32
 
 
 def recorded_points() -> tuple[quantized_bits.BitsPoint, ...]:
-    return quantized_bits.recorded_bits(ASSETS / "bench", PRESET_TARGET)
+    """The measured points of the machine the preset shows (its radio's, else the one most like this CPU)."""
+    machines = quantized_bits.recorded_bits(ASSETS / "bench", PRESET_TARGET)
+    if not machines:
+        return ()
+    chosen = st.session_state.get("calc_bits_machine")
+    if chosen not in machines:
+        chosen = quantized_bits.closest_machine(machines, cpu_capability())
+    return machines[chosen]
+
+
+def cpu_capability() -> str:
+    """This CPU's kernel level as torch names it (AVX2, AVX512): the preset starts on a machine like it."""
+    import torch
+
+    return torch.backends.cpu.get_cpu_capability()
 
 
 def apply_bits_preset() -> None:
@@ -144,6 +158,14 @@ def show_bits_preset() -> None:
     )
     if preset != BITS_PRESET:
         return
+    machines = quantized_bits.recorded_bits(ASSETS / "bench", PRESET_TARGET)
+    if len(machines) > 1:  # each CPU's figures apart: the int4 kernel pays on one and not on another
+        first = quantized_bits.closest_machine(machines, cpu_capability())
+        st.radio(
+            "Measured on", list(machines), index=list(machines).index(first), horizontal=True,
+            key="calc_bits_machine", on_change=apply_bits_preset,
+        )  # fmt: skip
+        points = recorded_points()
     knob.select_slider(
         "bits", [p.bits for p in reversed(points)], value=4 if any(p.bits == 4 for p in points) else points[0].bits,
         key="calc_bits", on_change=apply_bits_preset,

@@ -34,7 +34,7 @@ from specviz.engine.loading.catalogue import (
     CATALOGUE,
     exit_layer_for,
     find_pair,
-    pair_of_target,
+    pair_of_sources,
     presets_for,
     uses_chat,
 )
@@ -97,16 +97,16 @@ PAGE_DEFAULT_NOTES = {  # the rounds page's depends on the pair: first_run_note(
 }
 
 
-def first_run_note(target: str) -> str:
-    """What the first run is on this target's pair, and what it shows there (the toy's words only on the toy)."""
-    spec = pair_of_target(target)
+def first_run_note(target: str, draft: str) -> str:
+    """What the first run is on this pair, and what it shows there (the toy's words only on the toy)."""
+    spec = pair_of_sources(target, draft)
     return FIRST_RUN_WORDS + (spec.first_run if spec and spec.first_run else FIRST_RUN_ELSEWHERE)
 
 
-def page_default_note(page: str, target: str) -> str:
+def page_default_note(page: str, target: str, draft: str) -> str:
     """What a page starts with, and why, said for the pair in use ("" for a page without its own starting values)."""
     if page == "rounds":
-        return first_run_note(target) + ROUNDS_GREEDY
+        return first_run_note(target, draft) + ROUNDS_GREEDY
     return PAGE_DEFAULT_NOTES.get(page, "")
 
 
@@ -123,16 +123,21 @@ def first_run_settings(draft_vocab: int = 0) -> RunSettings:
     )
 
 
-def without_draft_model(settings: RunSettings, sources: tuple[str, str, str, str]) -> RunSettings:
-    """The settings, drafting by n-gram lookup instead where the pair in use has no draft model."""
-    if sources[1] or not methods.get(settings.method).loads_draft:
+def drafted_as_the_pair_can(settings: RunSettings, sources: tuple[str, str, str, str]) -> RunSettings:
+    """The draft model's settings, drafting as the pair in use can instead: by n-gram lookup where it has no draft
+    model, by TLI where its draft speaks another tokenizer."""
+    has_draft, crosses = pair_drafts(sources)
+    if not methods.get(settings.method).loads_draft or (has_draft and not crosses):
         return settings
-    return replace(settings, method=methods.NGRAM, draft_vocab=0)
+    return replace(settings, method=methods.TLI if crosses else methods.NGRAM, draft_vocab=0)
 
 
 def is_first_run(settings: RunSettings, prompt: str, target: str) -> bool:
-    """Whether a run is the first run (FIRST_RUN with the code preset), whatever draft vocabulary it used."""
-    return settings == first_run_settings(settings.draft_vocab) and prompt == presets_for(target)["code"]
+    """Whether a run is the first run (FIRST_RUN with the code preset, drafted by the pair's draft model: its own
+    method, or TLI across tokenizers), whatever draft vocabulary it used."""
+    first = replace(first_run_settings(settings.draft_vocab), method=settings.method)
+    drafted = settings.method in (methods.DRAFT, *methods.CROSSING)
+    return drafted and settings == first and prompt == presets_for(target)["code"]
 
 
 TREE_PRESETS = ("2,2,1,1", "3,2,1,1", "4,2,2,1", "dynamic:16,5,4")  # children per depth, or a dynamic (EAGLE-2)
@@ -519,8 +524,9 @@ def sidebar_controls(page: str = "") -> Controls:
             "Forward pass", list(FORWARDS), format_func=FORWARD_LABELS.get, key=keep("forward", FORWARD_AUTO),
             on_change=remember, args=("forward",), help=FORWARD_HELP,
         )  # fmt: skip
-    if page_default_note(page, active_sources()[0]):
-        st.sidebar.caption(page_default_note(page, active_sources()[0]))
+    note = page_default_note(page, *active_sources()[:2])
+    if note:
+        st.sidebar.caption(note)
     if limits.public:
         st.sidebar.caption(
             f"Public mode: K ≤ {limits.max_k}, trees of at most {limits.max_tree_nodes} nodes, at most "

@@ -139,17 +139,41 @@ def in_the_hall(
     what: str = "run",
     cache: bool = True,
     running: str = "",
+    keep: str = "",
     finish_alone: bool = False,
 ):
     """fn()'s value, computed in the pool (or handed out again: equal keys are one run). While it waits, the page
-    shows its place and an estimate where this is called. fn may report progress: see `reporting`. finish_alone: a
-    run every visitor is shown (the home page's), finished even when its tab closes. Raises HallFull
-    (the queue or this visitor's share is full), RunStopped (its budget ran out), the run's own SpecvizError, or
-    RunFailed for anything else."""
+    shows its place and an estimate where this is called. fn may report progress: see `reporting`. keep: a name the
+    run's ticket is kept under in the session until it is done, so that a rerun of the page meanwhile (a widget
+    touched, another button pressed) waits for it again with `resume` instead of losing it. finish_alone: a run every
+    visitor is shown (the home page's), finished even when its tab closes. Raises HallFull (the queue or this
+    visitor's share is full), RunStopped (its budget ran out), the run's own SpecvizError, or RunFailed for anything
+    else."""
     limits = Limits.from_env()
     hall = lecture_hall(limits)
     session = session_id()
     ticket = hall.submit((kind, key), fn, session, kind, cache, client_id(session, limits), finish_alone)
+    if keep:
+        st.session_state[keep] = (hall, ticket, kind, what, running)
+    return _waited(hall, ticket, kind, what, running, keep)
+
+
+def resume(keep: str):
+    """The page's own run kept under `keep` that a rerun interrupted, waited for again where this is called: its
+    result, or None when there is none (never started, or already handed out)."""
+    kept = st.session_state.get(keep)
+    return None if kept is None else _waited(*kept, keep)
+
+
+def forget(keep: str) -> None:
+    """The kept run is handed out (or given up): a later rerun does not wait for it again."""
+    if keep:
+        st.session_state.pop(keep, None)
+
+
+def _waited(hall: Hall, ticket, kind: str, what: str, running: str, keep: str):
+    """Wait for the ticket's job, telling the page its place, then its result (or error); forgets `keep` then."""
+    limits = Limits.from_env()
     if not hall.wait(ticket, 0):
         box, shown, drawn_at = st.empty(), None, 0.0
         try:
@@ -161,10 +185,12 @@ def in_the_hall(
                     shown, drawn_at = message, time.monotonic()
         except StopException:  # the tab closed (or the viewer pressed Stop): its run is dropped, or stopped
             dropped = hall.release(ticket)
+            forget(keep)
             fate = "dropped from the queue" if dropped else "stopped at its next step unless another session waits"
             LOG.warning("a session stopped waiting for its %s: %s", kind, fate)
             raise
         box.empty()
+    forget(keep)
     return hall.result(ticket)
 
 

@@ -4,6 +4,8 @@ prose in assets/lessons/race.json)."""
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import streamlit as st
@@ -19,7 +21,7 @@ from specviz.measure.lanes import refusal
 from specviz.measure.race import MAX_PICKED, SWEEP_KS, k_sweep, race, sweep_warnings, three_lanes
 from specviz.measure.timing import REPEATS, implausible_lanes, timing_words
 from specviz.ui.controls import Controls, active_pair, active_sources, exit_layer_fits
-from specviz.ui.hall import in_the_hall, reporting
+from specviz.ui.hall import in_the_hall, reporting, resume
 from specviz.ui.loaders import draft_crosses
 from specviz.ui.notes import show_note
 from specviz.ui.race_player import race_player
@@ -75,6 +77,9 @@ def show_lane_picker(controls: Controls) -> Entry:
     return Entry(lanes, tree)
 
 
+RACE_RUN, SWEEP_RUN = "race_run", "sweep_run"  # the page's own runs, kept until done (ui/hall.py, resume)
+
+
 def start_race(controls: Controls, prompt: str, entry: Entry) -> None:
     """Race the entered lanes in the lecture hall's pool and keep the result, its settings and environment."""
     try:
@@ -83,20 +88,53 @@ def start_race(controls: Controls, prompt: str, entry: Entry) -> None:
 
         @reporting
         def racing(report) -> object:  # in the lecture hall's pool; its reports go to the waiting page
-            def advance(done: int, runs: int, lane: str) -> None:  # between runs only
-                report(done / runs, f"decoded {done} of {runs} runs (last: {methods.lane_label(lane)})")
+            report(0.0, "warming up every lane, untimed")
+            return race(pair, prompt, settings, lanes, race_progress(report, lanes), tree)
 
-            return race(pair, prompt, settings, lanes, advance, tree)
-
-        key = (active_sources(), prompt, settings, tuple(lanes), tree)
-        raced = in_the_hall("race", key, racing, "race", cache=False)
-        st.session_state["race"] = (
-            raced,
+        st.session_state["race_started"] = (
             settings,
             bench.environment(pair) | {"forward": forwards_run(pair, settings)},
         )
+        key = (active_sources(), prompt, settings, tuple(lanes), tree)
+        running = race_words(len(lanes) + (methods.PLAIN not in lanes))
+        keep_race(in_the_hall("race", key, racing, "race", cache=False, running=running, keep=RACE_RUN))
     except SpecvizError as exc:
         st.error(str(exc))
+
+
+def race_words(lanes: int) -> str:
+    """What a race runs, said while it runs: every lane once untimed (the warm-up), then each timed REPEATS times."""
+    return f"Racing {lanes} lanes (each once untimed, then {lanes * REPEATS} timed runs)"
+
+
+def race_progress(report, lanes) -> Callable[[int, int, str], None]:
+    """The race's between-runs callback: runs done, the last lane, and the time left at the pace so far (the warm-up
+    counted as one run per lane)."""
+    started, warm = time.monotonic(), len(lanes) + (methods.PLAIN not in lanes)
+
+    def advance(done: int, runs: int, lane: str) -> None:
+        pace = (time.monotonic() - started) / (done + warm)
+        report(done / runs, f"{done} of {runs} timed runs done (last: {methods.lane_label(lane)}), about "
+               f"{pace * (runs - done):.0f} s left")  # fmt: skip
+
+    return advance
+
+
+def resume_race() -> None:
+    """A race this page started that a rerun interrupted (the K sweep pressed, a widget touched meanwhile): waited
+    for again here, then kept like any other."""
+    try:
+        raced = resume(RACE_RUN)
+    except SpecvizError as exc:
+        st.error(str(exc))
+        return
+    if raced is not None:
+        keep_race(raced)
+
+
+def keep_race(raced) -> None:
+    settings, env = st.session_state.pop("race_started")
+    st.session_state["race"] = (raced, settings, env)
 
 
 def show_race(raced, raced_settings, env: dict) -> None:
@@ -130,14 +168,18 @@ def show_sweep_section(controls: Controls, prompt: str) -> None:
     """The K sweep: its button, then measured speedups beside τ / (K·c + v(K)), with what not to trust."""
     state = st.session_state
     st.write(LESSON["sweep"].format(ks=", ".join(map(str, SWEEP_KS))))
-    if st.button("Run the K sweep", disabled=controls.settings is None):
-        try:
+    pressed = st.button("Run the K sweep", disabled=controls.settings is None)
+    try:
+        if pressed:
             pair, settings = active_pair(), controls.settings
             check_prompt_cost(pair, prompt)  # every K reads it
             sweep = reporting(lambda report: k_sweep(pair, prompt, settings, on_progress=report))
-            state["sweep"] = in_the_hall("k_sweep", (active_sources(), prompt, settings), sweep, "K sweep", cache=False)
-        except SpecvizError as exc:
-            st.error(str(exc))
+            key = (active_sources(), prompt, settings)
+            state["sweep"] = in_the_hall("k_sweep", key, sweep, "K sweep", cache=False, keep=SWEEP_RUN)
+        elif (resumed := resume(SWEEP_RUN)) is not None:  # a sweep a rerun interrupted
+            state["sweep"] = resumed
+    except SpecvizError as exc:
+        st.error(str(exc))
     if "sweep" in state:
         sweep = state["sweep"]
         if sweep.costs.implausible:

@@ -212,7 +212,8 @@ def describe_run(trace: Trace, controls: Controls, picked: Picked, notes: DeltaG
         if static:
             about_run.markdown(static)
     else:
-        first = first_run_note(controls.target) if is_first_run(settings, trace.prompt, controls.target) else None
+        first_run = is_first_run(settings, trace.prompt, controls.target)
+        first = first_run_note(controls.target, controls.draft) if first_run else None
         tree = bool(settings.tree or settings.dynamic)
         for caption in setting_captions(tree, bool(settings.dynamic), settings.sampling.temperature, first, LESSON):
             about_run.caption(caption)

@@ -338,6 +338,14 @@ def tree_judge_sentence(r: Round, node: Node) -> str:
     return f"**Rejected**: {head}; u = {node.u:.3f} is above that. {nxt}"
 
 
+def picked_by(u: float) -> str:
+    """How a correction or bonus token is drawn: its own uniform, not the accept test's, read as an inverse CDF."""
+    return (
+        f"a fresh uniform draw, u = {u:.3f} (not the accept test's), picks it: the first token, in id order, whose "
+        "running total of probability reaches u"
+    )
+
+
 def resolve_sentence(r: Round) -> str:
     extra = r.extra
     if r.is_tree and extra.kind == "correction":
@@ -345,27 +353,27 @@ def resolve_sentence(r: Round) -> str:
         return (
             f"Every child tried under {at} was rejected, so the correction {_tok(extra.text)} is drawn from the "
             f"residual left after the last one, which only holds what the target still owes: its residual "
-            f"probability is {prob(extra.prob)} (p = {prob(extra.p)}, u = {extra.u:.3f}). This keeps the output "
+            f"probability is {prob(extra.prob)} (p = {prob(extra.p)}); {picked_by(extra.u)}. This keeps the output "
             "exactly p's, however many siblings were tried."
         )
     if r.is_tree and extra.kind == "bonus":
         return (
             f"The walk accepted {len(r.path)} node(s) down to a leaf, and the verify pass already holds p after that "
-            f"leaf: the bonus token {_tok(extra.text)} is drawn from it (p = {prob(extra.p)}, u = {extra.u:.3f}) for "
-            "free."
+            f"leaf: the bonus token {_tok(extra.text)} is drawn from it for free (p = {prob(extra.p)}; "
+            f"{picked_by(extra.u)})."
         )
     if extra.kind == "correction":
         rejected = next(p for p in r.positions if p.verdict == "rejected")
         return (
             f"The correction {_tok(extra.text)} is drawn from the residual norm(max(0, p − q)) at position "
             f"{rejected.index + 1}, which only holds tokens the target likes more than the draft did: its p is "
-            f"{prob(extra.p)} and its residual probability {prob(extra.prob)} (u = {extra.u:.3f}). This is what makes "
-            "the output follow p exactly."
+            f"{prob(extra.p)} and its residual probability {prob(extra.prob)}; {picked_by(extra.u)}. This is what "
+            "makes the output follow p exactly."
         )
     if extra.kind == "bonus":
         return (
             f"All {r.proposed} drafts passed, so the target's pass already holds p at position {r.proposed + 1}: the "
-            f"bonus token {_tok(extra.text)} is drawn from it (p = {prob(extra.p)}, u = {extra.u:.3f}) for free."
+            f"bonus token {_tok(extra.text)} is drawn from it for free (p = {prob(extra.p)}; {picked_by(extra.u)})."
         )
     return f"Plain decoding: the target draws {_tok(extra.text)} from p (p = {prob(extra.p)}, u = {extra.u:.3f})."
 

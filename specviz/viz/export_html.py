@@ -71,7 +71,10 @@ h1{font-size:1.6rem;margin:.2rem 0}
 #problem{color:#a00;font-weight:bold}
 body.spz-lecture h1{font-size:2.6rem}
 body.spz-lecture .about{font-size:1.3rem}
-"""  # the file's own page around the player; the player's rules are static/js/specviz-player.css
+body.spz-focus main{display:flex;flex-direction:column;padding-top:.5rem}
+body.spz-focus main>h1,body.spz-focus main>.about{order:1}
+"""  # the file's own page around the player (in the focus view its title and about go below it, so the phase fits a
+# projector's screen as in the app); the player's rules are static/js/specviz-player.css
 
 START_JS = r"""
 (async () => {
@@ -86,7 +89,7 @@ START_JS = r"""
   }
   const wrong = SpecvizPlayer.problem(doc);
   if (wrong) { problem.textContent = wrong; return; }
-  SpecvizPlayer.mount(document.getElementById("player"), doc, {moment: "hash", viewRoot: document.body});
+  SpecvizPlayer.mount(document.getElementById("player"), doc, {moment: "hash", viewRoot: document.body, follow: true});
   document.body.dataset.ready = "1";
 })();
 """  # unpack the embedded bundle and start the player at the moment the address's fragment names

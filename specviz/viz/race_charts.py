@@ -144,10 +144,11 @@ def sweep_chart(rows: list[dict]) -> alt.LayerChart:
     frame = pd.DataFrame(rows, columns=["k", "kind", "speedup", "low", "high"])
     title = "K sweep: measured speedup (range over repeats) vs the prediction from measured costs"
     base = alt.Chart(frame, title=title)
+    k_axis = alt.X("k:O", title="K (draft tokens per round)", axis=alt.Axis(labelAngle=0))
     lines = base.mark_line(point=True).encode(
-        x=alt.X("k:O", title="K (draft tokens per round)"),
+        x=k_axis,
         y=alt.Y("speedup:Q", title="speedup over plain (×)"),
-        color=alt.Color("kind:N", title=None),
+        color=alt.Color("kind:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=400)),
         tooltip=[
             "k:O",
             "kind:N",
@@ -156,12 +157,13 @@ def sweep_chart(rows: list[dict]) -> alt.LayerChart:
             alt.Tooltip("high:Q", format=".2f", title="highest repeat"),
         ],
     )
-    bars = (
-        base.transform_filter("isValid(datum.low)")
-        .mark_errorbar(ticks=True)
-        .encode(x="k:O", y=alt.Y("low:Q", title="speedup over plain (×)"), y2="high:Q", color=alt.Color("kind:N"))
-    )
-    return (lines + bars).properties(height=260)
+    ranged = base.transform_filter("isValid(datum.low)")
+    bars = ranged.mark_rule().encode(x=k_axis, y="low:Q", y2="high:Q", color=alt.Color("kind:N"))
+    caps = [  # short caps at each end, at their K only (an error bar's ticks span the whole band between K)
+        ranged.mark_tick(size=14, thickness=1.5).encode(x=k_axis, y=f"{end}:Q", color=alt.Color("kind:N"))
+        for end in ("low", "high")
+    ]
+    return alt.layer(lines, bars, *caps).properties(height=260)
 
 
 def playback_data(results: list[RunRecord], pieces: dict) -> dict:

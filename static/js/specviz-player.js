@@ -13,7 +13,8 @@ runs per step.
 opts: start (step index; default from the address), lecture, focus (the starting view), moment ("hash": the address's
 fragment names the moment, as the offline file does; "query": the page's query string, merged with opts.params),
 params (the page's other query parameters, written beside the moment), viewRoot (the element that carries the view's
-classes; default root), copyLinks (draw the copy-link buttons), keys (listen on the document; default true).
+classes; default root), copyLinks (draw the copy-link buttons), keys (listen on the document; default true), follow
+(the full view scrolls the step's own phase into view: the offline file, whose page is the player).
 Every step drawn is timed from its key press or click to its charts drawn and the next frame: window.__specvizTimings and the root's
 data-rendered-ms say how long (browser tests read them). Classes are prefixed spz- so nothing leaks into a host page.
 */
@@ -352,9 +353,15 @@ data-rendered-ms say how long (browser tests read them). Classes are prefixed sp
         const ms = performance.now() - started; // dom_ms: until the DOM and charts are drawn; ms: the next frame too
         timings.push({step: at, view: viewName(), ms: ms, dom_ms: domMs});
         root.dataset.renderedMs = ms.toFixed(1);
+        if (opts.follow && !focus) follow();
         root.dataset.rendered = String(run);
         prepareAround(run);
       });
+    };
+    const follow = () => { // the full view lists the round's phases: the step's own (the last) comes into view
+      const rows = stage.querySelectorAll(".spz-row.spz-panel");
+      const last = rows[rows.length - 1];
+      if (last && last.getBoundingClientRect().bottom > window.innerHeight) last.scrollIntoView({block: "nearest"});
     };
     const go = (target, since) => {
       if (target !== null && target !== undefined && target !== at) { at = target; show(since); }

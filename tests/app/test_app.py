@@ -23,7 +23,7 @@ def test_home_shows_a_live_run_with_alpha_tau_and_speedup(tiny_default):
     assert metrics["τ (tokens per target pass)"] == f"{expected.totals.tau:.2f}"
     assert metrics["Measured speedup vs plain"].endswith("×")
     caption = " ".join(c.value for c in at.caption)  # how it was timed, next to the figure
-    assert first_run_note(tiny_default[0]) in caption  # what the first run is, and why
+    assert first_run_note(*tiny_default) in caption  # what the first run is, and why
     assert "sampled at temperature 0.6 (the same seed every repeat): after a warm-up of each, each timed 3" in caption
     assert "median of the 3 repeats; the interval is their range" in caption
     assert "with a recorded bench" in caption  # agrees, disagrees, or not comparable (the tiny pair: another pair)

@@ -56,3 +56,20 @@ def test_the_bits_knob_moves_along_the_measured_points_and_the_sliders_stay_mova
     assert "2 bits: α 0.02" in " ".join(c.value for c in page.caption)
     page.slider(key="alpha").set_value(0.5).run()  # a reader may still move α by hand
     assert page.slider(key="alpha").value == 0.5 and not page.exception
+
+
+def test_each_machine_measured_is_its_own_curve_and_one_is_picked_by_name():
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    at.radio(key="calc_preset").set_value("the target at N bits (measured)").run()
+    machines = at.radio(key="calc_bits_machine")
+    assert set(machines.options) == {"AMD EPYC (AVX2), float32, 1 thread", "AMD EPYC (AVX512), float32, 1 thread"}
+    machines.set_value("AMD EPYC (AVX512), float32, 1 thread").run()
+    assert not at.exception and not at.error
+    said = " ".join(c.value for c in at.caption)
+    assert "4 bits: α 0.97" in said and "1.49× plain measured" in said and "AMD EPYC (AVX512)" in said
+    machines = at.radio(key="calc_bits_machine").set_value("AMD EPYC (AVX2), float32, 1 thread").run()
+    at.select_slider(key="calc_bits").set_value(3).run()  # that machine measured 8, 4, 3 and 2 bits
+    assert "3 bits: α 0.38" in " ".join(c.value for c in at.caption)
+    at.radio(key="calc_bits_machine").set_value("AMD EPYC (AVX512), float32, 1 thread").run()  # it has no 3-bit run
+    assert not at.exception and not at.error
+    assert "4 bits: α 0.97" in " ".join(c.value for c in at.caption)

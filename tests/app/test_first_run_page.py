@@ -18,7 +18,7 @@ def test_the_round_page_opens_on_the_first_run_and_says_what_it_is(tiny_default)
     assert shown.settings == first_run_settings()  # the tiny draft recommends no vocabulary (0)
     assert shown.prompt == presets_for(tiny_default[0])["code"]
     captions = [c.value for c in at.caption]
-    note = first_run_note(tiny_default[0])  # not the toy's words: this pair is not the toy
+    note = first_run_note(*tiny_default)  # not the toy's words: this pair is not the toy
     assert note in captions  # under the trace picker, about the run shown
     assert any(note in c.value for c in at.sidebar.caption)
     assert not any(FIRST_RUN_NOTE in c for c in captions + [c.value for c in at.sidebar.caption])
@@ -30,14 +30,14 @@ def test_a_changed_run_is_no_longer_called_the_first_run(tiny_default):
     at = next(b for b in at.button if b.label.startswith("▶ New run")).click().run()
     assert not at.exception
     assert at.session_state["rounds_trace"].settings.seed == 4
-    assert first_run_note(tiny_default[0]) not in [c.value for c in at.caption]
+    assert first_run_note(*tiny_default) not in [c.value for c in at.caption]
     assert not is_first_run(at.session_state["rounds_trace"].settings, presets_for(tiny_default[0])["code"], "")
 
 
 def test_the_home_page_runs_the_first_run_and_says_what_it_is(tiny_default):
     at = open_page("pages/home.py")
     assert not at.exception
-    assert first_run_note(tiny_default[0]) in [c.value for c in at.caption]
+    assert first_run_note(*tiny_default) in [c.value for c in at.caption]
     (summary,) = [m.value for m in at.markdown if m.value.startswith("Just now the target answered this prompt twice")]
     assert summary.count(". ") == 1  # two sentences a student can read; the protocol's details wait in the expander
     (how,) = [e for e in at.expander if e.label == "How this was measured"]

@@ -115,16 +115,19 @@ def test_a_setting_follows_the_pair_unless_the_user_chose_another_value():
 
 
 def test_the_first_run_is_described_for_the_pair_in_use():
-    from specviz.engine.loading.catalogue import SMOLLM2
-    from specviz.engine.loading.models import BUNDLED_TARGET
+    from specviz.engine.loading.catalogue import SMOLLM2, find_pair
+    from specviz.engine.loading.models import BUNDLED_DRAFT, BUNDLED_TARGET
     from specviz.ui.controls import FIRST_RUN_NOTE, first_run_note, page_default_note
 
-    assert first_run_note(BUNDLED_TARGET) == FIRST_RUN_NOTE  # the toy: what the settings were chosen for there
+    assert first_run_note(BUNDLED_TARGET, BUNDLED_DRAFT) == FIRST_RUN_NOTE  # the toy: what the settings were chosen for
     assert "reads like code" in FIRST_RUN_NOTE
-    on_smollm2 = page_default_note("rounds", SMOLLM2.target_source)
+    on_smollm2 = page_default_note("rounds", SMOLLM2.target_source, SMOLLM2.draft_source)
     assert "reads like code" not in on_smollm2 and "Python function" in on_smollm2  # what it shows there
     assert "temperature 0.6" in on_smollm2 and "seed 3" in on_smollm2
-    assert "was not looked at" in first_run_note("/some/other/target")  # a pair nobody looked at says so
+    across = page_default_note("rounds", SMOLLM2.target_source, find_pair("smollm2-pystdlib").draft_source)
+    assert "TLI" in across and across != on_smollm2  # the same target drafted by the toy: its own words
+    assert "was not looked at" in first_run_note("/some/other/target", "")  # a pair nobody looked at says so
+    assert "was not looked at" in first_run_note(SMOLLM2.target_source, "/another/draft")
 
 
 def test_the_load_button_is_gone_once_its_pair_loaded(tiny_default):

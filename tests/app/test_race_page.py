@@ -214,3 +214,43 @@ def test_the_bench_table_says_no_hf_lane_where_a_bench_raced_none(tiny_default):
     assert "no HF lane" in column  # most bundled benches race no Hugging Face lane
     assert any(cell.endswith("×") for cell in column)  # one does (cpu-float32-vocab1024.json)
     assert not table.isna().any().any() and "None" not in table.astype(str).values
+
+
+def test_a_race_whose_wait_a_rerun_interrupted_is_waited_for_again_and_shown_before_the_sweep_runs(tiny_default):
+    """Pressing "Run the K sweep" while the page's race runs reruns the page: the race's wait is cut, its run goes
+    on in the pool. The rerun waits for that race again (kept under RACE_RUN) and shows it, then runs the sweep."""
+    import threading
+
+    from specviz.ui.hall import lecture_hall, session_id
+    from specviz.ui.race import RACE_RUN
+
+    at = open_page("pages/race.py")
+    at.sidebar.slider(key="temperature").set_value(0.0).run()
+    at.sidebar.slider(key="max_new_tokens").set_value(6).run()
+    at = click(at, "Start the race")
+    finished, settings, env = at.session_state["race"]
+    del at.session_state["race"]
+    gate = threading.Event()
+    hall = lecture_hall()
+    ticket = hall.submit(("race", "interrupted"), lambda: gate.wait(60) and finished, session_id(), "race", False)
+    # what an interrupted wait leaves in the session: the ticket and what the race was started with
+    at.session_state[RACE_RUN] = (hall, ticket, "race", "race", "Racing")
+    at.session_state["race_started"] = (settings, env)
+    gate.set()
+    at = click(at, "Run the K sweep")
+    assert not at.exception and not at.error
+    assert at.session_state["race"][0] is finished  # the interrupted race, shown
+    assert RACE_RUN not in at.session_state  # handed out once
+    assert "sweep" in at.session_state  # and the button pressed meanwhile did its work
+
+
+def test_a_race_says_what_it_runs_and_its_pace_while_it_runs():
+    from specviz.ui.race import race_progress, race_words
+
+    assert race_words(9) == "Racing 9 lanes (each once untimed, then 27 timed runs)"
+    said = []
+    advance = race_progress(lambda fraction, text: said.append((fraction, text)), [PLAIN, DRAFT])
+    advance(1, 6, DRAFT)
+    fraction, text = said[-1]
+    assert fraction == pytest.approx(1 / 6)
+    assert text.startswith(f"1 of 6 timed runs done (last: {lane_label(DRAFT)}), about ") and text.endswith(" s left")

@@ -110,7 +110,7 @@ def test_previous_phase_undoes_next_phase_and_the_url_follows(tiny_default):
     assert at.query_params["round"] == "1"
     assert at.query_params["t"] == "0.6"  # the rounds page starts sampling (the first run), and says why
     assert any("Sampling at temperature 0.6" in c.value for c in at.caption)
-    assert first_run_note(tiny_default[0]) in [c.value for c in at.caption]
+    assert first_run_note(*tiny_default) in [c.value for c in at.caption]
 
 
 def test_a_url_opens_a_bundled_trace_at_its_moment_with_no_model(monkeypatch):

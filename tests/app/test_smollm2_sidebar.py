@@ -48,3 +48,24 @@ def test_the_sidebar_loads_smollm2_and_a_run_goes_through_its_chat_template(tiny
         e.value for e in at.error
     ]
     assert at.session_state["rounds_trace"] is trace
+
+
+@pytest.mark.slow
+def test_the_cross_tokenizer_pair_is_offered_by_name_and_drafts_with_tli_and_slem(tiny_default):
+    at = open_page("pages/rounds.py")
+    at.sidebar.selectbox(key="pair_choice").set_value("smollm2-pystdlib").run()
+    assert any("tokenizer of its own" in c.value for c in at.sidebar.caption)  # the pair's own note
+    at = click(at, "Load this pair")
+    assert not at.exception and not at.sidebar.error
+    assert any("pystdlib/draft**" in c.value for c in at.sidebar.caption if "In use:" in c.value)
+    assert any("TLI: α about 0.2" in c.value for c in at.sidebar.caption)  # its first run, as looked at
+    offered = at.sidebar.radio(key="method").options
+    assert {methods.label(methods.TLI), methods.label(methods.SLEM)} <= set(offered)
+    assert methods.label(methods.DRAFT) not in offered  # the toy's draft cannot verify token by token here
+    at.sidebar.radio(key="method").set_value(methods.TLI).run()
+    at.sidebar.slider(key="temperature").set_value(0.0)
+    at.sidebar.slider(key="max_new_tokens").set_value(12)
+    at = click(at.run(), NEW_RUN)
+    assert not at.exception and not at.error
+    trace = at.session_state["rounds_trace"]
+    assert trace.settings.method == methods.TLI and trace.text.strip()

@@ -98,3 +98,39 @@ def test_the_players_binding_gives_the_same_vega_lite_as_pythons(exported, offli
             del spec["width"], spec["autosize"]
         assert spec == loaded.chart(i), i
     assert not asked and not errors
+
+
+def in_view(tab, selector: str) -> bool:
+    """Whether the last element matching selector lies wholly inside the viewport."""
+    return tab.evaluate(
+        """(sel) => { const all = document.querySelectorAll(sel), e = all[all.length - 1];
+            const r = e.getBoundingClientRect(); return r.top >= -1 && r.bottom <= window.innerHeight + 1; }""",
+        selector,
+    )
+
+
+@pytest.mark.parametrize("size", [(1920, 1080), (1280, 800)])
+def test_a_lecture_page_shows_the_rejection_and_its_residual_on_the_first_screen(browser, size):
+    """A projector's screen in lecture mode and focus view, and a laptop's in the full view: the page's title goes
+    below the player in the focus view, and the full view brings the step's own phase into view."""
+    from specviz.viz import lectures
+
+    width, height = size
+    tab = browser.new_page(viewport={"width": width, "height": height})
+    tab.goto((lectures.LECTURES_DIR / "early-rejection-residual.html").as_uri())
+    tab.wait_for_selector("body[data-ready='1']", timeout=60_000)
+    if width == 1920:
+        tab.keyboard.press("l")
+        tab.keyboard.press("f")
+    tab.keyboard.press("j")  # the first rejection
+    tab.wait_for_function("document.querySelector('.spz-where').innerText.includes('Accept or reject')")
+    tab.locator(".spz-stage svg").last.wait_for(timeout=30_000)
+    tab.wait_for_timeout(300)
+    rejected = tab.get_by_text("Every later draft is discarded").last
+    assert rejected.is_visible() and in_view(tab, ".spz-row.spz-panel")
+    tab.keyboard.press("ArrowRight")  # the correction, drawn from the residual
+    tab.wait_for_function("document.querySelector('.spz-where').innerText.includes('Correction')")
+    tab.wait_for_timeout(300)
+    axis = tab.locator(".spz-row.spz-panel svg").last.bounding_box()
+    assert axis["y"] + axis["height"] <= height + 1  # the residual chart, its token axis included
+    tab.close()

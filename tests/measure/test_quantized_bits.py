@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from specviz.engine.loading.models import ASSETS
-from specviz.measure.quantized_bits import bits_points, point_words, recorded_bits
+from specviz.measure.quantized_bits import bits_points, by_machine, closest_machine, point_words, recorded_bits
 
 
 def bench(bits: int, k: int, speedup: float, alpha: float, target: str = "smollm2", dtype: str = "float32") -> dict:
@@ -49,8 +49,22 @@ def test_the_words_name_the_figures_and_where_they_were_measured():
     )
 
 
+def test_two_machines_are_never_one_curve_and_the_first_shown_is_like_this_cpu():
+    avx512 = bench(4, 4, 1.49, 0.97)
+    avx512["environment"]["cpu_capability"] = "AVX512"
+    machines = by_machine([bench(4, 5, 0.92, 0.98), bench(3, 2, 0.47, 0.38), avx512], "smollm2", "float32")
+    assert {m: [(p.bits, p.speedup) for p in points] for m, points in machines.items()} == {
+        "AMD EPYC (AVX2), float32, 1 thread": [(4, 0.92), (3, 0.47)],
+        "AMD EPYC (AVX512), float32, 1 thread": [(4, 1.49)],
+    }
+    assert closest_machine(machines, "AVX512") == "AMD EPYC (AVX512), float32, 1 thread"
+    assert closest_machine(machines, "DEFAULT") == "AMD EPYC (AVX2), float32, 1 thread"  # none like it: the first
+
+
 def test_the_committed_benches_give_the_real_target_each_bits_from_8_to_2():
-    points = recorded_bits(ASSETS / "bench", "smollm2")
+    machines = recorded_bits(ASSETS / "bench", "smollm2")
+    points = machines["AMD EPYC (AVX2), float32, 1 thread"]
+    assert [p.bits for p in machines["AMD EPYC (AVX512), float32, 1 thread"]] == [4]
     assert [p.bits for p in points] == [8, 4, 3, 2]
     by_bits = {p.bits: p for p in points}
     assert by_bits[4].alpha > 0.9 > by_bits[3].alpha > by_bits[2].alpha  # fewer bits, q further from p

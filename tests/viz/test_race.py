@@ -66,14 +66,17 @@ def test_lanes_table_has_a_speedup_column_with_the_repeats_range():
     assert "speedup vs plain" not in race_charts.lanes_frame([plain, spec]).columns  # no timings: no column
 
 
-def test_sweep_chart_draws_the_repeats_range_as_bars():
+def test_sweep_chart_draws_the_repeats_range_as_bars_with_caps_at_their_own_k():
     rows = [
         {"k": 1, "kind": "measured", "speedup": 1.2, "low": 1.1, "high": 1.3},
         {"k": 1, "kind": "predicted from measured τ and costs", "speedup": 1.5},
     ]
     chart = race_charts.sweep_chart(rows).to_dict()
-    bars = chart["layer"][1]
-    assert bars["mark"]["type"] == "errorbar"
+    bars, low, high = chart["layer"][1:]
+    assert bars["mark"]["type"] == "rule"
     assert (bars["encoding"]["y"]["field"], bars["encoding"]["y2"]["field"]) == ("low", "high")
+    for cap, end in ((low, "low"), (high, "high")):  # a fixed short tick, not one spanning the band between K
+        assert cap["mark"] == {"type": "tick", "size": 14, "thickness": 1.5} and cap["encoding"]["y"]["field"] == end
+    assert chart["layer"][0]["encoding"]["x"]["axis"]["labelAngle"] == 0
     data = next(iter(chart["datasets"].values()))
     assert [(d["low"], d["high"]) for d in data if d["kind"] == "measured"] == [(1.1, 1.3)]

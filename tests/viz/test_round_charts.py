@@ -101,6 +101,7 @@ def test_sentences_carry_the_numbers():
     assert "**Accepted**" in judge_sentence(ACCEPTED)
     r = correction_round()
     assert "residual probability 0.800" in resolve_sentence(r)
+    assert f"a fresh uniform draw, u = {r.extra.u:.3f} (not the accept test's), picks it" in resolve_sentence(r)
     assert "from 9 to 8 tokens" in commit_sentence(r)
 
 

@@ -84,6 +84,7 @@ class PairSpec:
     size: str = ""  # the target's size, as `pairs` lists it
     exit_layer: int = DEFAULT_EXIT_LAYER  # early exit's default E on this target (--exit-layer overrides it)
     first_run: str = ""  # what the app's first run (ui/controls.py, FIRST_RUN) shows on this pair, as looked at
+    crosses: bool = False  # its draft speaks another tokenizer: it drafts across tokenizers (TLI, SLEM)
 
     @property
     def name(self) -> str:
@@ -97,8 +98,8 @@ class PairSpec:
     @property
     def draft_source(self) -> str | None:
         """Its draft model's hub id or directory (a converted pair's: the draft assembled in the cache from the layers
-        it ships, assembled or not yet); None when it has none."""
-        if self.package is not None:
+        it ships, assembled or not yet, unless the pair names another); None when it has none."""
+        if self.package is not None and self.draft is None:
             return str(draft_dir(self.package)) if shipped_draft(self.package) else None
         return self.draft
 
@@ -110,14 +111,16 @@ class PairSpec:
             heads = tuple(models.heads_in(drafters_dir(self.package)))
         else:
             heads = tuple(models.find_heads(self.target, None)) if self.target else ()
-        return ((methods.DRAFT, methods.TREE) if self.draft_source else ()) + heads + NO_DRAFT_MODEL
+        drafted = methods.CROSSING if self.crosses else (methods.DRAFT, methods.TREE)
+        return (drafted if self.draft_source else ()) + heads + NO_DRAFT_MODEL
 
     def installed(self) -> bool | None:
         """Whether its models are here: converted, its shipped draft assembled (True), installed but not converted
         or assembled yet (None), missing (False); hub pairs count as installed (the hub or its cache decides)."""
         if self.package is None:
             return True
-        if is_converted(self.package) and (shipped_draft(self.package) is None or is_assembled(self.package)):
+        assembled = self.draft is not None or shipped_draft(self.package) is None or is_assembled(self.package)
+        if is_converted(self.package) and assembled:
             return True
         return None if find_gguf(self.package) else False
 
@@ -126,7 +129,7 @@ class PairSpec:
         draft assembled (a clear message naming the install command when its package is missing)."""
         if self.package is not None:
             target = str(ensure_converted(self.package))
-            draft = ensure_draft(self.package)
+            draft = self.draft or ensure_draft(self.package)
             return target, str(draft) if draft else None
         return self.target, self.draft
 
@@ -165,6 +168,25 @@ CATALOGUE: tuple[PairSpec, ...] = (
         first_run="temperature 0.6 so that rejections and residual draws show and the text still reads like code.",
     ),
     SMOLLM2,
+    PairSpec(
+        "smollm2-pystdlib: SmolLM2-135M-Instruct drafted by the toy's draft (another tokenizer: TLI, SLEM)",
+        "",
+        BUNDLED_DRAFT,
+        "The real target with the bundled toy's 1-layer draft, which has a tokenizer of its own (8,192 tokens of "
+        "Python): TLI drafts only the tokens both vocabularies share, SLEM hands the draft's text to the target's "
+        "tokenizer. The toy knows Python only, so its drafts are accepted mostly in code (docs/engine.md).",
+        dict(INSTRUCT_PRESETS),
+        offline=True,
+        key="smollm2-pystdlib",
+        package=SMOLLM2_GGUF,
+        chat=True,
+        size="134.5 M parameters, 30 layers (draft: the toy's, 1 layer)",
+        exit_layer=SMOLLM2_EXIT_LAYER,
+        # looked at on CPU in float32 with TLI: 39 rounds for 48 tokens (α 0.19, τ 1.23), a Python function first
+        first_run="the toy pair's settings; here the toy's Python draft is rejected in most rounds (TLI: α about "
+        "0.2, τ 1.2), even on this code answer, which starts as a Python function.",
+        crosses=True,
+    ),
     PairSpec(
         "SmolLM2-360M ← SmolLM2-135M",
         "HuggingFaceTB/SmolLM2-360M",
@@ -210,6 +232,11 @@ def find_pair(name: str) -> PairSpec:
 def pair_of_target(target: str) -> PairSpec | None:
     """The catalogue pair whose target this is (a converted pair by its cache directory), or None."""
     return next((spec for spec in CATALOGUE if target and spec.target_source == target), None)
+
+
+def pair_of_sources(target: str, draft: str) -> PairSpec | None:
+    """The catalogue pair of exactly this target and draft ("" for none), or None (another draft: another pair)."""
+    return next((s for s in CATALOGUE if target and (s.target_source, s.draft_source or "") == (target, draft)), None)
 
 
 def exit_layer_for(target: str) -> int:

@@ -333,7 +333,8 @@ def check_same_tokenizer(
         f"The draft {draft_name!r} and the target {target_name!r} use different tokenizers: {len(differing)} token(s) "
         f"are missing from one of them or have different ids (e.g. {example!r} is id {target_vocab.get(example)} in "
         f"the target and {draft_vocab.get(example)} in the draft). Speculative decoding compares the two models "
-        "token by token, so they must share a tokenizer: pick a draft from the same model family as the target."
+        "token by token, so they must share a tokenizer: pick a draft from the same model family as the target, or "
+        "draft across tokenizers with --method tli or --method slem."
     )
 
 
