@@ -111,3 +111,15 @@ def test_a_path_the_prose_names_is_found_in_the_repository():
     ]
     stale = {str(f.relative_to(ROOT)): paths for f in named_files() if (paths := stale_paths(f.read_text("utf-8")))}
     assert stale == {}, "these files name paths that are gone: update them"
+
+
+def test_the_public_mode_section_names_every_cap_and_the_proxy_setting():
+    from specviz.ui.hall import WORKERS_ENV
+    from specviz.ui.limits import PROXY_ENV, PUBLIC_CAPS, RENAMED
+
+    text = (ROOT / "docs" / "app.md").read_text(encoding="utf-8")
+    start = text.index("## Public mode")
+    end = text.find("\n## ", start)
+    section = text[start : end if end > 0 else len(text)]
+    missing = [name for name in [*PUBLIC_CAPS, *RENAMED, PROXY_ENV, WORKERS_ENV] if f"`{name}`" not in section]
+    assert not missing, f"docs/app.md's public mode section does not name {missing}"

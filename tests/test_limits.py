@@ -60,3 +60,20 @@ def test_a_bad_pairs_list_is_said_to_the_operator_and_fails_to_the_bundled_pair(
     assert "leaves out 'pystdlib', the pair every session starts on" in first and "offered all the same" in first
     only_bad = Limits.from_env({"SPECVIZ_PUBLIC": "1", "SPECVIZ_PAIRS": "nonsense"})
     assert only_bad.offered_pairs == ("pystdlib",)
+
+
+def test_public_mode_caps_a_visitors_runs_at_once_and_the_seconds_of_one_run():
+    public = Limits.from_env({"SPECVIZ_PUBLIC": "1"})
+    assert (public.runs_per_client, public.max_run_seconds) == (1, 120)
+    assert Limits.from_env({}).max_run_seconds == 0  # private mode: no budget
+    raised = Limits.from_env({"SPECVIZ_PUBLIC": "1", "SPECVIZ_RUNS_PER_CLIENT": "2", "SPECVIZ_MAX_RUN_SECONDS": "30"})
+    assert (raised.runs_per_client, raised.max_run_seconds) == (2, 30)
+    old = Limits.from_env({"SPECVIZ_PUBLIC": "1", "SPECVIZ_RUNS_PER_SESSION": "3"})
+    assert old.runs_per_client == 3
+    assert old.problems == (
+        "SPECVIZ_RUNS_PER_SESSION is now SPECVIZ_RUNS_PER_CLIENT (a visitor's share, however many tabs it opens): "
+        "read as SPECVIZ_RUNS_PER_CLIENT.",
+    )
+    bad = Limits.from_env({"SPECVIZ_PUBLIC": "1", "SPECVIZ_MAX_RUN_SECONDS": "soon"})
+    assert bad.max_run_seconds == 120
+    assert bad.problems == ("SPECVIZ_MAX_RUN_SECONDS='soon' is not a whole number of at least 1: using 120.",)

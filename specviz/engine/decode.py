@@ -36,6 +36,7 @@ from specviz.core.trace import (
     Trace,
 )
 from specviz.core.verify import BLOCK, TOKEN, Verdict, overlap, tree_depths, verify, verify_block
+from specviz.engine.cancel import checkpoint
 from specviz.engine.forward.kv import CachedModel
 from specviz.engine.forward.lean import chosen_forward
 from specviz.engine.heads.lean_heads import lean_step
@@ -274,6 +275,7 @@ def decode_rounds(
     slots, produced = settings.draft_slots, 0
     plan = start_schedule(settings)  # the K schedule (core/schedule.py): only K varies, never the verdicts
     for index in range(settings.max_new_tokens):
+        checkpoint()  # the lecture hall stops a run here, between rounds, when nobody waits or its budget is spent
         # Same number of draws every round, so shortening the last round does not shift the random stream.
         u = uniforms(generator, 2 * slots + 1)  # (2S+1,) float64: draft draws | accept draws | next-token draw
         depth = min(plan.k, settings.max_new_tokens - produced - 1)  # never draft past the limit

@@ -6,17 +6,24 @@ Pure (no streamlit): the app's glue is specviz/ui/hall.py. A job is a key (equal
 for the same run wait for the same one, and a finished result is handed out again at once), a function to call and
 the sessions waiting for it. A waiting session polls `place()`, which is also its heartbeat: a queued job whose every
 session has stopped polling for `stale_s` seconds, or that every session has `release()`d (a closed tab), is dropped
-without running. A job that raises frees its worker and hands the error to its own sessions only.
+without running; a running one is stopped at its next checkpoint (engine/cancel.py: the decode loop's next round, or
+its next progress report), and so is one that has run for its time budget (`budget_s`), with a message saying so. A
+job that raises frees its worker and hands the error to its own sessions only.
+
+The share caps count per client (a visitor's address, however many tabs or sessions it opens), not per session: a
+reload or a second tab gets no second share while the first one's run still holds a worker.
 
 The estimate is a small simulation: each worker is free after its running job's expected remainder, each queued job
-ahead takes the next free worker for the median of the last runs of its kind (a kind not timed yet: the median of the
-last runs of every kind, and the estimate says it is a guess); the estimate is when this one is done. Before any run
-has finished there is none, and the waiting page says so.
+ahead takes the next free worker for the median of the last runs of its kind (a kind not timed yet: its prior, given
+by the app, else the median of the last runs of every kind, else the time budget; the estimate then says it is a
+guess); no job counts for more than the budget. The estimate is when this one is done; with no prior, no run timed
+and no budget there is none, and the waiting page says so.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import statistics
 import threading
 import time
@@ -24,6 +31,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
+from specviz.engine.cancel import stop_check
 from specviz.errors import SpecvizError
 
 QUEUED, RUNNING, DONE, FAILED, DROPPED = "queued", "running", "done", "failed", "dropped"
@@ -42,19 +50,29 @@ class RunDropped(SpecvizError):
     """A run dropped from the queue (nobody waited for it any more) that its session asked for after all."""
 
 
+class RunStopped(SpecvizError):
+    """A running job stopped at a checkpoint: its time budget ran out, or nobody waits for it any more."""
+
+
 @dataclass(frozen=True)
 class Place:
     """Where a session's job stands: what a waiting page says."""
 
     state: str  # queued, running, done, failed, dropped
     ahead: int = 0  # jobs before this one: those running and those queued before it
-    estimate_s: float | None = None  # seconds until it is done; None until a run (of any kind) has been timed
+    estimate_s: float | None = None  # seconds until it is done; None with no prior, no run timed and no budget
     progress: tuple[float, str] | None = None  # a running job's own report: fraction done and what it is doing
-    guessed: bool = False  # the estimate stands in other kinds' times for a kind not timed yet
+    guessed: bool = False  # the estimate stands a prior or other kinds' times in for a kind not timed here yet
+    latest_s: float | None = None  # seconds until it is done at the latest: every job takes its whole budget
 
     @property
     def finished(self) -> bool:
         return self.state in (DONE, FAILED, DROPPED)
+
+    @property
+    def position(self) -> int:
+        """Its place in line, counting the runs being served: 1 when nothing is ahead of it."""
+        return self.ahead + 1
 
 
 @dataclass
@@ -70,7 +88,9 @@ class Job:
     error: BaseException | None = None
     progress: tuple[float, str] | None = None
     cached: bool = True  # its result is kept for the next session asking the same key
-    asked_by: set[str] = field(default_factory=set)  # every session that asked for it (the per-session cap)
+    clients: set[str] = field(default_factory=set)  # every client that asked for it (the per-client cap)
+    stopping: SpecvizError | None = None  # why a checkpoint stopped it (it holds its worker until it unwinds)
+    finish_alone: bool = False  # runs to its end when nobody waits any more (its budget still holds)
     done: threading.Event = field(default_factory=threading.Event)
 
 
@@ -100,25 +120,30 @@ def finish_time(free: list[float], queued_kinds: list[str], own: str, expected: 
 
 class Hall:
     """The pool. workers: threads that run jobs (started when the first job arrives). max_queued: jobs waiting at
-    most (None: no cap). per_session: jobs one session may have queued or running at once (None: no cap).
-    keep: finished results kept for another session asking the same key. clock: time.monotonic, or a test's.
-    alive(session): whether a session is still connected (a closed tab's queued job is then nobody's)."""
+    most (None: no cap). per_client: jobs one client (all its sessions together) may have queued or running at once
+    (None: no cap). budget_s: seconds a job may run before a checkpoint stops it (None: no budget). priors: expected
+    seconds per kind before a run of it is timed (guesses). keep: finished results kept for another session asking
+    the same key. clock: time.monotonic, or a test's. alive(session): whether a session is still connected (a
+    closed tab's job is then nobody's)."""
 
     def __init__(
         self,
         workers: int,
         max_queued: int | None = None,
-        per_session: int | None = None,
+        per_client: int | None = None,
         stale_s: float = 30.0,
         keep: int = 64,
         clock: Callable[[], float] = time.monotonic,
         start: bool = True,
         alive: Callable[[str], bool] = lambda session: True,
+        budget_s: float | None = None,
+        priors: dict[str, float] | None = None,
     ):
         if workers < 1:
             raise ValueError(f"a hall needs at least one worker, not {workers}")
-        self.workers, self.max_queued, self.per_session = workers, max_queued, per_session
+        self.workers, self.max_queued, self.per_client = workers, max_queued, per_client
         self.stale_s, self.keep, self.clock, self.alive = stale_s, keep, clock, alive
+        self.budget_s, self.priors = budget_s, dict(priors or {})
         self._lock = threading.Condition()
         self._queue: deque[Job] = deque()
         self._running: list[Job] = []
@@ -130,28 +155,43 @@ class Hall:
         self._start_threads = start
 
     # ---- what a session calls ----------------------------------------------------------------------------------
-    def submit(self, key: Hashable, fn: Callable, session: str, kind: str = "run", cache: bool = True) -> Ticket:
+    def submit(
+        self,
+        key: Hashable,
+        fn: Callable,
+        session: str,
+        kind: str = "run",
+        cache: bool = True,
+        client: str = "",
+        finish_alone: bool = False,
+    ) -> Ticket:
         """Ask for the job `key` (fn() computes it): a finished result, the same job another session asked for, or a
         new one at the back of the queue. The session stops waiting for any other job it asked for (a page waits
-        for one run at a time). cache False: run afresh and keep nothing (a run that learns from its session).
-        Raises HallFull when the queue or this session's share is full."""
+        for one run at a time: a queued one nobody else waits for is dropped, a running one stopped at its next
+        checkpoint). cache False: run afresh and keep nothing (a run that learns from its session). client: who
+        the session is (its address; empty: the session itself), whose share the caps count. finish_alone: once
+        started, run to the end even when nobody waits any more (a server-wide measurement the next visitor is shown).
+        Raises HallFull when the queue or this client's share is full (and then gives up nothing)."""
+        client = client or session
         with self._lock:
             if cache and key in self._done:
                 self._done.move_to_end(key)
                 job = Job(key, fn, kind, -1, state=DONE, result=self._done[key])
                 job.done.set()
                 return Ticket(key, session, job)
-            self._release_others(session, key)
             job = self._jobs.get(key) if cache else None
             if job is None:
-                self._refuse_if_full(session)
-                job = Job(key if cache else (key, next(self._numbers)), fn, kind, next(self._numbers), cached=cache)
+                self._refuse_if_full(session, client, key)
+            self._release_others(session, key)
+            if job is None:
+                number = next(self._numbers)
+                job = Job(key if cache else (key, number), fn, kind, number, cached=cache, finish_alone=finish_alone)
                 self._jobs[job.key] = job
                 self._queue.append(job)
                 self._ensure_workers()
                 self._lock.notify_all()
             job.waiters[session] = self.clock()
-            job.asked_by.add(session)
+            job.clients.add(client)
             return Ticket(job.key, session, job)
 
     def place(self, ticket: Ticket) -> Place:
@@ -163,18 +203,19 @@ class Hall:
             job.waiters[ticket.session] = self.clock()
             now = self.clock()
             cost = self._cost
-            remaining = [max(0.0, (cost(j.kind) or 0.0) - (now - j.started)) for j in self._running]
             if job.state == RUNNING:
-                own = self._expected(job.kind)  # a running job's remainder: only from runs of its own kind
-                left = None if own is None else max(0.0, own - (now - job.started))
-                return Place(RUNNING, 0, left, job.progress)
+                left = self._left(job, now)
+                guessed = left is not None and self._expected(job.kind) is None
+                return Place(RUNNING, 0, left, job.progress, guessed, self._latest_running(job, now))
+            remaining = [self._left(j, now) for j in self._running]
             ahead = [j for j in self._queue if j.number < job.number and not self._abandoned(j, now)]
             idle = [0.0] * (self.workers - len(self._running))
-            timed = all(cost(j.kind) is not None for j in self._running)
+            timed = all(left is not None for left in remaining)
             eta = finish_time(remaining + idle, [j.kind for j in ahead], job.kind, cost) if timed else None
             kinds = {job.kind, *(j.kind for j in ahead), *(j.kind for j in self._running)}
             guessed = eta is not None and any(self._expected(kind) is None for kind in kinds)
-            return Place(QUEUED, len(ahead) + len(self._running), eta, guessed=guessed)
+            latest = self._latest(ahead, job.kind, now)
+            return Place(QUEUED, len(ahead) + len(self._running), eta, guessed=guessed, latest_s=latest)
 
     def wait(self, ticket: Ticket, timeout: float | None = None) -> bool:
         """Block until the job is finished (True) or timeout seconds pass (False)."""
@@ -196,7 +237,8 @@ class Hall:
 
     def release(self, ticket: Ticket) -> bool:
         """The session will not wait for this job any more (its tab closed): a queued job nobody waits for is
-        dropped now (True); a running one runs to its end (its result is kept for whoever asks next)."""
+        dropped now (True); a running one nobody waits for is stopped at its next checkpoint (False, as is a job
+        another session still waits for)."""
         with self._lock:
             job = ticket.job
             job.waiters.pop(ticket.session, None)
@@ -232,17 +274,20 @@ class Hall:
             job.state, job.started = RUNNING, self.clock()
             self._running.append(job)
 
-        def report(fraction: float, text: str = "") -> None:
+        def report(fraction: float, text: str = "") -> None:  # also a checkpoint: a report is between steps
             job.progress = (float(fraction), str(text))
+            self.check(job)
 
         try:
-            value = job.fn(report) if getattr(job.fn, "reports_progress", False) else job.fn()
+            with stop_check(lambda: self.check(job)):
+                value = job.fn(report) if getattr(job.fn, "reports_progress", False) else job.fn()
             outcome, error = DONE, None
         except Exception as exc:  # noqa: BLE001 - any failure of one run goes to its own sessions, never the pool
             value, outcome, error = None, FAILED, exc
         with self._lock:
             self._running.remove(job)
-            self._jobs.pop(job.key, None)
+            if self._jobs.get(job.key) is job:  # a stopped job's key may name a newer job already
+                del self._jobs[job.key]
             if outcome == DONE:
                 self._durations.setdefault(job.kind, deque(maxlen=RECENT)).append(self.clock() - job.started)
                 if job.cached:
@@ -253,6 +298,24 @@ class Hall:
             job.done.set()
             self._lock.notify_all()
         return True
+
+    def check(self, job: Job) -> None:
+        """A running job's checkpoint: raise RunStopped if it has run for its time budget, or if nobody waits for
+        it any more. From then on no session joins it (a session asking the same key gets a new job)."""
+        with self._lock:
+            if job.stopping is None:
+                now = self.clock()
+                if self.budget_s is not None and now - job.started >= self.budget_s:
+                    job.stopping = RunStopped(budget_message(self.budget_s))
+                elif not job.finish_alone and self._abandoned(job, now):
+                    job.stopping = RunStopped(
+                        "This run was stopped: no tab was waiting for it any more. Start it again to see it."
+                    )
+                else:
+                    return
+                if self._jobs.get(job.key) is job:
+                    del self._jobs[job.key]
+            raise job.stopping
 
     def _worker(self) -> None:
         while True:
@@ -279,7 +342,10 @@ class Hall:
 
     def _abandoned(self, job: Job, now: float) -> bool:
         """Nobody waits for the job: every waiter left, stopped asking for stale_s, or its tab is closed."""
-        return all(now - seen > self.stale_s or not self.alive(session) for session, seen in job.waiters.items())
+        return self._abandoned_by(job.waiters, now)
+
+    def _abandoned_by(self, waiters: dict[str, float], now: float) -> bool:
+        return all(now - seen > self.stale_s or not self.alive(session) for session, seen in waiters.items())
 
     def _drop(self, job: Job, from_queue: bool = True) -> None:
         if from_queue:
@@ -295,39 +361,80 @@ class Hall:
                 self._drop(job)
         for job in self._running:
             if job.key != key:
-                job.waiters.pop(session, None)
+                job.waiters.pop(session, None)  # nobody left: its next checkpoint stops it
 
-    def _refuse_if_full(self, session: str) -> None:
+    def _given_up(self, job: Job, session: str, key: Hashable, now: float) -> bool:
+        """Whether asking for `key` makes `session` give up `job`, leaving nobody else waiting for it (a queued one
+        is then dropped, a running one stopped within a round): it is not counted against the share."""
+        others = {s: seen for s, seen in job.waiters.items() if s != session}
+        return job.key != key and session in job.waiters and self._abandoned_by(others, now)
+
+    def _refuse_if_full(self, session: str, client: str, key: Hashable) -> None:
         now = self.clock()
-        if self.per_session is not None:
-            mine = [j for j in self._running if session in j.asked_by]
-            if len(mine) >= self.per_session:
-                left = self._expected(mine[0].kind)
-                when = f" (about {seconds(max(0.0, left - (now - mine[0].started)))} left)" if left is not None else ""
-                raise HallFull(
-                    f"Your earlier run is still running{when}. This deployment runs {self.per_session} run"
-                    f"{'s' if self.per_session != 1 else ''} per session at a time: start this one when it is drawn."
-                )
-        if self.max_queued is not None:
-            waiting = [j for j in self._queue if not self._abandoned(j, now)]
-            if len(waiting) >= self.max_queued:
-                raise HallFull(
-                    f"The queue for model runs is full ({plural(len(waiting), 'run')} waiting): try again in a minute. "
-                    "The bundled lecture traces replay with no model and open at once."
-                )
+        waiting = [j for j in self._queue if not self._abandoned(j, now) and not self._given_up(j, session, key, now)]
+        if self.per_client is not None:
+            running = [j for j in self._running if client in j.clients and not self._given_up(j, session, key, now)]
+            if len(running) + sum(client in j.clients for j in waiting) >= self.per_client:
+                raise HallFull(self._share_message(running, now))
+        if self.max_queued is not None and len(waiting) >= self.max_queued:
+            raise HallFull(
+                f"The queue for model runs is full ({plural(len(waiting), 'run')} waiting): try again in a minute. "
+                "The bundled lecture traces replay with no model and open at once."
+            )
+
+    def _share_message(self, running: list[Job], now: float) -> str:
+        """What a client told its share is full hears: what holds it (a run of its, running or queued from another
+        tab or session), when it is free, and the cap, which is per visitor however many tabs."""
+        share = f"This deployment runs {plural(self.per_client, 'run')} per visitor at a time, however many tabs"
+        if not running:
+            return (
+                f"Your earlier run, asked for in another tab, is still waiting in the queue. {share}: wait for that "
+                "one, or close its tab and start this one again."
+            )
+        first = running[0]
+        if first.stopping is not None or self._abandoned(first, now):
+            return (
+                "Your earlier run, whose tab was closed or reloaded, is being stopped: it frees your place at its next "
+                f"step. {share}: start this one again in a moment."
+            )
+        left = self._left(first, now)
+        when = f" (about {seconds(left)} left)" if left is not None else ""
+        return f"Your earlier run is still running{when}. {share}: start this one when it is drawn."
+
+    def _latest(self, ahead: list[Job], own: str, now: float) -> float | None:
+        """When a queued job is done at the latest: every job, the running ones too, taking its whole budget (None
+        with no budget). A checkpoint stops a job within a step of its budget; that step is the slack left out."""
+        if self.budget_s is None:
+            return None
+        idle = [0.0] * (self.workers - len(self._running))
+        free = [self._latest_running(j, now) for j in self._running] + idle
+        return finish_time(free, [j.kind for j in ahead], own, lambda kind: self.budget_s)
+
+    def _latest_running(self, job: Job, now: float) -> float | None:
+        return None if self.budget_s is None else max(0.0, self.budget_s - (now - job.started))
+
+    def _left(self, job: Job, now: float) -> float | None:
+        """A running job's expected remainder (its kind's cost less its time so far; never past its budget)."""
+        cost = self._cost(job.kind)
+        return None if cost is None else max(0.0, cost - (now - job.started))
 
     def _expected(self, kind: str) -> float | None:
         recent = self._durations.get(kind)
         return statistics.median(recent) if recent else None
 
     def _cost(self, kind: str) -> float | None:
-        """A kind's expected time for an estimate: its own median, else the median of the recent runs of every kind
-        (a guess), else None (nothing has finished yet)."""
+        """A kind's expected time for an estimate: its own median, else its prior (a guess), else the median of the
+        recent runs of every kind (a guess), else the budget (the most any run takes), else None; never more than
+        the budget, which stops any run that reaches it."""
         own = self._expected(kind)
-        if own is not None:
+        if own is None:
+            own = self.priors.get(kind)
+        if own is None:
+            every = [d for recent in self._durations.values() for d in recent]
+            own = statistics.median(every) if every else None
+        if self.budget_s is None:
             return own
-        every = [d for recent in self._durations.values() for d in recent]
-        return statistics.median(every) if every else None
+        return self.budget_s if own is None else min(own, self.budget_s)
 
 
 def workers_for(cores: int | None, setting: str | None = None) -> int:
@@ -344,14 +451,23 @@ def workers_for(cores: int | None, setting: str | None = None) -> int:
     return max(1, (cores or 1) - 1)
 
 
-def seconds(value: float) -> str:
+def seconds(value: float, up: bool = False) -> str:
     """A wait as a person reads it after "about": "1 s" (never less), "4 s", "25 s" (to 5 s from 10 s on: the words
-    change less often than the seconds), "2 min"."""
+    change less often than the seconds), "2 min". up: rounded up, for a wait said after "at most"."""
+    step = math.ceil if up else round
     if value < 10:
-        return f"{max(1, round(value))} s"
+        return f"{max(1, step(value))} s"
     if value < 90:
-        return f"{5 * round(value / 5)} s"
-    return f"{value / 60:.0f} min"
+        return f"{5 * step(value / 5)} s"
+    return f"{step(value / 60)} min"
+
+
+def budget_message(budget_s: float) -> str:
+    """What a run stopped by its time budget tells its page: the budget, why, and how to ask for less."""
+    return (
+        f"This run was stopped after {budget_s:.0f} s, this deployment's time budget for one run, so that other "
+        "visitors' runs go on. Ask for less: fewer new tokens, a smaller K, or fewer lanes or prompts."
+    )
 
 
 def failure_message(error: BaseException | None) -> str:
@@ -364,21 +480,32 @@ def failure_message(error: BaseException | None) -> str:
 
 
 def waiting_message(place: Place, what: str = "run", running: str = "") -> str:
-    """What a waiting session is told: "3 runs ahead of yours, about 4 s", "Your run is next, about 1 s",
-    "Running your run now (about 1 s left)". running: what a running job is doing, in place of "Running your run"."""
+    """What a waiting session is told: "Your run is 4th in line (3 runs ahead of yours), about 4 s", "Your run is
+    next, about 1 s", "Running your run now (about 1 s left)". running: what a running job is doing, in place of
+    "Running your run"."""
+    latest = "" if place.latest_s is None else f", at most {seconds(place.latest_s, up=True)}"
     eta = "" if place.estimate_s is None else f", about {seconds(place.estimate_s)}"
     if place.guessed:
         eta += " (a guess: runs like this one have not been timed here yet)"
+    eta += latest if place.estimate_s is not None else ""
     if place.state == RUNNING:
         doing = f": {place.progress[1]}" if place.progress and place.progress[1] else ""
-        left = "" if place.estimate_s is None else f" (about {seconds(place.estimate_s)} left)"
+        left = "" if place.estimate_s is None else f" (about {seconds(place.estimate_s)} left{latest})"
         return f"{running or f'Running your {what}'} now{left}{doing}."
     if place.ahead == 0:
         return f"Your {what} is next{eta}."
-    runs = "run" if place.ahead == 1 else "runs"
     if place.estimate_s is None:
-        eta = " (no wait estimate yet: no run has finished on this server since it started)"
-    return f"{place.ahead} {runs} ahead of yours{eta}. Model runs take turns on this machine's cores."
+        eta = ", with no wait estimate yet: no run has finished on this server since it started"
+    return (
+        f"Your {what} is {ordinal(place.position)} in line ({plural(place.ahead, 'run')} ahead of yours){eta}. "
+        "Model runs take turns on this machine's cores."
+    )
+
+
+def ordinal(number: int) -> str:
+    """1st, 2nd, 3rd, 4th, 11th, 12th, 13th, 21st, 22nd."""
+    suffix = "th" if 10 <= number % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th")
+    return f"{number}{suffix}"
 
 
 def plural(count: int, noun: str) -> str:

@@ -2,11 +2,14 @@
 
 SPECVIZ_PUBLIC=1 allows only the catalogue's pairs (no custom hub ids or paths), caps max new tokens, K, prompt
 tokens (SPECVIZ_MAX_PROMPT_TOKENS, counted after the chat template), prompts per workload, upload size, the model
-runs queued (all sessions: SPECVIZ_MAX_QUEUED) and a session's runs at once (SPECVIZ_RUNS_PER_SESSION), and never
-shows a local path. Each cap has its own variable to adjust it.
+runs queued (all sessions: SPECVIZ_MAX_QUEUED), a visitor's runs at once (all its tabs and sessions together:
+SPECVIZ_RUNS_PER_CLIENT) and the seconds one run may take (SPECVIZ_MAX_RUN_SECONDS), and never shows a local path.
+Each cap has its own variable to adjust it.
 SPECVIZ_PAIRS names the catalogue pairs a public deployment offers (comma-separated, e.g. "pystdlib,smollm2"; default:
-the pairs that need no download, the bundled toy pair and smollm2). SPECVIZ_SERVERS lists the vLLM servers a public
-deployment may measure (hosts, host:port or URLs, comma-separated); in public mode any other is refused
+the pairs that need no download, the bundled toy pair and smollm2). SPECVIZ_TRUSTED_PROXY=1 says the server is reached
+only through the operator's proxy: a visitor is then the address that proxy appended to X-Forwarded-For, not the
+connection's (the proxy's). SPECVIZ_SERVERS lists the vLLM servers a public deployment may measure (hosts, host:port
+or URLs, comma-separated); in public mode any other is refused
 (specviz.remote.check_host). Private mode measures any server.
 """
 
@@ -40,8 +43,11 @@ PUBLIC_CAPS = {  # variable -> (Limits field, public default, the most it may be
     "SPECVIZ_MAX_LAB_SECONDS": ("max_lab_seconds", 20, 3600, 1),
     "SPECVIZ_MAX_CONCURRENCY": ("max_concurrency", 8, 64, 1),
     "SPECVIZ_MAX_QUEUED": ("max_queued", 40, 1000, 1),
-    "SPECVIZ_RUNS_PER_SESSION": ("runs_per_session", 1, 16, 1),
+    "SPECVIZ_RUNS_PER_CLIENT": ("runs_per_client", 1, 16, 1),
+    "SPECVIZ_MAX_RUN_SECONDS": ("max_run_seconds", 120, 3600, 1),
 }
+PROXY_ENV = "SPECVIZ_TRUSTED_PROXY"  # on: the server is behind the operator's proxy, which sets X-Forwarded-For
+RENAMED = {"SPECVIZ_RUNS_PER_SESSION": "SPECVIZ_RUNS_PER_CLIENT"}  # an old name -> the variable now read for it
 
 
 @dataclass(frozen=True)
@@ -58,9 +64,11 @@ class Limits:
     max_lab_seconds: int = 120
     max_concurrency: int = 64  # requests a load sweep keeps in flight against one server
     max_queued: int = 1000  # model runs waiting in the lecture hall's queue (engine/hall.py), all sessions together
-    runs_per_session: int = 16  # a session's runs queued or running at once (applied in public mode only)
+    runs_per_client: int = 16  # a visitor's runs queued or running at once, all its tabs (public mode only)
+    max_run_seconds: int = 0  # seconds one model run may take before it is stopped; 0: no budget (private mode)
     servers: tuple[str, ...] = ()  # SPECVIZ_SERVERS: the only servers public mode may measure
     pairs: tuple[str, ...] = ()  # SPECVIZ_PAIRS: the catalogue pairs public mode offers (private mode: every one)
+    trusted_proxy: bool = False  # SPECVIZ_TRUSTED_PROXY: a visitor is the address the operator's proxy forwards
     problems: tuple[str, ...] = ()  # what the operator's settings got wrong, and what was used instead
 
     @classmethod
@@ -75,14 +83,24 @@ class Limits:
         unknown = (
             f"SPECVIZ_PUBLIC={flag!r} is none of 1/true/yes/on or 0/false/no/off: public mode is on (fail closed)."
         )
-        problems = ([] if flag in ON else [unknown]) + _allowlist_problems(servers)
+        problems = ([] if flag in ON else [unknown]) + _allowlist_problems(servers) + _renamed(env)
         caps = {}
         for name, (field, default, most, unit) in PUBLIC_CAPS.items():
             value, problem = _cap(name, env.get(name), default, most)
             caps[field] = value * unit
             problems += [problem] if problem else []
         pairs, said = public_pairs(env.get("SPECVIZ_PAIRS"))
-        return cls(public=True, servers=servers, pairs=pairs, problems=tuple(problems + said), **caps)
+        proxy = env.get(PROXY_ENV, "").strip().lower()
+        if proxy not in ON + OFF:
+            said.append(f"{PROXY_ENV}={proxy!r} is none of 1/true/yes/on or 0/false/no/off: no proxy is trusted.")
+        return cls(
+            public=True,
+            servers=servers,
+            pairs=pairs,
+            trusted_proxy=proxy in ON,
+            problems=tuple(problems + said),
+            **caps,
+        )
 
     @property
     def offered_pairs(self) -> tuple[str, ...]:
@@ -181,6 +199,17 @@ def _allowlist_problems(servers: tuple[str, ...]) -> list[str]:
     except HostNotAllowed as exc:
         return [str(exc)]
     return []
+
+
+def _renamed(env: dict[str, str]) -> list[str]:
+    """An old variable's value read under its new name (unless the new one is set too), and said to the operator."""
+    said = []
+    for old, new in RENAMED.items():
+        if old in env:
+            what = f"ignored, as {new} is set" if new in env else f"read as {new}"
+            env.setdefault(new, env[old])
+            said.append(f"{old} is now {new} (a visitor's share, however many tabs it opens): {what}.")
+    return said
 
 
 def _cap(name: str, text: str | None, default: int, most: int) -> tuple[int, str | None]:

@@ -103,7 +103,7 @@ def cached_versus_plain(
 ) -> tuple[VersusPlain, str, dict]:
     """The home page's measurement, the time it was taken ("HH:MM UTC") and where (measure.bench.environment, with
     the load average the runs met): run in the lecture hall's pool and kept there for the whole server, so every
-    session sees the same run and the page says when and where it was measured."""
+    session sees the same run and the page says when and where it was measured (finished even if its tab closes)."""
     pair = cached_pair(*sources)
     check_prompt_cost(pair, prompt)
 
@@ -111,7 +111,9 @@ def cached_versus_plain(
         measured_at = datetime.now(UTC).strftime("%H:%M UTC on %d %b")
         return versus_plain(pair, prompt, settings), measured_at, environment(pair)
 
-    return in_the_hall("versus_plain", (sources, prompt, settings), measure, running="Timing plain and speculative")
+    return in_the_hall(
+        "versus_plain", (sources, prompt, settings), measure, running="Timing plain and speculative", finish_alone=True
+    )
 
 
 def check_prompt_cost(pair, prompt: str, limits: Limits | None = None) -> None:

@@ -228,9 +228,11 @@ def test_public_mode_offers_only_the_operators_pairs_in_the_menu_and_from_a_link
     at = open_link({"pair": "qwen2.5-1.5b", "n": "4"})
     assert not at.exception
     menu = at.sidebar.selectbox(key="pair_choice").options  # labels: the first is the operator's default pair
-    assert len(menu) == 2 and "smollm2" in menu[1] and not any("Qwen" in o for o in menu)
+    assert (
+        len(menu) == 3 and "smollm2" in menu[1] and "smollm2-pystdlib" in menu[2] and not any("Qwen" in o for o in menu)
+    )
     said = [n for n in (html.unescape(i.value) for i in at.info) if "qwen2.5-1.5b" in n]
-    assert said and "which this server does not offer (it offers pystdlib, smollm2)" in said[0]
+    assert said and "which this server does not offer (it offers pystdlib, smollm2, smollm2-pystdlib)" in said[0]
     assert at.session_state["pair_choice"] != "qwen2.5-1.5b"
     monkeypatch.setenv("SPECVIZ_PAIRS", "pystdlib,qwen2.5-1.5b,nosuch")
     at = open_page("pages/rounds.py")

@@ -92,3 +92,24 @@ def test_sampled_run_only_emits_tokens_inside_top_k(load):
 )
 def test_ngram_lookup(history, k, expected):
     assert ngram_lookup(history, k, min_n=1, max_n=3) == expected
+
+
+def test_a_stop_check_stops_the_decode_loop_between_rounds(load):
+    """The lecture hall stops a run nobody waits for (or past its budget) at the loop's checkpoint, once a round."""
+    from specviz.engine.cancel import stop_check
+    from specviz.errors import SpecvizError
+
+    pair = load("llama-target", "llama-truncated")
+    settings = RunSettings(k=2, max_new_tokens=30, stop_at_eos=False)
+    whole = generate(pair, PROMPT, settings)
+    checks = []
+
+    def check():
+        checks.append(1)
+        if len(checks) == 3:
+            raise SpecvizError("stopped")
+
+    with stop_check(check), pytest.raises(SpecvizError, match="stopped"):
+        generate(pair, PROMPT, settings)
+    assert len(checks) == 3 < len(whole.rounds)  # two rounds ran, the third was never started
+    assert generate(pair, PROMPT, settings).output_ids == whole.output_ids  # outside the block: no check
