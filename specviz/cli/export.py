@@ -16,7 +16,6 @@ from specviz.core.trace import Trace
 from specviz.core.trace_json import MAX_TRACE_BYTES, trace_from_json
 from specviz.errors import SpecvizError
 from specviz.viz import lectures
-from specviz.viz.steps import check_animated
 
 TRACES_DIR = lectures.TRACES_DIR
 REBUILD = "python -m specviz export-html --lectures"
@@ -84,9 +83,7 @@ def read_trace(name: str) -> Trace:
             "from `python -m specviz run --json` is far smaller (replay a shorter run, with fewer new tokens)."
         )
     try:
-        trace = trace_from_json(text)
-        check_animated(trace)
-        return trace
+        return trace_from_json(text)
     except SpecvizError as exc:
         raise SpecvizError(f"{name}: {exc}") from None
 

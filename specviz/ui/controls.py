@@ -28,7 +28,9 @@ from specviz.core.settings import (
     parse_tree_spec,
     tree_fields,
 )
-from specviz.core.verify import tree_size
+from specviz.core.verify import BLOCK as BLOCK_VERIFIER
+from specviz.core.verify import TOKEN as TOKEN_VERIFIER
+from specviz.core.verify import VERIFIERS, tree_size
 from specviz.engine.loading import models
 from specviz.engine.loading.catalogue import (
     CATALOGUE,
@@ -205,6 +207,8 @@ def set_setting(key: str, value, name: str | None = None, most: int | None = Non
     known = methods.PROPOSERS + methods.SHAPED + methods.CROSSING
     if key == "method" and value not in known:
         return f"method = {value!r} is none of {', '.join(known)}; the sidebar keeps its own."
+    if key == "verifier" and value not in VERIFIERS:
+        return f"vf = {value!r} is none of {', '.join(VERIFIERS)}; the sidebar keeps its own verifier."
     limits = Limits.from_env()
     fitted = in_range(key, value, limits)
     if fitted is None:
@@ -481,7 +485,7 @@ def sidebar_controls(page: str = "") -> Controls:
         help="A tree's K is its depth (the longest run it can accept)." if drafts_tree else None,
     )
     plan = (
-        ({} if drafts_tree else schedule_controls(method))
+        ({} if drafts_tree else schedule_controls(method) | verifier_controls(page))
         | exit_controls(method, ranges["exit_layer"], active_sources()[0], page in EXIT_PAGES)
         | quant_controls(method, page in QUANT_PAGES)
     )
@@ -639,6 +643,32 @@ def exit_controls(method: str, allowed: tuple[int, int], target: str, always: bo
         key=keep("exit_layer", default), on_change=remember, args=("exit_layer",), help=EXIT_HELP,
     )  # fmt: skip
     return {"exit_layer": int(exit_layer)}
+
+
+VERIFIER_LABELS = {
+    TOKEN_VERIFIER: "token by token (u against min(1, p/q) at each draft)",
+    BLOCK_VERIFIER: "as a block (Sun et al.: each stop u against h, the longest passing prefix kept)",
+}
+VERIFIER_HELP = (
+    "How a chain's drafts are judged. Both keep the output exactly the target's. Token by token stops at the first "
+    "draft whose u exceeds min(1, p/q); block verification carries a weight w along the drafts, tests a stop after "
+    "each, keeps the longest prefix whose stop passes and draws the next token from max(0, w·p − q): never fewer "
+    "drafts kept in expectation (docs/engine.md measures both)."
+)
+
+
+VERIFIER_PAGES = ("rounds",)  # pages that offer block verification (the race and workload lanes judge token by token)
+
+
+def verifier_controls(page: str) -> dict:
+    """How a chain's drafts are judged (a tree's are judged along its walk: no choice there): a RunSettings field."""
+    if page not in VERIFIER_PAGES:
+        return {}
+    verifier = st.sidebar.radio(
+        "Verification", VERIFIERS, format_func=VERIFIER_LABELS.get, key=keep("verifier", TOKEN_VERIFIER),
+        on_change=remember, args=("verifier",), help=VERIFIER_HELP,
+    )  # fmt: skip
+    return {"verifier": verifier}
 
 
 QUANT_PAGES = ("race", "workload")  # pages that may run the quantized copy beside the chosen method: bits shown

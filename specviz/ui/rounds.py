@@ -71,9 +71,7 @@ class Picked:
 
 
 def start(trace: Trace, source: str = "live", cursor: steps.Cursor | None = None) -> None:
-    """Show `trace` from `cursor` (its start), paused, and remember where it came from (a block-verified trace is
-    refused: steps.check_animated)."""
-    steps.check_animated(trace)
+    """Show `trace` from `cursor` (its start), paused, and remember where it came from."""
     state = st.session_state
     state["rounds_trace"], state["rounds_cursor"], state["playing"] = trace, cursor or steps.Cursor(), False
     state["rounds_source"] = source

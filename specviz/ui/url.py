@@ -17,6 +17,7 @@ from specviz import methods
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings, parse_tree_spec, tree_fields
 from specviz.core.trace import Trace
+from specviz.core.verify import TOKEN
 from specviz.engine.loading.catalogue import CATALOGUE, PAIR_NAMES
 from specviz.engine.loading.models import recorded_name
 from specviz.ui.controls import HEAD_TREE, active_sources, set_setting, set_tree_shape, target_layers
@@ -35,6 +36,7 @@ URL_SETTINGS = {  # URL parameter -> (sidebar key, type)
     "dv": ("draft_vocab", int),
     "ee": ("exit_layer", int),  # early exit's E (only an early-exit run's link carries it)
     "qb": ("quant_bits", int),  # the quantized self-draft's bits (only its runs' links carry it)
+    "vf": ("verifier", str),  # block verification (only its runs' links carry it: token by token is the default)
 }
 MOMENT_KEYS = ("round", "phase", "pos")
 PRESENT = "present"  # present=1: open as a presenter wants it (OpenedUrl.present); never written back
@@ -62,6 +64,8 @@ def settings_params(settings: RunSettings, prompt: str) -> dict[str, str]:
         params["ee"] = str(settings.exit_layer)
     if methods.get(settings.method).quantizes:
         params["qb"] = str(settings.quant.bits)
+    if settings.verifier != TOKEN:
+        params["vf"] = settings.verifier
     return params
 
 
@@ -126,6 +130,7 @@ class OpenedUrl:
             draft_vocab=values.get("draft_vocab", base.draft_vocab),
             exit_layer=values.get("exit_layer", base.exit_layer),
             quant=replace(base.quant, bits=values.get("quant_bits", base.quant.bits)),
+            verifier=TOKEN if spec else values.get("verifier", base.verifier),
         )
 
 

@@ -76,9 +76,24 @@ def _acceptance(pos) -> Parts:
     return Parts("acceptance", (verdict,), data, charts.acceptance_heading(pos), params={"label": label})
 
 
-def _residual(r) -> Parts:
+def _block_stop(pos, stop) -> Parts:
+    data = (_one(charts.block_stop_rows(pos, stop)),)
+    label = charts.acceptance_label(pos)
+    return Parts(
+        "block_stop",
+        ("accepted" if stop.kept else "rejected",),
+        data,
+        charts.block_stop_heading(stop),
+        params={"label": label},
+    )
+
+
+def _residual(r, weight=None) -> Parts:
     chosen = r.extra.token_id if r.extra else None
-    return Parts("residual", (r.is_tree,), (_one(charts.drawn_rows(r.residual_top, chosen, "correction")),))
+    data = (_one(charts.drawn_rows(r.residual_top, chosen, "correction")),)
+    if weight is None:
+        return Parts("residual", (r.is_tree,), data)
+    return Parts("residual", ("block",), data, charts.residual_heading(r, weight))
 
 
 def _bonus(r) -> Parts:
@@ -140,6 +155,7 @@ EVERY_LAYER = ("layer", "*", "encoding")
 KINDS: dict[Callable, Kind] = {
     charts.pq_chart: Kind("pq", _pq, {"order": (("encoding", "x", "sort"),)}),
     charts.acceptance_chart: Kind("acceptance", _acceptance, {"label": (("layer", 3, "encoding", "text", "value"),)}),
+    charts.block_stop_chart: Kind("block_stop", _block_stop, {"label": (("layer", 3, "encoding", "text", "value"),)}),
     charts.residual_chart: Kind("residual", _residual, {}),
     charts.bonus_chart: Kind("bonus", _bonus, {}),
     trees.sibling_residual_chart: Kind("sibling", _sibling_residual, {}),

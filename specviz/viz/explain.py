@@ -6,6 +6,7 @@ from specviz import methods
 from specviz.core import schedule
 from specviz.core.trace import ACCEPTED, AFTER_STOP, Node, Position, Round, Trace
 from specviz.core.verify import tree_size
+from specviz.viz.block_stops import BlockStop, block_stops, kept_drafts, kept_weight, token_by_token_kept
 from specviz.viz.feature_flow import FLOWS
 from specviz.viz.text import literal, prob, visible
 
@@ -302,6 +303,43 @@ def judge_sentence(pos: Position) -> str:
     )
 
 
+def block_judge_sentence(r: Round, stop: BlockStop) -> str:
+    """A draft judged as part of a block: the weight it leaves, the stop test after it, and whether the block kept
+    it; at the last draft judged, what token-by-token verification would have kept with the same draws."""
+    stops = block_stops(r)
+    pos, before = r.positions[stop.after - 1], stops[stop.after - 2].weight if stop.after > 1 else 1.0
+    kept = kept_drafts(stops)
+    first = stop.after == 1  # the first draft says what w and h are; the later ones give their numbers
+    carry = ", how much of the target's mass the drafts so far still carry" if first else ""
+    h_is = " (= w: the last draft)" if stop.last else (" (from w and what the target owes next)" if first else "")
+    said = (
+        f"**Draft {stop.after} of {len(stops)}** {_tok(pos.text)}: p = {prob(pos.p)}, q = {prob(pos.q)}, so the "
+        f"block's weight becomes w = min(1, {prob(before)} · p/q) = {prob(stop.weight)}{carry}. The block may end "
+        f"after it with probability h = {prob(stop.h)}{h_is}; u = {stop.u:.3f} {'≤' if stop.passed else '>'} h: this "
+        f"stop {'passes' if stop.passed else 'fails'}."
+    )
+    if stop.kept:
+        why = "" if stop.passed else " though its own stop failed: a later one passed"
+        said += f" **Kept**{why}: the block keeps its longest prefix whose stop passes, {plural(kept, 'draft')} here."
+    else:
+        later = [s for s in stops if s.after > stop.after]
+        failed = ", ".join(f"u {s.u:.2f} > h {prob(s.h)}" for s in later)
+        prefix = f"the first {plural(kept, 'draft')}" if kept else "none of the drafts"
+        said += f" **Not kept**: no stop from here on passes{f' ({failed})' if failed else ''}, so the block keeps "
+        said += f"{prefix}; every later draft is discarded."
+    if stop.after == min(kept + 1, len(stops)):  # the last draft judged: the same draws, judged token by token
+        said += (
+            f" Token by token, the same draws would have kept {plural(token_by_token_kept(r), 'draft')} (u against "
+            "min(1, p/q) at each draft, up to the first that fails): each rule reads the draws its own way, and the "
+            "block keeps at least as many in expectation, not in every round."
+        )
+    return said
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def tree_judge_sentence(r: Round, node: Node) -> str:
     """A tree child's test: which distribution it is judged against (p at its parent, or the residual left by its
     rejected elder siblings), the numbers, and where the walk goes next."""
@@ -346,8 +384,20 @@ def picked_by(u: float) -> str:
     )
 
 
-def resolve_sentence(r: Round) -> str:
+def resolve_sentence(r: Round, block: bool = False) -> str:
+    """How the round's extra token is drawn (block: from what a block's kept prefix still owes)."""
     extra = r.extra
+    if block and extra.kind == "correction":
+        stops = block_stops(r)
+        kept = kept_drafts(stops)
+        prefix = plural(kept, "draft") if kept else "none of the drafts"
+        return (
+            f"The block kept {prefix}, so the correction {_tok(extra.text)} is drawn at position "
+            f"{kept + 1} from norm(max(0, w·p − q)) with w = {prob(kept_weight(stops))}, the kept drafts' weight: "
+            f"what the target still owes after them (token by token, w is always 1). Its p is {prob(extra.p)} and its "
+            f"residual probability {prob(extra.prob)}; {picked_by(extra.u)}. This keeps the output exactly the "
+            "target's."
+        )
     if r.is_tree and extra.kind == "correction":
         at = f"{_tok(r.nodes[r.path[-1]].text)}" if r.path else "the root"
         return (

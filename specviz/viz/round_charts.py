@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from specviz.core.lazy import lazy
 from specviz.core.trace import Node, Position, Round, TokenProb
+from specviz.viz.block_stops import BlockStop
 from specviz.viz.layout import PADDING, TITLE_CHARS, chart_title  # noqa: F401 - TITLE_CHARS: part of this API
 from specviz.viz.palette import ORIGIN_COLORS, ORIGIN_MARKS, P_COLOR, Q_COLOR
 from specviz.viz.text import prob, visible
@@ -134,17 +135,49 @@ def acceptance_heading(pos: Position | Node) -> tuple[str, str]:
 
 def acceptance_chart(pos: Position | Node) -> alt.LayerChart:
     """The acceptance probability as a bar on [0, 1] with the uniform draw u marked: accepted iff u lands inside."""
-    frame = acceptance_frame(pos)
-    verdict = frame["verdict"][0]
+    x_title = "acceptance probability min(1, p/q), and the uniform draw u"
+    return _u_test_chart(acceptance_rows(pos), x_title, acceptance_label(pos), acceptance_heading(pos))
+
+
+def block_stop_rows(pos: Position, stop: BlockStop) -> list[dict]:
+    """The stop test as the acceptance chart's one row: h in place of min(1, p/q); coloured by whether the block
+    kept this draft."""
+    verdict = "accepted" if stop.kept else "rejected"
+    return [
+        {"what": "h: end here", "value": stop.h, "u": stop.u, "verdict": verdict, "p": pos.p, "q": pos.q, "one": 1.0}
+    ]
+
+
+def block_stop_heading(stop: BlockStop) -> tuple[str, str]:
+    """The stop test's title: whether the block kept the draft, and the test in numbers (with the weight)."""
+    kept = "accepted" if stop.kept else "rejected"
+    sign = "≤" if stop.passed else ">"
+    return (
+        f"{ORIGIN_MARKS[kept]} {'KEPT' if stop.kept else 'NOT KEPT'} · may the block end after draft {stop.after}?",
+        f"u = {stop.u:.3f} {sign} h = {prob(stop.h)} ({'passes' if stop.passed else 'fails'}); weight w = "
+        f"{prob(stop.weight)}",
+    )
+
+
+def block_stop_chart(pos: Position, stop: BlockStop) -> alt.LayerChart:
+    """Block verification's stop test after this draft: h on [0, 1] with u marked (the block keeps its longest
+    prefix whose stop passes, so a failed stop can still be kept)."""
+    x_title = "probability h that the block may end here, and the uniform draw u"
+    return _u_test_chart(block_stop_rows(pos, stop), x_title, acceptance_label(pos), block_stop_heading(stop))
+
+
+def _u_test_chart(rows: list[dict], x_title: str, label: str, heading: tuple[str, str]) -> alt.LayerChart:
+    """A probability as a bar on [0, 1] beside its track, the uniform draw u as a tick with its label."""
+    frame = pd.DataFrame(rows)
     x_scale = alt.Scale(domain=[0, 1])
     base = alt.Chart(frame).encode(y=alt.Y("what:N", title=None))
     track = base.mark_bar(color="#eeeeee", size=34).encode(x=alt.X("one:Q", scale=x_scale, title=None))
-    bar = base.mark_bar(color=VERDICT_COLORS[verdict], size=34).encode(
-        x=alt.X("value:Q", scale=x_scale, title="acceptance probability min(1, p/q), and the uniform draw u"),
+    bar = base.mark_bar(color=VERDICT_COLORS[rows[0]["verdict"]], size=34).encode(
+        x=alt.X("value:Q", scale=x_scale, title=x_title),
         tooltip=[
             alt.Tooltip("p:Q", format=".4~g"),
             alt.Tooltip("q:Q", format=".4~g"),
-            alt.Tooltip("value:Q", title="min(1,p/q)", format=".4f"),
+            alt.Tooltip("value:Q", title=rows[0]["what"], format=".4f"),
             alt.Tooltip("u:Q", format=".4f"),
             "verdict:N",
         ],
@@ -152,11 +185,10 @@ def acceptance_chart(pos: Position | Node) -> alt.LayerChart:
     u_mark = base.mark_tick(color="black", thickness=3, size=50).encode(
         x=alt.X("u:Q", scale=x_scale), tooltip=[alt.Tooltip("u:Q", format=".4f")]
     )
-    label = base.mark_text(dy=-30, fontWeight="bold", fontSize=14).encode(
-        x=alt.X("u:Q", scale=x_scale), text=alt.value(acceptance_label(pos))
+    text = base.mark_text(dy=-30, fontWeight="bold", fontSize=14).encode(
+        x=alt.X("u:Q", scale=x_scale), text=alt.value(label)
     )
-    title = chart_title(*acceptance_heading(pos))
-    return (track + bar + u_mark + label).properties(title=title, height=130, padding=PADDING)
+    return (track + bar + u_mark + text).properties(title=chart_title(*heading), height=130, padding=PADDING)
 
 
 def distribution_frame(top: tuple[TokenProb, ...], chosen: int | None) -> pd.DataFrame:
@@ -202,22 +234,27 @@ def drawn_chart(
     return (bars + marks).properties(title=title, height=220, padding=PADDING)
 
 
-def residual_chart(r: Round) -> alt.Chart:
+def residual_chart(r: Round, weight: float | None = None) -> alt.Chart:
     """norm(max(0, p − q)) at the rejected position (in a tree: after every child tried was rejected), with the
-    sampled correction highlighted."""
+    sampled correction highlighted; weight: a block's, whose residual is norm(max(0, w·p − q))."""
     chosen = r.extra.token_id if r.extra else None
-    subtitle = (
-        "what is left after every child was rejected: the correction is drawn here"
-        if r.is_tree
-        else "where p has more mass than q: the correction is drawn here"
-    )
     return drawn_chart(
-        r.residual_top,
-        chosen,
-        "correction",
-        chart_title("Residual norm(max(0, p − q))", subtitle),
-        "residual probability",
+        r.residual_top, chosen, "correction", chart_title(*residual_heading(r, weight)), "residual probability"
     )
+
+
+def residual_heading(r: Round, weight: float | None = None) -> tuple[str, str]:
+    if weight is not None:
+        return (
+            "Residual norm(max(0, w·p − q))",
+            f"what the target still owes after the kept drafts (their weight w = {prob(weight)}): drawn here",
+        )
+    if r.is_tree:
+        return (
+            "Residual norm(max(0, p − q))",
+            "what is left after every child was rejected: the correction is drawn here",
+        )
+    return "Residual norm(max(0, p − q))", "where p has more mass than q: the correction is drawn here"
 
 
 def bonus_chart(r: Round) -> alt.Chart:

@@ -15,12 +15,15 @@ from typing import TYPE_CHECKING
 from specviz import methods
 from specviz.core.lazy import lazy
 from specviz.core.trace import Node, Position, Round, Totals, Trace
+from specviz.core.verify import BLOCK
 from specviz.viz import chart_templates, feature_flow, run_notes, steps
 from specviz.viz import round_charts as charts
 from specviz.viz import tree_charts as trees
+from specviz.viz.block_stops import block_stops, kept_weight
 from specviz.viz.crossing import crossing_html
 from specviz.viz.explain import (
     ALPHA_HELP,
+    block_judge_sentence,
     commit_sentence,
     draft_sentence,
     judge_sentence,
@@ -313,6 +316,11 @@ def _judge(out: _Blocks, trace: Trace, cursor: steps.Cursor, step: steps.Step) -
     pos = r.positions[step.position]
     out.new_row()
     out.chart(charts.pq_chart, pos, place=LEFT)
+    if trace.settings.verifier == BLOCK:  # the stop test after this draft, not u against min(1, p/q)
+        stop = block_stops(r)[step.position]
+        out.chart(charts.block_stop_chart, pos, stop, place=RIGHT)
+        out.add(MARKDOWN, block_judge_sentence(r, stop), RIGHT)
+        return
     out.chart(charts.acceptance_chart, pos, place=RIGHT)
     out.add(MARKDOWN, judge_sentence(pos), RIGHT)
 
@@ -341,8 +349,13 @@ def _resolve(out: _Blocks, trace: Trace, cursor: steps.Cursor, step: steps.Step)
     r = trace.rounds[cursor.round]
     out.new_row()
     where = _beside_tree(out, trace, cursor, step) if r.is_tree else MAIN
-    out.chart(charts.residual_chart if r.extra.kind == "correction" else charts.bonus_chart, r, place=where)
-    out.add(MARKDOWN, resolve_sentence(r), where)
+    block = trace.settings.verifier == BLOCK
+    if r.extra.kind == "correction":
+        weight = (kept_weight(block_stops(r)),) if block else ()  # a block's residual: max(0, w·p − q)
+        out.chart(charts.residual_chart, r, *weight, place=where)
+    else:
+        out.chart(charts.bonus_chart, r, place=where)
+    out.add(MARKDOWN, resolve_sentence(r, block), where)
 
 
 def _commit(out: _Blocks, trace: Trace, cursor: steps.Cursor, step: steps.Step) -> None:

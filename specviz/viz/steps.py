@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from urllib.parse import quote, urlencode
 
 from specviz.core.trace import ACCEPTED, REJECTED, Node, Position, Round, Trace
-from specviz.core.verify import TOKEN as TOKEN_VERIFIER
-from specviz.errors import SettingsError
 
 DRAFT, VERIFY, JUDGE, RESOLVE, COMMIT = "draft", "verify", "judge", "resolve", "commit"
 PHASE_TITLES = {
@@ -224,14 +222,3 @@ def _number(text) -> int | None:
         return int(text)
     except (TypeError, ValueError):
         return None
-
-
-def check_animated(trace: Trace) -> None:
-    """The player animates token-by-token verification (each draft's u against min(1, p/q)); a trace verified as a
-    block is refused with where its numbers are, not shown under sentences that would misstate its decisions."""
-    if trace.settings.verifier != TOKEN_VERIFIER:
-        raise SettingsError(
-            "This trace was verified as a block (--verify block): the round page and its HTML export animate "
-            "token-by-token verification only, and a block's decisions are not u against min(1, p/q) at each draft. "
-            "Its text, rounds and totals are in the JSON; `python -m specviz run --verify block` prints them."
-        )

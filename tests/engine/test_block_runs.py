@@ -61,13 +61,25 @@ def test_the_command_line_takes_it_and_says_so(capsys):
     assert code == 0 and "block verification" in capsys.readouterr().out
 
 
-def test_the_player_refuses_a_block_verified_trace_with_where_its_numbers_are(tmp_path, capsys):
-    """The round page and the HTML export animate token-by-token verification: their sentences would misstate a
-    block's decisions."""
+def test_a_block_verified_trace_is_animated_with_its_stop_tests_and_exported(tmp_path, capsys):
+    """The round page's steps and the HTML export show a block's own decisions: each draft's stop test (u against
+    h, with its weight), the kept prefix, and the residual of what the kept drafts still owe."""
+    from specviz.core.trace_json import trace_from_json
+    from specviz.viz import step_view, steps
+
     path = tmp_path / "block.json"
-    args = ["run", "--prompt", "def add(a, b):", "--k", "3", "--max-new-tokens", "8", "--temperature", "1"]
-    assert main([*args, "--verify", "block", "--json"]) == 0
+    args = ["run", "--prompt", "def add(a, b):", "--k", "4", "--max-new-tokens", "24", "--temperature", "1"]
+    assert main([*args, "--verify", "block", "--seed", "3", "--json"]) == 0
     path.write_text(capsys.readouterr().out)
-    assert main(["export-html", str(path), "-o", str(tmp_path / "x.html")]) != 0
-    err = capsys.readouterr().err
-    assert "verified as a block (--verify block)" in err and "Traceback" not in err
+    trace = trace_from_json(path.read_text())
+    said = []
+    for cursor in steps.moments(trace):
+        view = step_view.step_view(trace, cursor, step_view.ViewOptions())
+        said += [b.content for b in view.blocks if b.kind == step_view.MARKDOWN and isinstance(b.content, str)]
+    judged = [s for s in said if s.startswith("**Draft ")]
+    assert judged and all("the block's weight becomes w = min(1, " in s for s in judged)
+    assert not any("min(1, p/q) = " in s and "**Accepted**" in s for s in said)  # no token-by-token verdicts
+    assert any("Token by token, the same draws would have kept" in s for s in judged)
+    if any(r.extra and r.extra.kind == "correction" for r in trace.rounds):
+        assert any("from norm(max(0, w·p − q)) with w = " in s for s in said)
+    assert main(["export-html", str(path), "-o", str(tmp_path / "x.html")]) == 0
