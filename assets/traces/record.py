@@ -21,6 +21,7 @@ from specviz.engine.loading.catalogue import INSTRUCT_PRESETS, find_pair, preset
 from specviz.engine.loading.models import load_pair
 from specviz.ui.loaders import default_sources
 from specviz.viz import steps
+from specviz.viz.block_stops import block_stops, kept_drafts, token_by_token_kept
 
 HERE = Path(__file__).parent
 COPY = "import os\nimport sys\nimport json\nimport time\n\nimport os\nimport sys\n"  # from assets/workloads/copy.jsonl
@@ -79,6 +80,19 @@ def english_rejection(trace):
     return None
 
 
+def block_past_a_failed_stop(trace):
+    """A round verified as a block that keeps a draft whose own stop failed, and more drafts than token by token would
+    with the same draws: opened at that draft's stop test."""
+    for c in steps.moments(trace):
+        step = steps.current_step(trace, c)
+        r = trace.rounds[c.round]
+        if step.phase == steps.JUDGE and kept_drafts(block_stops(r)) > token_by_token_kept(r):
+            stop = block_stops(r)[step.position]
+            if stop.kept and not stop.passed:
+                return c
+    return None
+
+
 def _is(trace, c, phase, kind):
     r = trace.rounds[c.round]
     return steps.current_step(trace, c).phase == phase and r.extra is not None and r.extra.kind == kind
@@ -131,6 +145,16 @@ TRACES = [  # name, title, what it shows, prompt, settings, finder
         CODE,
         dict(method="tree", k=4, tree=(2, 2, 1, 1), sampling=SamplingSettings(1.0)),
         sibling_rescue,
+    ),
+    (
+        "block-kept-past-a-failed-stop",
+        "Block verification keeps a draft whose own stop failed (sampling, T = 1)",
+        "Verified as a block: each draft leaves a weight w and a stop test after it (u against h); the block keeps its "
+        "longest prefix whose stop passes, so a draft whose own stop fails is kept when a later stop passes. Here the "
+        "block keeps more drafts than token by token would with the same draws.",
+        CODE,
+        dict(k=4, sampling=SamplingSettings(1.0), verifier="block"),
+        block_past_a_failed_stop,
     ),
     (
         "english-rejection-smollm2",

@@ -310,16 +310,16 @@ def block_judge_sentence(r: Round, stop: BlockStop) -> str:
     pos, before = r.positions[stop.after - 1], stops[stop.after - 2].weight if stop.after > 1 else 1.0
     kept = kept_drafts(stops)
     first = stop.after == 1  # the first draft says what w and h are; the later ones give their numbers
-    carry = ", how much of the target's mass the drafts so far still carry" if first else ""
-    h_is = " (= w: the last draft)" if stop.last else (" (from w and what the target owes next)" if first else "")
+    carry = ", the target's mass the drafts still carry" if first else ""
+    h_is = " (= w: the last draft)" if stop.last else ""
     said = (
-        f"**Draft {stop.after} of {len(stops)}** {_tok(pos.text)}: p = {prob(pos.p)}, q = {prob(pos.q)}, so the "
-        f"block's weight becomes w = min(1, {prob(before)} · p/q) = {prob(stop.weight)}{carry}. The block may end "
-        f"after it with probability h = {prob(stop.h)}{h_is}; u = {stop.u:.3f} {'≤' if stop.passed else '>'} h: this "
-        f"stop {'passes' if stop.passed else 'fails'}."
+        f"**Draft {stop.after} of {len(stops)}** {_tok(pos.text)} (p = {prob(pos.p)}, q = {prob(pos.q)}): weight "
+        f"w = min(1, {prob(before)} · p/q) = {prob(stop.weight)}{carry}. May the block end here? h = "
+        f"{prob(stop.h)}{h_is}; u = {stop.u:.3f} {'≤' if stop.passed else '>'} h: "
+        f"{'it may' if stop.passed else 'not here'}."
     )
     if stop.kept:
-        why = "" if stop.passed else " though its own stop failed: a later one passed"
+        why = "" if stop.passed else ", though its own stop failed (a later one passed)"
         said += f" **Kept**{why}: the block keeps its longest prefix whose stop passes, {plural(kept, 'draft')} here."
     else:
         later = [s for s in stops if s.after > stop.after]

@@ -353,7 +353,7 @@ data-rendered-ms say how long (browser tests read them). Classes are prefixed sp
         const ms = performance.now() - started; // dom_ms: until the DOM and charts are drawn; ms: the next frame too
         timings.push({step: at, view: viewName(), ms: ms, dom_ms: domMs});
         root.dataset.renderedMs = ms.toFixed(1);
-        if (opts.follow && !focus) follow();
+        if (opts.follow) focus ? window.scrollTo(0, 0) : follow(); // the focus view fits the first screen
         root.dataset.rendered = String(run);
         prepareAround(run);
       });

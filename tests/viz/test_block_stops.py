@@ -43,8 +43,9 @@ def test_the_weights_stops_and_kept_prefix_are_the_blocks():
 def test_the_sentences_say_the_stop_test_the_kept_prefix_and_the_same_draws_token_by_token():
     r = block_round()
     first, second, third = (block_judge_sentence(r, s) for s in block_stops(r))
-    assert "w = min(1, 1.000 · p/q) = 0.500" in first and "u = 0.550 > h: this stop fails" in first
-    assert "**Kept** though its own stop failed: a later one passed" in first and "2 drafts here" in first
+    assert "w = min(1, 1.000 · p/q) = 0.500" in first and "u = 0.550 > h: not here" in first
+    assert "u = 0.400 ≤ h: it may" in second
+    assert "**Kept**, though its own stop failed (a later one passed)" in first and "2 drafts here" in first
     assert "Token by token" not in first + second  # said once, at the last draft judged
     assert "**Not kept**: no stop from here on passes, so the block keeps the first 2 drafts" in third
     assert "h = 0.200 (= w: the last draft)" in third
