@@ -101,7 +101,7 @@ class Proposer:
     """
 
     method: ClassVar[str] = ""  # the registry name it implements ("" for this base: no method)
-    hidden_layers: ClassVar[tuple[int, ...]] = ()  # the target's layers its drafter reads (most read none)
+    hidden_layers: tuple[int, ...] = ()  # the target's layers its drafter reads (most read none)
     shares_target: ClassVar[bool] = False  # drafts with the target itself (early exit): `start` takes target=, the
     #                                        run's own target CachedModel, and the target runs Hugging Face's forward
     chains: ClassVar[bool] = True  # drafts a chain of up to K tokens (the draft tree drafts only trees)

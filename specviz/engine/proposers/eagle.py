@@ -39,7 +39,7 @@ class EagleProposer(Proposer):
     what the draft is sampled from otherwise (vLLM's "probabilistic" draft sampling)."""
 
     method: ClassVar[str] = methods.EAGLE
-    hidden_layers: ClassVar[tuple[int, ...]] = (-1,)  # the target's last hidden state, after its final norm: f_t
+    hidden_layers = (-1,)  # the target's last hidden state, after its final norm: f_t
     trees: ClassVar[bool] = True  # EAGLE-2-style trees of its top-b tokens per node
     dynamic_trees: ClassVar[bool] = True
     adaptive: ClassVar[bool] = True

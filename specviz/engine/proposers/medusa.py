@@ -34,7 +34,7 @@ class MedusaProposer(Proposer):
     would build the extra heads without weights: its K must not exceed the checkpoint's)."""
 
     method: ClassVar[str] = methods.MEDUSA
-    hidden_layers: ClassVar[tuple[int, ...]] = (-1,)  # the target's last hidden state, after its final norm: h_t
+    hidden_layers = (-1,)  # the target's last hidden state, after its final norm: h_t
     trees: ClassVar[bool] = True  # a Cartesian tree of each head's top-b; never a dynamic one (no head sees a draft)
     heads: MedusaHeads
     vocab_size: int
