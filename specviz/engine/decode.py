@@ -41,7 +41,7 @@ from specviz.engine.forward.kv import CachedModel
 from specviz.engine.forward.lean import chosen_forward
 from specviz.engine.heads.lean_heads import lean_step
 from specviz.engine.loading.models import ModelPair, recorded_name, synchronize
-from specviz.engine.proposers import Proposal, Proposer, ancestor_matrix, empty_chain, proposer_class
+from specviz.engine.proposers import Proposal, Proposer, RunContext, ancestor_matrix, empty_chain, proposer_class
 from specviz.engine.tree import judge_tree
 from specviz.errors import SettingsError
 
@@ -187,7 +187,7 @@ EARLY_EXIT_NEEDS_HF = "early exit reads the target's per-layer cache, which only
 def target_forward(pair: ModelPair, settings: RunSettings, proposer: Proposer | None = None) -> str:
     """The forward the target runs (engine/forward/lean.py): the run's choice, but Hugging Face's for early exit, whose
     drafter reads the target's own cache objects layer by layer."""
-    needs_hf = EARLY_EXIT_NEEDS_HF if getattr(proposer, "shares_target", False) else None
+    needs_hf = EARLY_EXIT_NEEDS_HF if proposer is not None and proposer.shares_target else None
     return chosen_forward(settings.forward, pair.target, needs_hf)
 
 
@@ -207,8 +207,8 @@ def forwards_run(pair: ModelPair, settings: RunSettings) -> dict:
 
 
 def make_proposer(pair: ModelPair, settings: RunSettings, memory: SuffixMemory | None = None) -> Proposer | None:
-    """The proposer that implements settings.method; None for plain decoding. A proposer that remembers earlier runs
-    (suffix decoding) is given the caller's memory."""
+    """The proposer that implements settings.method; None for plain decoding. Every proposer is built from the one
+    context; one that remembers earlier runs (suffix decoding) reads the caller's memory from it."""
     method = methods.get(settings.method)
     cls = proposer_class(method.name)
     if cls is None:
@@ -220,9 +220,7 @@ def make_proposer(pair: ModelPair, settings: RunSettings, memory: SuffixMemory |
             f"The draft {recorded_name(pair.draft_name)} speaks another tokenizer than the target, so the "
             f"{method.label} method cannot compare their tokens: use --method {' or '.join(methods.CROSSING)}."
         )
-    if method.remembers:
-        return cls.for_run(pair, settings, memory)
-    return cls.for_run(pair, settings)
+    return cls.for_run(RunContext(pair, settings, memory))
 
 
 def check_fits(pair: ModelPair, prompt_ids: list[int], settings: RunSettings) -> None:
@@ -352,7 +350,7 @@ def start_schedule(settings: RunSettings) -> ScheduleState:
 def _start(proposer: Proposer, prompt_ids: list[int], target: CachedModel):
     """The run's drafter. A proposer that drafts with the target itself (early exit: `shares_target`) is handed the
     target's own per-run cache; such a drafter also scores its proposal (`score`: the verify pass, reusing its work)."""
-    if getattr(proposer, "shares_target", False):
+    if proposer.shares_target:
         return proposer.start(prompt_ids, target.hidden, target=target)
     return proposer.start(prompt_ids, target.hidden)
 

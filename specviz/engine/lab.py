@@ -30,7 +30,7 @@ from specviz.core.verify import residual
 from specviz.engine.decode import decode_rounds, encode_prompt
 from specviz.engine.early_exit import check_exit_layer
 from specviz.engine.loading.models import ModelPair
-from specviz.engine.proposers import EarlyExitProposer
+from specviz.engine.proposers import EarlyExitProposer, RunContext
 from specviz.errors import SettingsError
 
 Progress = Callable[[int, int], None]  # (runs done, runs asked for)
@@ -106,7 +106,7 @@ def two_token_samples(
     proposer = None
     if variant is not None:  # one proposer for every run: its settings (sampling, E) are the same in each
         exit_settings = RunSettings(method=side, k=k, sampling=sampling, exit_layer=exit_layer)
-        proposer = replace(EarlyExitProposer.for_run(pair, exit_settings), variant=variant)
+        proposer = replace(EarlyExitProposer.for_run(RunContext(pair, exit_settings)), variant=variant)
     plain: Counter = Counter()
     spec: Counter = Counter()
     start = time.perf_counter()

@@ -17,6 +17,7 @@ from specviz.core.settings import RunSettings
 from specviz.engine.decode import generate
 from specviz.engine.heads.eagle3 import new_head3, save_head3
 from specviz.engine.loading.models import load_pair
+from specviz.engine.proposers import RunContext
 from specviz.engine.proposers.eagle3 import Eagle3Proposer
 from specviz.errors import ModelLoadError, SettingsError, SpecvizError
 
@@ -96,7 +97,7 @@ def test_sampled_eagle3_is_seeded_and_its_q_is_zero_off_the_draft_vocabulary(hea
     a, b = generate(pair, PROMPTS[2], settings), generate(pair, PROMPTS[2], settings)
     assert a.output_ids == b.output_ids
     assert all(0 < p.q < 1 for r in a.rounds for p in r.positions)  # q = the head's distribution, not one-hot
-    drafter = Eagle3Proposer.for_run(pair, settings)
+    drafter = Eagle3Proposer.for_run(RunContext(pair, settings))
     ids = pair.tokenizer.encode(PROMPTS[2])
     with torch.no_grad():
         states = pair.target(input_ids=torch.tensor([ids[:-1]]), output_hidden_states=True).hidden_states

@@ -74,7 +74,7 @@ def test_a_tree_of_single_children_is_the_chain(bundled, method):
 def drafter(bundled, method: str, prompt: str, tree=()):
     """A fresh drafter over the prompt, as the loop starts one (the target's prefill features)."""
     settings = RunSettings(method=method, k=4, tree=tree, sampling=SamplingSettings(temperature=0.0))
-    proposer = proposers.proposer_class(method).for_run(bundled, settings)
+    proposer = proposers.proposer_class(method).for_run(proposers.RunContext(bundled, settings))
     ids = bundled.tokenizer.encode(prompt)
     target = CachedModel(bundled.target, bundled.vocab_size, ids, hidden_layers=proposer.hidden_layers)
     target.prefill()

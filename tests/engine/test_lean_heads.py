@@ -40,7 +40,7 @@ def close(a: torch.Tensor, b: torch.Tensor) -> bool:
 def both(pair, method: str):
     """The method's proposer on Hugging Face's forward (the head's modules) and on the lean one (its lean step)."""
     made = {
-        kind: HEADS[method].for_run(pair, RunSettings(method=method, forward=kind))
+        kind: HEADS[method].for_run(proposers.RunContext(pair, RunSettings(method=method, forward=kind)))
         for kind in (FORWARD_HF, FORWARD_LEAN)
     }
     assert made[FORWARD_HF].runner.forward == FORWARD_HF and made[FORWARD_LEAN].runner.forward == FORWARD_LEAN
@@ -108,7 +108,8 @@ def test_the_lean_weights_are_built_once_per_head_and_leave_it_unchanged(bundled
 def test_the_hf_forward_keeps_the_modules(bundled, monkeypatch):
     monkeypatch.setenv("SPECVIZ_FORWARD", "hf")  # auto then means Hugging Face's forward in this process
     for method, cls in HEADS.items():
-        assert cls.for_run(bundled, RunSettings(method=method, forward=FORWARD_AUTO)).runner.forward == FORWARD_HF
+        made = cls.for_run(proposers.RunContext(bundled, RunSettings(method=method, forward=FORWARD_AUTO)))
+        assert made.runner.forward == FORWARD_HF
 
 
 @pytest.mark.parametrize("method", ["eagle", "eagle3", "mtp", "medusa"])

@@ -3,8 +3,8 @@
 A `Proposer` is shared and read-only (it may hold a cached model); `start` gives one run its own `Drafter`, which owns
 that run's state (a KV cache, or the token history for n-gram lookup).
 
-One module per method family, found here by looking (`PROPOSER_CLASSES`: every class in the package's modules whose
-`method` is a registry name), so a new method's proposer needs no line in this file. The shared names are
+One module per method family, found here by looking (`PROPOSER_CLASSES`: every `Proposer` subclass in the package's
+modules whose `method` is a registry name), so a new method's proposer needs no line in this file. The shared names are
 re-exported here, so `specviz.engine.proposers.X` works for them; a method's own classes are imported from its module.
 """
 
@@ -20,6 +20,7 @@ from specviz.engine.proposers.base import (
     Drafter,
     Proposal,
     Proposer,
+    RunContext,
     draft_confidence,
     empty_chain,
     empty_tree,
@@ -40,14 +41,14 @@ if TYPE_CHECKING:
 
 
 def _proposers_here() -> tuple[type[Proposer], ...]:
-    """Every proposer class defined in this package's modules (a class with `for_run` whose `method` is a registry
+    """Every proposer class defined in this package's modules (a `Proposer` subclass whose `method` is a registry
     name), in the registry's order."""
     found: dict[str, type[Proposer]] = {}
     for info in pkgutil.iter_modules(__path__):
         module = import_module(f"{__name__}.{info.name}")
         for obj in vars(module).values():
             defined_here = isinstance(obj, type) and obj.__module__ == module.__name__
-            if defined_here and getattr(obj, "method", None) in methods.REGISTRY and hasattr(obj, "for_run"):
+            if defined_here and issubclass(obj, Proposer) and obj.method in methods.REGISTRY:
                 found[obj.method] = obj
     return tuple(found[name] for name in methods.REGISTRY if name in found)
 
@@ -61,10 +62,10 @@ def proposer_class(method: str) -> type[Proposer] | None:
 
 
 def draft_cap_note(pair: ModelPair, settings: RunSettings) -> str | None:
-    """Why a run drafts fewer than K tokens a round whatever the text (its proposer's `cap_note`, where it has one);
-    None when it does not."""
-    note = getattr(proposer_class(settings.method), "cap_note", None)
-    return note(pair, settings) if note else None
+    """Why a run drafts fewer than K tokens a round whatever the text (its proposer's `cap_note`); None when it does
+    not, and for plain decoding."""
+    cls = proposer_class(settings.method)
+    return cls.cap_note(pair, settings) if cls else None
 
 
 def proposers_table() -> str:
@@ -79,7 +80,7 @@ def proposers_table() -> str:
         cls, m = proposer_class(name), methods.get(name)
         if cls is None:
             continue
-        trees = "only" if m.shaped else "also" if m.branches else ""
+        trees = "only" if not cls.chains else "also" if cls.trees else ""
         head = f"`{m.head.beside}/`" if m.head else ""
         module = cls.__module__.removeprefix("specviz.engine.proposers.")
         rows.append(
@@ -93,6 +94,7 @@ __all__ = [
     "Proposal",
     "Drafter",
     "Proposer",
+    "RunContext",
     "draft_confidence",
     "tree_shape",
     "empty_chain",

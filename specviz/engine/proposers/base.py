@@ -1,5 +1,6 @@
-"""What every proposer and drafter is: the proposal, the drafter's base (its optional capabilities with
-defaults, so the loop asks and never probes), the proposer's contract, and the empty proposals."""
+"""What every proposer and drafter is: the proposal, the drafter's base and the proposer's (each with its optional
+capabilities as defaults, so the loop asks and never probes), the context a proposer is built from, and the empty
+proposals."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import torch
 from specviz.core.dyntree import GrownTree
 from specviz.core.sampling import SamplingSettings, draw
 from specviz.core.settings import RunSettings
+from specviz.core.suffix_tree import SuffixMemory
 from specviz.core.trace import Crossing, SuffixMatch
+from specviz.core.verify import VERIFIERS
 
 if TYPE_CHECKING:
     from specviz.engine.loading.models import ModelPair
@@ -75,8 +78,20 @@ class Drafter:
         return None
 
 
-class Proposer(Protocol):
-    """Shared, read-only; `method` is the registry name (specviz.methods) it implements.
+@dataclass(frozen=True)
+class RunContext:
+    """What a proposer is built from for one run: the loaded pair, the run's settings, and what the caller keeps
+    between runs (suffix decoding's SuffixMemory; None: a fresh one). Every proposer's `for_run` takes this one."""
+
+    pair: ModelPair
+    settings: RunSettings
+    memory: SuffixMemory | None = None
+
+
+class Proposer:
+    """Shared, read-only; `method` is the registry name (specviz.methods) it implements. What a method is, its class
+    says: the capabilities below (defaults: a chain drafter that takes neither trees nor K schedules), its cost
+    probe and its note; the loop, the cost measurement and the contract test read them, never probe for them.
 
     A proposer that reads the target's features names the layers in `hidden_layers` (indices into transformers'
     `hidden_states`: 0 = the embeddings, L = the last layer's output, after the final norm; a field instead of a
@@ -85,16 +100,50 @@ class Proposer(Protocol):
     round's at `advance`. This is transformers' `CandidateGenerator.requires_model_outputs`, made explicit.
     """
 
-    method: ClassVar[str]
-    hidden_layers: ClassVar[tuple[int, ...]]
+    method: ClassVar[str] = ""  # the registry name it implements ("" for this base: no method)
+    hidden_layers: tuple[int, ...] = ()  # the target's layers its drafter reads (most read none)
+    shares_target: ClassVar[bool] = False  # drafts with the target itself (early exit): `start` takes target=, the
+    #                                        run's own target CachedModel, and the target runs Hugging Face's forward
+    chains: ClassVar[bool] = True  # drafts a chain of up to K tokens (the draft tree drafts only trees)
+    trees: ClassVar[bool] = False  # drafts a tree of a static shape when given one (RunSettings.tree)
+    dynamic_trees: ClassVar[bool] = False  # grows a dynamic (EAGLE-2) tree when given one (RunSettings.dynamic)
+    adaptive: ClassVar[bool] = False  # its drafter honours `stop_below` and reports confidences: the K schedules apply
+    verifiers: ClassVar[tuple[str, ...]] = VERIFIERS  # how its chains may be judged (core/verify.py)
 
     @classmethod
-    def for_run(cls, pair: ModelPair, settings: RunSettings) -> Proposer:
+    def for_run(cls, context: RunContext) -> Proposer:
         """The proposer for a run with these settings on this pair."""
+        raise NotImplementedError
+
+    @classmethod
+    def cost_probe(cls, pair: ModelPair, ids: list[int], settings: RunSettings) -> CostProbe | None:
+        """Its draft step over the prompt, held ready to be timed (engine/costs.py, proposers/probes.py); None where
+        no model of its own drafts (a lookup; the draft model, which is timed anyway)."""
+        return None
+
+    @classmethod
+    def cap_note(cls, pair: ModelPair, settings: RunSettings) -> str | None:
+        """Why a run drafts fewer than K tokens a round whatever the text (Medusa: one per head); None when it does
+        not."""
+        return None
 
     def start(self, prompt_ids: list[int], features: torch.Tensor | None = None) -> Drafter:
         """A fresh drafter for one run over this prompt; features (layers, rows, H) of the prompt's tokens that the
         target's prefill read, when the drafter asks for them."""
+        raise NotImplementedError
+
+
+class CostProbe(Protocol):
+    """One draft step held ready to be timed again and again (proposers/probes.py): `forward()` runs it (one pass
+    that drafts `drafts` tokens), `restore()` puts the state back; target_forward: the forward of the target step its
+    c is against (None: the run's own)."""
+
+    drafts: int
+    target_forward: str | None
+
+    def forward(self) -> object: ...
+
+    def restore(self) -> None: ...
 
 
 def draft_chain(

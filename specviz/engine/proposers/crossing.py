@@ -22,12 +22,12 @@ from transformers import PreTrainedModel
 from specviz import methods
 from specviz.core.crossvocab import masked_top, realign, slem_tokens, tli_step
 from specviz.core.sampling import SamplingSettings, sample
-from specviz.core.settings import FORWARD_HF, RunSettings
+from specviz.core.settings import FORWARD_HF
 from specviz.core.trace import Crossing, TokenProb
 from specviz.engine.forward.kv import CachedModel
 from specviz.engine.forward.lean import chosen_forward
 from specviz.engine.loading.vocab_map import VocabMap
-from specviz.engine.proposers.base import Drafter, Proposal, empty_chain
+from specviz.engine.proposers.base import Drafter, Proposal, Proposer, RunContext, empty_chain
 from specviz.errors import SettingsError
 
 if TYPE_CHECKING:
@@ -48,19 +48,19 @@ def crossing_of(pair: ModelPair, method: str) -> VocabMap:
 
 
 @dataclass(frozen=True)
-class TliProposer:
+class TliProposer(Proposer):
     """TLI: a draft model with another tokenizer, drafting only the tokens both vocabularies share; SLEM's proposer
     is this one with another drafter (`start` gives a run its drafter by `method`)."""
 
     method: ClassVar[str] = methods.TLI
-    hidden_layers: ClassVar[tuple[int, ...]] = ()  # reads none of the target's features
     model: PreTrainedModel
     vocab: VocabMap
     sampling: SamplingSettings
     forward: str = FORWARD_HF
 
     @classmethod
-    def for_run(cls, pair: ModelPair, settings: RunSettings) -> TliProposer:
+    def for_run(cls, context: RunContext) -> TliProposer:
+        pair, settings = context.pair, context.settings
         vocab = crossing_of(pair, cls.method)
         return cls(pair.draft, vocab, settings.sampling, chosen_forward(settings.forward, pair.draft))
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import torch
 from transformers import PreTrainedModel
@@ -11,24 +11,29 @@ from transformers import PreTrainedModel
 from specviz import methods
 from specviz.core.dyntree import DynamicTree, GrownSoFar
 from specviz.core.sampling import SamplingSettings, logits_to_probs
-from specviz.core.settings import FORWARD_HF, RunSettings
-from specviz.core.verify import TOP_B, WITHOUT_REPLACEMENT, draw_children, tree_depths, tree_parents
+from specviz.core.settings import FORWARD_HF
+from specviz.core.verify import TOKEN, TOP_B, WITHOUT_REPLACEMENT, draw_children, tree_depths, tree_parents
 from specviz.engine.forward.kv import CachedModel
 from specviz.engine.forward.lean import chosen_forward
 from specviz.engine.forward.masks import ancestor_matrix
-from specviz.engine.proposers.base import Drafter, Proposal, draft_chain, empty_chain, empty_tree
+from specviz.engine.proposers.base import (
+    Drafter,
+    Proposal,
+    Proposer,
+    RunContext,
+    draft_chain,
+    empty_chain,
+    empty_tree,
+)
 from specviz.engine.proposers.trees import dynamic_proposal
-
-if TYPE_CHECKING:
-    from specviz.engine.loading.models import ModelPair
 
 
 @dataclass(frozen=True)
-class DraftModelProposer:
+class DraftModelProposer(Proposer):
     """A small causal LM samples K tokens autoregressively from its processed distribution q."""
 
     method: ClassVar[str] = methods.DRAFT
-    hidden_layers: ClassVar[tuple[int, ...]] = ()  # reads none of the target's features
+    adaptive: ClassVar[bool] = True
     model: PreTrainedModel
     vocab_size: int
     sampling: SamplingSettings
@@ -38,7 +43,8 @@ class DraftModelProposer:
     forward: str = FORWARD_HF  # the draft's forward pass (engine/forward/lean.py)
 
     @classmethod
-    def for_run(cls, pair: ModelPair, settings: RunSettings) -> DraftModelProposer:
+    def for_run(cls, context: RunContext) -> DraftModelProposer:
+        pair, settings = context.pair, context.settings
         vocab_ids, forward = pair.draft_vocab_ids(settings.draft_vocab), chosen_forward(settings.forward, pair.draft)
         return cls(pair.draft, pair.vocab_size, settings.sampling, vocab_ids, forward)
 
@@ -70,7 +76,7 @@ class DraftModelDrafter(Drafter):
 
 
 @dataclass(frozen=True)
-class TreeProposer:
+class TreeProposer(Proposer):
     """The draft model drafts a tree: one forward pass per depth over all the nodes at that depth (tree attention).
 
     Children at temperature > 0 are sampled from q without replacement (Sequoia's SpecTree; core/verify.py proves it
@@ -78,7 +84,10 @@ class TreeProposer:
     """
 
     method: ClassVar[str] = methods.TREE
-    hidden_layers: ClassVar[tuple[int, ...]] = ()  # reads none of the target's features
+    chains: ClassVar[bool] = False  # only trees: a chain is the shape 1,1,1,1
+    trees: ClassVar[bool] = True
+    dynamic_trees: ClassVar[bool] = True
+    verifiers: ClassVar[tuple[str, ...]] = (TOKEN,)  # a tree is judged along its walk
     model: PreTrainedModel
     vocab_size: int
     sampling: SamplingSettings
@@ -90,7 +99,8 @@ class TreeProposer:
     dynamic: DynamicTree | None = None  # grow a dynamic (EAGLE-2) tree per round instead of the static shape
 
     @classmethod
-    def for_run(cls, pair: ModelPair, settings: RunSettings) -> TreeProposer:
+    def for_run(cls, context: RunContext) -> TreeProposer:
+        pair, settings = context.pair, context.settings
         vocab_ids, forward = pair.draft_vocab_ids(settings.draft_vocab), chosen_forward(settings.forward, pair.draft)
         return cls(pair.draft, pair.vocab_size, settings.sampling, settings.tree, vocab_ids, forward, settings.dynamic)
 

@@ -13,7 +13,16 @@ from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
 from specviz.core.verify import tree_parents
 from specviz.engine.forward.masks import additive_mask, after_cache, ancestor_matrix
-from specviz.engine.proposers.base import Drafter, Proposal, draft_chain, empty_chain, empty_tree, tree_shape
+from specviz.engine.proposers.base import (
+    Drafter,
+    Proposal,
+    Proposer,
+    RunContext,
+    draft_chain,
+    empty_chain,
+    empty_tree,
+    tree_shape,
+)
 from specviz.engine.proposers.rows import cat_rows, rows_of, take_rows
 from specviz.engine.proposers.runners import HeadRunner, HfEagleRunner, chosen_runner
 from specviz.engine.proposers.trees import dynamic_proposal, grow_top_b_tree
@@ -23,14 +32,17 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class EagleProposer:
+class EagleProposer(Proposer):
     """EAGLE-1: a one-layer head drafts from the target's own features (engine/heads/eagle.py). The first draft of a
     round reads the target's real feature of the last committed row; each later one the head's own predicted feature. q
     = the head's processed distribution (temperature, top-k, top-p as the target's): one-hot of its argmax when greedy,
     what the draft is sampled from otherwise (vLLM's "probabilistic" draft sampling)."""
 
     method: ClassVar[str] = methods.EAGLE
-    hidden_layers: ClassVar[tuple[int, ...]] = (-1,)  # the target's last hidden state, after its final norm: f_t
+    hidden_layers = (-1,)  # the target's last hidden state, after its final norm: f_t
+    trees: ClassVar[bool] = True  # EAGLE-2-style trees of its top-b tokens per node
+    dynamic_trees: ClassVar[bool] = True
+    adaptive: ClassVar[bool] = True
     runner: HeadRunner  # the head on the run's forward, chosen once (proposers/runners.py)
     vocab_size: int
     sampling: SamplingSettings
@@ -38,7 +50,8 @@ class EagleProposer:
     dynamic: DynamicTree | None = None  # a dynamic (EAGLE-2) tree per round (EagleDrafter.propose_dynamic)
 
     @classmethod
-    def for_run(cls, pair: ModelPair, settings: RunSettings) -> EagleProposer:
+    def for_run(cls, context: RunContext) -> EagleProposer:
+        pair, settings = context.pair, context.settings
         target = pair.target
         reference = HfEagleRunner(
             pair.load_head_for(cls.method), target.get_input_embeddings(), target.get_output_embeddings()

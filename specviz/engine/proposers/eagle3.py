@@ -11,7 +11,7 @@ from specviz import methods
 from specviz.core.dyntree import DynamicTree
 from specviz.core.sampling import SamplingSettings
 from specviz.core.settings import RunSettings
-from specviz.engine.proposers.base import tree_shape
+from specviz.engine.proposers.base import Proposer, RunContext, tree_shape
 from specviz.engine.proposers.eagle import EagleDrafter
 from specviz.engine.proposers.runners import HeadRunner, HfRunner, chosen_runner
 
@@ -38,7 +38,7 @@ class HfEagle3Runner(HfRunner):
 
 
 @dataclass(frozen=True)
-class Eagle3Proposer:
+class Eagle3Proposer(Proposer):
     """EAGLE-3: a one-layer head drafts from the target's hidden states at three depths (engine/heads/eagle3.py), with
     its own LM head over a draft vocabulary. The first draft of a round reads fc of the target's real states of the last
     committed row; each later one the head's own pre-norm output, with no fc (as vLLM's proposer). q = the head's
@@ -47,6 +47,9 @@ class Eagle3Proposer:
     min(1, p/q) and the residual keep the output exact (as for a trimmed draft vocabulary)."""
 
     method: ClassVar[str] = methods.EAGLE3
+    trees: ClassVar[bool] = True  # EAGLE-2-style trees of its top-b tokens per node
+    dynamic_trees: ClassVar[bool] = True
+    adaptive: ClassVar[bool] = True
     runner: HeadRunner  # the head on the run's forward, chosen once (proposers/runners.py)
     vocab_size: int
     sampling: SamplingSettings
@@ -55,7 +58,8 @@ class Eagle3Proposer:
     dynamic: DynamicTree | None = None  # a dynamic (EAGLE-2) tree per round (EagleDrafter.propose_dynamic)
 
     @classmethod
-    def for_run(cls, pair: ModelPair, settings: RunSettings) -> Eagle3Proposer:
+    def for_run(cls, context: RunContext) -> Eagle3Proposer:
+        pair, settings = context.pair, context.settings
         head = pair.load_head_for(cls.method)
         reference = HfEagle3Runner(head, pair.target.get_input_embeddings())
         shape, dynamic = tree_shape(settings), settings.dynamic if settings.is_tree else None

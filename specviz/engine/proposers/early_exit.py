@@ -13,14 +13,14 @@ from specviz.core.sampling import SamplingSettings, logits_to_probs, sample
 from specviz.core.settings import FORWARD_HF, RunSettings
 from specviz.engine.early_exit import SplitTarget, check_exit_layer
 from specviz.engine.forward.kv import CachedModel
-from specviz.engine.proposers.base import Drafter, Proposal, draft_confidence, empty_chain
+from specviz.engine.proposers.base import Drafter, Proposal, Proposer, RunContext, draft_confidence, empty_chain
 
 if TYPE_CHECKING:
     from specviz.engine.loading.models import ModelPair
 
 
 @dataclass(frozen=True)
-class EarlyExitProposer:
+class EarlyExitProposer(Proposer):
     """Self-speculation by early exit (engine/early_exit.py): the target's own first E layers, its final norm and LM
     head draft a chain; q = that exit's processed distribution (one-hot of its argmax when greedy), so the usual
     min(1, p/q) test keeps the output exact. It shares the target's per-run cache (`shares_target`: the loop hands
@@ -28,14 +28,15 @@ class EarlyExitProposer:
     committed token, and the verify pass (`EarlyExitDrafter.score`) skips layers < E for the tokens the draft ran."""
 
     method: ClassVar[str] = methods.EARLY_EXIT
-    hidden_layers: ClassVar[tuple[int, ...]] = ()  # reads no hidden states: it reads the target's cache itself
-    shares_target: ClassVar[bool] = True
+    shares_target: ClassVar[bool] = True  # reads no hidden states: it reads the target's cache itself
+    adaptive: ClassVar[bool] = True
     exit_layer: int
     sampling: SamplingSettings
     variant: ExitVariant = EXIT_EXACT  # runs exit through the final norm; the exactness lab switches it
 
     @classmethod
-    def for_run(cls, pair: ModelPair, settings: RunSettings) -> EarlyExitProposer:
+    def for_run(cls, context: RunContext) -> EarlyExitProposer:
+        pair, settings = context.pair, context.settings
         check_exit_layer(pair.target, settings.exit_layer)
         return cls(settings.exit_layer, settings.sampling)
 

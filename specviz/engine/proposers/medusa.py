@@ -10,7 +10,7 @@ import torch
 from specviz import methods
 from specviz.core.sampling import SamplingSettings, logits_to_probs, sample
 from specviz.core.settings import RunSettings
-from specviz.engine.proposers.base import Drafter, Proposal, empty_chain, empty_tree, tree_shape
+from specviz.engine.proposers.base import Drafter, Proposal, Proposer, RunContext, empty_chain, empty_tree, tree_shape
 from specviz.engine.proposers.trees import grow_top_b_tree
 from specviz.errors import SettingsError
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class MedusaProposer:
+class MedusaProposer(Proposer):
     """Medusa: K independent heads guess the next K tokens from one feature, the target's post-norm hidden state of
     the row that predicted the last committed token (engine/heads/medusa.py; as vLLM feeds its MedusaProposer). Head i
     drafts x_{n+1+i} after the committed x_0..x_n: no head sees another's draft, so one pass drafts the whole chain.
@@ -34,14 +34,16 @@ class MedusaProposer:
     would build the extra heads without weights: its K must not exceed the checkpoint's)."""
 
     method: ClassVar[str] = methods.MEDUSA
-    hidden_layers: ClassVar[tuple[int, ...]] = (-1,)  # the target's last hidden state, after its final norm: h_t
+    hidden_layers = (-1,)  # the target's last hidden state, after its final norm: h_t
+    trees: ClassVar[bool] = True  # a Cartesian tree of each head's top-b; never a dynamic one (no head sees a draft)
     heads: MedusaHeads
     vocab_size: int
     sampling: SamplingSettings
     shape: tuple[int, ...] = ()  # a tree's children per depth (MedusaDrafter.propose_tree); empty: a chain
 
     @classmethod
-    def for_run(cls, pair: ModelPair, settings: RunSettings) -> MedusaProposer:
+    def for_run(cls, context: RunContext) -> MedusaProposer:
+        pair, settings = context.pair, context.settings
         heads, shape = pair.load_head_for(cls.method), tree_shape(settings)
         if len(shape) > heads.num_heads:
             raise SettingsError(

@@ -6,8 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from specviz import methods
-from specviz.core.settings import RunSettings
-from specviz.engine.proposers.base import tree_shape
+from specviz.engine.proposers.base import RunContext, tree_shape
 from specviz.engine.proposers.eagle import EagleProposer
 from specviz.engine.proposers.runners import HfEagleRunner, chosen_runner
 
@@ -15,7 +14,6 @@ if TYPE_CHECKING:
     import torch
 
     from specviz.engine.heads.mtp import MtpModule
-    from specviz.engine.loading.models import ModelPair
 
 
 @dataclass(frozen=True)
@@ -36,7 +34,8 @@ class MtpProposer(EagleProposer):
     method: ClassVar[str] = methods.MTP
 
     @classmethod
-    def for_run(cls, pair: ModelPair, settings: RunSettings) -> MtpProposer:
+    def for_run(cls, context: RunContext) -> MtpProposer:
+        pair, settings = context.pair, context.settings
         target = pair.target
         reference = HfMtpRunner(
             pair.load_head_for(cls.method), target.get_input_embeddings(), target.get_output_embeddings()

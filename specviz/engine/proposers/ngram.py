@@ -3,33 +3,29 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import numpy as np
 import torch
 from numpy.lib.stride_tricks import sliding_window_view
 
 from specviz import methods
-from specviz.core.settings import RunSettings
-from specviz.engine.proposers.base import Drafter, Proposal
-
-if TYPE_CHECKING:
-    from specviz.engine.loading.models import ModelPair
+from specviz.engine.proposers.base import Drafter, Proposal, Proposer, RunContext
 
 
 @dataclass(frozen=True)
-class NgramProposer:
+class NgramProposer(Proposer):
     """Prompt lookup: find the last n tokens earlier in prompt + output and propose what followed them (one-hot q)."""
 
     method: ClassVar[str] = methods.NGRAM
-    hidden_layers: ClassVar[tuple[int, ...]] = ()  # reads none of the target's features
     device: torch.device
     min_n: int = 1
     max_n: int = 3
 
     @classmethod
-    def for_run(cls, pair: ModelPair, settings: RunSettings) -> NgramProposer:
-        return cls(pair.device, settings.ngram_min, settings.ngram_max)
+    def for_run(cls, context: RunContext) -> NgramProposer:
+        settings = context.settings
+        return cls(context.pair.device, settings.ngram_min, settings.ngram_max)
 
     def start(self, prompt_ids: list[int], features: torch.Tensor | None = None) -> NgramDrafter:
         return NgramDrafter(list(prompt_ids), self.device, self.min_n, self.max_n)

@@ -13,6 +13,7 @@ import torch
 
 from specviz.core.settings import RunSettings
 from specviz.engine.forward.kv import CachedModel
+from specviz.engine.proposers.base import RunContext
 
 if TYPE_CHECKING:
     from specviz.engine.loading.models import ModelPair
@@ -27,7 +28,7 @@ class HeadStepProbe:
     target_forward: str | None = None  # its c is against a target step on the run's own forward
 
     def __init__(self, proposer_cls, pair: ModelPair, ids: list[int], settings: RunSettings):
-        made = proposer_cls.for_run(pair, settings)  # the head runs the target's forward
+        made = proposer_cls.for_run(RunContext(pair, settings))  # the head runs the target's forward
         target = CachedModel(
             pair.target, pair.vocab_size, ids + ids[-1:], hidden_layers=made.hidden_layers, forward=settings.forward
         )
@@ -59,7 +60,7 @@ class PassProbe:
             pair.target, pair.vocab_size, ids + ids[-1:], hidden_layers=layers, forward=settings.forward
         )
         target.prefill()
-        self.drafter = proposer_cls.for_run(pair, settings).start(ids + ids[-1:], target.hidden)
+        self.drafter = proposer_cls.for_run(RunContext(pair, settings)).start(ids + ids[-1:], target.hidden)
         self.drafts = drafts
         self.u = torch.ones(drafts, device=pair.device)  # (drafts,) uniforms: unused when greedy
 

@@ -15,6 +15,7 @@ from specviz.core.settings import RunSettings
 from specviz.engine.forward.kv import CachedModel
 from specviz.engine.forward.lean import lean_refusal
 from specviz.engine.forward.quantized import QuantizedCopy, quantized_copy
+from specviz.engine.proposers.base import Proposer, RunContext
 from specviz.engine.proposers.draft_model import DraftModelDrafter
 from specviz.errors import SettingsError
 
@@ -23,19 +24,20 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class QuantizedProposer:
+class QuantizedProposer(Proposer):
     """q is the low-bit copy's processed distribution; its own KV cache, the lean forward. The copy is built once per
     loaded target and options and shared read-only, like the target."""
 
     method: ClassVar[str] = methods.QUANTIZED
-    hidden_layers: ClassVar[tuple[int, ...]] = ()  # reads none of the target's features: it is the target
+    adaptive: ClassVar[bool] = True
     target: PreTrainedModel
     copy: QuantizedCopy
     vocab_size: int
     sampling: SamplingSettings
 
     @classmethod
-    def for_run(cls, pair: ModelPair, settings: RunSettings) -> QuantizedProposer:
+    def for_run(cls, context: RunContext) -> QuantizedProposer:
+        pair, settings = context.pair, context.settings
         return cls(pair.target, copy_for(pair, settings), pair.vocab_size, settings.sampling)
 
     @classmethod

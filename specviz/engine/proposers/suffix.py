@@ -4,22 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import torch
 
 from specviz import methods
-from specviz.core.settings import RunSettings
 from specviz.core.suffix_tree import SuffixCache, SuffixDraft, SuffixMemory, SuffixOptions
 from specviz.core.trace import SUFFIX_REQUEST, SuffixMatch
-from specviz.engine.proposers.base import Drafter, Proposal, empty_chain
-
-if TYPE_CHECKING:
-    from specviz.engine.loading.models import ModelPair
+from specviz.engine.proposers.base import Drafter, Proposal, Proposer, RunContext, empty_chain
 
 
 @dataclass(frozen=True)
-class SuffixProposer:
+class SuffixProposer(Proposer):
     """Suffix decoding (ArcticInference; core/suffix_tree.py): the most frequent continuation of the longest useful
     match, in a trie over this prompt + output and in a global one over earlier outputs; one-hot q, K varies per round.
 
@@ -27,15 +23,16 @@ class SuffixProposer:
     same memory learn from each other's outputs; without one, each run starts with an empty global trie."""
 
     method: ClassVar[str] = methods.SUFFIX
-    hidden_layers: ClassVar[tuple[int, ...]] = ()  # reads none of the target's features
     device: torch.device
     options: SuffixOptions
     cache: SuffixCache
 
     @classmethod
-    def for_run(cls, pair: ModelPair, settings: RunSettings, memory: SuffixMemory | None = None) -> SuffixProposer:
-        cache = (memory or SuffixMemory()).cache_for(settings.suffix)
-        return cls(pair.device, settings.suffix, cache)
+    def for_run(cls, context: RunContext) -> SuffixProposer:
+        """Drafting from the caller's memory of earlier runs (context.memory), or from a fresh one."""
+        options = context.settings.suffix
+        cache = (context.memory or SuffixMemory()).cache_for(options)
+        return cls(context.pair.device, options, cache)
 
     def start(self, prompt_ids: list[int], features: torch.Tensor | None = None) -> SuffixDrafter:
         return SuffixDrafter(self, list(prompt_ids))
