@@ -159,11 +159,11 @@ def sweep_chart(rows: list[dict]) -> alt.LayerChart:
     )
     ranged = base.transform_filter("isValid(datum.low)")
     bars = ranged.mark_rule().encode(x=k_axis, y="low:Q", y2="high:Q", color=alt.Color("kind:N"))
-    caps = [  # short caps at each end, at their K only (an error bar's ticks span the whole band between K)
+    low, high = (  # short caps at each end, at their K only (an error bar's ticks span the whole band between K)
         ranged.mark_tick(size=14, thickness=1.5).encode(x=k_axis, y=f"{end}:Q", color=alt.Color("kind:N"))
         for end in ("low", "high")
-    ]
-    return alt.layer(lines, bars, *caps).properties(height=260)
+    )
+    return (lines + bars + low + high).properties(height=260)
 
 
 def playback_data(results: list[RunRecord], pieces: dict) -> dict:
