@@ -137,9 +137,10 @@ def drafted_as_the_pair_can(settings: RunSettings, sources: tuple[str, str, str,
 def is_first_run(settings: RunSettings, prompt: str, target: str) -> bool:
     """Whether a run is the first run (FIRST_RUN with the code preset, drafted by the pair's draft model: its own
     method, or TLI across tokenizers), whatever draft vocabulary it used."""
+    if settings.method not in (methods.DRAFT, *methods.CROSSING):
+        return False
     first = replace(first_run_settings(settings.draft_vocab), method=settings.method)
-    drafted = settings.method in (methods.DRAFT, *methods.CROSSING)
-    return drafted and settings == first and prompt == presets_for(target)["code"]
+    return settings == first and prompt == presets_for(target)["code"]
 
 
 TREE_PRESETS = ("2,2,1,1", "3,2,1,1", "4,2,2,1", "dynamic:16,5,4")  # children per depth, or a dynamic (EAGLE-2)
