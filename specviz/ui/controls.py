@@ -209,7 +209,7 @@ def set_setting(key: str, value, name: str | None = None, most: int | None = Non
     if key == "method" and value not in known:
         return f"method = {value!r} is none of {', '.join(known)}; the sidebar keeps its own."
     if key == "verifier" and value not in VERIFIERS:
-        return f"vf = {value!r} is none of {', '.join(VERIFIERS)}; the sidebar keeps its own verifier."
+        return f"{name or key} = {value!r} is none of {', '.join(VERIFIERS)}; the sidebar keeps its own verifier."
     limits = Limits.from_env()
     fitted = in_range(key, value, limits)
     if fitted is None:
@@ -656,8 +656,6 @@ VERIFIER_HELP = (
     "each, keeps the longest prefix whose stop passes and draws the next token from max(0, w·p − q): never fewer "
     "drafts kept in expectation (docs/engine.md measures both)."
 )
-
-
 VERIFIER_PAGES = ("rounds",)  # pages that offer block verification (the race and workload lanes judge token by token)
 
 

@@ -96,10 +96,15 @@ def start_race(controls: Controls, prompt: str, entry: Entry) -> None:
             bench.environment(pair) | {"forward": forwards_run(pair, settings)},
         )
         key = (active_sources(), prompt, settings, tuple(lanes), tree)
-        running = race_words(len(lanes) + (methods.PLAIN not in lanes))
+        running = race_words(raced_lanes(lanes))
         keep_race(in_the_hall("race", key, racing, "race", cache=False, running=running, keep=RACE_RUN))
     except SpecvizError as exc:
         st.error(str(exc))
+
+
+def raced_lanes(lanes: list[str]) -> int:
+    """How many lanes a race runs: the entered ones, and plain decoding beside them where it was left out."""
+    return len(lanes) + (methods.PLAIN not in lanes)
 
 
 def race_words(lanes: int) -> str:
@@ -110,7 +115,7 @@ def race_words(lanes: int) -> str:
 def race_progress(report, lanes) -> Callable[[int, int, str], None]:
     """The race's between-runs callback: runs done, the last lane, and the time left at the pace so far (the warm-up
     counted as one run per lane)."""
-    started, warm = time.monotonic(), len(lanes) + (methods.PLAIN not in lanes)
+    started, warm = time.monotonic(), raced_lanes(lanes)
 
     def advance(done: int, runs: int, lane: str) -> None:
         pace = (time.monotonic() - started) / (done + warm)

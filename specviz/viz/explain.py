@@ -8,7 +8,7 @@ from specviz.core.trace import ACCEPTED, AFTER_STOP, Node, Position, Round, Trac
 from specviz.core.verify import tree_size
 from specviz.viz.block_stops import BlockStop, block_stops, kept_drafts, kept_weight, token_by_token_kept
 from specviz.viz.feature_flow import FLOWS
-from specviz.viz.text import literal, prob, visible
+from specviz.viz.text import literal, plural, prob, visible
 
 DRAFT_BOX = "border:1px solid #333333;padding:.2rem .45rem;margin:0 .1rem;font-family:monospace"
 
@@ -334,10 +334,6 @@ def block_judge_sentence(r: Round, stop: BlockStop) -> str:
             "block keeps at least as many in expectation, not in every round."
         )
     return said
-
-
-def plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def tree_judge_sentence(r: Round, node: Node) -> str:

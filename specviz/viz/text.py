@@ -189,3 +189,8 @@ def phase_strip_html(current: str, titles: dict[str, str]) -> str:
         '<div class="phase-strip" style="display:flex;flex-wrap:wrap;'
         'align-items:baseline;margin:.4rem 0 .6rem;user-select:none">' + arrow.join(cells) + "</div>"
     )
+
+
+def plural(count: int, noun: str) -> str:
+    """'1 draft', '3 drafts'."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
