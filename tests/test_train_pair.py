@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from specviz.train.chat_data import load_shard, shard_paths, user_prefix
+from specviz.train.answer_store import store_info
+from specviz.train.chat_data import user_prefix
 from specviz.train.draft_pair import alpha_tau, choose_vocab, read_shards, rounds, trimmed_ids
 from specviz.train.pair import main
 from tests.tiny_models import EOS, build_model, build_tokenizer
@@ -31,8 +32,8 @@ def setup(tmp_path_factory):
     heldout.write_text("".join(json.dumps({"prompt": p, "kind": "code"}) + "\n" for p in ("def add(a, b):", "The fox")))
     base = ["--pair", "tiny", "--target", str(root / "target"), "--work-dir", str(root / "work"), "--threads", "1"]
     base += ["--heldout", str(heldout), "--context", "48"]
-    data = ["--tokens", "120", "--data-batch", "6", "--prompt-tokens", "8", "--answer-tokens", "12", "--top-k", "8"]
-    assert main(["data", *base, *data, "--sample-every", "0"]) == 0
+    data = ["--tokens", "120", "--data-batch", "6", "--prompt-tokens", "8", "--answer-tokens", "12"]
+    assert main(["data", *base, *data, "--shard-samples", "4"]) == 0
     return root, base, data
 
 
@@ -43,23 +44,22 @@ def test_the_magpie_prompt_is_the_templates_text_before_the_user_message(setup):
     assert user_prefix(tok) == EOS + "user\n"
 
 
-def test_greedy_shards_keep_the_teachers_top_k_aligned_with_the_answers_and_resume_without_redoing(setup):
+def test_the_data_stage_fills_the_store_then_a_later_run_appends_with_the_next_seed(setup):
     root, base, data = setup
-    paths = shard_paths(root / "work" / "data")
-    assert paths
-    shards = read_shards(root / "work" / "data")
+    store = root / "work" / "data"
+    info = store_info(store)
+    assert info.answer_tokens >= 120 and len(info.shards) >= 2 and {s["seed"] for s in info.shards} == {1234}
+    shards = read_shards(store)  # what the training stages read: hard labels, the answer token itself
     answers = np.concatenate([t[a:] for t, a in zip(shards.tokens, shards.answer_at)])
-    assert len(answers) == len(shards.topk_ids) >= 120
-    hit = shards.topk_ids == answers[:, None]  # greedy: the answer token is the teacher's top-1 (or tied with it)
-    assert hit.any(1).all()
-    assert np.allclose(shards.topk_probs[hit], shards.topk_probs[:, 0], atol=1e-3)
-    assert (shards.topk_ids[:, 0] == answers).mean() > 0.9
-    assert (np.diff(shards.topk_probs, axis=1) <= 1e-3).all()  # sorted, descending
-    assert shards.topk_ids.shape[1] == 8
-    before = [p.stat().st_mtime_ns for p in paths]
+    assert len(answers) == len(shards.topk_ids) == info.answer_tokens
+    assert (shards.topk_ids[:, 0] == answers).all() and (shards.topk_probs == 1).all()
+    before = [p.stat().st_mtime_ns for p in sorted(store.glob("answers-*.npz"))]
     assert main(["data", *base, *data]) == 0  # the goal is met: nothing is generated again
-    assert [p.stat().st_mtime_ns for p in shard_paths(root / "work" / "data")] == before
-    assert load_shard(paths[0])["topk_probs"].dtype == np.float16
+    assert [p.stat().st_mtime_ns for p in sorted(store.glob("answers-*.npz"))] == before
+    assert main(["data", *base, *data[2:], "--tokens", str(info.answer_tokens + 20), "--shard-samples", "50"]) == 0
+    grown = store_info(store)
+    assert grown.answer_tokens >= info.answer_tokens + 20 and grown.shards[: len(info.shards)] == info.shards
+    assert grown.shards[-1]["seed"] == 1235  # a new run draws new prompts
 
 
 def test_rounds_accept_drafts_up_to_the_first_miss_then_the_targets_token():

@@ -47,13 +47,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
     p.add_argument("--seed", type=int, default=1234)
     data = p.add_argument_group("data")
-    data.add_argument("--tokens", type=int, default=5_000_000, help="answer tokens to generate in all")
-    data.add_argument("--data-batch", type=int, default=32, help="prompts decoded together (one shard)")
+    data.add_argument(
+        "--data-dir", type=Path, default=None,
+        help="the answer store every stage reads (default: assets/models/NAME/data for a pair, else <work>/data)",
+    )  # fmt: skip
+    data.add_argument("--tokens", type=int, default=5_000_000, help="answer tokens the store should hold")
+    data.add_argument("--data-batch", type=int, default=32, help="samples decoded together")
+    data.add_argument("--shard-samples", type=int, default=256, help="samples per shard of the store")
     data.add_argument("--data-dtype", choices=("bfloat16", "float32"), default="bfloat16")
-    data.add_argument("--top-k", type=int, default=16, help="teacher probabilities kept per position")
     data.add_argument("--prompt-tokens", type=int, default=64, help="longest prompt the target writes")
     data.add_argument("--answer-tokens", type=int, default=192, help="longest answer")
-    data.add_argument("--sample-every", type=int, default=4, help="every n-th shard answers at T = 1 (0: never)")
     train = p.add_argument_group("draft and eagle3")
     train.add_argument("--steps", type=int, default=None, help="total steps (default: fitted to the first --minutes)")
     train.add_argument("--lr", type=float, default=None, help="peak learning rate (draft 1e-3, eagle3 5e-4)")
@@ -79,9 +82,11 @@ def resolve(args: argparse.Namespace) -> argparse.Namespace:
     """The target directory, work dir and out dir of the named pair (a clear message for an unknown pair)."""
     from specviz.engine.loading.catalogue import find_pair
     from specviz.engine.loading.install import cache_root
+    from specviz.engine.loading.shipped import SHIPPED_ROOT
     from specviz.errors import SpecvizError
 
-    if args.target is None:
+    catalogue = args.target is None
+    if catalogue:
         try:
             args.target = find_pair(args.pair).sources()[0]
         except SpecvizError as exc:
@@ -90,6 +95,8 @@ def resolve(args: argparse.Namespace) -> argparse.Namespace:
         raise SystemExit(f"error: the target {args.target} is not a local model directory; install the pair first.")
     args.work_dir = (args.work_dir or cache_root() / "train" / args.pair).expanduser()
     args.out_dir = (args.out_dir or args.work_dir / "out").expanduser()
+    args.data_dir = args.data_dir or (SHIPPED_ROOT / args.pair / "data" if catalogue else args.work_dir / "data")
+    args.data_dir = args.data_dir.expanduser()
     if not args.heldout.is_file():
         raise SystemExit(f"error: no held-out prompts at {args.heldout}.")
     return args
@@ -111,13 +118,18 @@ def main(argv: list[str]) -> int:
         f"train --pair {args.pair} {args.stage}: target {args.target}, work {args.work_dir}, out {args.out_dir}, "
         f"device {args.device}, threads {torch.get_num_threads()}, cpu {cpu}"
     )
+    from specviz.errors import SpecvizError
+
     from . import pair_stages
 
     for stage in STAGES if args.stage == "all" else (args.stage,):
         lr, batch = STAGE_DEFAULTS.get(stage, (None, None))
         stage_args = argparse.Namespace(**{**vars(args), "lr": args.lr or lr, "batch": args.batch or batch})
         t = time.time()
-        getattr(pair_stages, f"stage_{stage}")(stage_args, args.work_dir, log)
+        try:
+            getattr(pair_stages, f"stage_{stage}")(stage_args, args.work_dir, log)
+        except SpecvizError as exc:
+            raise SystemExit(f"error: {exc}") from exc
         log(f"stage {stage} finished in {(time.time() - t) / 60:.1f} min")
     log(json.dumps({"done": args.stage}))
     return 0

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from .chat_data import DataConfig, chat_ids, end_of_turn, generate_data, teacher_mass
+from .chat_data import DataBudget, chat_ids, end_of_turn, write_answers
 from .draft_pair import (
     LoopConfig,
     alpha_tau,
@@ -29,12 +29,14 @@ from .draft_pair import (
 HELDOUT_TOKENS = 64  # greedy answer tokens per held-out prompt
 
 
-def load_target(args, dtype_name: str = "float32"):
-    """(target, tokenizer) of the pair, frozen, in eval mode."""
+def load_target(args, dtype_name: str = "float32", attention: str | None = None):
+    """(target, tokenizer) of the pair, frozen, in eval mode (attention: a registered implementation's name)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    target = AutoModelForCausalLM.from_pretrained(args.target, dtype=getattr(torch, dtype_name)).eval().to(args.device)
+    extra = {"attn_implementation": attention} if attention else {}
+    target = AutoModelForCausalLM.from_pretrained(args.target, dtype=getattr(torch, dtype_name), **extra)
+    target = target.eval().to(args.device)
     for p in target.parameters():
         p.requires_grad_(False)
     return target, AutoTokenizer.from_pretrained(args.target)
@@ -73,27 +75,25 @@ def heldout_refs(args, work: Path, target, tokenizer, log) -> list[tuple[list[in
 
 
 def stage_data(args, work: Path, log) -> None:
+    """Append the target's Magpie prompts and greedy answers to the answer store (args.data_dir) for --minutes."""
     import torch
 
-    target, tokenizer = load_target(args, args.data_dtype)
+    from .answer_loop import AnswerConfig, register_decode_attention
+    from .answer_store import next_run_seed, store_info
+
+    target, tokenizer = load_target(args, args.data_dtype, register_decode_attention())
     heldout = {r["prompt"].strip() for r in heldout_prompts(args.heldout)}
-    cfg = DataConfig(
-        tokens=args.tokens,
-        batch=args.data_batch,
-        top_k=args.top_k,
-        prompt_tokens=args.prompt_tokens,
-        answer_tokens=args.answer_tokens,
-        sample_every=args.sample_every,
-        seed=args.seed,
-        minutes=args.minutes,
-    )
-    with torch.no_grad():
-        summary = generate_data(target, tokenizer, work / "data", cfg, heldout, log)
-    summary["teacher_mass_topk"] = round(teacher_mass(work / "data"), 4)
-    (work / "data" / "summary.json").write_text(json.dumps(summary, indent=2))
-    run = summary["this_run"]
-    rate = run["answer_tokens"] / max(1e-9, run["seconds"])
-    log(f"data: {json.dumps(summary)}; this run {rate:.1f} answer tokens/s")
+    cfg = AnswerConfig(args.data_batch, args.prompt_tokens, args.answer_tokens, next_run_seed(args.data_dir, args.seed))
+    budget = DataBudget(args.tokens, args.minutes, args.shard_samples)
+    notes = {
+        "target": Path(args.target).name, "dtype": args.data_dtype, "batch": args.data_batch,
+        "prompt_tokens_max": args.prompt_tokens, "answer_tokens_max": args.answer_tokens,
+        "threads": torch.get_num_threads(), "decoding": "greedy answers, Magpie prompts at T = 1",
+    }  # fmt: skip
+    run = write_answers(target, tokenizer, args.data_dir, cfg, budget, heldout, notes, log)
+    info = store_info(args.data_dir) if run["answer_tokens"] else None
+    held = f"; the store holds {info.answer_tokens:,} answer tokens in {info.samples:,} samples" if info else ""
+    log(f"data: this run {json.dumps(run)}: {run['rate']} answer tokens/s at {torch.get_num_threads()} threads{held}")
 
 
 def draft_vocab(args, work: Path, shards, vocab: int, eot: int, log, refs=()) -> tuple[np.ndarray, np.ndarray, dict]:
@@ -130,7 +130,7 @@ def stage_draft(args, work: Path, log) -> None:
 
     target, tokenizer = load_target(args)
     refs = heldout_refs(args, work, target, tokenizer, log)
-    shards = read_shards(work / "data")
+    shards = read_shards(args.data_dir)
     vocab = int(target.config.vocab_size)
     counts, vocab_ids_np, measured = draft_vocab(args, work, shards, vocab, end_of_turn(tokenizer), log, refs)
     vocab_ids = torch.from_numpy(vocab_ids_np)
@@ -196,7 +196,7 @@ def stage_eagle3(args, work: Path, log) -> None:
 
     target, tokenizer = load_target(args)
     refs = heldout_refs(args, work, target, tokenizer, log)
-    shards = read_shards(work / "data")
+    shards = read_shards(args.data_dir)
     vocab = int(target.config.vocab_size)
     counts, vocab_ids_np, _ = draft_vocab(args, work, shards, vocab, end_of_turn(tokenizer), log)
     if args.eagle3_vocab:
@@ -246,13 +246,15 @@ def stage_card(args, work: Path, log) -> None:
         f"# Drafters trained by specviz for `{args.pair}`\n",
         f"Written by `python -m specviz train --pair {args.pair} card` on {time.strftime('%Y-%m-%d')}.\n",
     ]
-    summary = work / "data" / "summary.json"
-    if summary.exists():
-        s = json.loads(summary.read_text())
+    if (args.data_dir / "manifest.json").exists():
+        from .answer_store import store_info
+
+        info = store_info(args.data_dir)
+        size = sum(s["bytes"] for s in info.shards)
         parts.append(
-            f"## Data\n\n{s['answer_tokens']:,} answer tokens in {s['shards']} shards, written by the target itself "
-            f"(Magpie prompts, its own answers); the teacher's top-{s['top_k']} probabilities kept per position "
-            f"(they hold {s.get('teacher_mass_topk', 'n/a')} of its mass on average).\n"
+            f"## Data\n\n{info.answer_tokens:,} answer tokens in {info.samples:,} samples ({len(info.shards)} shards, "
+            f"{size:,} bytes), written by the target itself (Magpie prompts, its greedy answers), kept as token ids "
+            f"in {args.data_dir.name}/.\n"
         )
     for name in ("draft", "eagle3"):
         path = args.out_dir / name / "training.json"
