@@ -5,6 +5,7 @@ stages train, resume and export what the engine loads; the held-out alpha follow
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -114,6 +115,50 @@ def test_the_draft_trains_resumes_and_exports_a_model_the_engine_loads(setup):
     emb_t = pair.target.get_input_embeddings().weight.float()
     emb_d = pair.draft.get_input_embeddings().weight.float()
     assert torch.allclose(emb_t, emb_d, atol=1e-2)  # frozen: equal (up to bfloat16) after training
+
+
+def test_a_resumed_run_starts_from_the_shipped_draft_and_replaces_it_only_if_held_out_agreement_rose(setup):
+    from specviz.engine.loading.shipped import LAYERS_FILE
+    from specviz.train.draft_pair import alpha_tau, draft_matches
+    from specviz.train.pair_stages import load_target
+    from specviz.train.resume import RUNS_START, load_shipped_draft, shipped_vocab
+
+    root, base, _ = setup
+    work, out = root / "work", root / "work" / "out"
+    layers = out / "draft" / LAYERS_FILE
+    shipped_bytes = layers.read_bytes()
+    target, _ = load_target(SimpleNamespace(target=str(root / "target"), device="cpu"))
+    refs = [(r["prompt_ids"], r["answer_ids"]) for r in json.loads((work / "heldout.json").read_text())]
+    vocab_ids = torch.from_numpy(shipped_vocab(out / "draft", target.config.vocab_size))
+    shipped = alpha_tau(draft_matches(load_shipped_draft(out / "draft", target), vocab_ids, refs), 4)
+    for run in (1, 2):
+        assert main(["draft", *base, "--resume", "--out-dir", str(out), "--steps", "4", "--minutes", "1"]) == 0
+        runs = json.loads((out / "draft" / "training.json").read_text())["runs"]
+        row = runs[-1]
+        assert len(runs) == run and row["steps"] == 4 and row["answer_tokens"] > 0
+        if run == 1:
+            assert row["before"] == shipped  # it started from the shipped weights
+        rose = row["after"]["greedy_agreement"] > row["before"]["greedy_agreement"]
+        assert row["shipped"] == rose == (layers.read_bytes() != shipped_bytes)
+        shipped_bytes = layers.read_bytes()
+    card = (out / "training.md").read_text()
+    assert RUNS_START in card and card.count("| yes |") + card.count("| no |") == 2
+
+
+def test_resume_refuses_a_missing_draft_and_other_stages_in_one_line(setup, tmp_path):
+    root, base, _ = setup
+    with pytest.raises(SystemExit, match="ships no draft"):
+        main(["draft", *base, "--resume", "--out-dir", str(tmp_path)])
+    with pytest.raises(SystemExit, match="use it with the draft stage"):
+        main(["eagle3", *base, "--resume"])
+
+
+def test_the_shipped_draft_is_replaced_only_when_held_out_agreement_rises():
+    from specviz.train.resume import should_ship
+
+    assert should_ship({"greedy_agreement": 0.50}, {"greedy_agreement": 0.51})
+    assert not should_ship({"greedy_agreement": 0.50}, {"greedy_agreement": 0.50})  # equal: keep what ships
+    assert not should_ship({"greedy_agreement": 0.50}, {"greedy_agreement": 0.40})
 
 
 def test_the_eagle3_head_trains_on_the_same_samples_and_the_card_names_both(setup):

@@ -29,6 +29,7 @@ STAGES = ("data", "draft", "eagle3", "card")
 HELDOUT = REPO_ROOT / "assets" / "workloads" / "chat-heldout.jsonl"
 STAGE_DEFAULTS = {  # (lr, batch) per training stage
     "draft": (1e-3, 8),
+    "draft --resume": (3e-4, 8),  # from trained weights: a lower peak
     "eagle3": (5e-4, 4),
 }
 
@@ -58,6 +59,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     data.add_argument("--prompt-tokens", type=int, default=64, help="longest prompt the target writes")
     data.add_argument("--answer-tokens", type=int, default=192, help="longest answer")
     train = p.add_argument_group("draft and eagle3")
+    train.add_argument(
+        "--resume", action="store_true",
+        help="draft: start from the shipped draft (<out-dir>/draft; default out-dir for a pair: assets/models/NAME), "
+        "replace it only when the held-out agreement rises (train/resume.py)",
+    )  # fmt: skip
     train.add_argument("--steps", type=int, default=None, help="total steps (default: fitted to the first --minutes)")
     train.add_argument("--lr", type=float, default=None, help="peak learning rate (draft 1e-3, eagle3 5e-4)")
     train.add_argument("--batch", type=int, default=None, help="samples per step (draft 8, eagle3 4 windows)")
@@ -94,9 +100,12 @@ def resolve(args: argparse.Namespace) -> argparse.Namespace:
     if not Path(args.target).is_dir():
         raise SystemExit(f"error: the target {args.target} is not a local model directory; install the pair first.")
     args.work_dir = (args.work_dir or cache_root() / "train" / args.pair).expanduser()
-    args.out_dir = (args.out_dir or args.work_dir / "out").expanduser()
+    shipped = SHIPPED_ROOT / args.pair if catalogue and args.resume else None
+    args.out_dir = (args.out_dir or shipped or args.work_dir / "out").expanduser()
     args.data_dir = args.data_dir or (SHIPPED_ROOT / args.pair / "data" if catalogue else args.work_dir / "data")
     args.data_dir = args.data_dir.expanduser()
+    if args.resume and args.stage != "draft":
+        raise SystemExit("error: --resume continues the shipped draft model: use it with the draft stage.")
     if not args.heldout.is_file():
         raise SystemExit(f"error: no held-out prompts at {args.heldout}.")
     return args
@@ -123,7 +132,7 @@ def main(argv: list[str]) -> int:
     from . import pair_stages
 
     for stage in STAGES if args.stage == "all" else (args.stage,):
-        lr, batch = STAGE_DEFAULTS.get(stage, (None, None))
+        lr, batch = STAGE_DEFAULTS.get(f"{stage} --resume" if args.resume and stage == "draft" else stage, (None, None))
         stage_args = argparse.Namespace(**{**vars(args), "lr": args.lr or lr, "batch": args.batch or batch})
         t = time.time()
         try:

@@ -128,6 +128,12 @@ def draft_vocab(args, work: Path, shards, vocab: int, eot: int, log, refs=()) ->
 def stage_draft(args, work: Path, log) -> None:
     import torch
 
+    if args.resume:
+        from .resume import resume_draft
+
+        resume_draft(args, work, log)
+        return
+
     target, tokenizer = load_target(args)
     refs = heldout_refs(args, work, target, tokenizer, log)
     shards = read_shards(args.data_dir)
@@ -269,6 +275,10 @@ def stage_card(args, work: Path, log) -> None:
             f"{args.heldout.name} (the target's greedy answers, teacher-forced):\n\n"
             + curve_table(r.get("history", []))
         )
+        if r.get("runs"):
+            from .resume import runs_table
+
+            parts.append(f"Resumed from what shipped (`{name} --resume`), one row a run:\n\n" + runs_table(r["runs"]))
     path = args.out_dir / "training.md"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(parts))
