@@ -120,7 +120,7 @@ def test_the_draft_trains_resumes_and_exports_a_model_the_engine_loads(setup):
 def test_a_resumed_run_starts_from_the_shipped_draft_and_replaces_it_only_if_held_out_agreement_rose(setup):
     from specviz.engine.loading.shipped import LAYERS_FILE
     from specviz.train.draft_pair import alpha_tau, draft_matches
-    from specviz.train.pair_stages import load_target
+    from specviz.train.pair_target import load_target
     from specviz.train.resume import RUNS_START, load_shipped_draft, shipped_vocab
 
     root, base, _ = setup

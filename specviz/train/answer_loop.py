@@ -19,7 +19,7 @@ the same samples in the same order.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass, field
 
 from .answer_store import Sample
@@ -83,7 +83,7 @@ class _Slot:
     phase: str = "prompt"
 
 
-def answer_stream(model, tokenizer, cfg: AnswerConfig) -> Iterator[Sample]:
+def answer_stream(model, tokenizer, cfg: AnswerConfig) -> Generator[Sample, None, None]:
     """Finished samples, in the order they finish, for as long as the caller takes them (close it to stop; the
     samples still in flight are dropped)."""
     import torch
@@ -97,7 +97,8 @@ def answer_stream(model, tokenizer, cfg: AnswerConfig) -> Iterator[Sample]:
         cache = DynamicCache()
         x = torch.tensor([tpl.prefix] * cfg.batch, device=device)  # (B, P)
         prefix_logits = model(input_ids=x, cache=cache, use_cache=True).logits[0, -1].float()  # (V,)
-        prefix_kv = [(layer.keys[:1].clone(), layer.values[:1].clone()) for layer in cache.layers]  # (1, H, P, D)
+        layers: list = list(cache.layers)  # DynamicLayer: keys and values (B, H, T, D)
+        prefix_kv = [(layer.keys[:1].clone(), layer.values[:1].clone()) for layer in layers]  # (1, H, P, D)
         mask = torch.ones(cfg.batch, n_prefix, dtype=torch.long, device=device)  # (B, T)
         slots = [_Slot(position=n_prefix) for _ in range(cfg.batch)]
         feed = [_first_body_token(slots[i], prefix_logits, tpl, cfg, gen) for i in range(cfg.batch)]

@@ -13,8 +13,6 @@ made on a GPU) are still read by the training stages (train/draft_pair.py's read
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -60,58 +58,3 @@ def eta_text(done: float, goal: float, seconds: float) -> str:
     left = max(0.0, goal - done) / rate
     hours, minutes = divmod(int(left // 60), 60)
     return f"{rate:.1f}/s, {f'{hours} h {minutes:02d} min' if hours else f'{left / 60:.1f} min'} left"
-
-
-@dataclass(frozen=True)
-class DataBudget:
-    """When a run of the data stage stops, and how often it writes a shard."""
-
-    tokens: int  # answer tokens the store should hold (the run stops once it does)
-    minutes: float  # this run's wall clock
-    shard_samples: int  # samples per shard
-
-
-def write_answers(target, tokenizer, store: Path, cfg, budget: DataBudget, heldout: set[str], notes: dict, log) -> dict:
-    """Decode samples (train/answer_loop.py, settings cfg) and append them to the store until the budget is spent;
-    a held-out or empty prompt is dropped. Returns this run's summary."""
-    from .answer_loop import answer_stream
-    from .answer_store import append_shard, store_info
-
-    vocab = int(target.config.vocab_size)
-    name, notes = str(notes.get("target", "")), {k: v for k, v in notes.items() if k != "target"}
-    have = store_info(store).answer_tokens if (store / "manifest.json").exists() else 0
-    log(f"data: {store} holds {have:,} answer tokens; goal {budget.tokens:,}; run seed {cfg.seed}")
-    if have >= budget.tokens:
-        return {"answer_tokens": 0, "seconds": 0.0, "rate": 0.0, "prompts_dropped": 0}
-    t0, part, made, dropped, kept = time.time(), 0, 0, 0, []
-    stream = answer_stream(target, tokenizer, cfg)
-
-    def flush() -> None:
-        nonlocal part, kept
-        if kept:
-            seconds = round(time.time() - t0, 1)
-            entry = append_shard(store, kept, name, vocab, cfg.seed, part, run_seconds=seconds, **notes)
-            log(
-                f"data: {entry['file']}: {entry['samples']} samples, {entry['answer_tokens']:,} answer tokens, "
-                f"{entry['bytes']:,} bytes; this run {made:,} answer tokens, "
-                f"{eta_text(made, budget.tokens - have + made, seconds)}"
-            )
-            part, kept = part + 1, []
-
-    try:
-        for sample in stream:
-            if not sample.prompt or sample.prompt in heldout:
-                dropped += 1
-                continue
-            kept.append(sample)
-            made += len(sample.answer_ids)
-            if len(kept) >= budget.shard_samples:
-                flush()
-            if have + made >= budget.tokens or time.time() - t0 >= budget.minutes * 60:
-                break
-    finally:
-        stream.close()
-        flush()
-    seconds = time.time() - t0
-    return {"answer_tokens": made, "seconds": round(seconds, 1), "rate": round(made / max(seconds, 1e-9), 1),
-            "prompts_dropped": dropped}  # fmt: skip

@@ -1,16 +1,17 @@
 """`train --pair NAME`: drafters trained for a real target from the pairs catalogue (smollm2).
 
 Stages (each resumable from its checkpoints; `all` runs data, draft, eagle3, card in order):
-  data    the target writes its own prompts (Magpie: only its chat template's user prefix) and answers them, many
-          prompts decoded together with the KV cache; the teacher's top-k probabilities per answer position are kept
-          in shards -> <work>/data/shard-NNNNN.npz (train/chat_data.py)
+  data    the target writes its own prompts (Magpie: only its chat template's user prefix) and answers them
+          greedily, one batch kept full (train/answer_loop.py); the samples go to the answer store as token ids
+          -> --data-dir, assets/models/NAME/data for a catalogue pair (train/answer_store.py)
   draft   a small LlamaForCausalLM on the target's tokenizer with a trimmed vocabulary (size measured on the data),
-          started from the target's embeddings, first and last layers, distilled on the top-k -> <work>/draft,
-          exported to <out>/draft (train/draft_pair.py)
+          started from the target's embeddings, first and last layers, distilled on the data -> <work>/draft,
+          exported to <out>/draft (train/draft_pair.py); --resume: from the shipped draft, replaced only when the
+          held-out agreement rises (train/resume.py)
   eagle3  an EAGLE-3 head (train/eagle3.py's recipe) on the same samples -> <work>/eagle3, exported to <out>/eagle3
   card    <out>/training.md: the data, each drafter's curve and held-out agreement
 
-The work dir (data, checkpoints, logs) is under the user's cache (`$SPECVIZ_CACHE/train/NAME`, else
+The work dir (checkpoints, held-out references, logs) is under the user's cache (`$SPECVIZ_CACHE/train/NAME`, else
 `~/.cache/specviz/train/NAME`), never in the repository; --out-dir defaults to <work>/out too: pass
 `--out-dir assets/models/NAME` to ship. --minutes bounds this run's wall clock; run the same command again to resume.
 Held-out prompts (assets/workloads/chat-heldout.jsonl) are never trained on. docs/training.md has the measured rates.
@@ -129,14 +130,15 @@ def main(argv: list[str]) -> int:
     )
     from specviz.errors import SpecvizError
 
-    from . import pair_stages
+    from . import pair_stages, resume
 
     for stage in STAGES if args.stage == "all" else (args.stage,):
         lr, batch = STAGE_DEFAULTS.get(f"{stage} --resume" if args.resume and stage == "draft" else stage, (None, None))
         stage_args = argparse.Namespace(**{**vars(args), "lr": args.lr or lr, "batch": args.batch or batch})
         t = time.time()
+        run_stage = resume.resume_draft if args.resume else getattr(pair_stages, f"stage_{stage}")
         try:
-            getattr(pair_stages, f"stage_{stage}")(stage_args, args.work_dir, log)
+            run_stage(stage_args, args.work_dir, log)
         except SpecvizError as exc:
             raise SystemExit(f"error: {exc}") from exc
         log(f"stage {stage} finished in {(time.time() - t) / 60:.1f} min")

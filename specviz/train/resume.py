@@ -42,7 +42,7 @@ def load_shipped_draft(folder: Path, target):
     config = LlamaConfig(
         **{k: v for k, v in config.items() if k not in ("model_type", "transformers_version", "dtype")}
     )
-    draft = LlamaForCausalLM(config).to(torch.float32)
+    draft = LlamaForCausalLM(config).float()
     tensors = {k: v.to(torch.float32) for k, v in load_file(str(folder / LAYERS_FILE)).items()}
     tensors[EMBEDDINGS] = target.get_input_embeddings().weight.detach().to(torch.float32)
     missing, unexpected = draft.load_state_dict(tensors, strict=False)
@@ -132,7 +132,7 @@ def resume_draft(args, work: Path, log) -> dict:
         train_loop,
         trimmed_logits,
     )
-    from .pair_stages import heldout_refs, load_target
+    from .pair_target import heldout_refs, load_target
 
     folder = args.out_dir / "draft"
     target, tokenizer = load_target(args)
