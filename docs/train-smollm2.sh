@@ -45,6 +45,8 @@ python3 -m specviz pairs --install smollm2 2>&1 | tagged install || { say "insta
 say "target installed"
 
 # data: DATA_PROCS processes, each its own work dir and seed, then one merged folder of shards
+# (written for the earlier top-k shards: the data stage now appends to an answer store, --data-dir, by default the
+# repository's assets/models/smollm2/data; give each process its own --data-dir before running this again)
 for i in $(seq 1 "$DATA_PROCS"); do
     mkdir -p "$W-data$i"
     timeout -s INT $((DATA_S + 40)) python3 -m specviz train --pair smollm2 data --work-dir "$W-data$i" --seed $((1234 + 7919 * i)) \

@@ -82,3 +82,21 @@ def test_a_head_started_from_the_target_reads_features_as_the_target_does(target
     last = target.model.layers[-1]
     torch.testing.assert_close(head.midlayer.mlp.down_proj.weight, last.mlp.down_proj.weight)
     torch.testing.assert_close(head.midlayer.self_attn.q_proj.weight[:, width:], last.self_attn.q_proj.weight)
+
+
+def test_an_export_round_trips_every_tensor_the_head_trained_its_lm_head_included(target, tmp_path):
+    from specviz.engine.heads.eagle3 import load_head3, save_head3
+    from specviz.train.eagle3 import init_from_target
+
+    head = new_head3(target, torch.arange(0, target.config.vocab_size, 2), seed=3)
+    init_from_target(head, target)
+    trained = {name: p for name, p in head.named_parameters() if p.requires_grad}  # what train_head optimises
+    opt = torch.optim.AdamW(trained.values(), lr=1e-2)
+    loss = ttt_losses(head, target, torch.randint(0, 200, (2, 12)))[0]
+    loss.backward()
+    opt.step()  # every trained tensor now differs from its start
+    assert "lm_head.weight" in trained
+    back = dict(load_head3(save_head3(head, tmp_path / "eagle3", dtype=torch.float32), target).named_parameters())
+    for name, tensor in trained.items():
+        assert name in back, f"{name} was trained but not exported"
+        assert torch.equal(back[name].detach(), tensor.detach()), name

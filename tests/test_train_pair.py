@@ -5,12 +5,14 @@ stages train, resume and export what the engine loads; the held-out alpha follow
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import torch
 
-from specviz.train.chat_data import load_shard, shard_paths, user_prefix
+from specviz.train.answer_store import store_info
+from specviz.train.chat_data import user_prefix
 from specviz.train.draft_pair import alpha_tau, choose_vocab, read_shards, rounds, trimmed_ids
 from specviz.train.pair import main
 from tests.tiny_models import EOS, build_model, build_tokenizer
@@ -31,8 +33,8 @@ def setup(tmp_path_factory):
     heldout.write_text("".join(json.dumps({"prompt": p, "kind": "code"}) + "\n" for p in ("def add(a, b):", "The fox")))
     base = ["--pair", "tiny", "--target", str(root / "target"), "--work-dir", str(root / "work"), "--threads", "1"]
     base += ["--heldout", str(heldout), "--context", "48"]
-    data = ["--tokens", "120", "--data-batch", "6", "--prompt-tokens", "8", "--answer-tokens", "12", "--top-k", "8"]
-    assert main(["data", *base, *data, "--sample-every", "0"]) == 0
+    data = ["--tokens", "120", "--data-batch", "6", "--prompt-tokens", "8", "--answer-tokens", "12"]
+    assert main(["data", *base, *data, "--shard-samples", "4"]) == 0
     return root, base, data
 
 
@@ -43,23 +45,22 @@ def test_the_magpie_prompt_is_the_templates_text_before_the_user_message(setup):
     assert user_prefix(tok) == EOS + "user\n"
 
 
-def test_greedy_shards_keep_the_teachers_top_k_aligned_with_the_answers_and_resume_without_redoing(setup):
+def test_the_data_stage_fills_the_store_then_a_later_run_appends_with_the_next_seed(setup):
     root, base, data = setup
-    paths = shard_paths(root / "work" / "data")
-    assert paths
-    shards = read_shards(root / "work" / "data")
+    store = root / "work" / "data"
+    info = store_info(store)
+    assert info.answer_tokens >= 120 and len(info.shards) >= 2 and {s["seed"] for s in info.shards} == {1234}
+    shards = read_shards(store)  # what the training stages read: hard labels, the answer token itself
     answers = np.concatenate([t[a:] for t, a in zip(shards.tokens, shards.answer_at)])
-    assert len(answers) == len(shards.topk_ids) >= 120
-    hit = shards.topk_ids == answers[:, None]  # greedy: the answer token is the teacher's top-1 (or tied with it)
-    assert hit.any(1).all()
-    assert np.allclose(shards.topk_probs[hit], shards.topk_probs[:, 0], atol=1e-3)
-    assert (shards.topk_ids[:, 0] == answers).mean() > 0.9
-    assert (np.diff(shards.topk_probs, axis=1) <= 1e-3).all()  # sorted, descending
-    assert shards.topk_ids.shape[1] == 8
-    before = [p.stat().st_mtime_ns for p in paths]
+    assert len(answers) == len(shards.topk_ids) == info.answer_tokens
+    assert (shards.topk_ids[:, 0] == answers).all() and (shards.topk_probs == 1).all()
+    before = [p.stat().st_mtime_ns for p in sorted(store.glob("answers-*.npz"))]
     assert main(["data", *base, *data]) == 0  # the goal is met: nothing is generated again
-    assert [p.stat().st_mtime_ns for p in shard_paths(root / "work" / "data")] == before
-    assert load_shard(paths[0])["topk_probs"].dtype == np.float16
+    assert [p.stat().st_mtime_ns for p in sorted(store.glob("answers-*.npz"))] == before
+    assert main(["data", *base, *data[2:], "--tokens", str(info.answer_tokens + 20), "--shard-samples", "50"]) == 0
+    grown = store_info(store)
+    assert grown.answer_tokens >= info.answer_tokens + 20 and grown.shards[: len(info.shards)] == info.shards
+    assert grown.shards[-1]["seed"] == 1235  # a new run draws new prompts
 
 
 def test_rounds_accept_drafts_up_to_the_first_miss_then_the_targets_token():
@@ -114,6 +115,51 @@ def test_the_draft_trains_resumes_and_exports_a_model_the_engine_loads(setup):
     emb_t = pair.target.get_input_embeddings().weight.float()
     emb_d = pair.draft.get_input_embeddings().weight.float()
     assert torch.allclose(emb_t, emb_d, atol=1e-2)  # frozen: equal (up to bfloat16) after training
+
+
+def test_a_resumed_run_starts_from_the_shipped_draft_and_replaces_it_only_if_held_out_agreement_rose(setup):
+    from specviz.engine.loading.shipped import LAYERS_FILE
+    from specviz.train.draft_pair import alpha_tau, draft_matches
+    from specviz.train.pair_target import load_target
+    from specviz.train.resume import RUNS_START, load_shipped_draft, shipped_vocab
+
+    root, base, _ = setup
+    work, out = root / "work", root / "work" / "out"
+    layers = out / "draft" / LAYERS_FILE
+    shipped_bytes = layers.read_bytes()
+    target, _ = load_target(SimpleNamespace(target=str(root / "target"), device="cpu"))
+    refs = [(r["prompt_ids"], r["answer_ids"]) for r in json.loads((work / "heldout.json").read_text())]
+    vocab_ids = torch.from_numpy(shipped_vocab(out / "draft", target.config.vocab_size))
+    shipped = alpha_tau(draft_matches(load_shipped_draft(out / "draft", target), vocab_ids, refs), 4)
+    for run in (1, 2):
+        assert main(["draft", *base, "--resume", "--out-dir", str(out), "--steps", "4", "--minutes", "1"]) == 0
+        runs = json.loads((out / "draft" / "training.json").read_text())["runs"]
+        row = runs[-1]
+        assert len(runs) == run and row["steps"] == 4 and row["answer_tokens"] > 0
+        rose = row["after"]["greedy_agreement"] > row["before"]["greedy_agreement"]
+        assert row["shipped"] == rose == (layers.read_bytes() != shipped_bytes)
+        now = alpha_tau(draft_matches(load_shipped_draft(out / "draft", target), vocab_ids, refs), 4)
+        assert now == (row["after"] if rose else shipped)  # after is measured on what ships (bfloat16)
+        assert row["before"] == shipped
+        shipped, shipped_bytes = now, layers.read_bytes()
+    card = (out / "training.md").read_text()
+    assert RUNS_START in card and card.count("| yes |") + card.count("| no |") == 2
+
+
+def test_resume_refuses_a_missing_draft_and_other_stages_in_one_line(setup, tmp_path):
+    root, base, _ = setup
+    with pytest.raises(SystemExit, match="ships no draft"):
+        main(["draft", *base, "--resume", "--out-dir", str(tmp_path)])
+    with pytest.raises(SystemExit, match="use it with the draft stage"):
+        main(["eagle3", *base, "--resume"])
+
+
+def test_the_shipped_draft_is_replaced_only_when_held_out_agreement_rises():
+    from specviz.train.resume import should_ship
+
+    assert should_ship({"greedy_agreement": 0.50}, {"greedy_agreement": 0.51})
+    assert not should_ship({"greedy_agreement": 0.50}, {"greedy_agreement": 0.50})  # equal: keep what ships
+    assert not should_ship({"greedy_agreement": 0.50}, {"greedy_agreement": 0.40})
 
 
 def test_the_eagle3_head_trains_on_the_same_samples_and_the_card_names_both(setup):

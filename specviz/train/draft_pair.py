@@ -44,7 +44,10 @@ class Shards:
 
 
 def read_shards(data_dir: Path) -> Shards:
-    """Every shard of the data stage, concatenated (a few hundred MB for 5 M answer tokens at k = 16)."""
+    """Every sample of the data: an answer store's (train/answer_store.py: hard labels, the answer token with
+    probability 1, k = 1) or the earlier top-k shards' (a few hundred MB for 5 M answer tokens at k = 16)."""
+    if (Path(data_dir) / "manifest.json").exists():
+        return store_shards(data_dir)
     tokens, answer_at, topk_at, ids, probs, row = [], [], [], [], [], 0
     for path in shard_paths(data_dir):
         z = load_shard(path)
@@ -59,6 +62,19 @@ def read_shards(data_dir: Path) -> Shards:
     if not tokens:
         raise SystemExit(f"draft: no shards in {data_dir}: run the data stage first (`train --pair NAME data`).")
     return Shards(tokens, np.asarray(answer_at), np.asarray(topk_at), np.concatenate(ids), np.concatenate(probs))
+
+
+def store_shards(store: Path) -> Shards:
+    """The answer store's samples as Shards with hard labels: each answer token is the teacher's top-1 (greedy)."""
+    from .answer_store import read_samples
+
+    samples = read_samples(store)
+    tokens = [np.asarray(s.prompt_ids + s.answer_ids, dtype=np.int64) for s in samples]
+    answer_at = np.asarray([len(s.prompt_ids) for s in samples], dtype=np.int64)
+    lengths = np.asarray([len(s.answer_ids) for s in samples], dtype=np.int64)
+    topk_at = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    answers = np.concatenate([t[a:] for t, a in zip(tokens, answer_at)])[:, None]  # (R, 1)
+    return Shards(tokens, answer_at, topk_at, answers, np.ones(answers.shape, dtype=np.float32))
 
 
 def token_counts(shards: Shards, vocab: int) -> np.ndarray:

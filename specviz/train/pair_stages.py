@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 
-from .chat_data import DataConfig, chat_ids, end_of_turn, generate_data, teacher_mass
+from .answer_loop import AnswerConfig, answer_stream, register_decode_attention
+from .answer_store import Sample, append_shard, next_run_seed, store_info
+from .chat_data import end_of_turn, eta_text
 from .draft_pair import (
     LoopConfig,
     alpha_tau,
@@ -25,75 +28,80 @@ from .draft_pair import (
     trimmed_ids,
     trimmed_logits,
 )
-
-HELDOUT_TOKENS = 64  # greedy answer tokens per held-out prompt
-
-
-def load_target(args, dtype_name: str = "float32"):
-    """(target, tokenizer) of the pair, frozen, in eval mode."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    target = AutoModelForCausalLM.from_pretrained(args.target, dtype=getattr(torch, dtype_name)).eval().to(args.device)
-    for p in target.parameters():
-        p.requires_grad_(False)
-    return target, AutoTokenizer.from_pretrained(args.target)
+from .pair_target import heldout_prompts, heldout_refs, load_target
+from .resume import runs_table
 
 
-def heldout_prompts(path: Path) -> list[dict]:
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    if not rows or any("prompt" not in r for r in rows):
-        raise SystemExit(f"{path}: expected JSON lines with a 'prompt' field each.")
-    return rows
+@dataclass(frozen=True)
+class DataBudget:
+    """When a run of the data stage stops, and how often it writes a shard."""
+
+    tokens: int  # answer tokens the store should hold (the run stops once it does)
+    minutes: float  # this run's wall clock
+    shard_samples: int  # samples per shard
 
 
-def heldout_refs(args, work: Path, target, tokenizer, log) -> list[tuple[list[int], list[int]]]:
-    """(templated prompt ids, the target's greedy answer ids) per held-out prompt, computed once in float32."""
-    import torch
+def write_answers(target, tokenizer, store: Path, cfg, budget: DataBudget, heldout: set[str], notes: dict, log) -> dict:
+    """Decode samples (train/answer_loop.py, settings cfg) and append them to the store until the budget is spent;
+    a held-out or empty prompt is dropped. Returns this run's summary."""
+    vocab = int(target.config.vocab_size)
+    name, notes = str(notes.get("target", "")), {k: v for k, v in notes.items() if k != "target"}
+    have = store_info(store).answer_tokens if (store / "manifest.json").exists() else 0
+    log(f"data: {store} holds {have:,} answer tokens; goal {budget.tokens:,}; run seed {cfg.seed}")
+    if have >= budget.tokens:
+        return {"answer_tokens": 0, "seconds": 0.0, "rate": 0.0, "prompts_dropped": 0}
+    t0, part, made, dropped = time.time(), 0, 0, 0
+    kept: list[Sample] = []
+    stream = answer_stream(target, tokenizer, cfg)
 
-    path = work / "heldout.json"
-    if path.exists():
-        return [(r["prompt_ids"], r["answer_ids"]) for r in json.loads(path.read_text())]
-    eot = end_of_turn(tokenizer)
-    rows = []
-    with torch.no_grad():
-        for item in heldout_prompts(args.heldout):
-            ids = chat_ids(tokenizer, item["prompt"])
-            out = target.generate(
-                torch.tensor([ids], device=target.device),
-                max_new_tokens=HELDOUT_TOKENS,
-                do_sample=False,
-                eos_token_id=eot,
-                pad_token_id=eot,
+    def flush() -> None:
+        nonlocal part, kept
+        if kept:
+            seconds = round(time.time() - t0, 1)
+            entry = append_shard(store, kept, name, vocab, cfg.seed, part, run_seconds=seconds, **notes)
+            log(
+                f"data: {entry['file']}: {entry['samples']} samples, {entry['answer_tokens']:,} answer tokens, "
+                f"{entry['bytes']:,} bytes; this run {made:,} answer tokens, "
+                f"{eta_text(made, budget.tokens - have + made, seconds)}"
             )
-            rows.append({"kind": item.get("kind", ""), "prompt_ids": ids, "answer_ids": out[0, len(ids) :].tolist()})
-    path.write_text(json.dumps(rows))
-    log(f"held out: the target's greedy answers to {len(rows)} prompts of {args.heldout}")
-    return [(r["prompt_ids"], r["answer_ids"]) for r in rows]
+            part, kept = part + 1, []
+
+    try:
+        for sample in stream:
+            if not sample.prompt or sample.prompt in heldout:
+                dropped += 1
+                continue
+            kept.append(sample)
+            made += len(sample.answer_ids)
+            if len(kept) >= budget.shard_samples:
+                flush()
+            if have + made >= budget.tokens or time.time() - t0 >= budget.minutes * 60:
+                break
+    finally:
+        stream.close()
+        flush()
+    seconds = time.time() - t0
+    return {"answer_tokens": made, "seconds": round(seconds, 1), "rate": round(made / max(seconds, 1e-9), 1),
+            "prompts_dropped": dropped}  # fmt: skip
 
 
 def stage_data(args, work: Path, log) -> None:
+    """Append the target's Magpie prompts and greedy answers to the answer store (args.data_dir) for --minutes."""
     import torch
 
-    target, tokenizer = load_target(args, args.data_dtype)
+    target, tokenizer = load_target(args, args.data_dtype, register_decode_attention())
     heldout = {r["prompt"].strip() for r in heldout_prompts(args.heldout)}
-    cfg = DataConfig(
-        tokens=args.tokens,
-        batch=args.data_batch,
-        top_k=args.top_k,
-        prompt_tokens=args.prompt_tokens,
-        answer_tokens=args.answer_tokens,
-        sample_every=args.sample_every,
-        seed=args.seed,
-        minutes=args.minutes,
-    )
-    with torch.no_grad():
-        summary = generate_data(target, tokenizer, work / "data", cfg, heldout, log)
-    summary["teacher_mass_topk"] = round(teacher_mass(work / "data"), 4)
-    (work / "data" / "summary.json").write_text(json.dumps(summary, indent=2))
-    run = summary["this_run"]
-    rate = run["answer_tokens"] / max(1e-9, run["seconds"])
-    log(f"data: {json.dumps(summary)}; this run {rate:.1f} answer tokens/s")
+    cfg = AnswerConfig(args.data_batch, args.prompt_tokens, args.answer_tokens, next_run_seed(args.data_dir, args.seed))
+    budget = DataBudget(args.tokens, args.minutes, args.shard_samples)
+    notes = {
+        "target": Path(args.target).name, "dtype": args.data_dtype, "batch": args.data_batch,
+        "prompt_tokens_max": args.prompt_tokens, "answer_tokens_max": args.answer_tokens,
+        "threads": torch.get_num_threads(), "decoding": "greedy answers, Magpie prompts at T = 1",
+    }  # fmt: skip
+    run = write_answers(target, tokenizer, args.data_dir, cfg, budget, heldout, notes, log)
+    info = store_info(args.data_dir) if run["answer_tokens"] else None
+    held = f"; the store holds {info.answer_tokens:,} answer tokens in {info.samples:,} samples" if info else ""
+    log(f"data: this run {json.dumps(run)}: {run['rate']} answer tokens/s at {torch.get_num_threads()} threads{held}")
 
 
 def draft_vocab(args, work: Path, shards, vocab: int, eot: int, log, refs=()) -> tuple[np.ndarray, np.ndarray, dict]:
@@ -130,7 +138,7 @@ def stage_draft(args, work: Path, log) -> None:
 
     target, tokenizer = load_target(args)
     refs = heldout_refs(args, work, target, tokenizer, log)
-    shards = read_shards(work / "data")
+    shards = read_shards(args.data_dir)
     vocab = int(target.config.vocab_size)
     counts, vocab_ids_np, measured = draft_vocab(args, work, shards, vocab, end_of_turn(tokenizer), log, refs)
     vocab_ids = torch.from_numpy(vocab_ids_np)
@@ -196,7 +204,7 @@ def stage_eagle3(args, work: Path, log) -> None:
 
     target, tokenizer = load_target(args)
     refs = heldout_refs(args, work, target, tokenizer, log)
-    shards = read_shards(work / "data")
+    shards = read_shards(args.data_dir)
     vocab = int(target.config.vocab_size)
     counts, vocab_ids_np, _ = draft_vocab(args, work, shards, vocab, end_of_turn(tokenizer), log)
     if args.eagle3_vocab:
@@ -246,13 +254,13 @@ def stage_card(args, work: Path, log) -> None:
         f"# Drafters trained by specviz for `{args.pair}`\n",
         f"Written by `python -m specviz train --pair {args.pair} card` on {time.strftime('%Y-%m-%d')}.\n",
     ]
-    summary = work / "data" / "summary.json"
-    if summary.exists():
-        s = json.loads(summary.read_text())
+    if (args.data_dir / "manifest.json").exists():
+        info = store_info(args.data_dir)
+        size = sum(s["bytes"] for s in info.shards)
         parts.append(
-            f"## Data\n\n{s['answer_tokens']:,} answer tokens in {s['shards']} shards, written by the target itself "
-            f"(Magpie prompts, its own answers); the teacher's top-{s['top_k']} probabilities kept per position "
-            f"(they hold {s.get('teacher_mass_topk', 'n/a')} of its mass on average).\n"
+            f"## Data\n\n{info.answer_tokens:,} answer tokens in {info.samples:,} samples ({len(info.shards)} shards, "
+            f"{size:,} bytes), written by the target itself (Magpie prompts, its greedy answers), kept as token ids "
+            f"in {args.data_dir.name}/.\n"
         )
     for name in ("draft", "eagle3"):
         path = args.out_dir / name / "training.json"
@@ -267,6 +275,8 @@ def stage_card(args, work: Path, log) -> None:
             f"{args.heldout.name} (the target's greedy answers, teacher-forced):\n\n"
             + curve_table(r.get("history", []))
         )
+        if r.get("runs"):
+            parts.append(f"Resumed from what shipped (`{name} --resume`), one row a run:\n\n" + runs_table(r["runs"]))
     path = args.out_dir / "training.md"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(parts))
