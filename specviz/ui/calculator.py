@@ -117,22 +117,27 @@ OWN_INPUTS, BITS_PRESET = "your own α and c", "the target at N bits (measured)"
 PRESET_TARGET = "smollm2"  # the preset's measurements: the real target, float32, one thread (assets/bench)
 
 
+@st.cache_data(show_spinner=False)
+def recorded_machines() -> dict[str, tuple[quantized_bits.BitsPoint, ...]]:
+    """The committed quantized benches per machine (assets/bench), read once per process."""
+    return quantized_bits.recorded_bits(ASSETS / "bench", PRESET_TARGET)
+
+
+@st.cache_data(show_spinner=False)
+def first_machine() -> str:
+    """The machine the preset starts on: one like this CPU (its kernel level as torch names it: AVX2, AVX512)."""
+    import torch
+
+    return quantized_bits.closest_machine(recorded_machines(), torch.backends.cpu.get_cpu_capability())
+
+
 def recorded_points() -> tuple[quantized_bits.BitsPoint, ...]:
     """The measured points of the machine the preset shows (its radio's, else the one most like this CPU)."""
-    machines = quantized_bits.recorded_bits(ASSETS / "bench", PRESET_TARGET)
+    machines = recorded_machines()
     if not machines:
         return ()
     chosen = st.session_state.get("calc_bits_machine")
-    if chosen not in machines:
-        chosen = quantized_bits.closest_machine(machines, cpu_capability())
-    return machines[chosen]
-
-
-def cpu_capability() -> str:
-    """This CPU's kernel level as torch names it (AVX2, AVX512): the preset starts on a machine like it."""
-    import torch
-
-    return torch.backends.cpu.get_cpu_capability()
+    return machines[chosen if chosen in machines else first_machine()]
 
 
 def apply_bits_preset() -> None:
@@ -158,11 +163,10 @@ def show_bits_preset() -> None:
     )
     if preset != BITS_PRESET:
         return
-    machines = quantized_bits.recorded_bits(ASSETS / "bench", PRESET_TARGET)
+    machines = list(recorded_machines())
     if len(machines) > 1:  # each CPU's figures apart: the int4 kernel pays on one and not on another
-        first = quantized_bits.closest_machine(machines, cpu_capability())
         st.radio(
-            "Measured on", list(machines), index=list(machines).index(first), horizontal=True,
+            "Measured on", machines, index=machines.index(first_machine()), horizontal=True,
             key="calc_bits_machine", on_change=apply_bits_preset,
         )  # fmt: skip
         points = recorded_points()

@@ -26,6 +26,11 @@ class BlockStop:
     def passed(self) -> bool:
         return self.u <= self.h
 
+    @property
+    def verdict(self) -> str:
+        """As the charts colour and mark it: accepted (kept) or rejected."""
+        return "accepted" if self.kept else "rejected"
+
 
 def block_stops(r: Round) -> tuple[BlockStop, ...]:
     """Every drafted position's stop test, in order (the weights from each draft's p and q, as verify_block forms

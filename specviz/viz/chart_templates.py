@@ -81,7 +81,7 @@ def _block_stop(pos, stop) -> Parts:
     label = charts.acceptance_label(pos)
     return Parts(
         "block_stop",
-        ("accepted" if stop.kept else "rejected",),
+        (stop.verdict,),
         data,
         charts.block_stop_heading(stop),
         params={"label": label},

@@ -95,10 +95,6 @@ def pq_chart(pos: Position | Node, heading: str = "") -> alt.Chart:
     )
 
 
-def acceptance_frame(pos: Position | Node) -> pd.DataFrame:
-    return pd.DataFrame(acceptance_rows(pos))
-
-
 def acceptance_rows(pos: Position | Node) -> list[dict]:
     verdict = acceptance_verdict(pos)
     return [
@@ -142,18 +138,24 @@ def acceptance_chart(pos: Position | Node) -> alt.LayerChart:
 def block_stop_rows(pos: Position, stop: BlockStop) -> list[dict]:
     """The stop test as the acceptance chart's one row: h in place of min(1, p/q); coloured by whether the block
     kept this draft."""
-    verdict = "accepted" if stop.kept else "rejected"
     return [
-        {"what": "h: end here", "value": stop.h, "u": stop.u, "verdict": verdict, "p": pos.p, "q": pos.q, "one": 1.0}
+        {
+            "what": "h: end here",
+            "value": stop.h,
+            "u": stop.u,
+            "verdict": stop.verdict,
+            "p": pos.p,
+            "q": pos.q,
+            "one": 1.0,
+        }
     ]
 
 
 def block_stop_heading(stop: BlockStop) -> tuple[str, str]:
     """The stop test's title: whether the block kept the draft, and the test in numbers (with the weight)."""
-    kept = "accepted" if stop.kept else "rejected"
-    sign = "≤" if stop.passed else ">"
+    sign, kept = ("≤" if stop.passed else ">"), ("KEPT" if stop.kept else "NOT KEPT")
     return (
-        f"{ORIGIN_MARKS[kept]} {'KEPT' if stop.kept else 'NOT KEPT'} · may the block end after draft {stop.after}?",
+        f"{ORIGIN_MARKS[stop.verdict]} {kept} · may the block end after draft {stop.after}?",
         f"u = {stop.u:.3f} {sign} h = {prob(stop.h)} ({'passes' if stop.passed else 'fails'}); weight w = "
         f"{prob(stop.weight)}",
     )
